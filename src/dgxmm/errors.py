@@ -1,0 +1,112 @@
+"""The one error hierarchy of dgxmm.
+
+Every layer raises these; only the server maps them to HTTP status codes::
+
+    DgxmmError
+    ├── InvalidInput(field, message)      -> 400 {"error", "field", "message"}
+    │   ├── CronError                     a cron expression that cannot be used
+    │   ├── ZoneError                     an unknown or malformed IANA zone name
+    │   └── DefinitionError               a refused definition (job, query, schedule, ...)
+    ├── NotFound(kind, name)              -> 404
+    ├── Conflict                          -> 409 (a name that already exists)
+    ├── Busy                              -> 409 (try again when the work under way finished)
+    ├── Forbidden                         -> 403
+    ├── LimitExceeded                     a run stopped by one of its limits
+    │   ├── TimeoutExceeded
+    │   └── MemoryLimitExceeded
+    ├── NotAllowed                        a run that would do more than its effects allow
+    ├── StoreError                        the database refused or failed
+    ├── BackupError                       a backup or restore that cannot be trusted
+    └── BackendError                      a model server that failed or is gone -> 502
+
+This module sits outside the layers (see DESIGN.md): it imports nothing and every layer may
+import it, so that one hierarchy serves all of them.
+"""
+
+from __future__ import annotations
+
+
+class DgxmmError(Exception):
+    """The root of every error dgxmm raises on purpose."""
+
+
+class InvalidInput(DgxmmError, ValueError):
+    """Input a user sent that cannot be used; names the field and the problem."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
+class CronError(InvalidInput):
+    """A cron expression that does not parse or can never fire."""
+
+    def __init__(self, message: str, field: str = "schedule") -> None:
+        super().__init__(field, message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ZoneError(InvalidInput):
+    """An IANA time-zone name that is unknown or malformed."""
+
+    def __init__(self, name: object, field: str = "zone") -> None:
+        super().__init__(
+            field, f"unknown time zone {name!r} (use an IANA name like 'Europe/Berlin')"
+        )
+        self.name = name
+
+
+class DefinitionError(InvalidInput):
+    """A refused definition: nothing was changed."""
+
+
+class NotFound(DgxmmError, LookupError):
+    """A named thing that does not exist."""
+
+    def __init__(self, kind: str, name: object) -> None:
+        super().__init__(f"no {kind} named {name!r}")
+        self.kind = kind
+        self.name = name
+
+
+class Conflict(DgxmmError):
+    """A name that is already taken, or a change that contradicts the current state."""
+
+
+class Busy(DgxmmError):
+    """Refused because other work is under way; try again when it has finished."""
+
+
+class Forbidden(DgxmmError):
+    """The caller may not do this."""
+
+
+class LimitExceeded(DgxmmError):
+    """A run stopped by one of its limits."""
+
+
+class TimeoutExceeded(LimitExceeded):
+    """A run passed its timeout."""
+
+
+class MemoryLimitExceeded(LimitExceeded):
+    """A run held more live bytes than its memory limit allows."""
+
+
+class NotAllowed(DgxmmError):
+    """A run would do something outside the effects its definition was granted."""
+
+
+class StoreError(DgxmmError):
+    """The database refused or failed; the original error is on ``__cause__``."""
+
+
+class BackupError(DgxmmError):
+    """A backup or restore that cannot be trusted (missing piece, wrong checksum)."""
+
+
+class BackendError(DgxmmError):
+    """A model server that failed to do what was asked, or is gone."""

@@ -1,0 +1,50 @@
+"""The jobs engine: cron in IANA zones, a scheduler the host ticks, workload statistics.
+
+Pure: standard library only (plus ``tzdata`` for zone data), no I/O, no threads, and it
+never reads the wall clock: every instant comes from the caller as integer microseconds
+since the Unix epoch.
+"""
+
+from dgxmm.jobs.cron import CronSchedule, FireTime
+from dgxmm.jobs.job import (
+    Action,
+    Job,
+    JobKind,
+    JobLimits,
+    JobRun,
+    Outcome,
+    RunContext,
+    RunResult,
+    SkipReason,
+    Timer,
+)
+from dgxmm.jobs.scheduler import JobState, Scheduler
+from dgxmm.jobs.stats import Bucket, LastRun, Override, RunCounts, SkipRecord, Tier, WorkloadStats
+from dgxmm.jobs.zones import ZoneClock, resolve_zone, zone_clock
+
+__all__ = [
+    "Action",
+    "Bucket",
+    "CronSchedule",
+    "FireTime",
+    "Job",
+    "JobKind",
+    "JobLimits",
+    "JobRun",
+    "JobState",
+    "LastRun",
+    "Outcome",
+    "Override",
+    "RunContext",
+    "RunCounts",
+    "RunResult",
+    "Scheduler",
+    "SkipReason",
+    "SkipRecord",
+    "Tier",
+    "Timer",
+    "WorkloadStats",
+    "ZoneClock",
+    "resolve_zone",
+    "zone_clock",
+]

@@ -1,0 +1,273 @@
+"""Jobs, their limits, and one run of a job.
+
+A ``JobRun`` is handed out by the scheduler (``start_due`` / ``start_now``); ``run()`` does
+the work on any thread and returns a ``RunResult``, which goes back to the scheduler through
+``finish``. The engine never reads the wall clock: instants come from the caller, and a run's
+duration is measured with an injected monotonic timer (``time.monotonic`` by default).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import Enum
+
+from dgxmm.errors import Conflict, MemoryLimitExceeded, TimeoutExceeded
+from dgxmm.jobs.cron import CronSchedule
+
+__all__ = [
+    "Action",
+    "Job",
+    "JobKind",
+    "JobLimits",
+    "JobRun",
+    "Outcome",
+    "RunContext",
+    "RunResult",
+    "SkipReason",
+    "Timer",
+]
+
+Timer = Callable[[], float]
+_US = 1_000_000
+
+
+class JobKind(Enum):
+    """Who a job belongs to: the system (built in) or a user (a catalog definition)."""
+
+    SYSTEM = "system"
+    USER = "user"
+
+
+class SkipReason(Enum):
+    """Why a due time did not start a run."""
+
+    OVERLAP = "overlap"  # the job was still running
+    GROUP_BUSY = "group_busy"  # another job of its group ran; it waits and runs once after
+    DISABLED = "disabled"  # the job is switched off
+    MISSED = "missed"  # no tick came within the scheduler's max_lateness of the time
+
+
+class Outcome(Enum):
+    """How a run ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    OVER_TIME = "over_time"  # finished, but past its timeout
+
+
+@dataclass(frozen=True, slots=True)
+class JobLimits:
+    """Limits of each run: a timeout and a memory limit (live bytes), both optional."""
+
+    timeout: timedelta | None = None
+    memory_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and self.timeout <= timedelta(0):
+            raise ValueError(f"timeout: {self.timeout} must be positive")
+        if self.memory_bytes is not None and self.memory_bytes <= 0:
+            raise ValueError(f"memory_bytes: {self.memory_bytes} must be positive")
+
+
+class RunContext:
+    """What a running action sees: who it is, when it started, and its limits."""
+
+    __slots__ = (
+        "_live",
+        "_lock",
+        "_started",
+        "_timer",
+        "limits",
+        "name",
+        "scheduled_at",
+        "started_at",
+    )
+
+    def __init__(
+        self, *, name: str, scheduled_at: int, started_at: int, limits: JobLimits, timer: Timer
+    ) -> None:
+        self.name = name
+        self.scheduled_at = scheduled_at
+        self.started_at = started_at
+        self.limits = limits
+        self._timer = timer
+        self._started = timer()
+        self._live = 0
+        self._lock = threading.Lock()
+
+    def elapsed(self) -> float:
+        """Return the seconds since the run started."""
+        return self._timer() - self._started
+
+    def remaining(self) -> float | None:
+        """Return the seconds left before the timeout (never below 0), or None without one."""
+        timeout = self.limits.timeout
+        if timeout is None:
+            return None
+        return max(0.0, timeout.total_seconds() - self.elapsed())
+
+    def check(self) -> None:
+        """Raise ``TimeoutExceeded`` when the run has passed its timeout."""
+        timeout = self.limits.timeout
+        if timeout is not None and self.elapsed() > timeout.total_seconds():
+            raise TimeoutExceeded(
+                f"job {self.name}: timeout of {_seconds(timeout)} passed "
+                f"after {self.elapsed():.3f} s"
+            )
+
+    @property
+    def live_bytes(self) -> int:
+        """The bytes the run holds at once, as charged and released."""
+        return self._live
+
+    def charge(self, n: int) -> None:
+        """Count ``n`` more live bytes; raise ``MemoryLimitExceeded`` past the limit."""
+        with self._lock:
+            self._live += n
+            live = self._live
+        limit = self.limits.memory_bytes
+        if limit is not None and live > limit:
+            raise MemoryLimitExceeded(
+                f"job {self.name}: memory limit of {limit} bytes passed ({live} bytes live)"
+            )
+
+    def release(self, n: int) -> None:
+        """Give back ``n`` live bytes."""
+        with self._lock:
+            self._live = max(0, self._live - n)
+
+
+Action = Callable[[RunContext], object]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A named action on a cron schedule; frozen: change it with ``dataclasses.replace``."""
+
+    name: str
+    kind: JobKind
+    schedule: CronSchedule
+    action: Action = field(compare=False)
+    limits: JobLimits = field(default_factory=JobLimits, kw_only=True)
+    group: str | None = field(default=None, kw_only=True)
+    enabled: bool = field(default=True, kw_only=True)
+    description: str | None = field(default=None, kw_only=True, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError("name: a job needs a non-empty name")
+        if not isinstance(self.schedule, CronSchedule):
+            raise TypeError(
+                f"schedule: expected a CronSchedule, got {type(self.schedule).__name__}"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """How one run went; handed back to ``Scheduler.finish``."""
+
+    name: str
+    token: int
+    scheduled_at: int
+    started_at: int
+    duration_us: int
+    outcome: Outcome
+    error: str | None = None
+    detail: str | None = None  # what the action returned, as text (rows written, bytes, ...)
+
+    @property
+    def finished_at(self) -> int:
+        """The instant the run ended (started plus its measured duration)."""
+        return self.started_at + self.duration_us
+
+
+_tokens = itertools.count(1)
+
+
+class JobRun:
+    """One run of a job, handed out by the scheduler; run it on any thread, once."""
+
+    __slots__ = ("_done", "_lock", "_timer", "job", "scheduled_at", "started_at", "token")
+
+    def __init__(self, job: Job, *, scheduled_at: int, started_at: int, timer: Timer) -> None:
+        self.job = job
+        self.scheduled_at = scheduled_at
+        self.started_at = started_at
+        self.token = next(_tokens)
+        self._timer = timer
+        self._done = False
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The job's name."""
+        return self.job.name
+
+    def run(self) -> RunResult:
+        """Do the work and return how it went; any exception becomes a failed run."""
+        self._claim()
+        context = RunContext(
+            name=self.job.name,
+            scheduled_at=self.scheduled_at,
+            started_at=self.started_at,
+            limits=self.job.limits,
+            timer=self._timer,
+        )
+        detail: str | None = None
+        error: str | None = None
+        try:
+            returned = self.job.action(context)
+            detail = None if returned is None else str(returned)
+        except Exception as exc:  # a failing job is recorded, never raised into the host
+            error = _describe_error(exc)
+        elapsed = context.elapsed()
+        timeout = self.job.limits.timeout
+        if error is not None:
+            outcome = Outcome.FAILED
+        elif timeout is not None and elapsed > timeout.total_seconds():
+            outcome = Outcome.OVER_TIME
+            error = f"finished after {elapsed:.3f} s, past its timeout of {_seconds(timeout)}"
+        else:
+            outcome = Outcome.SUCCEEDED
+        return self._result(outcome, round(elapsed * _US), error, detail)
+
+    def abandon(self, reason: str) -> RunResult:
+        """Give the run up without doing it: a failed run with ``reason``."""
+        self._claim()
+        return self._result(Outcome.FAILED, 0, f"abandoned: {reason}", None)
+
+    def _claim(self) -> None:
+        with self._lock:
+            if self._done:
+                raise Conflict(f"run {self.token} of job {self.job.name} was already used")
+            self._done = True
+
+    def _result(
+        self, outcome: Outcome, duration_us: int, error: str | None, detail: str | None
+    ) -> RunResult:
+        return RunResult(
+            name=self.job.name,
+            token=self.token,
+            scheduled_at=self.scheduled_at,
+            started_at=self.started_at,
+            duration_us=max(0, duration_us),
+            outcome=outcome,
+            error=error,
+            detail=detail,
+        )
+
+    def __repr__(self) -> str:
+        return f"JobRun({self.job.name!r}, token={self.token}, scheduled_at={self.scheduled_at})"
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _seconds(delta: timedelta) -> str:
+    return f"{delta.total_seconds():g} s"

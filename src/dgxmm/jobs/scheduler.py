@@ -1,0 +1,414 @@
+"""The scheduler: the host ticks it with the current time; it decides what runs.
+
+Two ways to drive it:
+
+- ``tick(now)`` starts what is due and runs it on the calling thread;
+- ``start_due(now)`` only does the bookkeeping and hands out one ``JobRun`` per due job (and
+  ``start_now(name, now)`` one on demand); the host runs each on a thread of its choice and
+  gives the result back with ``finish(result)``. Until then the job and its group count as
+  running.
+
+The rules, each with a test in ``tests/jobs/test_scheduler.py``:
+
+- the first tick only plans: every job gets its next time after that instant;
+- a job never overlaps itself: while it runs it has no planned time; when it finishes it is
+  planned after the instant it finished, and a time that passed meanwhile is recorded as
+  skipped (overlap);
+- a due time that no tick reached within ``max_lateness`` (the host was stopped or stuck)
+  is skipped (missed), and the job is planned after now: there is no catch-up burst;
+- a job whose group is busy waits, keeping its time; it starts at the first tick after the
+  group frees and runs once however many of its times passed meanwhile;
+- a disabled job does not run; its due times are recorded as skipped (disabled).
+
+The scheduler owns no thread and never reads the wall clock. It is not itself thread-safe:
+the host calls it from one thread at a time (dgxmm's server holds a lock around it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from contextlib import suppress
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from heapq import heappop, heappush
+from zoneinfo import ZoneInfo
+
+from dgxmm.errors import Busy, Conflict, CronError, NotFound
+from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.job import Job, JobKind, JobRun, RunResult, SkipReason, Timer
+from dgxmm.jobs.stats import SkipRecord, WorkloadStats
+from dgxmm.jobs.zones import resolve_zone
+
+__all__ = ["JobState", "Scheduler"]
+
+_US = 1_000_000
+# How many times a long run may have passed over before the overlap count stops counting.
+_OVERLAP_COUNT_CAP = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobState:
+    """A job as the scheduler holds it right now."""
+
+    job: Job
+    next_at: int | None  # the planned time; None while running, waiting, off or not planned
+    run: JobRun | None  # the run under way
+    waiting_since: int | None  # the due time it keeps while its group is busy
+
+
+class _Entry:
+    __slots__ = ("builtin", "gen", "job", "next_at", "run", "waiting_since")
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.builtin = job  # a system job's definition before any override
+        self.next_at: int | None = None
+        self.gen = 0  # bumped whenever a planned heap item stops being valid
+        self.run: JobRun | None = None
+        self.waiting_since: int | None = None
+
+
+class Scheduler:
+    """Plans and starts jobs on a cron schedule, in one time zone."""
+
+    def __init__(
+        self,
+        time_zone: ZoneInfo | str = "UTC",
+        stats: WorkloadStats | None = None,
+        *,
+        max_lateness: timedelta = timedelta(minutes=1),
+        timer: Timer = time.monotonic,
+        keep_skips: int = 1000,
+    ) -> None:
+        self.time_zone = resolve_zone(time_zone, field="time_zone")
+        self.stats = stats
+        self._max_lateness = round(max_lateness.total_seconds() * _US)
+        self._timer = timer
+        self._entries: dict[str, _Entry] = {}
+        self._heap: list[tuple[int, int, int, _Entry]] = []
+        self._seq = 0
+        self._unplanned: dict[str, _Entry] = {}
+        self._busy: dict[str, JobRun] = {}  # group -> the run that holds it
+        self._waiting: dict[str, deque[_Entry]] = {}
+        self._running: dict[int, JobRun] = {}  # token -> run
+        self._last_tick: int | None = None
+        self.skips: deque[SkipRecord] = deque(maxlen=keep_skips)
+
+    # -- the job list -------------------------------------------------------------------------
+
+    def add(self, job: Job) -> None:
+        """Add a job; raise ``Conflict`` when the name is taken."""
+        if job.name in self._entries:
+            raise Conflict(f"a job named {job.name!r} already exists")
+        entry = _Entry(job)
+        if job.kind is JobKind.SYSTEM:
+            entry.job = self._overridden(job)
+        # A job removed and added again while its old run goes on still counts as running.
+        entry.run = next((r for r in self._running.values() if r.job.name == job.name), None)
+        self._entries[job.name] = entry
+        self._unplanned[job.name] = entry
+
+    def remove(self, name: str) -> None:
+        """Remove a user job; a run under way goes on and is recorded when it finishes."""
+        entry = self._entry(name)
+        if entry.job.kind is JobKind.SYSTEM:
+            raise Conflict(f"{name} is a system job: it cannot be removed, only switched off")
+        del self._entries[name]
+        self._forget(entry)
+
+    def replace(self, job: Job) -> None:
+        """Replace a job's definition, keeping its run under way and, if unchanged, its time."""
+        entry = self._entry(job.name)
+        if job.kind is not entry.job.kind:
+            raise Conflict(f"{job.name}: cannot change a {entry.job.kind.value} job's kind")
+        if job.kind is JobKind.SYSTEM:
+            entry.builtin = job
+            job = self._overridden(job)
+        old, entry.job = entry.job, job
+        if job.schedule != old.schedule:
+            self._replan(entry)
+
+    def jobs(self) -> list[Job]:
+        """Return every job: the system jobs first, then the user jobs by name."""
+        system = [e.job for e in self._entries.values() if e.job.kind is JobKind.SYSTEM]
+        user = sorted(
+            (e.job for e in self._entries.values() if e.job.kind is JobKind.USER),
+            key=lambda job: job.name,
+        )
+        return system + user
+
+    def get(self, name: str) -> Job:
+        """Return a job by name; raise ``NotFound``."""
+        return self._entry(name).job
+
+    def state(self, name: str) -> JobState:
+        """Return a job with its planned time, its run under way and its wait."""
+        entry = self._entry(name)
+        return JobState(
+            job=entry.job,
+            next_at=entry.next_at if entry.job.enabled else None,
+            run=entry.run,
+            waiting_since=entry.waiting_since,
+        )
+
+    def next_run(self, name: str) -> int | None:
+        """Return a job's planned time; None while it runs, waits, is off or not planned yet."""
+        return self.state(name).next_at
+
+    def set_enabled(self, name: str, on: bool) -> None:
+        """Switch a job on or off; a system job's switch is kept as an override in the stats."""
+        entry = self._entry(name)
+        entry.job = replace(entry.job, enabled=on)
+        if entry.job.kind is JobKind.SYSTEM and self.stats is not None:
+            self.stats.set_job_override(name, enabled=None if on == entry.builtin.enabled else on)
+        if on and entry.next_at is None and entry.run is None and entry.waiting_since is None:
+            self._replan(entry)
+
+    def set_schedule(self, name: str, schedule: CronSchedule | None) -> None:
+        """Change a job's schedule; None gives a system job its built-in schedule again."""
+        entry = self._entry(name)
+        if schedule is None:
+            if entry.job.kind is not JobKind.SYSTEM:
+                raise Conflict(f"{name} is a user job: it has no built-in schedule")
+            schedule = entry.builtin.schedule
+        if entry.job.kind is JobKind.SYSTEM and self.stats is not None:
+            same = schedule == entry.builtin.schedule
+            self.stats.set_job_override(name, schedule=None if same else str(schedule))
+        if schedule != entry.job.schedule:
+            entry.job = replace(entry.job, schedule=schedule)
+            self._replan(entry)
+
+    def sync_user_jobs(self, jobs: list[Job]) -> None:
+        """Make the user jobs exactly ``jobs``: add, replace and remove in one call.
+
+        System jobs and runs under way are left alone; a job whose definition did not change
+        keeps its planned time.
+        """
+        wanted: dict[str, Job] = {}
+        for job in jobs:
+            if job.kind is not JobKind.USER:
+                raise Conflict(f"{job.name}: sync_user_jobs takes user jobs only")
+            if job.name in wanted:
+                raise Conflict(f"{job.name}: listed twice")
+            existing = self._entries.get(job.name)
+            if existing is not None and existing.job.kind is JobKind.SYSTEM:
+                raise Conflict(f"{job.name}: a system job has that name")
+            wanted[job.name] = job
+        for name, entry in list(self._entries.items()):
+            if entry.job.kind is JobKind.USER and name not in wanted:
+                self.remove(name)
+        for job in wanted.values():
+            if job.name not in self._entries:
+                self.add(job)
+            elif self._entries[job.name].job != job:
+                self.replace(job)
+            else:
+                self._entries[job.name].job = job  # same definition; take the new action
+
+    # -- ticking ------------------------------------------------------------------------------
+
+    def tick(self, now: int) -> list[RunResult]:
+        """Start what is due at ``now`` and run it on this thread; return the results."""
+        results = []
+        for run in self.start_due(now):
+            result = run.run()
+            self.finish(result)
+            results.append(result)
+        return results
+
+    def start_due(self, now: int) -> list[JobRun]:
+        """Do the bookkeeping of a tick and hand out a run for each job that starts now."""
+        _check_instant(now)
+        first = self._last_tick is None
+        if self._unplanned:
+            # Planned after the previous tick, so a time between it and now is still due.
+            after = now if first or self._last_tick is None else min(self._last_tick, now)
+            for entry in self._unplanned.values():
+                self._plan(entry, after)
+            self._unplanned.clear()
+        self._last_tick = now
+        if first:
+            return []  # the first tick only plans
+        runs: list[JobRun] = []
+        if self._waiting:
+            self._start_waiting(now, runs)
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            at, _, gen, entry = heappop(heap)
+            if gen != entry.gen:
+                continue  # replanned, removed or started since this item was pushed
+            entry.next_at = None
+            job = entry.job
+            if not job.enabled:
+                self._skip(job.name, at, SkipReason.DISABLED)
+                self._plan(entry, now)
+            elif now - at > self._max_lateness:
+                late = (now - at) / _US
+                self._skip(job.name, at, SkipReason.MISSED, f"no tick until {late:.0f} s later")
+                self._plan(entry, now)
+            elif job.group is not None and job.group in self._busy:
+                self._wait(entry, at)
+            else:
+                runs.append(self._start(entry, scheduled_at=at, now=now))
+        return runs
+
+    def start_now(self, name: str, now: int) -> JobRun:
+        """Hand out a run now, whatever the schedule; ``Busy`` while the job or its group runs."""
+        _check_instant(now)
+        entry = self._entry(name)
+        if entry.run is not None:
+            raise Busy(f"job {name} is running; try again when it has finished")
+        group = entry.job.group
+        if group is not None and group in self._busy:
+            holder = self._busy[group].job.name
+            raise Busy(f"job {holder} of group {group} is running; try again when it has finished")
+        if entry.waiting_since is not None:
+            self._unwait(entry)
+        return self._start(entry, scheduled_at=now, now=now)
+
+    def finish(self, result: RunResult) -> None:
+        """Take a run's result back: record it, free its group, plan the job's next time."""
+        run = self._running.pop(result.token, None)
+        if run is None:
+            raise Conflict(f"run {result.token} of job {result.name} is not under way")
+        group = run.job.group
+        if group is not None and self._busy.get(group) is run:
+            del self._busy[group]
+        if self.stats is not None:
+            self.stats.record_run(result)
+        entry = self._entries.get(result.name)
+        if entry is None or entry.run is not run:
+            return  # removed while it ran
+        entry.run = None
+        finished = result.finished_at
+        passed = self._count_between(
+            entry.job.schedule, max(run.scheduled_at, run.started_at), finished
+        )
+        if passed:
+            detail = f"{passed}{'+' if passed >= _OVERLAP_COUNT_CAP else ''} time(s) while it ran"
+            first = entry.job.schedule.next_after(
+                max(run.scheduled_at, run.started_at), self.time_zone
+            )
+            self._skip(result.name, first, SkipReason.OVERLAP, detail)
+        self._plan(entry, finished)
+
+    def running(self) -> list[JobRun]:
+        """Return the runs under way."""
+        return list(self._running.values())
+
+    def is_group_busy(self, group: str) -> bool:
+        """Tell whether a run of ``group`` is under way."""
+        return group in self._busy
+
+    # -- inside -------------------------------------------------------------------------------
+
+    def _entry(self, name: str) -> _Entry:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise NotFound("job", name)
+        return entry
+
+    def _overridden(self, job: Job) -> Job:
+        if self.stats is None:
+            return job
+        override = self.stats.job_override(job.name)
+        if override is None:
+            return job
+        changes: dict[str, object] = {}
+        if override.enabled is not None:
+            changes["enabled"] = override.enabled
+        if override.schedule is not None:
+            # A stored override that no longer parses leaves the built-in schedule in force.
+            with suppress(CronError):
+                changes["schedule"] = CronSchedule.parse(override.schedule)
+        return replace(job, **changes) if changes else job  # type: ignore[arg-type]
+
+    def _plan(self, entry: _Entry, after: int) -> None:
+        entry.gen += 1
+        at = entry.job.schedule.next_after(after, self.time_zone)
+        entry.next_at = at
+        self._seq += 1
+        heappush(self._heap, (at, self._seq, entry.gen, entry))
+
+    def _replan(self, entry: _Entry) -> None:
+        """Plan a job again at the next tick (unless it runs or waits)."""
+        if entry.run is not None or entry.waiting_since is not None:
+            return  # finish() or the wait plans it
+        entry.gen += 1
+        entry.next_at = None
+        self._unplanned[entry.job.name] = entry
+
+    def _forget(self, entry: _Entry) -> None:
+        entry.gen += 1
+        entry.next_at = None
+        self._unplanned.pop(entry.job.name, None)
+        if entry.waiting_since is not None:
+            self._unwait(entry)
+
+    def _start(self, entry: _Entry, *, scheduled_at: int, now: int) -> JobRun:
+        run = JobRun(entry.job, scheduled_at=scheduled_at, started_at=now, timer=self._timer)
+        entry.gen += 1
+        entry.next_at = None
+        entry.run = run
+        self._running[run.token] = run
+        if entry.job.group is not None:
+            self._busy[entry.job.group] = run
+        return run
+
+    def _wait(self, entry: _Entry, at: int) -> None:
+        group = entry.job.group
+        assert group is not None
+        entry.waiting_since = at
+        self._waiting.setdefault(group, deque()).append(entry)
+        holder = self._busy[group].job.name
+        self._skip(entry.job.name, at, SkipReason.GROUP_BUSY, f"waits for {holder} ({group})")
+
+    def _unwait(self, entry: _Entry) -> None:
+        for group, queue in list(self._waiting.items()):
+            if entry in queue:
+                queue.remove(entry)
+                if not queue:
+                    del self._waiting[group]
+        entry.waiting_since = None
+
+    def _start_waiting(self, now: int, runs: list[JobRun]) -> None:
+        for group in list(self._waiting):
+            queue = self._waiting[group]
+            while queue and group not in self._busy:
+                entry = queue.popleft()
+                at, entry.waiting_since = entry.waiting_since, None
+                assert at is not None
+                if self._entries.get(entry.job.name) is not entry:
+                    continue  # removed while it waited
+                if not entry.job.enabled:
+                    self._skip(entry.job.name, at, SkipReason.DISABLED)
+                    self._plan(entry, now)
+                elif entry.job.group != group and entry.job.group in self._busy:
+                    self._wait(entry, at)  # its group changed while it waited
+                else:
+                    runs.append(self._start(entry, scheduled_at=at, now=now))
+            if not queue:
+                del self._waiting[group]
+
+    def _skip(self, name: str, at: int, reason: SkipReason, detail: str | None = None) -> None:
+        record = SkipRecord(name=name, at_us=at, reason=reason, detail=detail)
+        self.skips.append(record)
+        if self.stats is not None:
+            self.stats.record_skip(record)
+
+    def _count_between(self, schedule: CronSchedule, after: int, until: int) -> int:
+        """Count the fire times in (after, until], up to a cap."""
+        count = 0
+        at = after
+        while count < _OVERLAP_COUNT_CAP:
+            at = schedule.next_after(at, self.time_zone)
+            if at > until:
+                break
+            count += 1
+        return count
+
+
+def _check_instant(now: object) -> None:
+    if not isinstance(now, int) or isinstance(now, bool):
+        raise TypeError(f"now: expected integer microseconds since the epoch, got {now!r}")

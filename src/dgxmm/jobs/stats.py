@@ -1,0 +1,335 @@
+"""Workload statistics: every run and skip of every job, per minute, hour and day.
+
+Per job, three series of buckets (UTC-aligned) hold the count of runs, the failures, the total
+and the longest duration: minutes are kept 2 days, hours 90 days and days 3 years. The stats
+also hold the last run, skip counts by reason, and the per-job overrides of a system job's
+schedule and switch. Everything round-trips through plain JSON (``to_json`` / ``from_json``);
+the store keeps it in a sidecar file beside the database.
+
+The host reads the stats from request threads while its ticker records runs, so every method
+takes the one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final
+
+from dgxmm.jobs.job import Outcome, RunResult, SkipReason
+
+__all__ = ["Bucket", "LastRun", "Override", "RunCounts", "SkipRecord", "Tier", "WorkloadStats"]
+
+_MINUTE: Final = 60_000_000
+_HOUR: Final = 60 * _MINUTE
+_DAY: Final = 24 * _HOUR
+_FORMAT: Final = 1
+
+
+class Tier(Enum):
+    """A series of buckets: its width and how long it is kept."""
+
+    MINUTES = ("minutes", _MINUTE, 2 * _DAY)
+    HOURS = ("hours", _HOUR, 90 * _DAY)
+    DAYS = ("days", _DAY, 3 * 366 * _DAY)
+
+    def __init__(self, label: str, width_us: int, keep_us: int) -> None:
+        self.label = label
+        self.width_us = width_us
+        self.keep_us = keep_us
+
+    @classmethod
+    def named(cls, label: str) -> Tier:
+        """Return the tier called ``label`` ('minutes', 'hours' or 'days')."""
+        for tier in cls:
+            if tier.label == label:
+                return tier
+        raise ValueError(f"tier: {label!r} is not one of minutes, hours, days")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bucket:
+    """The runs of one job that started within one minute, hour or day."""
+
+    start_us: int
+    count: int
+    failures: int
+    total_us: int
+    longest_us: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastRun:
+    """The latest finished run of a job."""
+
+    started_at: int
+    duration_us: int
+    outcome: Outcome
+    error: str | None
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCounts:
+    """Runs that started in the last hour, two days and 90 days."""
+
+    last_hour: int
+    last_two_days: int
+    last_90_days: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkipRecord:
+    """A due time that did not start a run, and why."""
+
+    name: str
+    at_us: int
+    reason: SkipReason
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Override:
+    """A system job's schedule and switch as changed by the instance's user (None: built in)."""
+
+    schedule: str | None = None
+    enabled: bool | None = None
+
+
+class _JobSeries:
+    __slots__ = ("last", "last_skip", "series", "skips")
+
+    def __init__(self) -> None:
+        # Per tier: bucket start -> [count, failures, total_us, longest_us], oldest first.
+        self.series: dict[Tier, dict[int, list[int]]] = {tier: {} for tier in Tier}
+        self.last: LastRun | None = None
+        self.skips: dict[SkipReason, int] = {}
+        self.last_skip: SkipRecord | None = None
+
+
+_KEEP: Final = object()
+
+
+class WorkloadStats:
+    """Per-job run history and overrides; safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._jobs: dict[str, _JobSeries] = {}
+        self._overrides: dict[str, Override] = {}
+        self._version = 0  # bumped on every change, so a flush can tell whether to write
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever the stats change."""
+        return self._version
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        with self._lock:
+            yield
+            self._version += 1
+
+    # -- recording ----------------------------------------------------------------------------
+
+    def record_run(self, result: RunResult) -> None:
+        """Count a finished run in every tier and remember it as the job's last run."""
+        failed = result.outcome is not Outcome.SUCCEEDED
+        with self._changing():
+            job = self._jobs.setdefault(result.name, _JobSeries())
+            for tier in Tier:
+                buckets = job.series[tier]
+                start = result.started_at - result.started_at % tier.width_us
+                bucket = buckets.get(start)
+                if bucket is None:
+                    buckets[start] = [1, int(failed), result.duration_us, result.duration_us]
+                    _prune(buckets, start - tier.keep_us)
+                else:
+                    bucket[0] += 1
+                    bucket[1] += failed
+                    bucket[2] += result.duration_us
+                    bucket[3] = max(bucket[3], result.duration_us)
+            if job.last is None or result.started_at >= job.last.started_at:
+                job.last = LastRun(
+                    started_at=result.started_at,
+                    duration_us=result.duration_us,
+                    outcome=result.outcome,
+                    error=result.error,
+                    detail=result.detail,
+                )
+
+    def record_skip(self, skip: SkipRecord) -> None:
+        """Count a skipped time by its reason."""
+        with self._changing():
+            job = self._jobs.setdefault(skip.name, _JobSeries())
+            job.skips[skip.reason] = job.skips.get(skip.reason, 0) + 1
+            job.last_skip = skip
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """Return the names of the jobs with recorded runs or skips."""
+        with self._lock:
+            return sorted(self._jobs)
+
+    def history(self, name: str, tier: Tier) -> list[Bucket]:
+        """Return a job's buckets in ``tier``, oldest first (empty for an unknown job)."""
+        with self._lock:
+            job = self._jobs.get(name)
+            if job is None:
+                return []
+            rows = sorted(job.series[tier].items())
+        return [
+            Bucket(start_us=start, count=c, failures=f, total_us=t, longest_us=lg)
+            for start, (c, f, t, lg) in rows
+        ]
+
+    def counts(self, name: str, now_us: int) -> RunCounts:
+        """Return how many runs started in the last hour, two days and 90 days before ``now_us``."""
+        with self._lock:
+            job = self._jobs.get(name)
+            if job is None:
+                return RunCounts(last_hour=0, last_two_days=0, last_90_days=0)
+            minutes = job.series[Tier.MINUTES]
+            hours = job.series[Tier.HOURS]
+            return RunCounts(
+                last_hour=_count_since(minutes, now_us - _HOUR, now_us),
+                last_two_days=_count_since(minutes, now_us - 2 * _DAY, now_us),
+                last_90_days=_count_since(hours, now_us - 90 * _DAY, now_us),
+            )
+
+    def last_run(self, name: str) -> LastRun | None:
+        """Return the latest finished run of a job, if any."""
+        with self._lock:
+            job = self._jobs.get(name)
+            return None if job is None else job.last
+
+    def skips(self, name: str) -> dict[SkipReason, int]:
+        """Return how often a job's times were skipped, by reason."""
+        with self._lock:
+            job = self._jobs.get(name)
+            return {} if job is None else dict(job.skips)
+
+    def last_skip(self, name: str) -> SkipRecord | None:
+        """Return the latest skipped time of a job, if any."""
+        with self._lock:
+            job = self._jobs.get(name)
+            return None if job is None else job.last_skip
+
+    # -- overrides ----------------------------------------------------------------------------
+
+    def set_job_override(
+        self,
+        name: str,
+        *,
+        schedule: str | object | None = _KEEP,
+        enabled: bool | object | None = _KEEP,
+    ) -> None:
+        """Change a job's overridden schedule and/or switch; None restores the built-in one."""
+        with self._changing():
+            current = self._overrides.get(name, Override())
+            new_schedule = current.schedule if schedule is _KEEP else schedule
+            new_enabled = current.enabled if enabled is _KEEP else enabled
+            if new_schedule is not None and not isinstance(new_schedule, str):
+                raise TypeError("schedule: expected cron text or None")
+            if new_enabled is not None and not isinstance(new_enabled, bool):
+                raise TypeError("enabled: expected true, false or None")
+            if new_schedule is None and new_enabled is None:
+                self._overrides.pop(name, None)
+            else:
+                self._overrides[name] = Override(schedule=new_schedule, enabled=new_enabled)
+
+    def job_override(self, name: str) -> Override | None:
+        """Return a job's override, if it has one."""
+        with self._lock:
+            return self._overrides.get(name)
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stats as plain JSON values."""
+        with self._lock:
+            jobs: dict[str, Any] = {}
+            for name, job in self._jobs.items():
+                entry: dict[str, Any] = {
+                    tier.label: [
+                        [start, *values] for start, values in sorted(job.series[tier].items())
+                    ]
+                    for tier in Tier
+                }
+                if job.last is not None:
+                    entry["last"] = {
+                        "started_at": job.last.started_at,
+                        "duration_us": job.last.duration_us,
+                        "outcome": job.last.outcome.value,
+                        "error": job.last.error,
+                        "detail": job.last.detail,
+                    }
+                entry["skips"] = {reason.value: n for reason, n in job.skips.items()}
+                if job.last_skip is not None:
+                    entry["last_skip"] = {
+                        "at_us": job.last_skip.at_us,
+                        "reason": job.last_skip.reason.value,
+                        "detail": job.last_skip.detail,
+                    }
+                jobs[name] = entry
+            overrides = {
+                name: {"schedule": o.schedule, "enabled": o.enabled}
+                for name, o in sorted(self._overrides.items())
+            }
+            return {"format": _FORMAT, "jobs": jobs, "overrides": overrides}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkloadStats:
+        """Rebuild stats written by ``to_json``; raise ``ValueError`` on anything else."""
+        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+            raise ValueError(f"workload stats: expected format {_FORMAT}")
+        stats = cls()
+        try:
+            for name, entry in data.get("jobs", {}).items():
+                job = _JobSeries()
+                for tier in Tier:
+                    job.series[tier] = {
+                        int(row[0]): [int(v) for v in row[1:5]] for row in entry.get(tier.label, [])
+                    }
+                last = entry.get("last")
+                if last:
+                    job.last = LastRun(
+                        started_at=int(last["started_at"]),
+                        duration_us=int(last["duration_us"]),
+                        outcome=Outcome(last["outcome"]),
+                        error=last.get("error"),
+                        detail=last.get("detail"),
+                    )
+                job.skips = {SkipReason(k): int(v) for k, v in entry.get("skips", {}).items()}
+                skip = entry.get("last_skip")
+                if skip:
+                    job.last_skip = SkipRecord(
+                        name=name,
+                        at_us=int(skip["at_us"]),
+                        reason=SkipReason(skip["reason"]),
+                        detail=skip.get("detail"),
+                    )
+                stats._jobs[name] = job
+            for name, o in data.get("overrides", {}).items():
+                stats.set_job_override(name, schedule=o.get("schedule"), enabled=o.get("enabled"))
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise ValueError(f"workload stats: malformed entry ({error})") from error
+        stats._version = 0
+        return stats
+
+
+def _prune(buckets: dict[int, list[int]], cutoff: int) -> None:
+    """Drop buckets that started before ``cutoff`` (the dict is oldest first)."""
+    while buckets:
+        oldest = next(iter(buckets))
+        if oldest >= cutoff:
+            return
+        del buckets[oldest]
+
+
+def _count_since(buckets: dict[int, list[int]], since_us: int, now_us: int) -> int:
+    return sum(values[0] for start, values in buckets.items() if since_us < start <= now_us)
