@@ -1,0 +1,3 @@
+"""Fixtures shared by every test package."""
+
+from __future__ import annotations
