@@ -48,7 +48,7 @@ class ManualClock:
             self._now = at if isinstance(at, int) else to_us(at)
 
     def advance(self, delta: timedelta | int) -> int:
-        """Move the clock forward by ``delta`` (a timedelta or microseconds); return the new time."""
+        """Move the clock forward by ``delta`` (timedelta or microseconds); return the new time."""
         step = delta if isinstance(delta, int) else round(delta.total_seconds() * 1_000_000)
         with self._lock:
             self._now += step

@@ -225,7 +225,8 @@ class Scheduler:
             # Planned after the previous tick, so a time between it and now is still due.
             after = now if first or self._last_tick is None else min(self._last_tick, now)
             for entry in self._unplanned.values():
-                self._plan(entry, after)
+                if entry.run is None:  # a job whose run goes on is planned by finish()
+                    self._plan(entry, after)
             self._unplanned.clear()
         self._last_tick = now
         if first:
