@@ -1,0 +1,59 @@
+"""The store: the database (SQLite by default, PostgreSQL by URL), its versioned catalog of
+saved queries and user jobs with their effects, query-job runs, checkpoints, incremental
+backups, system jobs and the workload sidecar. See ``docs/store.md``.
+"""
+
+from dgxmm.store.analysis import Analysis, Statement, StatementKind, analyze
+from dgxmm.store.backup_dir import BackupResult, RestoreResult
+from dgxmm.store.catalog_file import ImportResult
+from dgxmm.store.changes import ChangeEntry, record_change
+from dgxmm.store.database import Dialect, reading, writing
+from dgxmm.store.definitions import JOB_KEYS, JobAction, JobSpec, RunOn
+from dgxmm.store.effects import AllowAll, Authorizer, Create, Execute, Request, Write
+from dgxmm.store.journal import Change, JournalEntry, Subject
+from dgxmm.store.params import ParamType
+from dgxmm.store.records import JobDefinition, SavedQuery
+from dgxmm.store.schema import metadata, protected_tables
+from dgxmm.store.store import Store, restore
+from dgxmm.store.system_jobs import COMPACT, STATS_FLUSH, SYSTEM_JOB_NAMES
+from dgxmm.store.user_jobs import NotScheduled, UserJobs
+
+__all__ = [
+    "COMPACT",
+    "JOB_KEYS",
+    "STATS_FLUSH",
+    "SYSTEM_JOB_NAMES",
+    "AllowAll",
+    "Analysis",
+    "Authorizer",
+    "BackupResult",
+    "Change",
+    "ChangeEntry",
+    "Create",
+    "Dialect",
+    "Execute",
+    "ImportResult",
+    "JobAction",
+    "JobDefinition",
+    "JobSpec",
+    "JournalEntry",
+    "NotScheduled",
+    "ParamType",
+    "Request",
+    "RestoreResult",
+    "RunOn",
+    "SavedQuery",
+    "Statement",
+    "StatementKind",
+    "Store",
+    "Subject",
+    "UserJobs",
+    "Write",
+    "analyze",
+    "metadata",
+    "protected_tables",
+    "reading",
+    "record_change",
+    "restore",
+    "writing",
+]

@@ -1,0 +1,192 @@
+"""The database under the store: where it is, its engine, its migrations, its transactions.
+
+SQLite (the default) is a file in WAL mode; every connection gets ``foreign_keys=ON``, a busy
+timeout, and no automatic checkpoints (the store does every checkpoint itself, to know which
+pages changed: see ``wal.py``). SQLAlchemy emits our own ``BEGIN`` (``BEGIN IMMEDIATE`` for a
+write, so a transaction never has to upgrade its lock half way). PostgreSQL is reached by a
+``postgresql://`` or ``postgresql+psycopg://`` URL through psycopg 3.
+
+Migrations are Alembic revisions in ``migrations/versions``, applied on open with a ``Config``
+built in code (no ``alembic.ini``), under a lock so that two processes opening one database
+at once do not both apply them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.util.exc import CommandError
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+
+from dgxmm.errors import InvalidInput, StoreError
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "Dialect",
+    "Target",
+    "create_store_engine",
+    "migrate",
+    "parse_target",
+    "reading",
+    "writing",
+]
+
+BUSY_TIMEOUT_MS = 5000
+MIGRATIONS = Path(__file__).with_name("migrations")
+# Arbitrary, fixed: the PostgreSQL advisory lock that serializes migrations across processes.
+_MIGRATION_LOCK = 0x64677878_6D6D0001 & 0x7FFFFFFFFFFFFFFF
+_WRITE_OPTION = "dgxmm_write"
+_IN_MEMORY = "an in-memory SQLite database cannot hold a store; give a file"
+
+
+class Dialect(StrEnum):
+    """The two databases the store runs on (equal to their names: ``"sqlite"``...)."""
+
+    SQLITE = "sqlite"
+    POSTGRESQL = "postgresql"
+
+    @property
+    def sqlglot(self) -> str:
+        """The dialect's name in sqlglot."""
+        return "sqlite" if self is Dialect.SQLITE else "postgres"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    """Where a store lives: its URL, its dialect, and for SQLite the database file."""
+
+    url: URL
+    dialect: Dialect
+    path: Path | None
+
+
+def parse_target(target: str | Path) -> Target:
+    """Read a file path, a ``sqlite:///`` URL or a PostgreSQL URL; refuse anything else."""
+    text = str(target)
+    if "://" not in text:
+        return _sqlite_target(Path(text))
+    try:
+        url = make_url(text)
+    except ArgumentError as error:
+        raise InvalidInput("target", f"{text!r} is not a database URL") from error
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        if not url.database or url.database == ":memory:" or url.database.startswith("file:"):
+            raise InvalidInput("target", _IN_MEMORY)
+        return _sqlite_target(Path(url.database))
+    if backend in ("postgresql", "postgres"):
+        driver = url.get_driver_name()
+        if driver not in ("psycopg", "", "postgresql"):
+            raise InvalidInput("target", f"PostgreSQL is reached through psycopg 3, not {driver!r}")
+        url = url.set(drivername="postgresql+psycopg")
+        return Target(url=url, dialect=Dialect.POSTGRESQL, path=None)
+    raise InvalidInput("target", f"{backend!r} is not supported: use SQLite or PostgreSQL")
+
+
+def _sqlite_target(path: Path) -> Target:
+    if str(path) == ":memory:":
+        raise InvalidInput(
+            "target", "an in-memory SQLite database cannot hold a store; give a file"
+        )
+    path = path.expanduser().absolute()
+    if path.is_dir():
+        raise InvalidInput("target", f"{path} is a directory; give the database file")
+    url = URL.create("sqlite+pysqlite", database=str(path))
+    return Target(url=url, dialect=Dialect.SQLITE, path=path)
+
+
+def create_store_engine(target: Target) -> Engine:
+    """Create the engine, with the per-connection settings of the store."""
+    if target.dialect is Dialect.POSTGRESQL:
+        return create_engine(target.url, pool_pre_ping=True)
+    assert target.path is not None
+    target.path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        target.url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+    )
+    event.listen(engine, "connect", _configure_sqlite)
+    event.listen(engine, "begin", _begin_sqlite)
+    return engine
+
+
+def configure_sqlite_connection(connection: sqlite3.Connection) -> None:
+    """Apply the store's settings to one SQLite connection (pooled or raw)."""
+    connection.isolation_level = None  # we emit BEGIN ourselves (see _begin_sqlite)
+    mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+    if mode is None or str(mode[0]).lower() != "wal":
+        raise StoreError(f"the database could not be put in WAL mode (it is in {mode} mode)")
+    connection.execute("PRAGMA foreign_keys=ON")
+    connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    # Every checkpoint goes through the store's tracked checkpoint (wal.py).
+    connection.execute("PRAGMA wal_autocheckpoint=0")
+    # After a restart the WAL file is cut back to this size at the next commit, so its size
+    # tells how much was written since the last complete checkpoint.
+    connection.execute("PRAGMA journal_size_limit=1048576")
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    configure_sqlite_connection(dbapi_connection)
+
+
+def _begin_sqlite(connection: Connection) -> None:
+    immediate = connection.get_execution_options().get(_WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """Yield a connection in a write transaction, committed when the block ends."""
+    with guarded(), engine.connect() as connection:
+        connection.execution_options(**{_WRITE_OPTION: True})
+        with connection.begin():
+            yield connection
+
+
+@contextmanager
+def reading(engine: Engine) -> Iterator[Connection]:
+    """Yield a connection in a read transaction (one snapshot for the whole block)."""
+    with guarded(), engine.connect() as connection, connection.begin():
+        yield connection
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Turn the driver's errors into ``StoreError``, keeping the original on ``__cause__``."""
+    try:
+        yield
+    except DBAPIError as error:
+        raise StoreError(f"the database failed: {describe_db_error(error)}") from error
+
+
+def describe_db_error(error: DBAPIError) -> str:
+    """Return the driver's own message, without SQLAlchemy's statement dump."""
+    original = error.orig
+    text = str(original).strip() if original is not None else str(error)
+    return text.splitlines()[0] if text else type(original).__name__
+
+
+def migrate(engine: Engine, dialect: Dialect) -> None:
+    """Bring the schema to the newest revision; refuse a database of a newer dgxmm."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    try:
+        with writing(engine) as connection:
+            if dialect is Dialect.POSTGRESQL:
+                connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    except CommandError as error:
+        raise StoreError(
+            f"the database's schema is of a newer dgxmm or unknown ({error}); "
+            "open it with the dgxmm that wrote it"
+        ) from error

@@ -1,0 +1,223 @@
+"""User job definitions: the spec's keys, checked.
+
+``define_job`` takes the keys of the spec: ``name``, ``schedule``, ``action``, ``query``,
+``args``, ``path``, ``enabled``, ``timeout_ms``, ``memory_limit`` (bytes), ``run_on`` and
+``description``. The catalog keeps a definition exactly as written; ``check_job`` reads it
+into a ``JobSpec`` or raises ``DefinitionError(field, message)`` for the first wrong key.
+
+The same check reads stored definitions back. One written by a newer dgxmm (an action or a
+``run_on`` this version does not know, a key it does not know, a schedule it cannot parse) is
+kept as written and not scheduled; the error's text becomes the reason listed with it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from dgxmm.errors import CronError, DefinitionError
+from dgxmm.jobs import CronSchedule, JobLimits
+from dgxmm.store.params import ParamType, check_args
+
+__all__ = [
+    "JOB_KEYS",
+    "JobAction",
+    "JobSpec",
+    "RunOn",
+    "UnknownToThisVersion",
+    "check_job",
+    "check_name",
+    "resolve_backup_path",
+]
+
+JOB_KEYS = (
+    "name",
+    "schedule",
+    "action",
+    "query",
+    "args",
+    "path",
+    "enabled",
+    "timeout_ms",
+    "memory_limit",
+    "run_on",
+    "description",
+)
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+_DESCRIPTION_MAX = 2000
+_E = TypeVar("_E", bound=Enum)
+
+
+class UnknownToThisVersion(DefinitionError):
+    """A definition this version cannot read (perhaps written by a newer one): kept, not run."""
+
+
+class JobAction(Enum):
+    """What a run of a user job does."""
+
+    QUERY = "query"  # calls a saved query with fixed arguments
+    CHECKPOINT = "checkpoint"  # writes a checkpoint of the store
+    BACKUP = "backup"  # backs the store up into a directory
+
+
+class RunOn(Enum):
+    """Which instance runs a job."""
+
+    PRIMARY = "primary"  # the instance that ticks (the only one, on a single instance)
+    REPLICA = "replica"  # a read replica; a single instance has none
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSpec:
+    """A checked job definition of an action this version knows."""
+
+    name: str
+    schedule: CronSchedule
+    action: JobAction
+    query: str | None = None
+    args: dict[str, object] = field(default_factory=dict)
+    path: Path | None = None  # a backup's directory, absolute
+    enabled: bool = True
+    limits: JobLimits = field(default_factory=JobLimits)
+    run_on: RunOn = RunOn.PRIMARY
+    description: str | None = None
+
+
+ParamsOf = Callable[[str], "Mapping[str, ParamType] | None"]
+
+
+def check_name(value: object, *, field: str = "name", kind: str = "job") -> str:
+    """Check the name of a job or saved query."""
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise DefinitionError(
+            field,
+            f"{value!r} is not a {kind} name (1-100 letters, digits, '_', '.', '-'; "
+            "not starting with '.' or '-')",
+        )
+    return value
+
+
+def check_job(
+    keys: Mapping[str, Any],
+    *,
+    params_of: ParamsOf | None,
+    base_dir: Path,
+    reserved: Collection[str] = (),
+) -> JobSpec:
+    """Check a definition; ``params_of`` None skips the query and its arguments (stored ones)."""
+    if not isinstance(keys, Mapping):
+        raise DefinitionError("definition", "expected an object of job keys")
+    name = check_name(keys.get("name"))
+    if name in reserved:
+        raise DefinitionError("name", f"{name} is a system job's name")
+    action = _enum(keys, "action", JobAction, required=True, what="an action")
+    assert action is not None  # required
+    unknown = [str(key) for key in keys if key not in JOB_KEYS]
+    if unknown:
+        raise UnknownToThisVersion(
+            unknown[0], f"not a job key this version knows (keys: {', '.join(JOB_KEYS)})"
+        )
+    schedule_text = keys.get("schedule")
+    if not isinstance(schedule_text, str):
+        raise DefinitionError("schedule", "a job needs a 5-field cron schedule, as text")
+    try:
+        schedule = CronSchedule.parse(schedule_text)
+    except CronError as error:
+        raise UnknownToThisVersion("schedule", error.message) from None
+    run_on = _enum(keys, "run_on", RunOn, required=False, what="a run_on") or RunOn.PRIMARY
+    enabled = keys.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise DefinitionError("enabled", f"expected true or false, got {enabled!r}")
+    timeout_ms = _positive(keys, "timeout_ms")
+    memory = _positive(keys, "memory_limit")
+    description = keys.get("description")
+    if description is not None and (
+        not isinstance(description, str) or len(description) > _DESCRIPTION_MAX
+    ):
+        raise DefinitionError("description", f"expected text of at most {_DESCRIPTION_MAX} chars")
+    query, args, path = _action_keys(keys, action, params_of, base_dir)
+    return JobSpec(
+        name=name,
+        schedule=schedule,
+        action=action,
+        query=query,
+        args=args,
+        path=path,
+        enabled=enabled,
+        limits=JobLimits(
+            timeout=None if timeout_ms is None else timedelta(milliseconds=timeout_ms),
+            memory_bytes=memory,
+        ),
+        run_on=run_on,
+        description=description,
+    )
+
+
+def resolve_backup_path(text: str, base_dir: Path) -> Path:
+    """Return a backup directory as an absolute path; a relative one is under ``base_dir``."""
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        path = base_dir / path
+    return Path(*path.absolute().parts)
+
+
+def _action_keys(
+    keys: Mapping[str, Any], action: JobAction, params_of: ParamsOf | None, base_dir: Path
+) -> tuple[str | None, dict[str, object], Path | None]:
+    if action is not JobAction.QUERY:
+        for key in ("query", "args"):
+            if key in keys:
+                raise DefinitionError(key, f"only a query job has {key!r} ({action.value} has not)")
+    if action is not JobAction.BACKUP and "path" in keys:
+        raise DefinitionError("path", f"only a backup job has a path ({action.value} has not)")
+    if action is JobAction.QUERY:
+        query = check_name(keys.get("query"), field="query", kind="saved query")
+        args = keys.get("args", {})
+        if params_of is None:
+            if not isinstance(args, Mapping):
+                raise DefinitionError("args", "expected an object of {parameter: value}")
+            return query, dict(args), None
+        params = params_of(query)
+        if params is None:
+            raise DefinitionError("query", f"no saved query named {query!r}")
+        return query, check_args(args, params), None
+    if action is JobAction.BACKUP:
+        text = keys.get("path")
+        if not isinstance(text, str) or not text.strip():
+            raise DefinitionError("path", "a backup job needs the directory to back up into")
+        path = resolve_backup_path(text, base_dir)
+        if path.exists() and not path.is_dir():
+            raise DefinitionError("path", f"{path} is a file, not a directory")
+        return None, {}, path
+    return None, {}, None
+
+
+def _enum(
+    keys: Mapping[str, Any], key: str, kind: type[_E], *, required: bool, what: str
+) -> _E | None:
+    value = keys.get(key)
+    if value is None and not required:
+        return None
+    known = ", ".join(str(member.value) for member in kind)
+    if not isinstance(value, str):
+        raise DefinitionError(key, f"expected {what} as text (known: {known}), got {value!r}")
+    try:
+        return kind(value)
+    except ValueError:
+        raise UnknownToThisVersion(
+            key, f"{value!r} is not {what} this version knows (known: {known})"
+        ) from None
+
+
+def _positive(keys: Mapping[str, Any], key: str) -> int | None:
+    value = keys.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise DefinitionError(key, f"expected a positive whole number, got {value!r}")
+    return value

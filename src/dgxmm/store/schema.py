@@ -1,0 +1,131 @@
+"""The store's tables, all on one SQLAlchemy ``MetaData`` named ``metadata``.
+
+Later packages define their own ``Table`` objects on this same ``metadata`` and add their
+tables as further Alembic revisions in ``store/migrations/versions/``. A table whose
+``info`` holds ``{"protected": True}`` belongs to the store itself: saved queries may read it
+but never write it.
+
+Instants are integer microseconds since the Unix epoch (UTC); JSON is stored as text so
+that both databases keep it byte for byte as written.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+__all__ = [
+    "NAME_LENGTH",
+    "catalog_jobs",
+    "catalog_journal",
+    "catalog_queries",
+    "change_log",
+    "metadata",
+    "protected_tables",
+    "settings",
+    "store_state",
+]
+
+NAME_LENGTH = 100
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# SQLite makes only an INTEGER PRIMARY KEY an alias of the rowid (and so self-numbering).
+_Id = BigInteger().with_variant(Integer(), "sqlite")
+_PROTECTED = {"protected": True}
+
+store_state = Table(
+    "store_state",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", String(32), nullable=False),
+    Column("catalog_version", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="single_row"),
+    info=_PROTECTED,
+)
+
+catalog_queries = Table(
+    "catalog_queries",
+    metadata,
+    Column("name", String(NAME_LENGTH), primary_key=True),
+    Column("params", Text, nullable=False),  # JSON: {"name": "type"}
+    Column("body", Text, nullable=False),
+    Column("description", Text),
+    Column("version", BigInteger, nullable=False),  # catalog version of the last change
+    Column("defined_by", String(200)),
+    Column("defined_at", BigInteger, nullable=False),
+    info=_PROTECTED,
+)
+
+catalog_jobs = Table(
+    "catalog_jobs",
+    metadata,
+    Column("name", String(NAME_LENGTH), primary_key=True),
+    Column("definition", Text, nullable=False),  # JSON, exactly as written
+    Column("effects", Text, nullable=False),  # JSON list of the granted requests
+    Column("query_name", String(NAME_LENGTH), index=True),  # the saved query it names, if any
+    Column("version", BigInteger, nullable=False),
+    Column("defined_by", String(200)),
+    Column("defined_at", BigInteger, nullable=False),
+    info=_PROTECTED,
+)
+
+catalog_journal = Table(
+    "catalog_journal",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("version", BigInteger, nullable=False, index=True),
+    Column("at_us", BigInteger, nullable=False),
+    Column("actor", String(200)),
+    Column("subject", String(20), nullable=False),  # query, job, setting
+    Column("name", String(200), nullable=False),
+    Column("change", String(20), nullable=False),  # define, replace, drop, enable, ...
+    Column("before", Text),  # JSON or NULL
+    Column("after", Text),  # JSON or NULL
+    info=_PROTECTED,
+)
+
+settings = Table(
+    "settings",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("value", Text, nullable=False),  # JSON
+    Column("version", BigInteger, nullable=False),
+    Column("updated_by", String(200)),
+    Column("updated_at", BigInteger, nullable=False),
+    info=_PROTECTED,
+)
+
+change_log = Table(
+    "change_log",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("at_us", BigInteger, nullable=False),
+    Column("job", String(NAME_LENGTH), index=True),  # the job whose run committed it, if any
+    Column("actor", String(200)),
+    Column("summary", Text, nullable=False),
+    info=_PROTECTED,
+)
+
+
+def protected_tables() -> frozenset[str]:
+    """Return the names of the tables no saved query may write (lower case)."""
+    names = {name for name, table in metadata.tables.items() if table.info.get("protected")}
+    names.add("alembic_version")
+    return frozenset(name.lower() for name in names)

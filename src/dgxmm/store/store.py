@@ -1,0 +1,473 @@
+"""The store: the database, its catalog, its jobs and its files, behind one object.
+
+``Store.open(path_or_url)`` opens (and migrates) a SQLite file or a PostgreSQL database.
+The library never ticks: a host gives ``system_jobs()`` and ``user_jobs()`` to a
+``Scheduler`` built with ``stats=store.workload_stats`` (``store.scheduler()`` does all of it)
+and re-syncs the user jobs whenever ``catalog_version()`` changes.
+
+While a user job runs, the operations that move, remove or write the store's files
+(``checkpoint``, ``backup``, ``restore``, ``compact``, ``close``) raise ``Busy`` and change
+nothing; a user job's own checkpoint or backup runs through the same code without that check.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, event, select
+
+from dgxmm.clock import Clock, SystemClock
+from dgxmm.errors import Busy, Conflict, InvalidInput, NotAllowed, NotFound, StoreError
+from dgxmm.jobs import Job, RunContext, Scheduler
+from dgxmm.store import backup as sqlite_backup
+from dgxmm.store import backup_pg
+from dgxmm.store.backup_dir import BackupResult, RestoreResult
+from dgxmm.store.catalog import Catalog
+from dgxmm.store.catalog_file import ImportResult, export_catalog, import_catalog
+from dgxmm.store.changes import ChangeEntry, read_changes
+from dgxmm.store.database import (
+    Dialect,
+    Target,
+    create_store_engine,
+    migrate,
+    parse_target,
+    reading,
+    writing,
+)
+from dgxmm.store.definitions import JobAction
+from dgxmm.store.effects import AllowAll, Authorizer, Create
+from dgxmm.store.journal import (
+    JournalEntry,
+    current_version,
+    read_journal,
+    read_setting,
+    write_setting,
+)
+from dgxmm.store.records import JobDefinition, SavedQuery
+from dgxmm.store.runs import run_query_job
+from dgxmm.store.schema import store_state
+from dgxmm.store.sidecar import Sidecar
+from dgxmm.store.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
+from dgxmm.store.user_jobs import UserJobs, build_user_jobs
+from dgxmm.store.wal import SqliteFiles
+
+__all__ = ["Store", "restore"]
+
+
+class Store:
+    """One dgxmm database with its catalog, jobs and files; open it with ``Store.open``."""
+
+    def __init__(
+        self,
+        *,
+        target: Target,
+        engine: Engine,
+        clock: Clock,
+        authorizer: Authorizer,
+        recheck: Authorizer | None,
+        data_dir: Path,
+        files: SqliteFiles | None,
+    ) -> None:
+        self.engine = engine
+        self.dialect = target.dialect
+        self.clock = clock
+        self.data_dir = data_dir
+        self.path = target.path  # the SQLite file; None on PostgreSQL
+        self.files = files
+        self._target = target
+        self._recheck = recheck
+        self._reserved: set[str] = set(SYSTEM_JOB_NAMES)
+        self._running: Counter[str] = Counter()  # user jobs under way, by name
+        self._running_lock = threading.Lock()
+        self._files_lock = threading.RLock()
+        self._closed = False
+        with reading(engine) as connection:
+            self.store_id = str(connection.execute(select(store_state.c.store_id)).scalar_one())
+        self.catalog = Catalog(
+            engine=engine,
+            dialect=self.dialect,
+            clock=clock,
+            authorizer=authorizer,
+            base_dir=data_dir,
+            reserved=lambda: self._reserved,
+        )
+        self._sidecar = Sidecar(_sidecar_path(target, data_dir))
+
+    @classmethod
+    def open(
+        cls,
+        target: str | Path,
+        *,
+        clock: Clock | None = None,
+        authorizer: Authorizer | None = None,
+        recheck: Authorizer | None = None,
+        data_dir: str | Path | None = None,
+    ) -> Store:
+        """Open a store: a SQLite file (path or ``sqlite:///``) or a PostgreSQL URL.
+
+        ``authorizer`` answers for definitions (default: allow all); ``recheck``, when given,
+        is asked again before every run. ``data_dir`` holds the workload sidecar and relative
+        backup paths: beside the database for SQLite, required for PostgreSQL.
+        """
+        place = parse_target(target)
+        if data_dir is None:
+            if place.path is None:
+                raise InvalidInput(
+                    "data_dir", "a PostgreSQL store needs a data directory for its sidecar"
+                )
+            directory = place.path.parent
+        else:
+            directory = Path(data_dir).expanduser().absolute()
+        directory.mkdir(parents=True, exist_ok=True)
+        engine = create_store_engine(place)
+        files: SqliteFiles | None = None
+        try:
+            if place.dialect is Dialect.SQLITE:
+                assert place.path is not None
+                engine.connect().close()  # creates the file, in WAL mode
+                files = SqliteFiles(place.path)
+                files.checkpoint()  # what a crash left in the WAL, recorded before we write
+            migrate(engine, place.dialect)
+            store = cls(
+                target=place,
+                engine=engine,
+                clock=clock or SystemClock(),
+                authorizer=authorizer or AllowAll(),
+                recheck=recheck,
+                data_dir=directory,
+                files=files,
+            )
+        except BaseException:
+            engine.dispose()
+            if files is not None:
+                files.close()
+            raise
+        if files is not None:
+            event.listen(engine, "checkin", lambda *_: files.maybe_checkpoint())
+        return store
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @property
+    def workload_stats(self) -> Any:
+        """The ``WorkloadStats`` of this store, loaded from its sidecar."""
+        return self._sidecar.stats
+
+    # -- saved queries ------------------------------------------------------------------------
+
+    def define_query(
+        self,
+        name: str,
+        params: Mapping[str, str] | None,
+        body: str,
+        description: str | None = None,
+        *,
+        actor: str | None = None,
+    ) -> SavedQuery:
+        """Define or replace a saved query (``DefinitionError`` when refused)."""
+        return self.catalog.define_query(name, params, body, description, actor=actor)
+
+    def queries(self) -> list[SavedQuery]:
+        """Return every saved query, by name."""
+        return self.catalog.queries()
+
+    def query(self, name: str) -> SavedQuery:
+        """Return one saved query (``NotFound``)."""
+        return self.catalog.query(name)
+
+    def drop_query(self, name: str, *, actor: str | None = None) -> None:
+        """Remove a saved query; ``Conflict`` naming the jobs that use it."""
+        self.catalog.drop_query(name, actor=actor)
+
+    # -- user jobs ----------------------------------------------------------------------------
+
+    def define_job(
+        self, *, actor: str | None = None, authorizer: Authorizer | None = None, **keys: Any
+    ) -> JobDefinition:
+        """Define or replace a user job from the spec's keys; refused: ``DefinitionError``."""
+        return self.catalog.define_job(keys, actor=actor, authorizer=authorizer)
+
+    def jobs(self) -> list[JobDefinition]:
+        """Return every user job with its effects and whether it is served."""
+        return self.catalog.jobs()
+
+    def job(self, name: str) -> JobDefinition:
+        """Return one user job (``NotFound``)."""
+        return self.catalog.job(name)
+
+    def drop_job(self, name: str, *, actor: str | None = None) -> None:
+        """Remove a user job."""
+        self.catalog.drop_job(name, actor=actor)
+
+    def set_job_enabled(self, name: str, on: bool, *, actor: str | None = None) -> JobDefinition:
+        """Switch a user job on or off; it keeps its effects."""
+        return self.catalog.set_job_enabled(name, on, actor=actor)
+
+    def reserve_job_names(self, names: Iterable[str]) -> None:
+        """Reserve the names of a host's own system jobs: no user job may take them."""
+        self._reserved.update(names)
+
+    # -- versions, journal, settings, change log ----------------------------------------------
+
+    def catalog_version(self) -> int:
+        """Return the catalog version; it changes with every catalog change."""
+        with reading(self.engine) as connection:
+            return current_version(connection)
+
+    def journal(self, *, after_version: int = 0, limit: int | None = None) -> list[JournalEntry]:
+        """Return the journal rows after ``after_version``, oldest first."""
+        with reading(self.engine) as connection:
+            return read_journal(connection, after_version=after_version, limit=limit)
+
+    def get_setting(self, key: str, default: Any = None) -> Any:
+        """Return a setting's JSON value, or ``default``."""
+        with reading(self.engine) as connection:
+            found, value = read_setting(connection, key)
+        return value if found else default
+
+    def set_setting(self, key: str, value: Any, *, actor: str | None = None) -> int | None:
+        """Set a setting (None removes it), journaled; return the new catalog version."""
+        if not isinstance(key, str) or not key or len(key) > 200:
+            raise InvalidInput("key", f"{key!r} is not a setting key (1-200 characters)")
+        with writing(self.engine) as connection:
+            return write_setting(
+                connection, key=key, value=value, actor=actor, at_us=self.clock.now_us()
+            )
+
+    def changes(
+        self, *, after_id: int = 0, job: str | None = None, limit: int = 100
+    ) -> list[ChangeEntry]:
+        """Return the change log after ``after_id``, oldest first."""
+        with reading(self.engine) as connection:
+            return read_changes(connection, after_id=after_id, job=job, limit=limit)
+
+    def export_catalog(self, path: str | Path | None = None) -> dict[str, Any]:
+        """Return the catalog file's document; write it to ``path`` when given."""
+        return export_catalog(
+            self.catalog,
+            self.engine,
+            path=None if path is None else Path(path),
+            now_us=self.clock.now_us(),
+        )
+
+    def import_catalog(
+        self,
+        source: str | Path | Mapping[str, Any],
+        *,
+        actor: str | None = None,
+        authorizer: Authorizer | None = None,
+        replace: bool = False,
+    ) -> ImportResult:
+        """Import a catalog file or document as one change, all or nothing."""
+        return import_catalog(
+            self.catalog,
+            self.engine,
+            source if isinstance(source, Mapping) else Path(source),
+            actor=actor,
+            authorizer=authorizer,
+            replace=replace,
+        )
+
+    # -- jobs for the scheduler ---------------------------------------------------------------
+
+    def system_jobs(self) -> list[Job]:
+        """Return ``stats_flush`` and ``compact`` with their built-in schedules."""
+        return build_system_jobs(flush=self._flush_job, compact=lambda _ctx: self.compact())
+
+    def user_jobs(self) -> UserJobs:
+        """Return the user jobs to schedule, and the others with their reasons."""
+        return build_user_jobs(self.jobs(), spec_of=self.catalog.spec, action_for=self._action_for)
+
+    def sync(self, scheduler: Scheduler) -> UserJobs:
+        """Give ``scheduler`` the user jobs as the catalog has them now; return what was found."""
+        found = self.user_jobs()
+        scheduler.sync_user_jobs(found.jobs)
+        return found
+
+    def scheduler(self, time_zone: str = "UTC", **options: Any) -> Scheduler:
+        """Return a scheduler with this store's statistics, system jobs and user jobs."""
+        scheduler = Scheduler(time_zone, stats=self.workload_stats, **options)
+        for job in self.system_jobs():
+            scheduler.add(job)
+        self.sync(scheduler)
+        return scheduler
+
+    def run_job(self, name: str, ctx: RunContext) -> str:
+        """Run user job ``name`` once (its action calls this); return the run's detail."""
+        with self._user_run(name):
+            with reading(self.engine) as connection:
+                job, query = self.catalog.load(connection, name)
+            if not job.served:
+                raise NotAllowed(f"job {name} does not run here: {job.reason}")
+            spec = self.catalog.spec(job)
+            self._check_rights_again(job)
+            if spec.action is JobAction.QUERY:
+                if query is None:
+                    raise NotFound("saved query", spec.query)
+                return run_query_job(
+                    engine=self.engine,
+                    dialect=self.dialect,
+                    clock=self.clock,
+                    job=job,
+                    args=spec.args,
+                    query=query,
+                    ctx=ctx,
+                )
+            if spec.action is JobAction.CHECKPOINT:
+                ctx.check()
+                return self._checkpoint()
+            assert spec.path is not None
+            if Create(directory=str(spec.path)) not in job.effects:
+                raise NotAllowed(f"job {name}: its effects do not allow Create({spec.path})")
+            result = self._backup(spec.path, ctx.check)
+            return f"run {result.sequence} ({result.method}): {result.items} item(s), " + (
+                f"{result.bytes_written} bytes"
+            )
+
+    # -- files --------------------------------------------------------------------------------
+
+    def checkpoint(self) -> str:
+        """Checkpoint the database (SQLite: the tracked WAL checkpoint; PostgreSQL: CHECKPOINT)."""
+        with self._files_lock:
+            self._refuse_while_user_jobs_run("checkpoint")
+            return self._checkpoint()
+
+    def backup(self, directory: str | Path) -> BackupResult:
+        """Back up into ``directory``: the first run a full copy, later runs what changed."""
+        path = Path(directory).expanduser()
+        path = path if path.is_absolute() else self.data_dir / path
+        with self._files_lock:
+            self._refuse_while_user_jobs_run("backup")
+            return self._backup(path, lambda: None)
+
+    def restore(self, directory: str | Path, target: str | Path) -> RestoreResult:
+        """Rebuild a database at ``target`` (a new file, or an empty PostgreSQL database)."""
+        with self._files_lock:
+            self._refuse_while_user_jobs_run("restore")
+            if self.path is not None and Path(target).expanduser().absolute() == self.path:
+                raise Conflict("restore: the target is this store's own database")
+            return restore(directory, target)
+
+    def compact(self) -> str:
+        """Rebuild the database compactly (VACUUM on both databases)."""
+        with self._files_lock:
+            self._refuse_while_user_jobs_run("compact")
+            started = time.monotonic()
+            if self.files is not None:
+                self.files.vacuum()
+            else:
+                with self.engine.connect() as connection:
+                    connection.execution_options(isolation_level="AUTOCOMMIT")
+                    connection.exec_driver_sql("VACUUM")
+            return f"compacted in {time.monotonic() - started:.3f} s"
+
+    def flush_stats(self) -> bool:
+        """Write the workload statistics to the sidecar if they changed; tell whether it did."""
+        return self._sidecar.flush() is not None
+
+    def close(self) -> None:
+        """Flush the statistics, checkpoint and close; ``Busy`` while a user job runs."""
+        with self._files_lock:
+            if self._closed:
+                return
+            self._refuse_while_user_jobs_run("close")
+            self._sidecar.flush()
+            self.engine.dispose()
+            if self.files is not None:
+                self.files.close()
+            self._closed = True
+
+    # -- inside -------------------------------------------------------------------------------
+
+    def _checkpoint(self) -> str:
+        if self.files is not None:
+            result = self.files.checkpoint()
+            return (
+                f"copied {result.copied} of {result.frames} WAL frame(s); "
+                f"{result.pages} page(s) changed"
+            )
+        with self.engine.connect() as connection:
+            connection.execution_options(isolation_level="AUTOCOMMIT")
+            try:
+                connection.exec_driver_sql("CHECKPOINT")
+            except Exception as error:
+                raise StoreError(f"checkpoint: PostgreSQL refused CHECKPOINT ({error})") from error
+        return "CHECKPOINT done"
+
+    def _backup(self, directory: Path, check: Any) -> BackupResult:
+        if self.files is not None:
+            return sqlite_backup.backup_sqlite(
+                self.files,
+                directory,
+                store_id=self.store_id,
+                now_us=self.clock.now_us(),
+                check=check,
+            )
+        return backup_pg.backup_postgresql(
+            self.engine, directory, store_id=self.store_id, now_us=self.clock.now_us(), check=check
+        )
+
+    def _flush_job(self, _ctx: RunContext) -> str:
+        written = self._sidecar.flush()
+        return "unchanged" if written is None else f"wrote {written} bytes"
+
+    def _action_for(self, name: str) -> Any:
+        return lambda ctx: self.run_job(name, ctx)
+
+    def _check_rights_again(self, job: JobDefinition) -> None:
+        if self._recheck is None:
+            return
+        for effect in job.effects:
+            if not self._recheck.allows(job.defined_by, effect):
+                who = job.defined_by if job.defined_by is not None else "its definer"
+                raise NotAllowed(
+                    f"job {job.name}: {who} may no longer {effect}; the run was refused"
+                )
+
+    @contextmanager
+    def _user_run(self, name: str) -> Iterator[None]:
+        with self._running_lock:
+            self._running[name] += 1
+        try:
+            yield
+        finally:
+            with self._running_lock:
+                self._running[name] -= 1
+                if self._running[name] <= 0:
+                    del self._running[name]
+
+    def _refuse_while_user_jobs_run(self, what: str) -> None:
+        if self._closed:
+            raise StoreError(f"{what}: the store is closed")
+        with self._running_lock:
+            running = sorted(self._running)
+        if running:
+            raise Busy(
+                f"{what}: job {', '.join(running)} is running; try again when it has finished"
+            )
+
+
+def restore(directory: str | Path, target: str | Path) -> RestoreResult:
+    """Rebuild a database from a backup directory: a SQLite file, or an empty PostgreSQL one."""
+    source = Path(directory).expanduser().absolute()
+    place = parse_target(target)
+    if place.dialect is Dialect.SQLITE:
+        assert place.path is not None
+        return sqlite_backup.restore_sqlite(source, place.path)
+    return backup_pg.restore_postgresql(source, place)
+
+
+def _sidecar_path(target: Target, data_dir: Path) -> Path:
+    if target.path is not None:
+        return target.path.with_name(target.path.name + ".workload.json")
+    return data_dir / f"{target.url.database}.workload.json"

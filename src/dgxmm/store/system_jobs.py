@@ -1,0 +1,42 @@
+"""The store's system jobs: built in, never removed; their schedule and switch can be overridden.
+
+- ``stats_flush``: every minute, on: writes the workload statistics to the sidecar;
+- ``compact``: 03:00 daily, off: rebuilds the database compactly (VACUUM).
+
+The overrides live in the workload sidecar (``WorkloadStats.set_job_override``, which the
+``Scheduler`` calls when built with ``stats=store.workload_stats``): they survive a restart
+and are not carried by a backup. These are the built-in definitions; the scheduler applies
+the overrides when the jobs are added.
+"""
+
+from __future__ import annotations
+
+from dgxmm.jobs import Action, CronSchedule, Job, JobKind
+
+__all__ = ["COMPACT", "STATS_FLUSH", "SYSTEM_JOB_NAMES", "build_system_jobs"]
+
+STATS_FLUSH = "stats_flush"
+COMPACT = "compact"
+SYSTEM_JOB_NAMES = frozenset({STATS_FLUSH, COMPACT})
+
+
+def build_system_jobs(*, flush: Action, compact: Action) -> list[Job]:
+    """Return the store's system jobs with their built-in schedules and switches."""
+    return [
+        Job(
+            STATS_FLUSH,
+            JobKind.SYSTEM,
+            CronSchedule.parse("* * * * *"),
+            flush,
+            enabled=True,
+            description="writes the workload statistics to the sidecar",
+        ),
+        Job(
+            COMPACT,
+            JobKind.SYSTEM,
+            CronSchedule.parse("0 3 * * *"),
+            compact,
+            enabled=False,
+            description="rebuilds the database compactly, releasing spare space",
+        ),
+    ]
