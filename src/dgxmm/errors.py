@@ -18,6 +18,7 @@ Every layer raises these; only the server maps them to HTTP status codes::
     ├── StoreError                        the database refused or failed
     ├── BackupError                       a backup or restore that cannot be trusted
     └── BackendError                      a model server that failed or is gone -> 502
+        └── ServerGone                    nothing answers any more: the deployment has failed
 
 This module sits outside the layers (see DESIGN.md): it imports nothing and every layer may
 import it, so that one hierarchy serves all of them.
@@ -110,3 +111,7 @@ class BackupError(DgxmmError):
 
 class BackendError(DgxmmError):
     """A model server that failed to do what was asked, or is gone."""
+
+
+class ServerGone(BackendError):
+    """A model server that is no longer there: its process exited or its port refuses."""

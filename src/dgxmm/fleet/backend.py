@@ -1,0 +1,180 @@
+"""What the deployer asks of a model server, whatever runs it; and the start-up gate.
+
+Two backends implement ``Backend``: ``ProcessBackend`` (dgxmm launches the server and owns
+its process) and ``ExternalBackend`` (a server already running at a URL). Both speak vLLM's
+HTTP surface: ``GET /health``, ``POST /sleep?level=1&mode=wait``, ``POST /wake_up``,
+``GET /is_sleeping``, ``GET /metrics``.
+
+Failures of an action raise ``BackendError`` naming the action, the server and what
+happened; a server that is no longer there (its process exited, its port refuses) raises
+``ServerGone``, which the deployer turns into the ``failed`` state. Health checks do not
+raise: they report a ``Health`` with a detail a person can read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from dgxmm.errors import BackendError, InvalidInput, ServerGone
+from dgxmm.fleet.metrics import MetricsSample
+
+__all__ = [
+    "Backend",
+    "BackendKind",
+    "Health",
+    "HealthCheck",
+    "HttpTimeouts",
+    "StopOutcome",
+    "wait_until_healthy",
+]
+
+
+class BackendKind(Enum):
+    """How dgxmm reaches a deployment's server."""
+
+    PROCESS = "process"  # dgxmm starts the command and owns the process
+    EXTERNAL = "external"  # a server someone else runs, at a base URL
+
+
+class Health(Enum):
+    """What a health check found."""
+
+    HEALTHY = "healthy"  # GET /health answered 200
+    UNHEALTHY = "unhealthy"  # it answered, with another status (503 while loading)
+    UNREACHABLE = "unreachable"  # nothing answered: refused, reset or timed out
+    GONE = "gone"  # the process dgxmm started is not running (process backend only)
+
+
+class StopOutcome(Enum):
+    """How a stop ended."""
+
+    TERMINATED = "terminated"  # the process group exited on SIGTERM within the grace period
+    KILLED = "killed"  # something outlived the grace period and got SIGKILL
+    NOT_RUNNING = "not_running"  # there was no process to stop
+    NOT_OWNED = "not_owned"  # an external server: dgxmm does not stop what it did not start
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HealthCheck:
+    """The result of one health check, with what was seen."""
+
+    health: Health
+    detail: str  # "200 OK", "connection refused", "process exited with code 1; log: ..."
+
+    @property
+    def is_healthy(self) -> bool:
+        """Return whether the server answered healthy."""
+        return self.health is Health.HEALTHY
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpTimeouts:
+    """How long each kind of request to a model server may take, in seconds."""
+
+    connect_s: float = 2.0
+    probe_s: float = 5.0  # /health and /is_sleeping
+    metrics_s: float = 10.0
+    # POST /sleep?mode=wait returns once the requests in flight have finished, and
+    # POST /wake_up once the weights are back on the GPU: both can take minutes.
+    action_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect_s", "probe_s", "metrics_s", "action_s"):
+            if not getattr(self, name) > 0:
+                raise InvalidInput(name, f"{getattr(self, name)} must be a positive number")
+
+
+class Backend(Protocol):
+    """A model server the deployer can start, stop, put to sleep, wake and read."""
+
+    @property
+    def kind(self) -> BackendKind:
+        """Return how this server is reached."""
+        ...
+
+    @property
+    def base_url(self) -> str:
+        """Return the server's base URL, such as ``http://127.0.0.1:8001``."""
+        ...
+
+    @property
+    def owns_process(self) -> bool:
+        """Return whether dgxmm started this server and may stop it."""
+        ...
+
+    def start(self) -> None:
+        """Start the server; return without waiting for it to be healthy."""
+        ...
+
+    def stop(self, grace_s: float | None = None) -> StopOutcome:
+        """Stop the server if dgxmm owns it: SIGTERM, then SIGKILL after the grace period."""
+        ...
+
+    def reattach(self) -> HealthCheck:
+        """Find the server again after a dgxmm restart and check its health."""
+        ...
+
+    def check_health(self) -> HealthCheck:
+        """Ask the server whether it is healthy; never raise for a server that is down."""
+        ...
+
+    def sleep(self, level: int = 1) -> None:
+        """Put the server to sleep once its requests in flight finish; confirm it sleeps."""
+        ...
+
+    def wake(self) -> None:
+        """Wake the server up and confirm it no longer sleeps."""
+        ...
+
+    def is_sleeping(self) -> bool:
+        """Ask the server whether it sleeps."""
+        ...
+
+    def fetch_metrics(self) -> str:
+        """Return the server's ``/metrics`` page."""
+        ...
+
+    def sample(self) -> MetricsSample:
+        """Fetch ``/metrics`` and read it as a sample stamped with the backend's clock."""
+        ...
+
+    def close(self) -> None:
+        """Release the HTTP connections; a running process keeps running."""
+        ...
+
+
+def wait_until_healthy(
+    backend: Backend,
+    timeout_s: float,
+    *,
+    interval_s: float = 0.25,
+    monotonic: Callable[[], float] = time.monotonic,
+    pause: Callable[[float], None] = time.sleep,
+) -> float:
+    """Poll health until the server answers healthy; return the seconds it took.
+
+    This is the start-up gate: a start or wake counts only once the server is healthy within
+    its start-up timeout. Raises ``ServerGone`` at once when the process exits, and
+    ``BackendError`` when the timeout passes, with the last thing seen.
+    """
+    if not timeout_s > 0:
+        raise InvalidInput("timeout_s", f"{timeout_s} must be a positive number of seconds")
+    began = monotonic()
+    deadline = began + timeout_s
+    while True:
+        check = backend.check_health()
+        if check.is_healthy:
+            return monotonic() - began
+        if check.health is Health.GONE:
+            raise ServerGone(f"start-up of {backend}: {check.detail}")
+        remaining = deadline - monotonic()
+        if remaining <= 0:
+            raise BackendError(
+                f"start-up of {backend}: not healthy within {timeout_s:g} s "
+                f"(last health check: {check.health.value}, {check.detail})"
+            )
+        pause(min(interval_s, remaining))

@@ -1,0 +1,275 @@
+"""The stand-in's HTTP server and command line: vLLM's routes, shapes and errors.
+
+Standard library only (``ThreadingHTTPServer``), so that it listens within a fraction of a
+second; a thread per connection serves requests concurrently. SIGTERM and SIGINT shut it
+down cleanly (exit code 0). Errors have vLLM's shape: ``{"error": {"message", "type",
+"param", "code"}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
+from urllib.parse import parse_qs, urlsplit
+
+from dgxmm.fleet.standin.engine import SLEEP_MODES, Engine, Phase, Refused, StandinConfig
+
+__all__ = ["Handler", "StandinServer", "main"]
+
+_MAX_BODY = 16 * 1024 * 1024
+
+
+class StandinServer(ThreadingHTTPServer):
+    """The HTTP server: one thread per connection, holding the engine."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, config: StandinConfig, engine: Engine) -> None:
+        if ":" in config.host:
+            self.address_family = socket.AF_INET6
+        self.engine = engine
+        super().__init__((config.host, config.port), Handler)
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes each request to the engine and answers in vLLM's shapes."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as clients' pools expect
+    server_version = "dgxmm-standin"
+
+    def do_GET(self) -> None:
+        """Answer a GET."""
+        self._route("GET")
+
+    def do_POST(self) -> None:
+        """Answer a POST."""
+        self._route("POST")
+
+    def _route(self, method: str) -> None:
+        url = urlsplit(self.path)
+        try:
+            body = self._read_body()
+            route = _ROUTES.get((method, url.path))
+            if route is None:
+                known = any(path == url.path for _, path in _ROUTES)
+                status = HTTPStatus.METHOD_NOT_ALLOWED if known else HTTPStatus.NOT_FOUND
+                raise Refused(status, f"{method} {url.path}: {status.phrase}")
+            if self._engine.phase() is Phase.STARTING:
+                if url.path == "/health":
+                    self._send(HTTPStatus.SERVICE_UNAVAILABLE, b"", "text/plain")
+                    return
+                raise Refused(HTTPStatus.SERVICE_UNAVAILABLE, "the model is still loading")
+            route(self, parse_qs(url.query), body)
+        except Refused as refused:
+            self._send_error(refused.status, refused.message)
+
+    @property
+    def _engine(self) -> Engine:
+        return cast(StandinServer, self.server).engine
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > _MAX_BODY:
+            self.close_connection = True
+            raise Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body over {_MAX_BODY} bytes")
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_json(self, status: HTTPStatus, payload: object) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json")
+
+    def _send_error(self, status: HTTPStatus, message: str) -> None:
+        kind = _ERROR_TYPES.get(status, status.phrase.replace(" ", ""))
+        error = {"message": message, "type": kind, "param": None, "code": int(status)}
+        self._send_json(status, {"error": error})
+
+
+Query = dict[str, list[str]]
+
+
+def _health(handler: Handler, query: Query, body: bytes) -> None:
+    handler._send(HTTPStatus.OK, b"", "text/plain")
+
+
+def _models(handler: Handler, query: Query, body: bytes) -> None:
+    engine = handler._engine
+    model = engine.config.model
+    card = {
+        "id": model,
+        "object": "model",
+        "created": engine.created,
+        "owned_by": "vllm",
+        "root": model,
+        "parent": None,
+        "max_model_len": 4096,
+        "permission": [],
+    }
+    handler._send_json(HTTPStatus.OK, {"object": "list", "data": [card]})
+
+
+def _chat(handler: Handler, query: Query, body: bytes) -> None:
+    engine = handler._engine
+    model = engine.config.model
+    asked, messages = _chat_request(body)
+    if asked is not None and asked != model:
+        raise Refused(HTTPStatus.NOT_FOUND, f"The model `{asked}` does not exist.")
+    engine.generate()
+    words = sum(len(str(m.get("content") or "").split()) for m in messages)
+    reply = f"This is the dgxmm stand-in for {model}; no model runs here."
+    made = len(reply.split())
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": reply},
+        "logprobs": None,
+        "finish_reason": "stop",
+    }
+    answer = {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": {"prompt_tokens": words, "completion_tokens": made, "total_tokens": words + made},
+    }
+    handler._send_json(HTTPStatus.OK, answer)
+
+
+def _chat_request(body: bytes) -> tuple[object, list[dict[str, object]]]:
+    """Return the model asked for and the messages; refuse a body that is not a chat."""
+    try:
+        request = json.loads(body)
+    except ValueError as err:
+        raise Refused(
+            HTTPStatus.BAD_REQUEST, f"malformed JSON in the request body: {err}"
+        ) from None
+    if not isinstance(request, dict):
+        raise Refused(HTTPStatus.BAD_REQUEST, "the request body must be a JSON object")
+    messages = request.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise Refused(HTTPStatus.BAD_REQUEST, "messages: give a non-empty list of messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise Refused(HTTPStatus.BAD_REQUEST, f"messages[{i}]: needs a role")
+    if request.get("stream"):
+        raise Refused(HTTPStatus.BAD_REQUEST, "stream: the stand-in does not stream")
+    return request.get("model"), messages
+
+
+def _sleep(handler: Handler, query: Query, body: bytes) -> None:
+    level_text = query.get("level", ["1"])[-1]
+    mode = query.get("mode", ["abort"])[-1]  # vLLM's default
+    if level_text not in ("1", "2"):
+        raise Refused(HTTPStatus.BAD_REQUEST, f"level: {level_text!r} is not 1 or 2")
+    if mode not in SLEEP_MODES:
+        raise Refused(HTTPStatus.BAD_REQUEST, f"mode: {mode!r} is not one of {SLEEP_MODES}")
+    handler._engine.sleep(int(level_text), mode)
+    handler._send(HTTPStatus.OK, b"", "text/plain")
+
+
+def _wake_up(handler: Handler, query: Query, body: bytes) -> None:
+    handler._engine.wake()  # vLLM's "tags" (wake only weights or KV cache) are ignored
+    handler._send(HTTPStatus.OK, b"", "text/plain")
+
+
+def _is_sleeping(handler: Handler, query: Query, body: bytes) -> None:
+    handler._send_json(HTTPStatus.OK, {"is_sleeping": handler._engine.is_sleeping()})
+
+
+def _metrics(handler: Handler, query: Query, body: bytes) -> None:
+    text = handler._engine.render_metrics().encode()
+    handler._send(HTTPStatus.OK, text, "text/plain; version=0.0.4; charset=utf-8")
+
+
+_ROUTES: dict[tuple[str, str], Callable[[Handler, Query, bytes], None]] = {
+    ("GET", "/health"): _health,
+    ("GET", "/v1/models"): _models,
+    ("POST", "/v1/chat/completions"): _chat,
+    ("GET", "/metrics"): _metrics,
+    ("POST", "/sleep"): _sleep,
+    ("POST", "/wake_up"): _wake_up,
+    ("GET", "/is_sleeping"): _is_sleeping,
+}
+_ERROR_TYPES = {
+    HTTPStatus.BAD_REQUEST: "BadRequestError",
+    HTTPStatus.NOT_FOUND: "NotFoundError",
+    HTTPStatus.SERVICE_UNAVAILABLE: "ServiceUnavailableError",
+}
+
+
+def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
+    parser = argparse.ArgumentParser(
+        prog="python -m dgxmm.fleet.standin",
+        description="A stand-in for a vLLM server started with VLLM_SERVER_DEV_MODE=1 and "
+        "--enable-sleep-mode. No model runs: replies are a fixed sentence.",
+    )
+    parser.add_argument("--port", type=int, required=True, help="port to listen on (0: any)")
+    parser.add_argument("--model", required=True, help="the served model name")
+    parser.add_argument("--host", default="127.0.0.1")
+    add = parser.add_argument
+    add("--startup-delay", type=float, default=0.0, metavar="S", help="seconds of 503 first")
+    add("--latency", type=float, default=100.0, metavar="MS", help="time per chat completion")
+    add("--memory-gib", type=float, default=16.0, metavar="G", help="GPU memory to pretend")
+    add("--max-num-seqs", type=int, default=256, metavar="N", help="requests served at once")
+    args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port: {args.port} is out of range 0-65535")
+    for flag in ("startup_delay", "latency", "memory_gib"):
+        if not getattr(args, flag) >= 0:
+            parser.error(f"--{flag.replace('_', '-')}: must be 0 or more")
+    if args.max_num_seqs < 1:
+        parser.error("--max-num-seqs: must be 1 or more")
+    return StandinConfig(
+        model=args.model,
+        host=args.host,
+        port=args.port,
+        startup_delay_s=args.startup_delay,
+        latency_ms=args.latency,
+        memory_gib=args.memory_gib,
+        max_num_seqs=args.max_num_seqs,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve until SIGTERM or SIGINT; return the exit code."""
+    config = _parse_args(argv)
+    engine = Engine(config)
+    try:
+        server = StandinServer(config, engine)
+    except OSError as err:
+        print(f"stand-in: cannot listen on {config.host}:{config.port}: {err}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1})
+    serving.start()
+    port = server.server_address[1]
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    print(
+        f"dgxmm stand-in for vLLM: model {config.model!r} listening on http://{host}:{port}"
+        f" (loaded after {config.startup_delay_s:g} s)",
+        flush=True,
+    )
+    stop.wait()
+    print("dgxmm stand-in: shutting down", flush=True)
+    server.shutdown()
+    server.server_close()
+    serving.join()
+    return 0
