@@ -8,8 +8,8 @@ zone's offset; converting back follows dgxmm's rule for every schedule:
   after the gap, so several gap times land on one instant;
 - a wall time that happens twice (clocks went back) maps to its first occurrence.
 
-``ZoneClock`` keeps, per zone, the offset transitions of the years it has been asked about,
-found once through ``zoneinfo`` and kept as sorted integer lists, so that conversions are a
+``ZoneClock`` keeps, per zone, the offset transitions of the weeks it has been asked about,
+found once through ``zoneinfo`` and kept as small sorted tuples, so that conversions are a
 ``bisect`` rather than a ``datetime`` round trip.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right
-from datetime import UTC, datetime
+from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dgxmm.errors import ZoneError
@@ -27,13 +27,20 @@ __all__ = ["ZoneClock", "resolve_zone", "zone_clock"]
 # No zone's offset has ever been this far from UTC (the largest are about +-15 h), so an
 # instant of a wall time w always lies in [w - _SPAN, w + _SPAN].
 _SPAN = 16 * 3600
-# Offsets are sampled this often when a year's transitions are first looked for; two
-# transitions closer than this that return to the same offset would be missed (none in tzdb).
-_SAMPLE = 6 * 3600
-_YEAR = 366 * 86400
+# Offsets are known per week, found on first use by sampling every _SAMPLE seconds and
+# bisecting where the offset changed. Two transitions closer than _SAMPLE that return to the
+# same offset would be missed; the closest such pair in tzdb is almost 4 days apart
+# (Africa/Freetown, 1939), twice the sampling step.
+_WEEK = 7 * 86400
+_SAMPLE = 2 * 86400
+_SAMPLES = (0, _SAMPLE, 2 * _SAMPLE, 3 * _SAMPLE, _WEEK)
+# Weeks kept per zone before the cache starts over (each is a few small tuples).
+_MAX_WEEKS = 8192
 # datetime's own range, in seconds, kept clear of its ends.
 _MIN_S = -62_000_000_000
 _MAX_S = 253_000_000_000
+
+_Week = tuple[tuple[int, ...], tuple[int, ...]]  # transitions, offsets (one more)
 
 
 def resolve_zone(zone: ZoneInfo | str, field: str = "zone") -> ZoneInfo:
@@ -51,21 +58,16 @@ def resolve_zone(zone: ZoneInfo | str, field: str = "zone") -> ZoneInfo:
 class ZoneClock:
     """Offsets and wall-time conversions for one zone; safe to share between threads."""
 
-    __slots__ = ("_hi", "_lock", "_lo", "_offsets", "_transitions", "zone")
+    __slots__ = ("_weeks", "zone")
 
     def __init__(self, zone: ZoneInfo) -> None:
         self.zone = zone
-        self._lock = threading.Lock()
-        self._lo = 0
-        self._hi = 0  # [lo, hi) in UTC seconds is covered; empty at first
-        self._transitions: list[int] = []  # instants where the offset changes
-        self._offsets: list[int] = []  # offsets[i] holds before transitions[i]; one more
+        self._weeks: dict[int, _Week] = {}
 
     def offset_at(self, t: int) -> int:
         """Return the UTC offset in seconds in force at instant ``t`` (UTC seconds)."""
-        if not self._lo <= t < self._hi:
-            self._cover(t - _SPAN, t + _SPAN)
-        return self._offsets[bisect_right(self._transitions, t)]
+        week = self._weeks.get(t // _WEEK) or self._week(t // _WEEK)
+        return week[1][bisect_right(week[0], t)]
 
     def wall(self, t: int) -> int:
         """Return the wall time shown at instant ``t``."""
@@ -74,9 +76,12 @@ class ZoneClock:
     def instant(self, w: int) -> tuple[int, bool]:
         """Return the instant of wall time ``w`` by the DST rule, and whether a gap moved it."""
         lo, hi = w - _SPAN, w + _SPAN
-        if not (self._lo <= lo and hi < self._hi):
-            self._cover(lo, hi)
-        transitions, offsets = self._transitions, self._offsets
+        first_week, last_week = lo // _WEEK, hi // _WEEK
+        transitions, offsets = self._weeks.get(first_week) or self._week(first_week)
+        if last_week != first_week:
+            more, more_offsets = self._weeks.get(last_week) or self._week(last_week)
+            if more:
+                transitions, offsets = transitions + more, offsets + more_offsets[1:]
         first = bisect_right(transitions, lo)
         last = bisect_right(transitions, hi)
         if first == last:  # no transition near: the wall time exists exactly once
@@ -96,28 +101,17 @@ class ZoneClock:
                 return change, True
         raise AssertionError(f"wall time {w} fits no period of {self.zone}")  # pragma: no cover
 
-    def _cover(self, lo: int, hi: int) -> None:
-        """Find the transitions of whole years around [lo, hi) that are not known yet."""
-        lo, hi = max(lo, _MIN_S), min(hi, _MAX_S)
-        with self._lock:
-            if self._hi > self._lo and self._lo <= lo and hi < self._hi:
-                return
-            start = lo - _YEAR if self._hi <= self._lo else min(lo - _YEAR, self._lo)
-            end = hi + _YEAR if self._hi <= self._lo else max(hi + _YEAR, self._hi)
-            start = max(start - start % 86400, _MIN_S)
-            end = min(end - end % 86400 + 86400, _MAX_S)
-            transitions, offsets = self._scan(start, end)
-            # Swap in whole lists: readers on other threads see the old or the new, never half.
-            self._transitions, self._offsets = transitions, offsets
-            self._lo, self._hi = start, end
-
-    def _scan(self, start: int, end: int) -> tuple[list[int], list[int]]:
+    def _week(self, index: int) -> _Week:
+        """Find the transitions of week ``index``: the instants in (start, start + a week]."""
+        start = index * _WEEK
+        if not _MIN_S <= start <= _MAX_S:
+            raise ValueError(f"instant {start} is outside the years zone data can describe")
         offset = self._probe
         transitions: list[int] = []
         offsets = [offset(start)]
         a, off_a = start, offsets[0]
-        while a < end:
-            b = min(a + _SAMPLE, end)
+        for step in _SAMPLES[1:]:
+            b = start + step
             off_b = offset(b)
             while off_a != off_b:  # at least one change in (a, b]: find the first
                 low, high = a, b  # offset(low) == off_a, offset(high) != off_a
@@ -132,10 +126,16 @@ class ZoneClock:
                 offsets.append(off_a)
                 a = high
             a, off_a = b, off_b
-        return transitions, offsets
+        # offsets[-1] is the offset at the next week's start, which is that week's offsets[0]:
+        # joining two weeks drops one of the two.
+        week = (tuple(transitions), tuple(offsets))
+        if len(self._weeks) >= _MAX_WEEKS:
+            self._weeks.clear()
+        self._weeks[index] = week
+        return week
 
     def _probe(self, t: int) -> int:
-        delta = datetime.fromtimestamp(t, UTC).astimezone(self.zone).utcoffset()
+        delta = datetime.fromtimestamp(t, self.zone).utcoffset()
         assert delta is not None
         return int(delta.total_seconds())
 
