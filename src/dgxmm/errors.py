@@ -14,6 +14,7 @@ Every layer raises these; only the server maps them to HTTP status codes::
     ├── LimitExceeded                     a run stopped by one of its limits
     │   ├── TimeoutExceeded
     │   └── MemoryLimitExceeded
+    ├── Abandoned                         a run its host gave up (it stopped while the run went on)
     ├── NotAllowed                        a run that would do more than its effects allow
     ├── StoreError                        the database refused or failed
     ├── BackupError                       a backup or restore that cannot be trusted
@@ -95,6 +96,10 @@ class TimeoutExceeded(LimitExceeded):
 
 class MemoryLimitExceeded(LimitExceeded):
     """A run held more live bytes than its memory limit allows."""
+
+
+class Abandoned(DgxmmError):
+    """A run its host gave up; the action sees it at its next ``check()``."""
 
 
 class NotAllowed(DgxmmError):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
 
-from dgxmm.errors import Busy, Conflict, NotFound
+from dgxmm.errors import Abandoned, Busy, Conflict, NotFound
 from dgxmm.jobs import (
     CronSchedule,
     Job,
@@ -393,3 +394,36 @@ def test_it_plans_a_job_added_between_ticks_from_the_previous_tick() -> None:
     scheduler.add(job("late", "1 10 * * *", action))  # added at 10:00:59, due 10:01
     scheduler.tick(at("2026-06-01T10:01:03+02:00"))
     assert action.count == 1
+
+
+def test_it_abandons_a_run_under_way_and_the_action_sees_it_at_its_next_check() -> None:
+    entered, proceed = threading.Event(), threading.Event()
+    seen: list[BaseException] = []
+
+    def cooperative(context: RunContext) -> None:
+        entered.set()
+        proceed.wait(timeout=30)
+        assert context.remaining() == 0.0  # no time left once given up, even without a timeout
+        try:
+            context.check()
+        except Abandoned as error:
+            seen.append(error)
+            raise
+
+    scheduler = make()
+    scheduler.add(job("coop", "0 0 * * *", cooperative))
+    scheduler.tick(T0)
+    run = scheduler.start_now("coop", T0 + SECOND)
+    late: list[object] = []
+    worker = threading.Thread(target=lambda: late.append(run.run()))
+    worker.start()
+    assert entered.wait(timeout=30)
+    given_up = run.abandon("server stopped")
+    assert (given_up.outcome, given_up.error) == (Outcome.FAILED, "abandoned: server stopped")
+    scheduler.finish(given_up)
+    proceed.set()
+    worker.join(timeout=30)
+    assert str(seen[0]) == "job coop: abandoned: server stopped"
+    assert run.is_abandoned
+    with pytest.raises(Conflict, match="already abandoned"):
+        run.abandon("again")

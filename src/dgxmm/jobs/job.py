@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
 
-from dgxmm.errors import Conflict, MemoryLimitExceeded, TimeoutExceeded
+from dgxmm.errors import Abandoned, Conflict, MemoryLimitExceeded, TimeoutExceeded
 from dgxmm.jobs.cron import CronSchedule
 
 __all__ = [
@@ -77,6 +77,7 @@ class RunContext:
     """What a running action sees: who it is, when it started, and its limits."""
 
     __slots__ = (
+        "_abandoned",
         "_live",
         "_lock",
         "_started",
@@ -98,20 +99,37 @@ class RunContext:
         self._started = timer()
         self._live = 0
         self._lock = threading.Lock()
+        self._abandoned: str | None = None
 
     def elapsed(self) -> float:
         """Return the seconds since the run started."""
         return self._timer() - self._started
 
     def remaining(self) -> float | None:
-        """Return the seconds left before the timeout (never below 0), or None without one."""
+        """Return the seconds left before the timeout (never below 0), or None without one.
+
+        A run its host gave up has no time left, timeout or not.
+        """
+        if self._abandoned is not None:
+            return 0.0
         timeout = self.limits.timeout
         if timeout is None:
             return None
         return max(0.0, timeout.total_seconds() - self.elapsed())
 
+    @property
+    def abandoned(self) -> str | None:
+        """Why the host gave this run up, or None while it has not."""
+        return self._abandoned
+
+    def abandon(self, reason: str) -> None:
+        """Mark the run as given up; the action stops at its next ``check()``."""
+        self._abandoned = reason
+
     def check(self) -> None:
-        """Raise ``TimeoutExceeded`` when the run has passed its timeout."""
+        """Raise ``TimeoutExceeded`` past the timeout, ``Abandoned`` when the host gave up."""
+        if self._abandoned is not None:
+            raise Abandoned(f"job {self.name}: abandoned: {self._abandoned}")
         timeout = self.limits.timeout
         if timeout is not None and self.elapsed() > timeout.total_seconds():
             raise TimeoutExceeded(
@@ -191,7 +209,17 @@ _tokens = itertools.count(1)
 class JobRun:
     """One run of a job, handed out by the scheduler; run it on any thread, once."""
 
-    __slots__ = ("_done", "_lock", "_timer", "job", "scheduled_at", "started_at", "token")
+    __slots__ = (
+        "_abandoned",
+        "_context",
+        "_done",
+        "_lock",
+        "_timer",
+        "job",
+        "scheduled_at",
+        "started_at",
+        "token",
+    )
 
     def __init__(self, job: Job, *, scheduled_at: int, started_at: int, timer: Timer) -> None:
         self.job = job
@@ -199,7 +227,9 @@ class JobRun:
         self.started_at = started_at
         self.token = next(_tokens)
         self._timer = timer
-        self._done = False
+        self._done = False  # run() or abandon() was called
+        self._abandoned = False
+        self._context: RunContext | None = None  # set while run() does the work
         self._lock = threading.Lock()
 
     @property
@@ -209,7 +239,6 @@ class JobRun:
 
     def run(self) -> RunResult:
         """Do the work and return how it went; any exception becomes a failed run."""
-        self._claim()
         context = RunContext(
             name=self.job.name,
             scheduled_at=self.scheduled_at,
@@ -217,6 +246,11 @@ class JobRun:
             limits=self.job.limits,
             timer=self._timer,
         )
+        with self._lock:
+            if self._done:
+                raise Conflict(f"run {self.token} of job {self.job.name} was already used")
+            self._done = True
+            self._context = context
         detail: str | None = None
         error: str | None = None
         try:
@@ -233,18 +267,35 @@ class JobRun:
             error = f"finished after {elapsed:.3f} s, past its timeout of {_seconds(timeout)}"
         else:
             outcome = Outcome.SUCCEEDED
+        with self._lock:
+            self._context = None
         return self._result(outcome, round(elapsed * _US), error, detail)
 
     def abandon(self, reason: str) -> RunResult:
-        """Give the run up without doing it: a failed run with ``reason``."""
-        self._claim()
-        return self._result(Outcome.FAILED, 0, f"abandoned: {reason}", None)
+        """Give the run up: a failed run with ``reason``.
 
-    def _claim(self) -> None:
+        Before ``run()`` the work is never done. While ``run()`` is under way on another
+        thread, its action sees the abandonment at its next ``RunContext.check()``; the
+        result ``run()`` still returns belongs to nobody (the host gave this one back).
+        """
         with self._lock:
-            if self._done:
-                raise Conflict(f"run {self.token} of job {self.job.name} was already used")
+            if self._abandoned:
+                raise Conflict(f"run {self.token} of job {self.job.name} was already abandoned")
+            context = self._context
+            if self._done and context is None:
+                raise Conflict(f"run {self.token} of job {self.job.name} has already finished")
             self._done = True
+            self._abandoned = True
+        elapsed = 0.0
+        if context is not None:
+            context.abandon(reason)
+            elapsed = context.elapsed()
+        return self._result(Outcome.FAILED, round(elapsed * _US), f"abandoned: {reason}", None)
+
+    @property
+    def is_abandoned(self) -> bool:
+        """Tell whether the run was given up."""
+        return self._abandoned
 
     def _result(
         self, outcome: Outcome, duration_us: int, error: str | None, detail: str | None
