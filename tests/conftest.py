@@ -1,3 +1,42 @@
 """Fixtures shared by every test package."""
 
 from __future__ import annotations
+
+import os
+import pwd
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from pg_cluster import PgCluster, find_pg_bin
+from support import need
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """A throwaway PostgreSQL cluster for the whole session (skipped, or failed in CI, if missing)."""
+    bin_dir = find_pg_bin()
+    need(bin_dir is not None, "PostgreSQL's initdb and pg_ctl are not installed")
+    assert bin_dir is not None
+    if os.geteuid() == 0:
+        need(shutil.which("runuser") is not None, "runuser is needed to run PostgreSQL as root")
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            need(False, "the postgres user is needed to run PostgreSQL as root")
+    cluster = PgCluster(bin_dir)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: PgCluster) -> Iterator[str]:
+    """The URL of a fresh, empty database on the session's cluster, dropped after the test."""
+    name = pg_cluster.create_database()
+    try:
+        yield pg_cluster.url(name)
+    finally:
+        pg_cluster.drop_database(name)

@@ -152,6 +152,7 @@ def _statement(
     text = body[start:end]
     where = f"statement {number}"
     _refuse_other_placeholders(tokens, where, dialect)
+    _refuse_keyword_parameters(tokens, where)
     try:
         parsed = sqlglot.parse(text, read=dialect.sqlglot)
     except (ParseError, TokenError) as error:
@@ -206,6 +207,21 @@ def _refuse_other_placeholders(tokens: list[Token], where: str, dialect: Dialect
             raise DefinitionError(
                 "body", f"{where}: use named parameters (:name), not {token.text!r}"
             )
+
+
+def _refuse_keyword_parameters(tokens: list[Token], where: str) -> None:
+    for colon, following in itertools.pairwise(tokens):
+        adjacent = following.start == colon.end + 1
+        if colon.token_type is TokenType.COLON and adjacent and following.token_type not in (
+            TokenType.VAR,
+            TokenType.NUMBER,
+        ):
+            if following.text.isidentifier():
+                raise DefinitionError(
+                    "body",
+                    f"{where}: :{following.text} cannot be a parameter: "
+                    f"{following.text.upper()} is an SQL keyword (name it otherwise)",
+                )
 
 
 def _spans(

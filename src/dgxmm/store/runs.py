@@ -188,8 +188,8 @@ def _execute_all(
             if statement.is_read_only:
                 # A server-side cursor, so that rows arrive a chunk at a time.
                 options = {"stream_results": True, "max_row_buffer": CHUNK_ROWS}
-        result = connection.execution_options(**options).exec_driver_sql(
-            statement.driver_text(dialect), params
+        result = connection.exec_driver_sql(
+            statement.driver_text(dialect), params, execution_options=options
         )
         held = 0
         try:

@@ -1,0 +1,58 @@
+"""The store's contract suite runs every test on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from storekit import Place
+
+from dgxmm.clock import ManualClock
+from dgxmm.store import Store
+from support import at
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+    ]
+)
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """Where the test's store lives: a SQLite file, or a fresh PostgreSQL database."""
+    data_dir = tmp_path / "data"
+    if request.param == "sqlite":
+        return Place(target=str(data_dir / "store.db"), data_dir=data_dir, dialect="sqlite")
+    url = request.getfixturevalue("pg_url")
+    return Place(target=url, data_dir=data_dir, dialect="postgresql")
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """The stores' clock."""
+    return ManualClock(at("2026-03-02T10:00:00+00:00"))
+
+
+@pytest.fixture
+def open_store(place: Place, clock: ManualClock) -> Iterator[Callable[..., Store]]:
+    """Open (or reopen) the test's store; every store opened is closed after the test."""
+    opened: list[Store] = []
+
+    def open_it(**options: Any) -> Store:
+        options.setdefault("clock", clock)
+        options.setdefault("data_dir", place.data_dir)
+        store = Store.open(place.target, **options)
+        opened.append(store)
+        return store
+
+    yield open_it
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(open_store: Callable[..., Store]) -> Store:
+    """An open store."""
+    return open_store()
