@@ -9,6 +9,7 @@ restarts. Linux only: liveness is read from /proc.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -288,13 +289,25 @@ class ProcessBackend:
 
     def _live_record(self) -> PidRecord | None:
         """Return the record of our running process (from memory or the pid file), or None."""
-        if self._popen is not None:
-            self._popen.poll()  # reap an exited child so it does not linger as a zombie
+        self._reap()
         record = self._record or read_pid_file(self.pid_path)
         if record is not None and is_alive(record):
             self._record = record
             return record
+        self._reap(wait=True)  # it may have turned zombie since the first reap
         return None
+
+    def _reap(self, wait: bool = False) -> None:
+        """Collect our exited child's exit code, so that it does not linger as a zombie."""
+        popen = self._popen
+        if popen is None or popen.returncode is not None:
+            return
+        if not wait or start_ticks(popen.pid) is not None:
+            popen.poll()
+            return
+        # /proc says it is a zombie or gone: waitpid returns at once.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(timeout=_KILL_WAIT_S)
 
     def _signal_group(self, record: PidRecord, sig: signal.Signals) -> None:
         try:
@@ -309,9 +322,9 @@ class ProcessBackend:
     def _wait_group_gone(self, record: PidRecord, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         while True:
-            if self._popen is not None:
-                self._popen.poll()
+            self._reap()
             if not is_alive(record) and not group_members(record.pid):
+                self._reap(wait=True)
                 return True
             if time.monotonic() >= deadline:
                 return False

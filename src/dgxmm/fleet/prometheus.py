@@ -88,10 +88,12 @@ def _parse_sample(line: str) -> Series:
     name = match.group()
     pos = match.end()
     labels: tuple[tuple[str, str], ...] = ()
-    if pos < len(line) and line[pos] == "{":
+    braced = pos < len(line) and line[pos] == "{"
+    if braced:
         labels, pos = _parse_labels(line, pos + 1)
     rest = line[pos:]
-    if rest and rest[0] not in " \t":
+    # After "}" the value may follow at once; after a bare name a blank must separate it.
+    if not braced and rest and rest[0] not in " \t":
         raise _Malformed(f"unexpected {rest[0]!r} after the metric name")
     # An OpenMetrics exemplar ("... # {trace_id="x"} 1.0") follows the value; drop it.
     rest = rest.split("#", 1)[0]

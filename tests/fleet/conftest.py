@@ -1,0 +1,61 @@
+"""Fixtures for the fleet tests: stand-in processes and process backends, cleaned up after."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fleetkit import STANDIN, TEST_TIMEOUTS, StandinProcess, ensure_gone, free_port
+
+from dgxmm.fleet import ProcessBackend, ProcessSpec
+
+
+@pytest.fixture
+def standin(tmp_path: Path) -> Iterator[Callable[..., StandinProcess]]:
+    """Start stand-ins with extra arguments; every one is killed after the test."""
+    started: list[StandinProcess] = []
+
+    def start(*args: str, model: str = "standin-model") -> StandinProcess:
+        process = StandinProcess(tmp_path, *args, model=model)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+@pytest.fixture
+def process_backend(tmp_path: Path) -> Iterator[Callable[..., ProcessBackend]]:
+    """Make process backends (a stand-in by default); stop what they started after the test."""
+    made: list[ProcessBackend] = []
+
+    def make(
+        *args: str,
+        argv: tuple[str, ...] | None = None,
+        name: str = "llama",
+        run_dir: Path | None = None,
+        port: int | None = None,
+        stop_grace_s: float = 10.0,
+        env: dict[str, str] | None = None,
+    ) -> ProcessBackend:
+        command = argv or (*STANDIN, "--port", "{port}", "--model", name, *args)
+        spec = ProcessSpec(argv=command, port=port or free_port(), env=env or {})
+        backend = ProcessBackend(
+            name=name,
+            spec=spec,
+            run_dir=run_dir or tmp_path / name,
+            timeouts=TEST_TIMEOUTS,
+            stop_grace_s=stop_grace_s,
+        )
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        pid = backend.pid
+        backend.stop(grace_s=2.0)
+        backend.close()
+        if pid is not None:
+            ensure_gone(pid)

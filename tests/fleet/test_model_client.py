@@ -1,0 +1,160 @@
+"""How the client reports servers that answer wrongly: each failure names action, server, cause.
+
+Real servers are covered by the backend tests; these answers (a vLLM without dev mode, a
+sleep that did not take, a page that is not Prometheus) are hard to get from a real
+server, so an httpx mock transport plays the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from dgxmm.clock import ManualClock
+from dgxmm.errors import BackendError, ServerGone
+from dgxmm.fleet import Health, HttpTimeouts
+from dgxmm.fleet.client import ModelServerClient
+
+Answer = Callable[[httpx.Request], httpx.Response]
+
+
+@pytest.fixture
+def client() -> Iterator[Callable[[Answer], ModelServerClient]]:
+    """Make clients whose server is the given function; closed after the test."""
+    made: list[ModelServerClient] = []
+
+    def make(answer: Answer) -> ModelServerClient:
+        made.append(
+            ModelServerClient(
+                "http://gpu-box:8000",
+                server="deployment 'llama'",
+                timeouts=HttpTimeouts(),
+                transport=httpx.MockTransport(answer),
+            )
+        )
+        return made[-1]
+
+    yield make
+    for made_client in made:
+        made_client.close()
+
+
+Client = Callable[[Answer], ModelServerClient]
+
+
+def test_sleep_sends_level_and_wait_mode_then_confirms(client: Client) -> None:
+    seen: list[str] = []
+    asleep = False
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        nonlocal asleep
+        seen.append(f"{request.method} {request.url.path}?{request.url.query.decode()}")
+        if request.url.path == "/sleep":
+            asleep = True
+            return httpx.Response(200)
+        return httpx.Response(200, json={"is_sleeping": asleep})
+
+    client(answer).sleep(1)
+    assert seen == ["POST /sleep?level=1&mode=wait", "GET /is_sleeping?"]
+
+
+def test_a_server_without_dev_mode_says_how_to_fix_it(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+    with pytest.raises(BackendError) as failure:
+        client(answer).sleep(1)
+    message = str(failure.value)
+    assert message.startswith(
+        "sleep (POST /sleep?level=1&mode=wait) on deployment 'llama': answered 404 Not Found"
+    )
+    assert "VLLM_SERVER_DEV_MODE=1" in message
+
+
+def test_a_sleep_that_did_not_take_is_an_error(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/sleep":
+            return httpx.Response(200)
+        return httpx.Response(200, json={"is_sleeping": False})
+
+    with pytest.raises(BackendError, match="GET /is_sleeping says it is awake"):
+        client(answer).sleep(1)
+
+
+def test_a_wake_that_did_not_take_is_an_error(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/wake_up":
+            return httpx.Response(200)
+        return httpx.Response(200, json={"is_sleeping": True})
+
+    with pytest.raises(BackendError, match="GET /is_sleeping says it sleeps"):
+        client(answer).wake()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"yes", id="not-json"),
+        pytest.param(b'{"is_sleeping": "no"}', id="not-a-bool"),
+        pytest.param(b"[]", id="not-an-object"),
+    ],
+)
+def test_an_unreadable_sleep_answer_is_an_error(client: Client, body: bytes) -> None:
+    with pytest.raises(BackendError, match=r'expected \{"is_sleeping": true\|false\}'):
+        client(lambda request: httpx.Response(200, content=body)).is_sleeping()
+
+
+def test_a_server_error_names_the_status_and_body(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(500, text="CUDA error: out of memory")
+
+    with pytest.raises(BackendError) as failure:
+        client(answer).wake()
+    assert not isinstance(failure.value, ServerGone)
+    assert "answered 500 Internal Server Error: 'CUDA error: out of memory'" in str(failure.value)
+
+
+def test_a_server_that_does_not_answer_in_time_is_an_error(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    with pytest.raises(BackendError, match="no answer within 600 s"):
+        client(answer).sleep(1)
+    health = client(answer).check_health()
+    assert health.health is Health.UNREACHABLE
+    assert health.detail == "no answer within 5 s"
+
+
+def test_a_refused_connection_is_gone(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    with pytest.raises(ServerGone, match="connection refused; the server is gone"):
+        client(answer).fetch_metrics()
+
+
+def test_a_metrics_page_that_is_not_prometheus_is_an_error(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text="vllm:num_requests_running{oops} 1\n")
+
+    with pytest.raises(BackendError) as failure:
+        client(answer).sample(ManualClock(0))
+    assert "metrics (GET /metrics) on deployment 'llama': metrics line 1:" in str(failure.value)
+
+
+def test_a_metrics_page_without_vllm_names_is_an_error(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text="process_open_fds 12\n")
+
+    with pytest.raises(BackendError, match="vllm:num_requests_running: is missing"):
+        client(answer).sample(ManualClock(0))
+
+
+def test_a_sleep_level_other_than_1_or_2_is_refused_before_asking(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        raise AssertionError("nothing should be sent")
+
+    with pytest.raises(BackendError, match="level 3 is not 1 or 2"):
+        client(answer).sleep(3)
