@@ -47,6 +47,7 @@ def test_it_drives_a_server_it_does_not_own(standin: Start, external: Make) -> N
     backend.start()
     wait_until_healthy(backend, PATIENCE_S)
     assert backend.reattach().health is Health.HEALTHY
+    assert backend.served_models() == ["standin-model"]
 
     server.client.post("/v1/chat/completions", json={"messages": [{"role": "user"}]})
     sample = backend.sample()

@@ -152,6 +152,19 @@ def test_a_metrics_page_without_vllm_names_is_an_error(client: Client) -> None:
         client(answer).sample(ManualClock(0))
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b'{"data": [{"name": "x"}]}', id="no-id"),
+        pytest.param(b'{"data": "x"}', id="not-a-list"),
+        pytest.param(b"<html>", id="not-json"),
+    ],
+)
+def test_a_model_list_that_is_not_openai_shaped_is_an_error(client: Client, body: bytes) -> None:
+    with pytest.raises(BackendError, match="expected an OpenAI model list"):
+        client(lambda request: httpx.Response(200, content=body)).served_models()
+
+
 def test_a_sleep_level_other_than_1_or_2_is_refused_before_asking(client: Client) -> None:
     def answer(request: httpx.Request) -> httpx.Response:
         raise AssertionError("nothing should be sent")

@@ -56,6 +56,7 @@ def test_it_starts_gates_sleeps_wakes_and_stops(process_backend: Make) -> None:
     wait_until_healthy(backend, PATIENCE_S)
     assert backend.check_health().health is Health.HEALTHY
     assert backend.is_sleeping() is False
+    assert backend.served_models() == ["llama"]
 
     backend.sleep()
     assert backend.is_sleeping() is True

@@ -134,6 +134,10 @@ class Backend(Protocol):
         """Ask the server whether it sleeps."""
         ...
 
+    def served_models(self) -> list[str]:
+        """Return the model names the server lists at ``/v1/models``."""
+        ...
+
     def fetch_metrics(self) -> str:
         """Return the server's ``/metrics`` page."""
         ...

@@ -103,6 +103,22 @@ class ModelServerClient:
             )
         return value
 
+    def served_models(self) -> list[str]:
+        """Return the model names ``GET /v1/models`` lists."""
+        what = "model list (GET /v1/models)"
+        response = self._send("GET", "/v1/models", what=what, timeout_s=self._timeouts.probe_s)
+        try:
+            cards = json.loads(response.content)["data"]
+            names = [card["id"] for card in cards]
+        except (ValueError, KeyError, TypeError):
+            names = None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BackendError(
+                f"{what} on {self._server}: expected an OpenAI model list, "
+                f"got {_excerpt(response.text)}"
+            )
+        return names
+
     def fetch_metrics(self) -> str:
         """Return the ``GET /metrics`` page."""
         response = self._send(

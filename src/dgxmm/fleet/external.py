@@ -103,6 +103,10 @@ class ExternalBackend:
         """Ask the server whether it sleeps."""
         return self._client.is_sleeping()
 
+    def served_models(self) -> list[str]:
+        """Return the model names the server lists at ``/v1/models``."""
+        return self._client.served_models()
+
     def fetch_metrics(self) -> str:
         """Return the server's ``/metrics`` page."""
         return self._client.fetch_metrics()

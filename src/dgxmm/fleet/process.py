@@ -262,6 +262,10 @@ class ProcessBackend:
         """Ask the server whether it sleeps."""
         return self._act("sleep check", self._client.is_sleeping)
 
+    def served_models(self) -> list[str]:
+        """Return the model names the server lists at ``/v1/models``."""
+        return self._act("model list", self._client.served_models)
+
     def fetch_metrics(self) -> str:
         """Return the server's ``/metrics`` page."""
         return self._act("metrics", self._client.fetch_metrics)
