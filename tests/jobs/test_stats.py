@@ -133,3 +133,20 @@ def test_it_names_the_tiers() -> None:
     assert Tier.named("hours") is Tier.HOURS
     with pytest.raises(ValueError, match="tier: 'weeks' is not one of minutes, hours, days"):
         Tier.named("weeks")
+
+
+def test_it_starts_day_buckets_at_local_midnight_in_its_zone() -> None:
+    stats = WorkloadStats("Europe/Berlin")
+    stats.record_run(result("j", at("2026-06-01T23:30:00+02:00"), 1))
+    stats.record_run(result("j", at("2026-06-02T00:30:00+02:00"), 1))
+    # The DST day of 2026-03-29 has 23 hours; its runs still share one bucket.
+    stats.record_run(result("j", at("2026-03-29T00:10:00+01:00"), 1))
+    stats.record_run(result("j", at("2026-03-29T23:50:00+02:00"), 1))
+    assert [(b.start_us, b.count) for b in stats.history("j", Tier.DAYS)] == [
+        (at("2026-03-29T00:00:00+01:00"), 2),
+        (at("2026-06-01T00:00:00+02:00"), 1),
+        (at("2026-06-02T00:00:00+02:00"), 1),
+    ]
+    santiago = WorkloadStats("America/Santiago")  # midnight of 2022-09-11 did not exist
+    santiago.record_run(result("j", at("2022-09-11T01:30:00-03:00"), 1))
+    assert santiago.history("j", Tier.DAYS)[0].start_us == at("2022-09-11T01:00:00-03:00")

@@ -83,6 +83,8 @@ class Scheduler:
     ) -> None:
         self.time_zone = resolve_zone(time_zone, field="time_zone")
         self.stats = stats
+        if stats is not None:
+            stats.time_zone = self.time_zone  # day buckets start at this zone's midnight
         self._max_lateness = round(max_lateness.total_seconds() * _US)
         self._timer = timer
         self._entries: dict[str, _Entry] = {}
@@ -122,8 +124,8 @@ class Scheduler:
         entry = self._entry(job.name)
         if job.kind is not entry.job.kind:
             raise Conflict(f"{job.name}: cannot change a {entry.job.kind.value} job's kind")
+        entry.builtin = job
         if job.kind is JobKind.SYSTEM:
-            entry.builtin = job
             job = self._overridden(job)
         old, entry.job = entry.job, job
         if job.schedule != old.schedule:
@@ -141,6 +143,10 @@ class Scheduler:
     def get(self, name: str) -> Job:
         """Return a job by name; raise ``NotFound``."""
         return self._entry(name).job
+
+    def builtin(self, name: str) -> Job:
+        """Return a job as it was added or replaced, before any override of a system job."""
+        return self._entry(name).builtin
 
     def state(self, name: str) -> JobState:
         """Return a job with its planned time, its run under way and its wait."""
@@ -203,8 +209,8 @@ class Scheduler:
                 self.add(job)
             elif self._entries[job.name].job != job:
                 self.replace(job)
-            else:
-                self._entries[job.name].job = job  # same definition; take the new action
+            else:  # same definition: take the new action, keep the planned time
+                self._entries[job.name].job = self._entries[job.name].builtin = job
 
     # -- ticking ------------------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """Workload statistics: every run and skip of every job, per minute, hour and day.
 
-Per job, three series of buckets (UTC-aligned) hold the count of runs, the failures, the total
-and the longest duration: minutes are kept 2 days, hours 90 days and days 3 years. The stats
+Per job, three series of buckets hold the count of runs, the failures, the total and the
+longest duration: minutes are kept 2 days, hours 90 days and days 3 years. Minutes and hours
+are aligned on UTC; days start at local midnight in the stats' ``time_zone`` (so a day bucket
+is 23 or 25 hours long on a DST day). The stats
 also hold the last run, skip counts by reason, and the per-job overrides of a system job's
 schedule and switch. Everything round-trips through plain JSON (``to_json`` / ``from_json``);
 the store keeps it in a sidecar file beside the database.
@@ -19,7 +21,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
+from zoneinfo import ZoneInfo
+
 from dgxmm.jobs.job import Outcome, RunResult, SkipReason
+from dgxmm.jobs.zones import resolve_zone, zone_clock
 
 __all__ = ["Bucket", "LastRun", "Override", "RunCounts", "SkipRecord", "Tier", "WorkloadStats"]
 
@@ -116,7 +121,8 @@ _KEEP: Final = object()
 class WorkloadStats:
     """Per-job run history and overrides; safe to share between threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, time_zone: ZoneInfo | str = "UTC") -> None:
+        self.time_zone = resolve_zone(time_zone)
         self._lock = threading.RLock()
         self._jobs: dict[str, _JobSeries] = {}
         self._overrides: dict[str, Override] = {}
@@ -142,7 +148,7 @@ class WorkloadStats:
             job = self._jobs.setdefault(result.name, _JobSeries())
             for tier in Tier:
                 buckets = job.series[tier]
-                start = result.started_at - result.started_at % tier.width_us
+                start = self._bucket_start(result.started_at, tier)
                 bucket = buckets.get(start)
                 if bucket is None:
                     buckets[start] = [1, int(failed), result.duration_us, result.duration_us]
@@ -160,6 +166,14 @@ class WorkloadStats:
                     error=result.error,
                     detail=result.detail,
                 )
+
+    def _bucket_start(self, at_us: int, tier: Tier) -> int:
+        if tier is not Tier.DAYS:
+            return at_us - at_us % tier.width_us
+        clock = zone_clock(self.time_zone)
+        wall = clock.wall(at_us // 1_000_000)
+        midnight, _ = clock.instant(wall - wall % 86400)  # a gap at midnight: its end
+        return midnight * 1_000_000
 
     def record_skip(self, skip: SkipRecord) -> None:
         """Count a skipped time by its reason."""
