@@ -1,0 +1,5 @@
+"""``python -m dgxmm``: the ``dgxmm`` command."""
+
+from dgxmm.cli import main
+
+main()

@@ -1,0 +1,115 @@
+"""``dgxmm``: serve, and the jobs, queries, store, catalog, cron and token commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
+from dgxmm.clock import SystemClock
+from dgxmm.jobs import CronSchedule, resolve_zone
+from dgxmm.server.auth import Role, Tokens
+from dgxmm.server.serve import DEFAULT_DATA, ServeOptions, machine_zone, serve
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="dgxmm",
+    help="Run model-serving deployments and the scheduled work around them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.command("serve")
+@handles_errors
+def serve_command(
+    data: Annotated[Path, typer.Option("--data", help="The data directory.")] = DEFAULT_DATA,
+    db: DbOption = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    time_zone: Annotated[
+        str | None,
+        typer.Option("--time-zone", help="IANA zone of the schedules (default: the machine's)."),
+    ] = None,
+    tick: Annotated[float, typer.Option(help="Seconds between ticks.", min=0.1)] = 5.0,
+) -> None:
+    """Run the server: the API, the pages, and the host that ticks the jobs."""
+    serve(
+        ServeOptions(
+            data_dir=data, db=db, host=host, port=port, time_zone=time_zone, tick_seconds=tick
+        )
+    )
+
+
+cron = typer.Typer(help="Cron expressions.", no_args_is_help=True)
+app.add_typer(cron, name="cron")
+
+
+@cron.command("next")
+@handles_errors
+def cron_next(
+    expr: Annotated[str, typer.Argument(help="A 5-field cron expression, quoted.")],
+    n: Annotated[int, typer.Option("-n", help="How many fire times.", min=1, max=1000)] = 5,
+    zone: Annotated[
+        str | None, typer.Option("--zone", help="IANA zone (default: the machine's).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the next fire times of a cron expression (DST-gap moves marked) and its meaning."""
+    schedule = CronSchedule.parse(expr)
+    place = resolve_zone(zone or machine_zone())
+    times = schedule.fire_times(SystemClock().now_us(), place, n)
+    lines = [f"{schedule}  ({schedule.describe()}, {place.key})"]
+    lines += [t.local.isoformat() + ("  (moved by a DST gap)" if t.moved else "") for t in times]
+    out(
+        {
+            "schedule": str(schedule),
+            "description": schedule.describe(),
+            "zone": place.key,
+            "times": [{"at": t.local.isoformat(), "moved": t.moved} for t in times],
+        },
+        as_json,
+        "\n".join(lines),
+    )
+
+
+token = typer.Typer(help="API tokens.", no_args_is_help=True)
+app.add_typer(token, name="token")
+
+
+@token.command("create")
+@handles_errors
+def token_create(
+    role: Annotated[
+        Role, typer.Option("--role", help="admin (everything) or viewer (reads).")
+    ] = Role.VIEWER,
+    name: Annotated[str | None, typer.Option("--name", help="Who it is for.")] = None,
+    data: DataOption = DEFAULT_DATA,
+    db: DbOption = None,
+) -> None:
+    """Create a token and print it (it is shown only this once)."""
+    with open_store(data, db) as store:
+        created = Tokens(store.engine, store.clock).create(role, name or role.value)
+    typer.echo(created)
+
+
+def _register() -> None:
+    from dgxmm.cli import jobs, queries, store_ops
+
+    app.add_typer(jobs.app, name="jobs")
+    app.add_typer(queries.app, name="queries")
+    app.add_typer(store_ops.store_app, name="store")
+    app.add_typer(store_ops.catalog_app, name="catalog")
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run the command line."""
+    return app(args=argv if argv is not None else sys.argv[1:], prog_name="dgxmm")

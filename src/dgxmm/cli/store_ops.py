@@ -1,0 +1,98 @@
+"""``dgxmm store`` (checkpoint, backup, restore, compact) and ``dgxmm catalog`` (export, import)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
+from dgxmm.server.serve import DEFAULT_DATA
+
+__all__ = ["catalog_app", "store_app"]
+
+store_app = typer.Typer(help="Store operations.", no_args_is_help=True)
+catalog_app = typer.Typer(
+    help="The catalog file (saved queries and jobs, JSON).", no_args_is_help=True
+)
+
+
+@store_app.command("checkpoint")
+@handles_errors
+def checkpoint(data: DataOption = DEFAULT_DATA, db: DbOption = None) -> None:
+    """Checkpoint the database."""
+    with open_store(data, db) as store:
+        typer.echo(store.checkpoint())
+
+
+@store_app.command("compact")
+@handles_errors
+def compact(data: DataOption = DEFAULT_DATA, db: DbOption = None) -> None:
+    """Rebuild the database compactly."""
+    with open_store(data, db) as store:
+        typer.echo(store.compact())
+
+
+@store_app.command("backup")
+@handles_errors
+def backup(
+    directory: Path,
+    data: DataOption = DEFAULT_DATA,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Back up into a directory: a full copy the first time, what changed after."""
+    with open_store(data, db) as store:
+        result = store.backup(directory)
+    out(
+        {"directory": str(result.directory), "sequence": result.sequence, "method": result.method,
+         "items": result.items, "bytes_written": result.bytes_written},
+        as_json,
+        f"backup {result.sequence} ({result.method}) in {result.directory}: "
+        f"{result.items} item(s), {result.bytes_written} bytes",
+    )  # fmt: skip
+
+
+@store_app.command("restore")
+@handles_errors
+def restore(
+    directory: Path,
+    target: Annotated[
+        str, typer.Argument(help="A new SQLite file, or an empty PostgreSQL database URL.")
+    ],
+    data: DataOption = DEFAULT_DATA,
+    db: DbOption = None,
+) -> None:
+    """Rebuild a database from a backup directory into a new place, verified."""
+    with open_store(data, db) as store:
+        result = store.restore(directory, target)
+    typer.echo(f"restored run {result.sequence} into {result.target}: {result.items} item(s)")
+
+
+@catalog_app.command("export")
+@handles_errors
+def export(path: Path, data: DataOption = DEFAULT_DATA, db: DbOption = None) -> None:
+    """Write the catalog (saved queries and jobs) to a JSON file."""
+    with open_store(data, db) as store:
+        document = store.export_catalog(path)
+    queries, jobs = len(document.get("queries", [])), len(document.get("jobs", []))
+    typer.echo(f"wrote {path}: {queries} query(ies), {jobs} job(s)")
+
+
+@catalog_app.command("import")
+@handles_errors
+def import_(
+    path: Path,
+    replace: Annotated[bool, typer.Option(help="Remove what the file does not hold.")] = False,
+    data: DataOption = DEFAULT_DATA,
+    db: DbOption = None,
+) -> None:
+    """Read a catalog file, all or nothing."""
+    with open_store(data, db) as store:
+        result = store.import_catalog(path, actor="cli", replace=replace)
+    typer.echo(
+        f"imported {result.queries} query(ies) and {result.jobs} job(s)"
+        + (f", removed {result.dropped}" if result.dropped else "")
+        + f" (catalog version {result.version})"
+    )

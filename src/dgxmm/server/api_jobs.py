@@ -1,0 +1,152 @@
+"""The jobs API of the spec: list, define, drop, enable, schedule, run, history, preview."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from dgxmm.errors import InvalidInput, NotFound
+from dgxmm.jobs import CronSchedule, JobKind, Tier, resolve_zone
+from dgxmm.server.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
+from dgxmm.server.deps import Admin, HostDep, Viewer
+from dgxmm.server.job_list import iso, job_row, job_rows
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/jobs", tags=["jobs"])
+
+
+@router.get("")
+def list_jobs(host: HostDep, _: Viewer) -> dict[str, Any]:
+    """Every job: the system jobs, then the user jobs."""
+    return {
+        "time_zone": host.time_zone.key,
+        "now": iso(host.clock.now_us(), host),
+        "jobs": job_rows(host),
+    }
+
+
+@router.post("/define")
+def define_job(body: DefineJob, host: HostDep, who: Admin) -> dict[str, Any]:
+    """Define or replace a user job; a refused one answers 400 naming the field."""
+    keys = body.model_dump(exclude_unset=True)
+    host.store.define_job(actor=who.actor, **keys)
+    host.sync()
+    return job_row(host, body.name)
+
+
+@router.post("/drop")
+def drop_job(body: NameBody, host: HostDep, who: Admin) -> dict[str, Any]:
+    """Remove a user job (a system job cannot be removed)."""
+    _refuse_system(host, body.name, "removed; switch it off instead")
+    host.store.drop_job(body.name, actor=who.actor)
+    host.sync()
+    return {"dropped": body.name}
+
+
+@router.post("/enable")
+def enable_job(body: EnableJob, host: HostDep, who: Admin) -> dict[str, Any]:
+    """Switch a job on or off (a user job keeps its effects)."""
+    if _is_system(host, body.name):
+        with host.lock:
+            host.scheduler.set_enabled(body.name, body.enabled)
+    else:
+        host.store.set_job_enabled(body.name, body.enabled, actor=who.actor)
+        host.sync()
+    return job_row(host, body.name)
+
+
+@router.post("/schedule")
+def schedule_job(body: ScheduleJob, host: HostDep, _: Admin) -> dict[str, Any]:
+    """Change a system job's schedule (null: the built-in one); a user job is defined again."""
+    if not _is_system(host, body.name):
+        if any(job.name == body.name for job in host.store.jobs()):
+            raise InvalidInput(
+                "name", f"{body.name} is a user job: define it again with its new schedule"
+            )
+        raise NotFound("job", body.name)
+    schedule = None if body.schedule is None else _parse(body.schedule)
+    with host.lock:
+        host.scheduler.set_schedule(body.name, schedule)
+    return job_row(host, body.name)
+
+
+@router.post("/run")
+def run_job(body: NameBody, host: HostDep, _: Admin) -> dict[str, Any]:
+    """Run a job now and answer when it has finished; 409 while it or a job of its type runs."""
+    result = host.run_now(body.name)
+    return {
+        "name": result.name,
+        "outcome": result.outcome.value,
+        "error": result.error,
+        "detail": result.detail,
+        "started_at": iso(result.started_at, host),
+        "duration_ms": round(result.duration_us / 1000, 3),
+    }
+
+
+@router.get("/history")
+def history(
+    host: HostDep,
+    _: Viewer,
+    name: Annotated[str, Query(min_length=1, max_length=200)],
+    tier: Annotated[str, Query(pattern="^(minutes|hours|days)$")] = "hours",
+) -> dict[str, Any]:
+    """A job's runs per minute, hour or day: count, failures, total and longest time."""
+    job_row(host, name)  # NotFound for a job that does not exist
+    stats = host.scheduler.stats
+    assert stats is not None
+    buckets = stats.history(name, Tier.named(tier))
+    return {
+        "name": name,
+        "tier": tier,
+        "buckets": [
+            {
+                "start": iso(bucket.start_us, host),
+                "start_us": bucket.start_us,
+                "count": bucket.count,
+                "failures": bucket.failures,
+                "total_ms": round(bucket.total_us / 1000, 3),
+                "longest_ms": round(bucket.longest_us / 1000, 3),
+            }
+            for bucket in buckets
+        ],
+    }
+
+
+@router.get("/preview")
+def preview(
+    host: HostDep,
+    _: Viewer,
+    schedule: Annotated[str, Query(max_length=200)],
+    zone: Annotated[str | None, Query(max_length=100)] = None,
+    n: Annotated[int, Query(ge=1, le=100)] = 5,
+) -> dict[str, Any]:
+    """The next fire times of a cron text (those a DST gap moved are marked), in plain English."""
+    parsed = _parse(schedule)
+    place = host.time_zone if zone is None else resolve_zone(zone, field="zone")
+    times = parsed.fire_times(host.clock.now_us(), place, n)
+    return {
+        "schedule": str(parsed),
+        "description": parsed.describe(),
+        "zone": place.key,
+        "times": [{"at": t.local.isoformat(), "at_us": t.at_us, "moved": t.moved} for t in times],
+    }
+
+
+def _parse(text: str) -> CronSchedule:
+    return CronSchedule.parse(text)
+
+
+def _is_system(host: HostDep, name: str) -> bool:
+    with host.lock:
+        try:
+            return host.scheduler.get(name).kind is JobKind.SYSTEM
+        except NotFound:
+            return False
+
+
+def _refuse_system(host: HostDep, name: str, what: str) -> None:
+    if _is_system(host, name):
+        raise InvalidInput("name", f"{name} is a system job: it cannot be {what}")

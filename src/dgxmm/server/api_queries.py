@@ -1,0 +1,37 @@
+"""Saved queries: list, define, drop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from dgxmm.server.bodies import DefineQuery, NameBody
+from dgxmm.server.deps import Admin, HostDep, Viewer
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/queries", tags=["queries"])
+
+
+@router.get("")
+def list_queries(host: HostDep, _: Viewer) -> dict[str, Any]:
+    """Every saved query, by name."""
+    return {"queries": [query.to_json() for query in host.store.queries()]}
+
+
+@router.post("/define")
+def define_query(body: DefineQuery, host: HostDep, who: Admin) -> dict[str, Any]:
+    """Define or replace a saved query; a refused one answers 400 naming the field."""
+    query = host.store.define_query(
+        body.name, body.params, body.body, body.description, actor=who.actor
+    )
+    host.sync()  # a job using it may now write more: its runs are refused until redefined
+    return query.to_json()
+
+
+@router.post("/drop")
+def drop_query(body: NameBody, host: HostDep, who: Admin) -> dict[str, Any]:
+    """Remove a saved query; 409 naming the jobs that still use it."""
+    host.store.drop_query(body.name, actor=who.actor)
+    return {"dropped": body.name}

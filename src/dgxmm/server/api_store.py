@@ -1,0 +1,78 @@
+"""Store operations: checkpoint, backup, restore, compact (409 while a user job runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from dgxmm.server.bodies import BackupBody, RestoreBody
+from dgxmm.server.deps import Admin, HostDep, Viewer
+from dgxmm.server.job_list import iso
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/store", tags=["store"])
+
+
+@router.get("")
+def describe_store(host: HostDep, _: Viewer) -> dict[str, Any]:
+    """What the store is: its database, catalog version and recent journal."""
+    store = host.store
+    version = store.catalog_version()
+    journal = store.journal(after_version=max(0, version - 20))
+    return {
+        "dialect": str(store.dialect),
+        "path": None if store.path is None else str(store.path),
+        "data_dir": str(store.data_dir),
+        "catalog_version": version,
+        "journal": [
+            {
+                "version": entry.version,
+                "at": iso(entry.at_us, host),
+                "actor": entry.actor,
+                "subject": str(entry.subject),
+                "name": entry.name,
+                "change": str(entry.change),
+            }
+            for entry in reversed(journal)
+        ],
+    }
+
+
+@router.post("/checkpoint")
+def checkpoint(host: HostDep, _: Admin) -> dict[str, Any]:
+    """Checkpoint the database."""
+    return {"operation": "checkpoint", "detail": host.store.checkpoint()}
+
+
+@router.post("/backup")
+def backup(body: BackupBody, host: HostDep, _: Admin) -> dict[str, Any]:
+    """Back up into a directory: a full copy the first time, what changed after."""
+    result = host.store.backup(body.directory)
+    return {
+        "operation": "backup",
+        "directory": str(result.directory),
+        "sequence": result.sequence,
+        "method": result.method,
+        "items": result.items,
+        "bytes_written": result.bytes_written,
+    }
+
+
+@router.post("/restore")
+def restore(body: RestoreBody, host: HostDep, _: Admin) -> dict[str, Any]:
+    """Rebuild a database from a backup directory at a new target (never this store)."""
+    result = host.store.restore(body.directory, body.target)
+    return {
+        "operation": "restore",
+        "target": result.target,
+        "sequence": result.sequence,
+        "items": result.items,
+    }
+
+
+@router.post("/compact")
+def compact(host: HostDep, _: Admin) -> dict[str, Any]:
+    """Rebuild the database compactly."""
+    return {"operation": "compact", "detail": host.store.compact()}

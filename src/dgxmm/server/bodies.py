@@ -1,0 +1,84 @@
+"""Request bodies of the API, checked by pydantic at the edge (wrong types answer 422).
+
+Strict: a number in quotes or a string for a boolean is a wrong type, and unknown fields are
+refused, each naming the field. What the engine checks (a cron text, a known action, the
+arguments against the query's parameters) answers 400 with the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "BackupBody",
+    "DefineJob",
+    "DefineQuery",
+    "EnableJob",
+    "NameBody",
+    "RestoreBody",
+    "ScheduleJob",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class NameBody(_Body):
+    """A body naming one thing."""
+
+    name: str = Field(min_length=1, max_length=200)
+
+
+class DefineJob(_Body):
+    """The keys of ``define_job``, as the spec lists them."""
+
+    name: str = Field(min_length=1, max_length=200)
+    schedule: str = Field(max_length=200)
+    action: str = Field(max_length=100)
+    query: str | None = Field(default=None, max_length=200)
+    args: dict[str, Any] | None = None
+    path: str | None = Field(default=None, max_length=4096)
+    enabled: bool | None = None
+    timeout_ms: int | None = None
+    memory_limit: int | None = None
+    run_on: str | None = Field(default=None, max_length=100)
+    description: str | None = Field(default=None, max_length=10_000)
+
+
+class EnableJob(_Body):
+    """``{name, enabled}``."""
+
+    name: str = Field(min_length=1, max_length=200)
+    enabled: bool
+
+
+class ScheduleJob(_Body):
+    """``{name, schedule}``: a system job's schedule, null for the built-in one."""
+
+    name: str = Field(min_length=1, max_length=200)
+    schedule: str | None = Field(max_length=200)
+
+
+class DefineQuery(_Body):
+    """A saved query: typed parameters and an SQL body with ``:name`` parameters."""
+
+    name: str = Field(min_length=1, max_length=200)
+    params: dict[str, str] = Field(default_factory=dict)
+    body: str = Field(min_length=1, max_length=100_000)
+    description: str | None = Field(default=None, max_length=10_000)
+
+
+class BackupBody(_Body):
+    """``{directory}``: where the backup goes (relative to the data directory if not absolute)."""
+
+    directory: str = Field(min_length=1, max_length=4096)
+
+
+class RestoreBody(_Body):
+    """``{directory, target}``: the backup to read and the new database to build."""
+
+    directory: str = Field(min_length=1, max_length=4096)
+    target: str = Field(min_length=1, max_length=4096)

@@ -1,0 +1,208 @@
+"""The host: the thread that ticks the scheduler, and the threads that do the jobs' work.
+
+This is the spec's dev server session thread. Every ``tick_seconds`` the ticker thread takes
+finished runs back, picks up catalog changes, and asks the scheduler what is due; each due
+run is handed to a thread of its own. The ticker never does a job's work, so requests (served
+by the ASGI server's threads) never wait for a job: each scheduler call is a short step under
+one lock. ``run_now`` (``POST /api/jobs/run``) starts a run on a worker too and waits for it
+on the request's thread, while other requests go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dgxmm.clock import Clock, SystemClock
+from dgxmm.errors import Conflict
+from dgxmm.jobs import Job, JobRun, RunResult, Scheduler, Timer, resolve_zone
+from dgxmm.store import NotScheduled, Store
+
+__all__ = ["Host"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Waiter:
+    done: threading.Event = field(default_factory=threading.Event)
+    result: RunResult | None = None
+
+
+class Host:
+    """Ticks a store's scheduler on a thread of its own and runs jobs on worker threads."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        time_zone: str,
+        clock: Clock | None = None,
+        tick_seconds: float = 5.0,
+        system_jobs: Iterable[Job] = (),
+        timer: Timer = time.monotonic,
+        stop_grace_seconds: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.clock = clock or SystemClock()
+        self.time_zone = resolve_zone(time_zone, field="time_zone")
+        self.tick_seconds = tick_seconds
+        self.scheduler = Scheduler(self.time_zone, stats=store.workload_stats, timer=timer)
+        self.lock = threading.RLock()  # every scheduler call happens under it
+        self.not_scheduled: list[NotScheduled] = []
+        self._stop_grace = stop_grace_seconds
+        extra = list(system_jobs)
+        store.reserve_job_names(job.name for job in extra)
+        for job in [*store.system_jobs(), *extra]:
+            self.scheduler.add(job)
+        self._catalog_version: int | None = None
+        self._finished: queue.Queue[RunResult] = queue.Queue()
+        self._waiters: dict[int, _Waiter] = {}
+        self._workers: dict[int, threading.Thread] = {}
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    # -- life ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Plan the jobs (the first tick only plans) and start the ticker thread."""
+        self.tick()
+        self._ticker = threading.Thread(target=self._tick_forever, name="dgxmm-ticker", daemon=True)
+        self._ticker.start()
+
+    def stop(self) -> list[RunResult]:
+        """Stop ticking, give up the runs under way, flush the statistics; return those runs."""
+        self._stopping.set()
+        self._wake.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=30)
+        abandoned = []
+        with self.lock:
+            self.collect()
+            for run in self.scheduler.running():
+                result = run.abandon("the server stopped while it ran")
+                self.scheduler.finish(result)
+                self._release(result)
+                abandoned.append(result)
+        # Give the abandoned work a moment to notice (a query stops at its next check).
+        deadline = time.monotonic() + self._stop_grace
+        for worker in list(self._workers.values()):
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.store.flush_stats()
+        return abandoned
+
+    @property
+    def running(self) -> bool:
+        """Tell whether the ticker thread is alive."""
+        return self._ticker is not None and self._ticker.is_alive()
+
+    # -- the ticker's steps -------------------------------------------------------------------
+
+    def tick(self, now: int | None = None) -> list[JobRun]:
+        """One tick: take results back, pick up catalog changes, start what is due."""
+        with self.lock:
+            self.collect()
+            self.sync()
+            runs = self.scheduler.start_due(self.clock.now_us() if now is None else now)
+            for run in runs:
+                self._spawn(run)
+            return runs
+
+    def collect(self) -> list[RunResult]:
+        """Take finished runs back into the scheduler; return them."""
+        taken = []
+        with self.lock:
+            while True:
+                try:
+                    result = self._finished.get_nowait()
+                except queue.Empty:
+                    break
+                self._workers.pop(result.token, None)
+                if result.token not in {run.token for run in self.scheduler.running()}:
+                    continue  # given up earlier (abandoned): its late result belongs to nobody
+                self.scheduler.finish(result)
+                self._release(result)
+                taken.append(result)
+        return taken
+
+    def sync(self, *, force: bool = False) -> None:
+        """Give the scheduler the catalog's user jobs when the catalog changed."""
+        version = self.store.catalog_version()
+        if not force and version == self._catalog_version:
+            return
+        with self.lock:
+            found = self.store.sync(self.scheduler)
+            self.not_scheduled = list(found.not_scheduled)
+            self._catalog_version = version
+
+    def wait_idle(self, timeout: float = 30.0) -> list[RunResult]:
+        """Wait for the runs under way to finish, take them back, and return them."""
+        deadline = time.monotonic() + timeout
+        for worker in list(self._workers.values()):
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        return self.collect()
+
+    # -- on demand ----------------------------------------------------------------------------
+
+    def run_now(self, name: str, *, timeout: float | None = None) -> RunResult:
+        """Run a job now on a worker and wait for it; ``Busy`` while it or its group runs."""
+        with self.lock:
+            self.sync()
+            for skipped in self.not_scheduled:
+                if skipped.name == name:
+                    raise Conflict(f"job {name} is not scheduled here: {skipped.reason}")
+            run = self.scheduler.start_now(name, self.clock.now_us())
+            waiter = _Waiter()
+            self._waiters[run.token] = waiter
+            self._spawn(run)
+        self._wake.set()
+        if not waiter.done.wait(timeout):
+            raise TimeoutError(f"job {name} did not finish within {timeout} s")
+        assert waiter.result is not None
+        return waiter.result
+
+    # -- inside -------------------------------------------------------------------------------
+
+    def _spawn(self, run: JobRun) -> None:
+        worker = threading.Thread(
+            target=self._work, args=(run,), name=f"dgxmm-job-{run.name}", daemon=True
+        )
+        self._workers[run.token] = worker
+        worker.start()
+
+    def _work(self, run: JobRun) -> None:
+        try:
+            result = run.run()
+        except Conflict:
+            return  # abandoned before it started
+        self._finished.put(result)
+        self._wake.set()  # the ticker takes it back now rather than at its next tick
+        if not self.running:
+            self.collect()  # no ticker (a library host, or stopping): take it back here
+
+    def _release(self, result: RunResult) -> None:
+        waiter = self._waiters.pop(result.token, None)
+        if waiter is not None:
+            waiter.result = result
+            waiter.done.set()
+
+    def _tick_forever(self) -> None:
+        next_tick = time.monotonic() + self.tick_seconds
+        while not self._stopping.is_set():
+            self._wake.wait(timeout=max(0.0, next_tick - time.monotonic()))
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                if time.monotonic() >= next_tick:
+                    next_tick = max(next_tick + self.tick_seconds, time.monotonic())
+                    self.tick()
+                else:
+                    self.collect()
+            except Exception:  # the ticker must outlive any one bad step
+                log.exception("dgxmm host: a tick failed; ticking on")

@@ -1,0 +1,151 @@
+"""The job list as the API and the pages show it: system jobs first, then user jobs.
+
+One row per job: its schedule and what it means, on or off, its next time, whether a run is
+under way, its last run, its run counts, whether it runs here (and why not), and for a
+user job its action, arguments and effects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dgxmm.clock import from_us
+from dgxmm.errors import CronError, NotFound
+from dgxmm.jobs import CronSchedule, JobKind, JobState
+from dgxmm.server.host import Host
+from dgxmm.store import JobDefinition
+
+__all__ = ["iso", "job_rows"]
+
+
+def iso(at_us: int | None, host: Host) -> str | None:
+    """Return an instant as ISO 8601 in the host's zone."""
+    return None if at_us is None else from_us(at_us, host.time_zone).isoformat()
+
+
+def job_rows(host: Host) -> list[dict[str, Any]]:
+    """Return every job's row: system jobs first, then user jobs by name."""
+    now = host.clock.now_us()
+    definitions = {job.name: job for job in host.store.jobs()}
+    with host.lock:
+        states = {job.name: host.scheduler.state(job.name) for job in host.scheduler.jobs()}
+        builtin = {
+            name: str(host.scheduler.builtin(name).schedule)
+            for name, state in states.items()
+            if state.job.kind is JobKind.SYSTEM
+        }
+    rows = [
+        _system_row(host, state, builtin[name], now)
+        for name, state in states.items()
+        if state.job.kind is JobKind.SYSTEM
+    ]
+    for name in sorted(definitions):
+        rows.append(_user_row(host, definitions[name], states.get(name), now))
+    return rows
+
+
+def job_row(host: Host, name: str) -> dict[str, Any]:
+    """Return one job's row (``NotFound``)."""
+    for row in job_rows(host):
+        if row["name"] == name:
+            return row
+    raise NotFound("job", name)
+
+
+def _common(host: Host, name: str, state: JobState | None, now: int) -> dict[str, Any]:
+    stats = host.scheduler.stats
+    assert stats is not None
+    last = stats.last_run(name)
+    counts = stats.counts(name, now)
+    run = state.run if state is not None else None
+    return {
+        "name": name,
+        "running": run is not None,
+        "running_since": iso(run.started_at, host) if run is not None else None,
+        "waiting_since": iso(state.waiting_since, host) if state is not None else None,
+        "last_run": None
+        if last is None
+        else {
+            "started_at": iso(last.started_at, host),
+            "duration_ms": round(last.duration_us / 1000, 3),
+            "outcome": last.outcome.value,
+            "error": last.error,
+            "detail": last.detail,
+        },
+        "runs": {
+            "last_hour": counts.last_hour,
+            "last_two_days": counts.last_two_days,
+            "last_90_days": counts.last_90_days,
+        },
+    }
+
+
+def _next(
+    host: Host, state: JobState | None, schedule: CronSchedule | None, now: int
+) -> int | None:
+    if state is None or schedule is None or not state.job.enabled or state.run is not None:
+        return None
+    if state.next_at is not None:
+        return state.next_at
+    if state.waiting_since is not None:
+        return state.waiting_since
+    return schedule.next_after(now, host.time_zone)  # picked up, planned at the next tick
+
+
+def _system_row(host: Host, state: JobState, builtin: str, now: int) -> dict[str, Any]:
+    job = state.job
+    row = _common(host, job.name, state, now)
+    next_at = _next(host, state, job.schedule, now)
+    row.update(
+        kind="system",
+        schedule=str(job.schedule),
+        schedule_description=job.schedule.describe(),
+        builtin_schedule=builtin,
+        enabled=job.enabled,
+        next_at=iso(next_at, host),
+        runs_here=job.enabled,
+        why_not=None if job.enabled else "switched off",
+        description=job.description,
+    )
+    return row
+
+
+def _user_row(host: Host, job: JobDefinition, state: JobState | None, now: int) -> dict[str, Any]:
+    row = _common(host, job.name, state, now)
+    definition = job.definition
+    schedule: CronSchedule | None = None
+    description = None
+    if job.schedule is not None:
+        try:
+            schedule = CronSchedule.parse(job.schedule)
+            description = schedule.describe()
+        except CronError:
+            schedule = None
+    why_not = None
+    if not job.served:
+        why_not = f"not scheduled: {job.reason}"
+    elif not job.enabled:
+        why_not = "switched off"
+    next_at = _next(host, state, schedule, now) if job.served else None
+    row.update(
+        kind="user",
+        schedule=job.schedule,
+        schedule_description=description,
+        enabled=job.enabled,
+        next_at=iso(next_at, host),
+        runs_here=why_not is None,
+        why_not=why_not,
+        served=job.served,
+        action=definition.get("action"),
+        query=definition.get("query"),
+        args=definition.get("args"),
+        path=definition.get("path"),
+        timeout_ms=definition.get("timeout_ms"),
+        memory_limit=definition.get("memory_limit"),
+        run_on=definition.get("run_on"),
+        description=definition.get("description"),
+        effects=[str(effect) for effect in job.effects],
+        defined_by=job.defined_by,
+        version=job.version,
+    )
+    return row

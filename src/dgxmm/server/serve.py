@@ -1,0 +1,123 @@
+"""``dgxmm serve``: open the store, start the host's ticker, serve the app with uvicorn.
+
+Ctrl-C (SIGINT) or SIGTERM stops uvicorn; then the host stops ticking, gives up the runs
+under way with a reason, and the store flushes its statistics and closes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from dgxmm.errors import Busy, ZoneError
+from dgxmm.jobs import resolve_zone
+from dgxmm.server.app import create_app
+from dgxmm.server.auth import Tokens
+from dgxmm.server.host import Host
+from dgxmm.store import Store
+
+__all__ = ["ServeOptions", "machine_zone", "serve"]
+
+DEFAULT_DATA = Path("dgxmm-data")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeOptions:
+    """What ``dgxmm serve`` was asked for."""
+
+    data_dir: Path = DEFAULT_DATA
+    db: str | None = None  # a PostgreSQL URL or a SQLite path; default: <data>/dgxmm.db
+    host: str = "127.0.0.1"
+    port: int = 8000
+    time_zone: str | None = None  # default: the machine's zone
+    tick_seconds: float = 5.0
+
+
+class _Stop(Exception):
+    """Ctrl-C or SIGTERM, after uvicorn's own graceful stop."""
+
+
+def _raise_stop(signum: int, _frame: object) -> None:
+    raise _Stop(signal.Signals(signum).name)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, telling when it listens."""
+
+    def __init__(self, config: uvicorn.Config, *, ready: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._ready = ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self._ready()
+
+
+def machine_zone() -> str:
+    """Return the machine's IANA zone: ``TZ``, else ``/etc/localtime``, else UTC."""
+    candidates = [os.environ.get("TZ", "").removeprefix(":")]
+    localtime = Path("/etc/localtime")
+    if localtime.is_symlink():
+        target = str(localtime.resolve())
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    timezone_file = Path("/etc/timezone")
+    if timezone_file.is_file():
+        candidates.append(timezone_file.read_text().strip())
+    for name in candidates:
+        if not name:
+            continue
+        try:
+            return resolve_zone(name).key
+        except ZoneError:
+            continue
+    return "UTC"
+
+
+def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
+    """Run the server until Ctrl-C."""
+    data_dir = options.data_dir.expanduser().absolute()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    zone = resolve_zone(options.time_zone or machine_zone(), field="time_zone").key
+    store = Store.open(options.db or data_dir / "dgxmm.db", data_dir=data_dir)
+    tokens = Tokens(store.engine, store.clock)
+    created = tokens.ensure_admin_token(data_dir)
+    if created is not None:
+        say(f"dgxmm: created an admin token in {created} (mode 0600); read it with: cat {created}")
+    host = Host(store, time_zone=zone, tick_seconds=options.tick_seconds)
+    app = create_app(host, tokens)
+    host.start()
+    server = _Server(
+        uvicorn.Config(
+            app, host=options.host, port=options.port, log_level="warning", lifespan="off"
+        ),
+        ready=lambda: say(
+            f"dgxmm: serving on http://{options.host}:{options.port} "
+            f"(data: {data_dir}, database: {store.dialect}, time zone: {zone}); Ctrl-C stops"
+        ),
+    )
+    # uvicorn stops gracefully on SIGINT / SIGTERM, then raises the signal again once it has
+    # put the previous handlers back: these turn that into an exception, so the host and the
+    # store still shut down below instead of the process dying on the spot.
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run()
+    except _Stop:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for result in host.stop():
+            say(f"dgxmm: gave up job {result.name}: {result.error}")
+        try:
+            store.close()
+        except Busy as error:
+            say(f"dgxmm: statistics flushed; the database closes at exit ({error})")
+        say("dgxmm: stopped")

@@ -1,0 +1,248 @@
+// dgxmm pages: every button and form here calls the JSON API (the login cookie carries the
+// token), shows the answer, and puts a refused field's message next to that field.
+"use strict";
+
+async function api(method, path, body) {
+  const options = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  let data = null;
+  try { data = await response.json(); } catch (_) { data = null; }
+  if (!response.ok) {
+    const error = new Error((data && data.message) || response.statusText);
+    error.status = response.status;
+    error.field = data && data.field;
+    throw error;
+  }
+  return data;
+}
+
+function flash(text, kind) {
+  const box = document.getElementById("flash");
+  if (!box) return;
+  box.textContent = text;
+  box.className = kind || "";
+}
+
+function clearErrors(scope) {
+  scope.querySelectorAll(".field-error").forEach((el) => { el.textContent = ""; });
+}
+
+function showError(scope, error) {
+  const field = error.field || "form";
+  const names = [field, field.split(".")[0]];
+  for (const name of names) {
+    const slot = scope.querySelector(`[data-error-for="${name}"]`);
+    if (slot) { slot.textContent = error.message; return; }
+  }
+  const fallback = scope.querySelector('[data-error-for="form"]');
+  if (fallback) fallback.textContent = error.message; else flash(error.message, "error");
+}
+
+// -- the job list ----------------------------------------------------------------------------
+
+function jobRow(el) { return el.closest("tr[data-job]"); }
+
+document.addEventListener("change", async (event) => {
+  const box = event.target.closest('input[data-action="enable"]');
+  if (!box) return;
+  const row = jobRow(box);
+  try {
+    await api("POST", "/api/jobs/enable", { name: row.dataset.job, enabled: box.checked });
+    flash(`${row.dataset.job} switched ${box.checked ? "on" : "off"}`);
+    setTimeout(() => location.reload(), 300);
+  } catch (error) {
+    box.checked = !box.checked;
+    flash(error.message, "error");
+  }
+});
+
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button[data-action]");
+  if (!button) return;
+  const action = button.dataset.action;
+  if (action === "run") {
+    const row = jobRow(button);
+    const out = row.querySelector(".run-result");
+    button.disabled = true;
+    out.textContent = "running…";
+    try {
+      const result = await api("POST", "/api/jobs/run", { name: row.dataset.job });
+      out.textContent = `${result.outcome.replace("_", " ")} in ${result.duration_ms} ms` +
+        (result.error ? `: ${result.error}` : result.detail ? `: ${result.detail}` : "");
+      out.className = `run-result outcome ${result.outcome}`;
+    } catch (error) {
+      out.textContent = error.message;
+      out.className = "run-result error";
+    } finally {
+      button.disabled = false;
+    }
+  } else if (action === "drop") {
+    const row = jobRow(button);
+    if (!confirm(`Drop job ${row.dataset.job}?`)) return;
+    try {
+      await api("POST", "/api/jobs/drop", { name: row.dataset.job });
+      row.remove();
+      flash(`dropped ${row.dataset.job}`);
+    } catch (error) { flash(error.message, "error"); }
+  } else if (action === "drop-query") {
+    const row = button.closest("tr[data-query]");
+    if (!confirm(`Drop query ${row.dataset.query}?`)) return;
+    try {
+      await api("POST", "/api/queries/drop", { name: row.dataset.query });
+      row.remove();
+      flash(`dropped ${row.dataset.query}`);
+    } catch (error) { flash(error.message, "error"); }
+  }
+});
+
+document.addEventListener("submit", async (event) => {
+  const form = event.target;
+  if (form.dataset.action === "schedule") {
+    event.preventDefault();
+    clearErrors(form);
+    const row = jobRow(form);
+    const text = form.elements.schedule.value.trim();
+    try {
+      await api("POST", "/api/jobs/schedule", { name: row.dataset.job, schedule: text || null });
+      location.reload();
+    } catch (error) { showError(form, error); }
+  }
+});
+
+// -- the job form ----------------------------------------------------------------------------
+
+function setupJobForm(form) {
+  const schedule = form.elements.schedule;
+  const preview = document.getElementById("preview");
+  const showFor = () => {
+    const action = form.querySelector('input[name="action"]:checked').value;
+    form.querySelectorAll("[data-show-for]").forEach((el) => {
+      el.hidden = el.dataset.showFor !== action;
+    });
+  };
+  form.querySelectorAll('input[name="action"]').forEach((el) => el.addEventListener("change", showFor));
+  showFor();
+
+  let timer = null;
+  const refresh = async () => {
+    const text = schedule.value.trim();
+    if (!text) { preview.textContent = ""; return; }
+    try {
+      const data = await api("GET", `/api/jobs/preview?n=5&schedule=${encodeURIComponent(text)}`);
+      preview.replaceChildren();
+      const head = document.createElement("p");
+      head.textContent = `${data.description} (${data.zone}); next:`;
+      const list = document.createElement("ol");
+      for (const t of data.times) {
+        const item = document.createElement("li");
+        item.textContent = t.at.replace("T", " ") + (t.moved ? " (moved by a DST gap)" : "");
+        list.append(item);
+      }
+      preview.append(head, list);
+      preview.className = "preview";
+    } catch (error) {
+      preview.textContent = error.message;
+      preview.className = "preview error";
+    }
+  };
+  schedule.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
+  document.getElementById("presets").addEventListener("change", (event) => {
+    if (event.target.value) { schedule.value = event.target.value; refresh(); }
+  });
+  refresh();
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    const action = form.querySelector('input[name="action"]:checked').value;
+    const body = { name: form.elements.name.value.trim(), schedule: schedule.value.trim(), action };
+    body.enabled = form.elements.enabled.checked;
+    if (action === "query") {
+      body.query = form.elements.query.value;
+      const text = form.elements.args.value.trim();
+      if (text) {
+        try { body.args = JSON.parse(text); } catch (error) {
+          showError(form, { field: "args", message: `args: not valid JSON (${error.message})` });
+          return;
+        }
+      }
+    } else if (action === "backup") {
+      body.path = form.elements.path.value.trim();
+    }
+    const timeout = form.elements.timeout.value.trim();
+    if (timeout) {
+      const seconds = Number(timeout);
+      if (!Number.isFinite(seconds)) {
+        showError(form, { field: "timeout_ms", message: "timeout: a number of seconds" });
+        return;
+      }
+      body.timeout_ms = Math.round(seconds * 1000);
+    }
+    const description = form.elements.description.value.trim();
+    if (description) body.description = description;
+    try {
+      await api("POST", "/api/jobs/define", body);
+      location.href = "/jobs";
+    } catch (error) { showError(form, error); }
+  });
+}
+
+// -- saved queries and the store ---------------------------------------------------------------
+
+function setupQueryForm(form) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    let params = {};
+    try { params = JSON.parse(form.elements.params.value.trim() || "{}"); } catch (error) {
+      showError(form, { field: "params", message: `params: not valid JSON (${error.message})` });
+      return;
+    }
+    const body = { name: form.elements.name.value.trim(), params, body: form.elements.body.value };
+    const description = form.elements.description.value.trim();
+    if (description) body.description = description;
+    try {
+      await api("POST", "/api/queries/define", body);
+      location.reload();
+    } catch (error) { showError(form, error); }
+  });
+}
+
+function setupStore() {
+  const out = document.getElementById("store-result");
+  const run = async (operation, body, scope) => {
+    if (scope) clearErrors(scope);
+    out.textContent = `${operation}…`;
+    out.className = "";
+    try {
+      const result = await api("POST", `/api/store/${operation}`, body);
+      out.textContent = JSON.stringify(result, null, 2);
+    } catch (error) {
+      out.textContent = error.message;
+      out.className = "error";
+      if (scope) showError(scope, error);
+    }
+  };
+  document.querySelectorAll("button[data-store]").forEach((button) => {
+    button.addEventListener("click", () => run(button.dataset.store));
+  });
+  document.querySelectorAll("form[data-store]").forEach((form) => {
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const body = Object.fromEntries(new FormData(form).entries());
+      run(form.dataset.store, body, form);
+    });
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const jobForm = document.getElementById("job-form");
+  if (jobForm) setupJobForm(jobForm);
+  const queryForm = document.getElementById("query-form");
+  if (queryForm) setupQueryForm(queryForm);
+  if (document.getElementById("store-result")) setupStore();
+});

@@ -1,0 +1,162 @@
+"""POST /api/jobs/define: defines or replaces; a refused job answers 400 naming the field."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dgxmm.server import Host
+from dgxmm.store import Store
+
+from conftest import define
+
+
+@pytest.fixture(autouse=True)
+def saved_query(client: TestClient) -> None:
+    response = client.post(
+        "/api/queries/define",
+        json={
+            "name": "add",
+            "params": {"label": "string"},
+            "body": "INSERT INTO notes (label) VALUES (:label)",
+        },
+    )
+    assert response.status_code == 200, response.text
+
+
+def test_it_defines_a_job_that_the_scheduler_picks_up(client: TestClient, host: Host) -> None:
+    row = define(
+        client,
+        name="nightly",
+        schedule="0 3 * * *",
+        action="query",
+        query="add",
+        args={"label": "n"},
+        description="adds a note",
+    )
+    assert row["name"] == "nightly"
+    assert row["description"] == "adds a note"
+    assert host.scheduler.get("nightly").group == "query"
+
+
+def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> None:
+    define(client, name="j", schedule="0 3 * * *", action="checkpoint")
+    row = define(client, name="j", schedule="0 4 * * *", action="checkpoint")
+    assert row["schedule"] == "0 4 * * *"
+    assert store.job("j").defined_by == "user:alice"
+    assert [entry.change.value for entry in store.journal() if entry.name == "j"] == [
+        "define",
+        "replace",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("keys", "field", "message"),
+    [
+        (
+            {"schedule": "61 * * * *", "action": "checkpoint"},
+            "schedule",
+            "minute: 61 is out of range 0-59",
+        ),
+        ({"schedule": "@daily", "action": "checkpoint"}, "schedule", "not supported"),
+        ({"schedule": "0 3 * * *", "action": "reboot"}, "action", "reboot"),
+        ({"schedule": "0 3 * * *", "action": "query", "query": "nope"}, "query", "nope"),
+        ({"schedule": "0 3 * * *", "action": "query", "query": "add"}, "args", "label"),
+        (
+            {"schedule": "0 3 * * *", "action": "query", "query": "add", "args": {"label": 5}},
+            "args",
+            "label",
+        ),
+        (
+            {
+                "schedule": "0 3 * * *",
+                "action": "query",
+                "query": "add",
+                "args": {"label": "x", "extra": 1},
+            },
+            "args",
+            "extra",
+        ),
+        ({"schedule": "0 3 * * *", "action": "backup"}, "path", "directory to back up into"),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "timeout_ms": 0},
+            "timeout_ms",
+            "positive",
+        ),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "memory_limit": -1},
+            "memory_limit",
+            "positive",
+        ),
+        ({"schedule": "0 3 * * *", "action": "checkpoint", "run_on": "mars"}, "run_on", "mars"),
+    ],
+    ids=[
+        "minute",
+        "nickname",
+        "action",
+        "query",
+        "args-missing",
+        "args-type",
+        "args-extra",
+        "backup-path",
+        "timeout",
+        "memory",
+        "run-on",
+    ],
+)
+def test_it_refuses_a_bad_definition_naming_the_field_and_changes_nothing(
+    client: TestClient, store: Store, keys: dict[str, object], field: str, message: str
+) -> None:
+    before = store.catalog_version()
+    response = client.post("/api/jobs/define", json={"name": "bad", **keys})
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert (body["error"], body["field"]) == ("invalid", field)
+    assert message in body["message"]
+    assert store.catalog_version() == before
+    assert [job.name for job in store.jobs()] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": "x", "schedule": "0 3 * * *", "action": 5}, "action"),
+        (
+            {"name": "x", "schedule": "0 3 * * *", "action": "checkpoint", "timeout_ms": "5"},
+            "timeout_ms",
+        ),
+        (
+            {"name": "x", "schedule": "0 3 * * *", "action": "checkpoint", "enabled": "yes"},
+            "enabled",
+        ),
+        ({"name": "x", "schedule": "0 3 * * *", "action": "checkpoint", "colour": "red"}, "colour"),
+        ({"schedule": "0 3 * * *", "action": "checkpoint"}, "name"),
+        ({"name": "x", "schedule": "0 3 * * *", "action": "query", "args": [1, 2]}, "args"),
+    ],
+    ids=["action-type", "timeout-type", "enabled-type", "unknown-key", "missing-name", "args-list"],
+)
+def test_it_answers_422_for_wrong_types_naming_the_field(
+    client: TestClient, store: Store, body: dict[str, object], field: str
+) -> None:
+    response = client.post("/api/jobs/define", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field
+    assert store.jobs() == []
+
+
+def test_it_refuses_a_name_taken_by_a_system_job(client: TestClient) -> None:
+    response = client.post(
+        "/api/jobs/define",
+        json={"name": "stats_flush", "schedule": "* * * * *", "action": "checkpoint"},
+    )
+    assert response.status_code == 400
+    assert response.json()["field"] == "name"
+
+
+def test_it_needs_an_admin(viewer: TestClient, store: Store) -> None:
+    response = viewer.post(
+        "/api/jobs/define", json={"name": "x", "schedule": "0 3 * * *", "action": "checkpoint"}
+    )
+    assert response.status_code == 403
+    assert response.json()["error"] == "forbidden"
+    assert store.jobs() == []

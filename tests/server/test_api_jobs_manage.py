@@ -1,0 +1,84 @@
+"""POST /api/jobs/drop, /enable and /schedule."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from dgxmm.server import Host
+from dgxmm.store import Store
+
+from conftest import define
+
+
+def test_it_drops_a_user_job(client: TestClient, host: Host, store: Store) -> None:
+    define(client, name="cp", schedule="0 3 * * *", action="checkpoint")
+    response = client.post("/api/jobs/drop", json={"name": "cp"})
+    assert response.status_code == 200
+    assert store.jobs() == []
+    assert "cp" not in [job.name for job in host.scheduler.jobs()]
+
+
+def test_it_refuses_to_drop_a_system_job_or_an_unknown_one(client: TestClient) -> None:
+    response = client.post("/api/jobs/drop", json={"name": "stats_flush"})
+    assert (response.status_code, response.json()["field"]) == (400, "name")
+    assert client.post("/api/jobs/drop", json={"name": "ghost"}).status_code == 404
+
+
+def test_it_switches_a_user_job_off_and_on_keeping_its_effects(
+    client: TestClient, store: Store
+) -> None:
+    client.post(
+        "/api/queries/define",
+        json={"name": "add", "params": {}, "body": "INSERT INTO notes (label) VALUES ('x')"},
+    )
+    define(client, name="q", schedule="0 3 * * *", action="query", query="add")
+    off = client.post("/api/jobs/enable", json={"name": "q", "enabled": False}).json()
+    assert (off["enabled"], off["why_not"], off["next_at"]) == (False, "switched off", None)
+    assert store.job("q").effects == store.job("q").effects
+    on = client.post("/api/jobs/enable", json={"name": "q", "enabled": True}).json()
+    assert on["enabled"] is True
+    assert on["effects"] == ["Execute(add)", "Write(notes)"]
+
+
+def test_it_switches_a_system_job_and_keeps_it_in_the_sidecar(
+    client: TestClient, store: Store
+) -> None:
+    row = client.post("/api/jobs/enable", json={"name": "compact", "enabled": True}).json()
+    assert row["enabled"] is True
+    assert row["next_at"] == "2026-06-02T03:00:00+02:00"
+    override = store.workload_stats.job_override("compact")
+    assert override is not None
+    assert override.enabled is True
+
+
+def test_it_changes_a_system_jobs_schedule_and_null_brings_the_built_in_back(
+    client: TestClient, store: Store
+) -> None:
+    client.post("/api/jobs/enable", json={"name": "compact", "enabled": True})
+    row = client.post(
+        "/api/jobs/schedule", json={"name": "compact", "schedule": "30 4 * * *"}
+    ).json()
+    assert (row["schedule"], row["builtin_schedule"]) == ("30 4 * * *", "0 3 * * *")
+    assert row["next_at"] == "2026-06-02T04:30:00+02:00"
+    row = client.post("/api/jobs/schedule", json={"name": "compact", "schedule": None}).json()
+    assert row["schedule"] == "0 3 * * *"
+    override = store.workload_stats.job_override("compact")
+    assert override is not None
+    assert override.schedule is None
+
+
+def test_it_refuses_a_bad_schedule_and_a_user_job(client: TestClient) -> None:
+    response = client.post("/api/jobs/schedule", json={"name": "compact", "schedule": "0 25 * * *"})
+    assert (response.status_code, response.json()["field"]) == (400, "schedule")
+    assert "hour: 25 is out of range 0-23" in response.json()["message"]
+    define(client, name="cp", schedule="0 3 * * *", action="checkpoint")
+    response = client.post("/api/jobs/schedule", json={"name": "cp", "schedule": "0 4 * * *"})
+    assert response.status_code == 400
+    assert "define it again" in response.json()["message"]
+    assert (
+        client.post("/api/jobs/schedule", json={"name": "ghost", "schedule": None}).status_code
+        == 404
+    )
+    assert (
+        client.post("/api/jobs/enable", json={"name": "ghost", "enabled": True}).status_code == 404
+    )

@@ -1,0 +1,90 @@
+"""Tokens and roles: no token 401, viewer reads only, admin writes; the first-start token file."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server.auth import ADMIN_TOKEN_FILE
+
+
+def test_it_refuses_requests_without_a_valid_token(host: Host, tokens: Tokens) -> None:
+    with TestClient(create_app(host, tokens)) as anonymous:
+        response = anonymous.get("/api/jobs")
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert (
+            anonymous.get("/api/jobs", headers={"Authorization": "Bearer dgxmm_nope"}).status_code
+            == 401
+        )
+        assert (
+            anonymous.get("/api/jobs", headers={"Authorization": "Basic eDp5"}).status_code == 401
+        )
+
+
+def test_it_lets_a_viewer_read_but_not_write(viewer: TestClient) -> None:
+    assert viewer.get("/api/jobs").status_code == 200
+    for path, body in [
+        ("/api/jobs/define", {"name": "x", "schedule": "* * * * *", "action": "checkpoint"}),
+        ("/api/jobs/enable", {"name": "compact", "enabled": True}),
+        ("/api/jobs/run", {"name": "stats_flush"}),
+        ("/api/queries/define", {"name": "q", "params": {}, "body": "SELECT 1"}),
+    ]:
+        assert viewer.post(path, json=body).status_code == 403, path
+
+
+def test_it_stops_honouring_a_revoked_token(
+    client: TestClient, tokens: Tokens, admin_token: str
+) -> None:
+    assert client.get("/api/jobs").status_code == 200
+    assert tokens.revoke(admin_token)
+    assert client.get("/api/jobs").status_code == 401
+
+
+def test_it_writes_an_admin_token_on_first_start_readable_only_by_its_owner(
+    tokens: Tokens, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    path = tokens.ensure_admin_token(data)
+    assert path == data / ADMIN_TOKEN_FILE
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    identity = tokens.identify(path.read_text().strip())
+    assert identity is not None
+    assert identity.is_admin
+    assert tokens.ensure_admin_token(data) is None  # second start: the token stays
+
+
+def test_it_accepts_the_login_cookie_for_reads_and_same_origin_writes(
+    host: Host, tokens: Tokens, admin_token: str
+) -> None:
+    with TestClient(create_app(host, tokens), base_url="http://testserver") as browser:
+        login = browser.post(
+            "/login", data={"token": admin_token, "next": "/jobs"}, follow_redirects=False
+        )
+        assert login.status_code == 303
+        assert "httponly" in login.headers["set-cookie"].lower()
+        assert "samesite=strict" in login.headers["set-cookie"].lower()
+        assert browser.get("/api/jobs").status_code == 200
+        same = browser.post(
+            "/api/jobs/enable",
+            json={"name": "compact", "enabled": True},
+            headers={"Origin": "http://testserver"},
+        )
+        assert same.status_code == 200
+        cross = browser.post(
+            "/api/jobs/enable",
+            json={"name": "compact", "enabled": False},
+            headers={"Origin": "http://evil.example"},
+        )
+        assert cross.status_code == 401
+
+
+def test_it_refuses_a_wrong_login_token(host: Host, tokens: Tokens) -> None:
+    with TestClient(create_app(host, tokens)) as browser:
+        response = browser.post("/login", data={"token": "dgxmm_wrong"}, follow_redirects=False)
+        assert response.status_code == 303
+        assert "error=" in response.headers["location"]
+        assert "set-cookie" not in response.headers

@@ -1,0 +1,76 @@
+"""The host's ticker thread: picks up catalog changes at its next tick; stops cleanly."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from support import at
+
+from dgxmm.clock import ManualClock
+from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
+from dgxmm.server import Host
+from dgxmm.store import Store
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def test_it_picks_up_a_defined_changed_and_dropped_job_at_its_next_tick(
+    store: Store, clock: ManualClock
+) -> None:
+    host = Host(store, time_zone="Europe/Berlin", clock=clock, tick_seconds=0.05)
+    host.start()
+    try:
+        store.define_job(name="cp", schedule="* * * * *", action="checkpoint")
+        assert wait_until(lambda: "cp" in [job.name for job in host.scheduler.jobs()])
+        clock.set(at("2026-06-01T10:01:00+02:00"))
+        assert wait_until(lambda: store.workload_stats.last_run("cp") is not None)
+        store.define_job(name="cp", schedule="0 4 * * *", action="checkpoint")
+        assert wait_until(lambda: str(host.scheduler.get("cp").schedule) == "0 4 * * *")
+        store.drop_job("cp")
+        assert wait_until(lambda: "cp" not in [job.name for job in host.scheduler.jobs()])
+        assert host.running
+    finally:
+        host.stop()
+    assert not host.running
+
+
+def test_it_gives_up_runs_under_way_when_it_stops_and_flushes_the_stats(
+    store: Store, clock: ManualClock, tmp_path: Path
+) -> None:
+    inside = threading.Event()
+    noticed: list[str] = []
+
+    def long(context: RunContext) -> None:
+        inside.set()
+        while True:
+            try:
+                context.check()
+            except Exception as error:
+                noticed.append(str(error))
+                raise
+            time.sleep(0.01)
+
+    job = Job("long", JobKind.SYSTEM, CronSchedule.parse("* * * * *"), long)
+    host = Host(store, time_zone="UTC", clock=clock, tick_seconds=0.05, system_jobs=[job])
+    host.start()
+    clock.set(at("2026-06-01T10:01:00+02:00"))
+    assert inside.wait(timeout=30)
+    (given_up,) = [result for result in host.stop() if result.name == "long"]
+    assert (given_up.name, given_up.error) == ("long", "abandoned: the server stopped while it ran")
+    assert noticed == ["job long: abandoned: the server stopped while it ran"]
+    last = store.workload_stats.last_run("long")
+    assert last is not None
+    assert last.error == "abandoned: the server stopped while it ran"
+    sidecar = Path(str(store.path) + ".workload.json")
+    assert sidecar.exists()
+    assert '"long"' in sidecar.read_text()
