@@ -84,7 +84,9 @@ class PgCluster:
             ]
         )
         try:
-            self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
+            self._run(
+                "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start"
+            )
         except subprocess.CalledProcessError as error:
             log = self.log.read_text() if self.log.exists() else ""
             raise RuntimeError(f"PostgreSQL did not start: {error}\n{log}") from error

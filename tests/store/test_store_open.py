@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from storekit import Place
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import InvalidInput, StoreError
 from dgxmm.store import Store, metadata
+from dgxmm.store.database import MIGRATIONS
 
 
 def test_it_creates_the_schema_by_migration_on_open(store: Store) -> None:
@@ -22,13 +24,20 @@ def test_it_creates_the_schema_by_migration_on_open(store: Store) -> None:
         names = set(
             connection.dialect.get_table_names(connection)  # type: ignore[attr-defined]
         )
-    assert version == "0001"
+    script = ScriptDirectory(str(MIGRATIONS))
+    assert version == script.get_current_head()
     assert {"catalog_queries", "catalog_jobs", "catalog_journal", "settings", "change_log"} <= names
 
 
 def test_it_keeps_the_migrated_schema_equal_to_the_metadata(store: Store) -> None:
+    # Tables of later packages are defined on the same metadata by their own modules; compare
+    # the tables this process has defined (the store's at least).
+    def known(_object: object, name: str | None, kind: str, *_: object) -> bool:
+        return kind != "table" or name in metadata.tables
+
     with store.engine.connect() as connection:
-        differences = compare_metadata(MigrationContext.configure(connection), metadata)
+        context = MigrationContext.configure(connection, opts={"include_object": known})
+        differences = compare_metadata(context, metadata)
     assert differences == []
 
 

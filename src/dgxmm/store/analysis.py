@@ -211,17 +211,18 @@ def _refuse_other_placeholders(tokens: list[Token], where: str, dialect: Dialect
 
 def _refuse_keyword_parameters(tokens: list[Token], where: str) -> None:
     for colon, following in itertools.pairwise(tokens):
-        adjacent = following.start == colon.end + 1
-        if colon.token_type is TokenType.COLON and adjacent and following.token_type not in (
-            TokenType.VAR,
-            TokenType.NUMBER,
+        is_keyword = following.token_type not in (TokenType.VAR, TokenType.NUMBER)
+        if (
+            colon.token_type is TokenType.COLON
+            and following.start == colon.end + 1
+            and is_keyword
+            and following.text.isidentifier()
         ):
-            if following.text.isidentifier():
-                raise DefinitionError(
-                    "body",
-                    f"{where}: :{following.text} cannot be a parameter: "
-                    f"{following.text.upper()} is an SQL keyword (name it otherwise)",
-                )
+            raise DefinitionError(
+                "body",
+                f"{where}: :{following.text} cannot be a parameter: "
+                f"{following.text.upper()} is an SQL keyword (name it otherwise)",
+            )
 
 
 def _spans(

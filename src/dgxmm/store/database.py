@@ -32,6 +32,7 @@ from dgxmm.errors import InvalidInput, StoreError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "MIGRATIONS",
     "Dialect",
     "Target",
     "create_store_engine",

@@ -37,7 +37,13 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from dgxmm.clock import Clock
-from dgxmm.errors import DefinitionError, NotAllowed, StoreError, TimeoutExceeded
+from dgxmm.errors import (
+    Abandoned,
+    DefinitionError,
+    NotAllowed,
+    StoreError,
+    TimeoutExceeded,
+)
 from dgxmm.jobs import RunContext
 from dgxmm.store.analysis import Statement, analyze, table_key
 from dgxmm.store.changes import record_change
@@ -291,7 +297,9 @@ def _run_error(error: DBAPIError, name: str, ctx: RunContext, tally: _Tally) -> 
     return StoreError(f"{where} failed: {message}")
 
 
-def _timeout(where: str, ctx: RunContext) -> TimeoutExceeded:
+def _timeout(where: str, ctx: RunContext) -> TimeoutExceeded | Abandoned:
+    if ctx.abandoned is not None:
+        return Abandoned(f"{where} was stopped: the run was abandoned ({ctx.abandoned})")
     timeout = ctx.limits.timeout
     limit = "" if timeout is None else f" of {timeout.total_seconds():g} s"
     return TimeoutExceeded(

@@ -334,6 +334,11 @@ class Store:
                 f"{result.bytes_written} bytes"
             )
 
+    def running_jobs(self) -> list[str]:
+        """Return the names of the user jobs whose runs are under way in this store."""
+        with self._running_lock:
+            return sorted(self._running)
+
     # -- files --------------------------------------------------------------------------------
 
     def checkpoint(self) -> str:

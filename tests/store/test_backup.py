@@ -1,0 +1,303 @@
+"""Backups: a full copy, then increments of what changed; restore rebuilt and verified."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from storekit import FakeTimer, Place, ctx, make_items
+
+from dgxmm.errors import BackupError, Conflict, TimeoutExceeded
+from dgxmm.jobs import JobRun, Outcome
+from dgxmm.store import Store, restore
+from pg_cluster import PgCluster
+
+
+@pytest.fixture
+def restore_target(place: Place, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new place to restore into: a file path, or an empty PostgreSQL database."""
+    if place.dialect == "sqlite":
+        yield str(tmp_path / "restored" / "store.db")
+        return
+    cluster: PgCluster = request.getfixturevalue("pg_cluster")
+    name = cluster.create_database()
+    try:
+        yield cluster.url(name)
+    finally:
+        cluster.drop_database(name)
+
+
+def snapshot_tables(target: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table's rows, ordered, read straight from the database."""
+    engine = sa.create_engine(target if "://" in target else f"sqlite:///{target}")
+    try:
+        with engine.connect() as connection:
+            names = sa.inspect(connection).get_table_names()
+            return {
+                name: [
+                    tuple(row)
+                    for row in connection.execute(sa.text(f'SELECT * FROM "{name}" ORDER BY 1'))
+                ]
+                for name in sorted(names)
+            }
+    finally:
+        engine.dispose()
+
+
+def write_rows(store: Store, first: int, count: int) -> None:
+    with store.engine.begin() as connection:
+        connection.execute(
+            sa.text("INSERT INTO items (label, n) VALUES (:label, :n)"),
+            [{"label": f"row {i} " + "x" * 200, "n": i} for i in range(first, first + count)],
+        )
+
+
+def test_it_backs_up_writes_backs_up_again_and_restores_every_table(
+    store: Store, place: Place, tmp_path: Path, restore_target: str
+) -> None:
+    make_items(store)
+    store.define_query("add", {"label": "string"}, "INSERT INTO items (label) VALUES (:label)")
+    store.define_job(
+        name="adder", schedule="0 3 * * *", action="query", query="add", args={"label": "j"}
+    )
+    write_rows(store, 0, 500)
+    first = store.backup(tmp_path / "bk")
+    write_rows(store, 500, 20)
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE items SET n = n + 1000 WHERE n < 5")
+        connection.exec_driver_sql("DELETE FROM items WHERE n = 7")
+    store.run_job("adder", ctx("adder"))
+    second = store.backup(tmp_path / "bk")
+    assert (first.sequence, second.sequence) == (1, 2)
+    assert first.method == "full"
+    assert second.items < first.items  # pages (SQLite) or tables (PostgreSQL) that changed
+    result = restore(tmp_path / "bk", restore_target)
+    assert result.sequence == 2
+    source = snapshot_tables(place.target)
+    assert snapshot_tables(restore_target) == source
+    assert len(source["items"]) == 520
+    restored = Store.open(restore_target, data_dir=tmp_path / "restored-data")
+    try:
+        assert [j.name for j in restored.jobs()] == ["adder"]
+        assert restored.catalog_version() == store.catalog_version()
+    finally:
+        restored.close()
+
+
+def test_it_refuses_to_restore_over_an_existing_database(
+    store: Store, tmp_path: Path, restore_target: str
+) -> None:
+    store.backup(tmp_path / "bk")
+    restore(tmp_path / "bk", restore_target)
+    with pytest.raises(Conflict):
+        restore(tmp_path / "bk", restore_target)
+
+
+def test_it_refuses_a_directory_that_is_not_its_own(store: Store, tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(Conflict, match="not empty"):
+        store.backup(tmp_path / "other")
+    store.backup(tmp_path / "bk")
+    marker = tmp_path / "bk" / "dgxmm-backup.json"
+    marker.write_text(json.dumps(json.loads(marker.read_text()) | {"store_id": "someone"}))
+    with pytest.raises(Conflict, match="another database"):
+        store.backup(tmp_path / "bk")
+
+
+def test_it_removes_what_a_crashed_run_left_and_continues_the_chain(
+    store: Store, tmp_path: Path
+) -> None:
+    store.backup(tmp_path / "bk")
+    leftover = tmp_path / "bk" / ".tmp-000002-dead"
+    leftover.mkdir()
+    (leftover / "manifest.json").write_text("{")
+    assert store.backup(tmp_path / "bk").sequence == 2
+    assert not leftover.exists()
+
+
+def test_it_stops_a_backup_job_at_its_timeout_and_commits_nothing(
+    store: Store, tmp_path: Path
+) -> None:
+    make_items(store)
+    write_rows(store, 0, 300)
+    store.define_job(
+        name="bk", schedule="0 4 * * *", action="backup", path=str(tmp_path / "bk"), timeout_ms=1000
+    )
+    with pytest.raises(TimeoutExceeded):
+        store.run_job("bk", ctx("bk", timeout_s=1.0, timer=FakeTimer(step=0.4)))
+    assert [p.name for p in (tmp_path / "bk").iterdir()] == ["dgxmm-backup.json"]
+
+
+def test_it_records_a_backup_that_finished_past_its_timeout_as_over_time(
+    store: Store, tmp_path: Path
+) -> None:
+    store.define_job(
+        name="bk", schedule="0 4 * * *", action="backup", path=str(tmp_path / "bk"), timeout_ms=1000
+    )
+    (job,) = store.user_jobs().jobs
+    timer = FakeTimer()
+
+    def slow(context: Any) -> object:
+        done = job.action(context)
+        timer.now += 5.0  # the last step ended late
+        return done
+
+    result = JobRun(
+        dataclasses.replace(job, action=slow), scheduled_at=0, started_at=0, timer=timer
+    ).run()
+    assert result.outcome is Outcome.OVER_TIME
+    assert (tmp_path / "bk" / "000001" / "manifest.json").exists()
+
+
+# -- SQLite: pages --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    store = Store.open(tmp_path / "data" / "store.db")
+    make_items(store)
+    write_rows(store, 0, 2000)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def manifest(directory: Path, sequence: int) -> dict[str, Any]:
+    return json.loads((directory / f"{sequence:06d}" / "manifest.json").read_text())
+
+
+def test_it_stores_only_the_pages_that_changed_since_the_last_run(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    bk = tmp_path / "bk"
+    full = sqlite_store.backup(bk)
+    first = manifest(bk, 1)
+    assert (first["sequence"], first["base"], first["method"]) == (1, None, "full")
+    assert first["page_size"] == 4096
+    assert len(first["pages"]) == first["page_count"] == full.items
+    with sqlite_store.engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE items SET n = -1 WHERE n = 1000")
+    increment = sqlite_store.backup(bk)
+    second = manifest(bk, 2)
+    assert (second["sequence"], second["base"], second["method"]) == (2, 1, "tracked")
+    stored = [page for page, _ in second["pages"]]
+    assert 1 in stored
+    assert 2 <= len(stored) < full.items // 10
+    assert increment.bytes_written == len(stored) * 4096
+    unchanged = sqlite_store.backup(bk)
+    assert unchanged.items <= 2  # page 1, and at most the page its own checkpoint wrote
+
+
+def test_it_compares_checksums_when_someone_else_checkpointed(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    bk = tmp_path / "bk"
+    sqlite_store.backup(bk)
+    assert sqlite_store.path is not None
+    other = sqlite3.connect(sqlite_store.path, isolation_level=None)
+    try:
+        other.execute("UPDATE items SET label = 'changed elsewhere' WHERE n = 10")
+        other.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # untracked
+    finally:
+        other.close()
+    result = sqlite_store.backup(bk)
+    assert result.method == "compared"
+    assert 1 <= result.items < 20
+    assert sqlite_store.backup(bk).method == "tracked"  # trusted again from here
+    restored = tmp_path / "restored.db"
+    restore(bk, restored)
+    assert snapshot_tables(str(restored)) == snapshot_tables(str(sqlite_store.path))
+
+
+def test_it_compares_checksums_when_the_dirty_page_log_was_lost(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "store.db"
+    store = Store.open(path)
+    make_items(store)
+    store.backup(tmp_path / "bk")
+    store.close()
+    path.with_name("store.db.dirty-pages").unlink()
+    store = Store.open(path)
+    try:
+        write_rows(store, 0, 10)
+        assert store.backup(tmp_path / "bk").method == "compared"
+    finally:
+        store.close()
+    restore(tmp_path / "bk", tmp_path / "restored.db")
+    assert snapshot_tables(str(tmp_path / "restored.db")) == snapshot_tables(str(path))
+
+
+def test_it_keeps_tracking_across_a_clean_restart(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "store.db"
+    store = Store.open(path)
+    make_items(store)
+    store.backup(tmp_path / "bk")
+    store.close()
+    store = Store.open(path)
+    try:
+        write_rows(store, 0, 10)
+        assert store.backup(tmp_path / "bk").method == "tracked"
+    finally:
+        store.close()
+
+
+def test_it_refuses_to_restore_a_backup_with_a_damaged_page(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    bk = tmp_path / "bk"
+    sqlite_store.backup(bk)
+    data = bk / "000001" / "pages.bin"
+    damaged = bytearray(data.read_bytes())
+    damaged[5000] ^= 0xFF
+    data.write_bytes(bytes(damaged))
+    with pytest.raises(BackupError, match="checksum"):
+        restore(bk, tmp_path / "restored.db")
+    assert not (tmp_path / "restored.db").exists()
+
+
+def test_it_refuses_a_chain_whose_runs_do_not_follow_each_other(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    bk = tmp_path / "bk"
+    sqlite_store.backup(bk)
+    sqlite_store.backup(bk)
+    shutil.rmtree(bk / "000001")
+    with pytest.raises(BackupError):
+        restore(bk, tmp_path / "restored.db")
+
+
+# -- PostgreSQL: tables ---------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_it_stores_only_the_tables_that_changed_on_postgresql(
+    pg_url: str, tmp_path: Path, pg_cluster: PgCluster
+) -> None:
+    store = Store.open(pg_url, data_dir=tmp_path / "data")
+    try:
+        make_items(store)
+        write_rows(store, 0, 50)
+        store.backup(tmp_path / "bk")
+        write_rows(store, 50, 1)
+        result = store.backup(tmp_path / "bk")
+    finally:
+        store.close()
+    assert (result.method, result.items) == ("tables", 1)
+    tables = manifest(tmp_path / "bk", 2)["tables"]
+    assert tables["items"]["run"] == 2
+    assert tables["audit"]["run"] == 1
+    (tmp_path / "bk" / "000002" / "items.copy").write_bytes(b"1\tforged\t1\n")
+    name = pg_cluster.create_database()
+    try:
+        with pytest.raises(BackupError, match="checksum"):
+            restore(tmp_path / "bk", pg_cluster.url(name))
+    finally:
+        pg_cluster.drop_database(name)

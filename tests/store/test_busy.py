@@ -1,0 +1,85 @@
+"""While a user job runs, the operations on the store's files answer Busy and change nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+from storekit import ctx, make_items, rows
+
+from dgxmm.errors import Busy
+from dgxmm.store import Store
+
+
+@contextmanager
+def items_locked(store: Store) -> Iterator[None]:
+    """Hold a lock that makes a job writing ``items`` wait until the block ends."""
+    if store.path is not None:
+        holder = sqlite3.connect(store.path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+    else:
+        url = store.engine.url
+        with psycopg.connect(
+            host=url.query["host"], user=url.username, dbname=url.database
+        ) as holder:
+            holder.execute("LOCK TABLE items IN ACCESS EXCLUSIVE MODE")
+            yield
+            holder.rollback()
+
+
+def wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "the job never started"
+        time.sleep(0.01)
+
+
+def test_it_refuses_file_operations_while_a_user_job_runs(store: Store, tmp_path: Path) -> None:
+    make_items(store)
+    store.define_query("add", None, "INSERT INTO items (label) VALUES ('x')")
+    store.define_job(name="adder", schedule="* * * * *", action="query", query="add")
+    outcome: list[str] = []
+    with items_locked(store):
+        runner = threading.Thread(target=lambda: outcome.append(store.run_job("adder", ctx("a"))))
+        runner.start()
+        wait_for(lambda: store.running_jobs() == ["adder"])
+        time.sleep(0.05)  # let the run reach its wait on the lock
+        operations: dict[str, Callable[[], object]] = {
+            "checkpoint": store.checkpoint,
+            "backup": lambda: store.backup(tmp_path / "bk"),
+            "restore": lambda: store.restore(tmp_path / "bk", tmp_path / "restored.db"),
+            "compact": store.compact,
+            "close": store.close,
+        }
+        for name, operation in operations.items():
+            with pytest.raises(Busy, match=f"{name}: job adder is running"):
+                operation()
+        assert not (tmp_path / "bk").exists()
+        assert not (tmp_path / "restored.db").exists()
+        assert [q.name for q in store.queries()] == ["add"]  # still open and answering
+    runner.join(timeout=30)
+    assert outcome == ["1 statement(s); 1 row(s) changed; 0 row(s) returned"]
+    assert store.running_jobs() == []
+    assert rows(store, "SELECT count(*) FROM items") == [(1,)]
+    assert store.backup(tmp_path / "bk").sequence == 1
+    store.checkpoint()
+
+
+def test_it_backs_up_from_a_backup_job_although_that_job_is_running(
+    store: Store, tmp_path: Path
+) -> None:
+    store.define_job(name="bk", schedule="0 4 * * *", action="backup", path=str(tmp_path / "bk"))
+    detail = store.run_job("bk", ctx("bk"))
+    assert detail.startswith("run 1 (full)")
+    assert (tmp_path / "bk" / "000001" / "manifest.json").exists()
