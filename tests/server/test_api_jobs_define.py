@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from conftest import define
 from dgxmm.server import Host
 from dgxmm.store import Store
-
-from conftest import define
 
 
 @pytest.fixture(autouse=True)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from support import at
-
-from dgxmm.clock import ManualClock
 
 from conftest import define
+from dgxmm.clock import ManualClock
+from support import at
 
 
 def test_it_answers_the_buckets_of_a_job(client: TestClient, clock: ManualClock) -> None:

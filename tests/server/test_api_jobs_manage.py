@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from conftest import define
 from dgxmm.server import Host
 from dgxmm.store import Store
-
-from conftest import define
 
 
 def test_it_drops_a_user_job(client: TestClient, host: Host, store: Store) -> None:

@@ -7,10 +7,9 @@ import threading
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+from conftest import define
 from dgxmm.server import Host
 from dgxmm.store import Store
-
-from conftest import define
 
 
 def test_it_runs_a_query_job_now_and_answers_with_the_result(

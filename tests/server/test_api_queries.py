@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from dgxmm.store import Store
-
 from conftest import define
+from dgxmm.store import Store
 
 
 def test_it_defines_lists_and_drops_a_query(client: TestClient, store: Store) -> None:

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from conftest import define
 from dgxmm.server import Host
 from dgxmm.store import Store
-
-from conftest import define
 
 
 def test_it_checkpoints_backs_up_restores_and_compacts(

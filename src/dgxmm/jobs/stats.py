@@ -20,7 +20,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
-
 from zoneinfo import ZoneInfo
 
 from dgxmm.jobs.job import Outcome, RunResult, SkipReason

@@ -1,0 +1,119 @@
+"""The pages in real Chromium: define through the form, a refused field, the switch, Run now,
+the history chart, saved queries and the store page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import Live
+
+
+def test_it_defines_a_job_through_the_form_with_a_live_preview(page: Any, live: Live) -> None:
+    page.click("#new-job")
+    page.fill("#name", "nightly_checkpoint")
+    page.check("input[name=action][value=checkpoint]")
+    page.select_option("#presets", "0 3 * * 1-5")
+    preview = page.locator("#preview")
+    preview.get_by_text("at 03:00, Monday to Friday").wait_for()
+    assert preview.locator("li").count() == 5
+    page.fill("#description", "made in a browser")
+    page.click("#save")
+    page.wait_for_url("**/jobs")
+    row = page.locator("tr[data-job=nightly_checkpoint]")
+    assert "0 3 * * 1-5" in row.locator(".schedule").inner_text()
+    assert live.store.job("nightly_checkpoint").definition["description"] == "made in a browser"
+
+
+def test_it_shows_a_refused_jobs_message_beside_its_field(page: Any, live: Live) -> None:
+    page.goto("/jobs/new")
+    page.fill("#name", "broken")
+    page.check("input[name=action][value=checkpoint]")
+    page.fill("#schedule", "61 * * * *")
+    page.click("#save")
+    slot = page.locator("[data-error-for=schedule]")
+    slot.get_by_text("minute: 61 is out of range 0-59").wait_for()
+    assert page.locator("[data-error-for=name]").inner_text() == ""
+    assert page.url.endswith("/jobs/new")
+    assert live.store.jobs() == []
+
+
+def test_it_shows_a_refused_argument_beside_the_arguments(page: Any, live: Live) -> None:
+    live.store.define_query("add", {"label": "string"}, "SELECT :label")
+    page.goto("/jobs/new")
+    page.fill("#name", "q")
+    page.select_option("#query", "add")
+    page.fill("#args", '{"label": 5}')
+    page.fill("#schedule", "0 3 * * *")
+    page.click("#save")
+    page.locator("[data-error-for=args]").get_by_text("label").wait_for()
+    assert live.store.jobs() == []
+
+
+def test_it_switches_a_job_off_and_on(page: Any, live: Live) -> None:
+    live.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    page.reload()
+    switch = page.locator("tr[data-job=cp] input[data-action=enable]")
+    assert switch.is_checked()
+    switch.uncheck()
+    page.locator("tr[data-job=cp] .why").get_by_text("switched off").wait_for()
+    assert live.store.job("cp").enabled is False
+    page.locator("tr[data-job=cp] input[data-action=enable]").check()
+    page.wait_for_function("() => !document.querySelector('tr[data-job=cp] .why')")
+    assert live.store.job("cp").enabled is True
+
+
+def test_it_runs_a_job_now_and_shows_the_result(page: Any, live: Live) -> None:
+    live.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    page.reload()
+    page.click("tr[data-job=cp] button[data-action=run]")
+    result = page.locator("tr[data-job=cp] .run-result")
+    result.get_by_text("succeeded").wait_for()
+    page.reload()
+    assert "succeeded" in page.locator("tr[data-job=cp] .last").inner_text()
+    assert page.locator("tr[data-job=cp] .count").inner_text() == "1"
+
+
+def test_it_opens_the_history_chart(page: Any, live: Live) -> None:
+    live.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    for _ in range(3):
+        live.host.run_now("cp")
+    page.click("text=Workload")
+    page.click("text=per minute")
+    chart = page.locator("svg.chart[data-job=cp]")
+    chart.wait_for()
+    bars = chart.locator("g.bar")
+    assert bars.count() == 1
+    assert bars.first.get_attribute("data-count") == "3"
+    assert bars.first.get_attribute("data-failures") == "0"
+
+
+SCHEDULE_IS = (
+    "(text) => document.querySelector('tr[data-job=compact] .schedule').textContent === text"
+)
+
+
+def test_it_gives_a_system_job_a_schedule_and_takes_it_back(page: Any, live: Live) -> None:
+    form = page.locator("tr[data-job=compact] form[data-action=schedule]")
+    form.locator("input[name=schedule]").fill("30 4 * * *")
+    form.locator("button").click()
+    page.wait_for_function(SCHEDULE_IS, arg="30 4 * * *")
+    form = page.locator("tr[data-job=compact] form[data-action=schedule]")
+    form.locator("input[name=schedule]").fill("")
+    form.locator("button").click()
+    page.wait_for_function(SCHEDULE_IS, arg="0 3 * * *")
+
+
+def test_it_defines_a_saved_query_and_uses_the_store_page(
+    page: Any, live: Live, tmp_path: Any
+) -> None:
+    page.click("text=Saved queries")
+    page.fill("#query-form input[name=name]", "one")
+    page.fill("#query-form textarea[name=body]", "SELECT 1")
+    page.click("#query-form button[type=submit]")
+    page.locator("tr[data-query=one]").wait_for()
+    page.click("header >> text=Store")
+    page.click("button[data-store=checkpoint]")
+    page.locator("#store-result").get_by_text("checkpoint").wait_for()
+    page.fill("form[data-store=backup] input[name=directory]", str(tmp_path / "b"))
+    page.click("form[data-store=backup] button")
+    page.locator("#store-result").get_by_text('"method": "full"').wait_for()
