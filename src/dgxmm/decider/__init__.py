@@ -1,0 +1,1 @@
+"""The decider: deployment schedules and their runner, traffic profiles, schedule proposals."""

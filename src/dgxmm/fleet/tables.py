@@ -1,0 +1,117 @@
+"""The fleet's tables, on the store's ``metadata`` (migration 0003).
+
+Instants are integer microseconds since the epoch (UTC); JSON is stored as text.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+)
+
+from dgxmm.store import metadata
+
+__all__ = ["audit_log", "deployment_events", "deployments", "insights", "metric_rollups"]
+
+_Id = BigInteger().with_variant(Integer(), "sqlite")
+
+deployments = Table(
+    "deployments",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("model", String(200), nullable=False),
+    Column("backend", String(20), nullable=False),  # process, external
+    Column("command", Text),  # JSON list of argv (process)
+    Column("port", Integer),  # process
+    Column("environment", Text),  # JSON object (process)
+    Column("base_url", String(500)),  # external
+    Column("gpus", Text, nullable=False),  # JSON list of GPU indices
+    Column("memory_gib_awake", Float, nullable=False),  # per GPU it holds
+    Column("memory_gib_asleep", Float, nullable=False),  # per GPU, asleep
+    Column("priority", Integer, nullable=False),
+    Column("time_zone", String(64), nullable=False),
+    Column("startup_timeout_s", Float, nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("state_since", BigInteger, nullable=False),
+    Column("last_error", Text),
+    Column("last_request_at", BigInteger),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    CheckConstraint("backend in ('process', 'external')", name="backend"),
+    CheckConstraint("priority between 0 and 100", name="priority"),
+    CheckConstraint(
+        "state in ('stopped', 'starting', 'running', 'sleeping', 'stopping', 'failed')",
+        name="state",
+    ),
+)
+
+deployment_events = Table(
+    "deployment_events",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("deployment_id", _Id, ForeignKey("deployments.id", ondelete="CASCADE"), nullable=False),
+    Column("at_us", BigInteger, nullable=False),
+    Column("action", String(20), nullable=False),  # start, stop, sleep, wake, failed, ...
+    Column("actor", String(200)),  # user:<name>, schedule:<id>, system; NULL: unknown
+    Column("outcome", String(20), nullable=False),  # done, failed, skipped, deferred
+    Column("detail", Text),
+    Index("ix_deployment_events_deployment_at", "deployment_id", "at_us"),
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("at_us", BigInteger, nullable=False, index=True),
+    Column("actor", String(200)),
+    Column("action", String(100), nullable=False),  # e.g. deployment.start, schedule.create
+    Column("subject", String(50), nullable=False),  # deployment, schedule, setting, ...
+    Column("subject_id", String(100)),
+    Column("detail", Text),  # JSON
+    info={"protected": True},  # no saved query may rewrite the audit trail
+)
+
+insights = Table(
+    "insights",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("kind", String(50), nullable=False),
+    # No cascade: a removal hook deletes a deployment's insights before the deployment goes.
+    Column("deployment_id", _Id, ForeignKey("deployments.id")),
+    Column("severity", String(20), nullable=False),  # info, warning, critical
+    Column("message", Text, nullable=False),
+    Column("key", String(200)),  # an open insight with the same key is not raised twice
+    Column("created_at", BigInteger, nullable=False),
+    Column("dismissed_at", BigInteger),
+    Column("dismissed_by", String(200)),
+    CheckConstraint("severity in ('info', 'warning', 'critical')", name="severity"),
+    Index("ix_insights_deployment", "deployment_id"),
+)
+
+metric_rollups = Table(
+    "metric_rollups",
+    metadata,
+    Column(
+        "deployment_id",
+        _Id,
+        ForeignKey("deployments.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("minute_us", BigInteger, primary_key=True),  # the minute's start (UTC)
+    Column("requests", Integer, nullable=False),  # completed in this minute
+    Column("mean_running", Float, nullable=False),
+    Column("mean_waiting", Float, nullable=False),
+    Column("mean_latency_s", Float),  # NULL when no request completed
+    Column("samples", Integer, nullable=False),
+    Index("ix_metric_rollups_minute", "minute_us"),
+)
