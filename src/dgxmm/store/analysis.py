@@ -13,6 +13,7 @@ CTE included). Each statement keeps its original text; for psycopg, whose placeh
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from enum import Enum
@@ -101,6 +102,12 @@ def analyze(body: str, dialect: Dialect) -> Analysis:
     """Parse ``body`` for ``dialect``; raise ``DefinitionError('body', ...)`` when refused."""
     if not isinstance(body, str) or not body.strip():
         raise DefinitionError("body", "a saved query needs SQL")
+    return _analyze(body, dialect)
+
+
+@functools.lru_cache(maxsize=512)
+def _analyze(body: str, dialect: Dialect) -> Analysis:
+    """Parse once per body: every run of a job analyzes its query again (it may have changed)."""
     try:
         tokens = sqlglot.tokenize(body, read=dialect.sqlglot)
     except TokenError as error:

@@ -1,9 +1,12 @@
 """Backups of a SQLite store: page by page, the first a full copy, the next only what changed.
 
 A run reads a consistent snapshot of the database file (``SqliteFiles.snapshot``) and writes
-``pages.bin`` (the pages it stores, one after another) and a manifest: sequence, base, page
-size, page count, the dirty-page log's id and generation it saw, and ``[page, checksum]``
-for every page it stores (BLAKE2b, 16 bytes). Which pages a later run stores:
+``pages.bin`` (the pages it stores, one after another), ``pages.json`` (``[page, checksum]``
+of each, BLAKE2b of 16 bytes) and a manifest: sequence, base, page size, page count, the
+dirty-page log's id and generation it saw, and the SHA-256 of ``pages.json``. The manifest
+stays small, so that a run reads only the manifests of the runs before it.
+
+Which pages a later run stores:
 
 - ``tracked``: the pages the dirty-page log marked since the run before, plus page 1 and any
   page past the old end. It reads no other page: the cost follows what changed;
@@ -21,6 +24,7 @@ its place.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import time
@@ -44,6 +48,7 @@ from dgxmm.store.wal import Snapshot, SqliteFiles
 __all__ = ["backup_sqlite", "restore_sqlite"]
 
 PAGES = "pages.bin"
+PAGE_LIST = "pages.json"  # [[page, checksum], ...] in the order of pages.bin
 _CHUNK_PAGES = 256
 _SNAPSHOT_WAIT_S = 30.0
 
@@ -72,6 +77,8 @@ def backup_sqlite(
                 temp / PAGES, snapshot, method=method, pages=pages, runs=runs, check=check
             )
             check()
+            listing = json.dumps(stored, separators=(",", ":")).encode()
+            (temp / PAGE_LIST).write_bytes(listing)
             manifest: dict[str, Any] = {
                 "format": 1,
                 "kind": "sqlite",
@@ -83,7 +90,8 @@ def backup_sqlite(
                 "page_size": snapshot.page_size,
                 "page_count": snapshot.page_count,
                 "tracking": {"id": files.pagelog.tracking_id, "generation": snapshot.generation},
-                "pages": stored,
+                "stored": len(stored),
+                "page_list_sha256": hashlib.sha256(listing).hexdigest(),
             }
             write_manifest(temp, manifest)
     return BackupResult(
@@ -135,9 +143,7 @@ def _write_pages(
                 out.write(data)
                 written += len(data)
                 stored.append([page, digest])
-        out.flush()
-        os.fsync(out.fileno())
-    return stored, written
+    return stored, written  # fsynced with the rest of the run when it commits
 
 
 def _chain_checksums(runs: list[Run]) -> dict[int, str]:
@@ -146,9 +152,21 @@ def _chain_checksums(runs: list[Run]) -> dict[int, str]:
     for run in runs:
         if run.manifest["method"] == "full":
             table.clear()
-        table.update((int(page), str(digest)) for page, digest in run.manifest["pages"])
+        table.update((int(page), str(digest)) for page, digest in page_list(run))
     count = int(runs[-1].manifest["page_count"])
     return {page: digest for page, digest in table.items() if page <= count}
+
+
+def page_list(run: Run) -> list[list[Any]]:
+    """Return the ``[page, checksum]`` list of a run, checked against its manifest."""
+    try:
+        listing = (run.path / PAGE_LIST).read_bytes()
+    except FileNotFoundError:
+        raise BackupError(f"{run.path / PAGE_LIST} is missing") from None
+    if hashlib.sha256(listing).hexdigest() != run.manifest.get("page_list_sha256"):
+        raise BackupError(f"{run.path / PAGE_LIST} does not match its manifest")
+    entries: list[list[Any]] = json.loads(listing)
+    return entries
 
 
 def restore_sqlite(directory: Path, target: Path) -> RestoreResult:
@@ -193,7 +211,7 @@ def _locate(runs: list[Run], page_size: int) -> dict[int, tuple[Path, int, str]]
         elif int(manifest["page_size"]) != page_size:
             raise BackupError(f"backup run {run.path} changes the page size without a full copy")
         data = run.path / PAGES
-        entries = manifest["pages"]
+        entries = page_list(run)
         size = data.stat().st_size if data.exists() else -1
         if size != len(entries) * int(manifest["page_size"]):
             raise BackupError(f"{data} holds {size} bytes, not {len(entries)} pages")

@@ -10,20 +10,26 @@ from pathlib import Path
 __all__ = ["fsync_dir", "write_atomic"]
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file."""
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new file.
+
+    ``durable=False`` skips the fsyncs: the rename is still atomic for other processes, but
+    after a power loss the file may be the old one, or (on some file systems) empty.
+    """
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         with open(temp, "wb") as out:
             out.write(data)
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(path: Path) -> None:

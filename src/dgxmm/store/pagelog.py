@@ -86,9 +86,13 @@ class PageLog:
         return generation
 
     def finish(self, signature: list[int]) -> None:
-        """End a checkpoint: remember the database file as our checkpoint left it."""
+        """End a checkpoint: remember the database file as our checkpoint left it.
+
+        Not fsynced: if a crash loses this write, the log still says a checkpoint was under
+        way, which only makes the next backup compare checksums once.
+        """
         self.db_signature = signature
-        self.save()
+        self.save(durable=False)
 
     def is_trusted_since(self, tracking_id: str, generation: int) -> bool:
         """Tell whether every page changed after ``generation`` of ``tracking_id`` is marked."""
@@ -96,12 +100,11 @@ class PageLog:
 
     def changed_since(self, generation: int, page_count: int) -> list[int]:
         """Return the pages (1..page_count) marked after ``generation``."""
-        gens = self._gens
-        top = min(page_count, len(gens) - 1)
-        return [page for page in range(1, top + 1) if gens[page] > generation]
+        gens = self._gens[: page_count + 1]
+        return [page for page, mark in enumerate(gens) if mark > generation and page > 0]
 
-    def save(self) -> None:
-        """Write the log atomically."""
+    def save(self, *, durable: bool = True) -> None:
+        """Write the log atomically (and durably, unless told otherwise)."""
         header = json.dumps(
             {
                 "tracking_id": self.tracking_id,
@@ -115,7 +118,7 @@ class PageLog:
         if sys.byteorder == "big":
             gens.byteswap()
         body = _MAGIC + struct.pack("<I", len(header)) + header + gens.tobytes()
-        write_atomic(self.path, body + struct.pack("<I", zlib.crc32(body)))
+        write_atomic(self.path, body + struct.pack("<I", zlib.crc32(body)), durable=durable)
 
 
 def _parse(data: bytes) -> tuple[dict[str, Any], array[int]]:
