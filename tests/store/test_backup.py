@@ -267,6 +267,19 @@ def test_it_refuses_to_restore_a_backup_with_a_damaged_page(
     assert not (tmp_path / "restored.db").exists()
 
 
+def test_it_refuses_a_backup_whose_page_list_was_changed(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    bk = tmp_path / "bk"
+    sqlite_store.backup(bk)
+    listing = bk / "000001" / "pages.json"
+    entries = json.loads(listing.read_text())
+    entries[3][1] = entries[4][1]
+    listing.write_text(json.dumps(entries))
+    with pytest.raises(BackupError, match="does not match its manifest"):
+        restore(bk, tmp_path / "restored.db")
+
+
 def test_it_refuses_a_chain_whose_runs_do_not_follow_each_other(
     sqlite_store: Store, tmp_path: Path
 ) -> None:

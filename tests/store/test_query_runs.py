@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from storekit import FakeTimer, add_audit_trigger, ctx, make_items, rows
 
 from dgxmm.errors import (
+    Abandoned,
     DefinitionError,
     MemoryLimitExceeded,
     NotAllowed,
@@ -163,3 +167,32 @@ def test_it_lets_a_read_only_job_read_and_leaves_no_change_log_row(items: Store)
         "1 statement(s); 0 row(s) changed; 1 row(s) returned"
     )
     assert items.changes() == []
+
+
+def test_it_stops_a_running_statement_when_the_host_abandons_the_run(items: Store) -> None:
+    items.define_query(
+        "slow", None, "INSERT INTO items (label) VALUES ('x'); " + ENDLESS[items.dialect]
+    )
+    items.define_job(name="slow", schedule="* * * * *", action="query", query="slow")
+    run = ctx("slow")
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            items.run_job("slow", run)
+        except Exception as error:
+            failure.append(error)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    deadline = time.monotonic() + 10
+    while items.running_jobs() != ["slow"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.2)  # into the endless statement
+    run.abandon("the server is stopping")
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert [type(error) for error in failure] == [Abandoned]
+    assert "the server is stopping" in str(failure[0])
+    assert rows(items, "SELECT count(*) FROM items") == [(0,)]

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dgxmm.errors import Busy
+from dgxmm.store import Store
 from dgxmm.store.pagelog import PageLog
 from dgxmm.store.wal import SqliteFiles, scan_wal
 
@@ -146,3 +147,24 @@ def test_it_tells_exactly_the_pages_marked_after_a_generation(
         log.record(batch, trusted=True, wal=None)
     # Generation k marked batches[k - 1]: after `since` come the batches from index `since`.
     assert set(log.changed_since(since, 300)) == set().union(*batches[since:])
+
+
+def test_it_checkpoints_by_itself_once_the_wal_passes_a_few_megabytes(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s.db")
+    try:
+        assert store.files is not None
+        before = store.files.pagelog.generation
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql("CREATE TABLE big (body BLOB)")
+            connection.exec_driver_sql(
+                "INSERT INTO big WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
+                "WHERE i < 2000) SELECT randomblob(3000) FROM c"
+            )
+        # The connection went back to the pool: the WAL (about 8 MB) was copied and recorded.
+        assert store.files.pagelog.generation == before + 1
+        scan = scan_wal(store.files.wal_path)
+        assert scan.frames > 1500
+        with store.files.snapshot(deadline=time.monotonic() + 5) as snapshot:
+            assert snapshot.generation == before + 2
+    finally:
+        store.close()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ __all__ = ["CHUNK_ROWS", "row_bytes", "run_query_job"]
 
 CHUNK_ROWS = 500
 _PROGRESS_STEPS = 1000
+_WATCH_S = 0.1
 _ALLOWED_SQLITE_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 )
@@ -133,17 +135,18 @@ def run_query_job(
                 else:
                     if not allowed:
                         connection.exec_driver_sql("SET TRANSACTION READ ONLY")
-                    before = _pg_tuple_counts(connection) if allowed else {}
-                    _execute_all(
-                        connection,
-                        dialect=dialect,
-                        statements=statements,
-                        bound=bound,
-                        ctx=ctx,
-                        tally=tally,
-                    )
-                    if allowed:
-                        _check_pg_writes(connection, allowed, before, job.name)
+                    with _pg_watch(connection, ctx):
+                        before = _pg_tuple_counts(connection) if allowed else {}
+                        _execute_all(
+                            connection,
+                            dialect=dialect,
+                            statements=statements,
+                            bound=bound,
+                            ctx=ctx,
+                            tally=tally,
+                        )
+                        if allowed:
+                            _check_pg_writes(connection, allowed, before, job.name)
                 ctx.check()  # a statement that ended past the deadline commits nothing
                 if allowed:
                     record_change(
@@ -247,6 +250,31 @@ def _sqlite_guard(
     finally:
         raw.set_authorizer(None)
         raw.set_progress_handler(None, 0)
+
+
+@contextmanager
+def _pg_watch(connection: Connection, ctx: RunContext) -> Iterator[None]:
+    """Cancel the running statement when the host abandons the run.
+
+    The timeout reaches PostgreSQL as ``statement_timeout``; an abandoned run has no time left
+    from one moment to the next, which only a cancel request tells the server.
+    """
+    raw = connection.connection.driver_connection
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(_WATCH_S):
+            if ctx.abandoned is not None:
+                raw.cancel_safe()  # type: ignore[union-attr]
+                return
+
+    watcher = threading.Thread(target=watch, name=f"dgxmm-watch-{ctx.name}", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
 
 
 def _pg_tuple_counts(connection: Connection) -> dict[str, int]:

@@ -24,7 +24,7 @@ from sqlalchemy import Engine, event, select
 
 from dgxmm.clock import Clock, SystemClock
 from dgxmm.errors import Busy, Conflict, InvalidInput, NotAllowed, NotFound, StoreError
-from dgxmm.jobs import Job, RunContext, Scheduler
+from dgxmm.jobs import Job, RunContext, Scheduler, WorkloadStats
 from dgxmm.store import backup as sqlite_backup
 from dgxmm.store import backup_pg
 from dgxmm.store.backup_dir import BackupResult, RestoreResult
@@ -159,7 +159,7 @@ class Store:
         self.close()
 
     @property
-    def workload_stats(self) -> Any:
+    def workload_stats(self) -> WorkloadStats:
         """The ``WorkloadStats`` of this store, loaded from its sidecar."""
         return self._sidecar.stats
 
