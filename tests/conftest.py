@@ -8,13 +8,14 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
+
 from pg_cluster import PgCluster, find_pg_bin
 from support import need
 
 
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PgCluster]:
-    """A throwaway PostgreSQL cluster for the whole session (skipped, or failed in CI, if missing)."""
+    """A throwaway PostgreSQL cluster for the session (skipped, or failed in CI, when missing)."""
     bin_dir = find_pg_bin()
     need(bin_dir is not None, "PostgreSQL's initdb and pg_ctl are not installed")
     assert bin_dir is not None
