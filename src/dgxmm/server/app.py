@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from dgxmm import __version__
@@ -19,8 +20,18 @@ __all__ = ["create_app"]
 STATIC = Path(__file__).with_name("static")
 
 
-def create_app(host: Host, tokens: Tokens) -> FastAPI:
-    """Build the app around a host (store, scheduler, ticker) and its tokens."""
+def create_app(
+    host: Host,
+    tokens: Tokens,
+    *,
+    routers: Sequence[APIRouter] = (),
+    state: Mapping[str, object] | None = None,
+) -> FastAPI:
+    """Build the app around a host (store, scheduler, ticker) and its tokens.
+
+    ``routers`` adds the routers of the fleet and the decider; ``state`` puts their services
+    on ``app.state`` (``fleet``, ``schedules``, ``proposals``) where those routers find them.
+    """
     app = FastAPI(
         title="dgxmm",
         version=__version__,
@@ -31,9 +42,11 @@ def create_app(host: Host, tokens: Tokens) -> FastAPI:
     )
     app.state.host = host
     app.state.tokens = tokens
+    for name, service in (state or {}).items():
+        setattr(app.state, name, service)
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
-    for router in (api_jobs.router, api_queries.router, api_store.router, pages.router):
+    for router in (api_jobs.router, api_queries.router, api_store.router, *routers, pages.router):
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
