@@ -23,7 +23,7 @@ from dgxmm.server.deps import COOKIE, identify
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso, job_rows
 
-__all__ = ["router", "templates"]
+__all__ = ["render_page", "router", "templates"]
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).with_name("templates"))
@@ -50,7 +50,8 @@ def _when(value: str | None) -> str:
 templates.env.filters["when"] = _when
 
 
-def _page(request: Request, template: str, **context: Any) -> Response:
+def render_page(request: Request, template: str, **context: Any) -> Response:
+    """Render a page for a logged-in person, or send them to the login page."""
     who = identify(request)
     if who is None:
         return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
@@ -101,7 +102,7 @@ def logout() -> Response:
 def jobs_page(request: Request) -> Response:
     """Scheduled jobs: every job, the system jobs first."""
     host: Host = request.app.state.host
-    return _page(request, "jobs.html", jobs=job_rows(host))
+    return render_page(request, "jobs.html", jobs=job_rows(host))
 
 
 @router.get("/jobs/new", response_class=HTMLResponse)
@@ -115,7 +116,7 @@ def job_form(request: Request, edit: str | None = None) -> Response:
         except NotFound:
             return Response(f"no job named {edit!r}", status_code=404)
     args = job.get("args")
-    return _page(
+    return render_page(
         request,
         "job_form.html",
         job=job,
@@ -149,14 +150,14 @@ def workload_page(request: Request, tier: str = "hours") -> Response:
         }
         for row in job_rows(host)
     ]
-    return _page(request, "workload.html", charts=charts, tier=chosen.label)
+    return render_page(request, "workload.html", charts=charts, tier=chosen.label)
 
 
 @router.get("/queries", response_class=HTMLResponse)
 def queries_page(request: Request) -> Response:
     """Saved queries, and the form that defines one."""
     host: Host = request.app.state.host
-    return _page(request, "queries.html", queries=host.store.queries())
+    return render_page(request, "queries.html", queries=host.store.queries())
 
 
 @router.get("/store", response_class=HTMLResponse)
@@ -165,7 +166,7 @@ def store_page(request: Request) -> Response:
     host: Host = request.app.state.host
     store = host.store
     version = store.catalog_version()
-    return _page(
+    return render_page(
         request,
         "store.html",
         store=store,

@@ -246,3 +246,54 @@ document.addEventListener("DOMContentLoaded", () => {
   if (queryForm) setupQueryForm(queryForm);
   if (document.getElementById("store-result")) setupStore();
 });
+
+// -- a deployment's schedules ----------------------------------------------------------------
+
+function setupSchedules(table) {
+  const deployment = table.dataset.deployment;
+  const base = `/api/deployments/${deployment}/schedules`;
+  table.addEventListener("click", async (event) => {
+    const row = event.target.closest("tr[data-schedule]");
+    if (!row) return;
+    const id = row.dataset.schedule;
+    try {
+      if (event.target.matches("[data-schedule-toggle]")) {
+        await api("PATCH", `${base}/${id}`, { enabled: event.target.dataset.scheduleToggle === "on" });
+        location.reload();
+      } else if (event.target.matches("[data-schedule-delete]")) {
+        if (!confirm(`Delete schedule ${id}?`)) return;
+        await api("DELETE", `${base}/${id}`);
+        location.reload();
+      }
+    } catch (error) { flash(error.message, "error"); }
+  });
+  const paused = document.getElementById("paused-all");
+  if (paused) {
+    paused.addEventListener("change", async () => {
+      try {
+        await api("PUT", "/api/schedules/paused-all", { paused_all: paused.checked });
+        location.reload();
+      } catch (error) { paused.checked = !paused.checked; flash(error.message, "error"); }
+    });
+  }
+  const form = document.getElementById("schedule-form");
+  if (!form) return;
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    let days = 0;
+    form.querySelectorAll('input[name="day"]:checked').forEach((box) => { days += Number(box.value); });
+    const body = { action: form.elements.action.value, days, time: form.elements.time.value.trim() };
+    const zone = form.elements.time_zone.value.trim();
+    if (zone) body.time_zone = zone;
+    try {
+      await api("POST", base, body);
+      location.reload();
+    } catch (error) { showError(form, error); }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const table = document.getElementById("schedules");
+  if (table) setupSchedules(table);
+});
