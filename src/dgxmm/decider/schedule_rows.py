@@ -1,0 +1,189 @@
+"""The ``deployment_schedules`` rows: typed records, their checks, and SQL to read and write them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete, insert, select, update
+
+from dgxmm.decider.days import ALL_DAYS
+from dgxmm.decider.slots import parse_time
+from dgxmm.decider.tables import deployment_schedules
+from dgxmm.errors import DefinitionError, NotFound
+from dgxmm.fleet.tables import deployments
+from dgxmm.jobs import resolve_zone
+from dgxmm.store import reading, writing
+
+__all__ = ["Schedule", "ScheduleAction", "ScheduleRows", "checked_changes"]
+
+
+class ScheduleAction(StrEnum):
+    """What a slot does to its deployment."""
+
+    SLEEP = "sleep"
+    WAKE = "wake"
+    STOP = "stop"
+    START = "start"
+
+    @property
+    def quiets(self) -> bool:
+        """Tell whether the action takes the deployment down (and so checks traffic first)."""
+        return self in (ScheduleAction.SLEEP, ScheduleAction.STOP)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """One deployment schedule as stored."""
+
+    id: int
+    deployment_id: int
+    action: ScheduleAction
+    days: int  # Monday 1, Tuesday 2, ... Sunday 64
+    time: str  # local HH:MM
+    time_zone: str
+    enabled: bool
+    creator: str
+    created_at: int
+    updated_at: int
+    last_run_at: int | None
+    last_run_day: str | None  # the local date of the slot last run
+    last_result: str | None
+    paused_reason: str | None
+    deferred_since: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the schedule as plain JSON values."""
+        return {
+            "id": self.id,
+            "deployment_id": self.deployment_id,
+            "action": self.action.value,
+            "days": self.days,
+            "time": self.time,
+            "time_zone": self.time_zone,
+            "enabled": self.enabled,
+            "creator": self.creator,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "last_run_at": self.last_run_at,
+            "last_run_day": self.last_run_day,
+            "last_result": self.last_result,
+            "paused_reason": self.paused_reason,
+            "deferred_since": self.deferred_since,
+        }
+
+
+_FIELDS = ("action", "days", "time", "time_zone", "enabled")
+
+
+def checked_changes(keys: dict[str, Any]) -> dict[str, Any]:
+    """Check the given keys of a schedule; return them as column values (DefinitionError)."""
+    values: dict[str, Any] = {}
+    for key in keys:
+        if key not in _FIELDS:
+            raise DefinitionError(key, f"{key} is not a field of a schedule")
+    if "action" in keys:
+        try:
+            values["action"] = ScheduleAction(keys["action"]).value
+        except ValueError:
+            raise DefinitionError(
+                "action", f"{keys['action']!r} is not one of sleep, wake, stop, start"
+            ) from None
+    if "days" in keys:
+        days = keys["days"]
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= ALL_DAYS:
+            raise DefinitionError(
+                "days", f"{days!r} is not a days mask from 1 to 127 (Monday 1 ... Sunday 64)"
+            )
+        values["days"] = days
+    if "time" in keys:
+        parse_time(keys["time"])
+        values["at_time"] = keys["time"]
+    if "time_zone" in keys:
+        values["time_zone"] = resolve_zone(keys["time_zone"], field="time_zone").key
+    if "enabled" in keys:
+        if not isinstance(keys["enabled"], bool):
+            raise DefinitionError("enabled", f"{keys['enabled']!r} is not true or false")
+        values["enabled"] = keys["enabled"]
+    return values
+
+
+def _row(row: Any) -> Schedule:
+    return Schedule(
+        id=row.id,
+        deployment_id=row.deployment_id,
+        action=ScheduleAction(row.action),
+        days=row.days,
+        time=row.at_time,
+        time_zone=row.time_zone,
+        enabled=bool(row.enabled),
+        creator=row.creator,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        last_run_at=row.last_run_at,
+        last_run_day=row.last_run_day,
+        last_result=row.last_result,
+        paused_reason=row.paused_reason,
+        deferred_since=row.deferred_since,
+    )
+
+
+class ScheduleRows:
+    """Reads and writes schedules in the store's database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def deployment_zone(self, connection: Connection, deployment_id: int) -> str:
+        """Return a deployment's zone; ``NotFound`` when there is no such deployment."""
+        zone = connection.execute(
+            select(deployments.c.time_zone).where(deployments.c.id == deployment_id)
+        ).scalar_one_or_none()
+        if zone is None:
+            raise NotFound("deployment", deployment_id)
+        return str(zone)
+
+    def insert(self, connection: Connection, values: dict[str, Any]) -> Schedule:
+        """Insert a schedule and return it."""
+        new_id = connection.execute(insert(deployment_schedules).values(**values)).inserted_primary_key
+        assert new_id is not None
+        return self.get(int(new_id[0]), connection=connection)
+
+    def get(self, schedule_id: int, *, connection: Connection | None = None) -> Schedule:
+        """Return one schedule (``NotFound``)."""
+        query = select(deployment_schedules).where(deployment_schedules.c.id == schedule_id)
+        if connection is not None:
+            row = connection.execute(query).first()
+        else:
+            with reading(self._engine) as reader:
+                row = reader.execute(query).first()
+        if row is None:
+            raise NotFound("schedule", schedule_id)
+        return _row(row)
+
+    def list(self, deployment_id: int | None = None, *, enabled_only: bool = False) -> list[Schedule]:
+        """Return schedules (of one deployment, or all), oldest first."""
+        query = select(deployment_schedules).order_by(deployment_schedules.c.id)
+        if deployment_id is not None:
+            query = query.where(deployment_schedules.c.deployment_id == deployment_id)
+        if enabled_only:
+            query = query.where(deployment_schedules.c.enabled.is_(True))
+        with reading(self._engine) as connection:
+            return [_row(row) for row in connection.execute(query)]
+
+    def change(self, connection: Connection, schedule_id: int, values: dict[str, Any]) -> None:
+        """Write new column values of a schedule."""
+        connection.execute(
+            update(deployment_schedules)
+            .where(deployment_schedules.c.id == schedule_id)
+            .values(**values)
+        )
+
+    def remove(self, connection: Connection, schedule_id: int) -> None:
+        """Delete a schedule."""
+        connection.execute(delete(deployment_schedules).where(deployment_schedules.c.id == schedule_id))
+
+    def writing(self) -> Any:
+        """Open a write transaction on the store."""
+        return writing(self._engine)

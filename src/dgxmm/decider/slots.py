@@ -1,0 +1,94 @@
+"""When a deployment schedule's slot is due: pure functions of the schedule and ``now``.
+
+A schedule names local days (a bitmask) and a local ``HH:MM`` in an IANA zone. Each named
+day has one slot, placed by the engine's DST rule: a time in a gap happens at the first
+instant after the gap, a repeated time once, at its first occurrence. A slot is due from
+its instant until 15 minutes later (15 minutes late runs, 16 does not), once per local day;
+a slot that was deferred stays due for 60 minutes from its first deferral.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+from zoneinfo import ZoneInfo
+
+from dgxmm.decider.days import day_bit
+from dgxmm.errors import DefinitionError
+from dgxmm.jobs import zone_clock
+from dgxmm.jobs.calendar import civil_from_days, days_from_civil
+
+__all__ = [
+    "DEFER_WINDOW_US",
+    "LATE_WINDOW_US",
+    "Slot",
+    "due_slot",
+    "parse_time",
+    "slot_on",
+]
+
+MINUTE_US = 60_000_000
+LATE_WINDOW_US = 15 * MINUTE_US
+DEFER_WINDOW_US = 60 * MINUTE_US
+_TIME = re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Slot:
+    """One day's slot of a schedule: its local date and the instant it happens."""
+
+    day: date
+    at_us: int
+    moved: bool  # the local time did not exist that day: the slot is at the gap's end
+
+
+def parse_time(text: object, field: str = "time") -> tuple[int, int]:
+    """Return (hour, minute) of a strict ``HH:MM``; refuse '24:00', '7:5' and the like."""
+    if not isinstance(text, str) or not _TIME.fullmatch(text):
+        raise DefinitionError(field, f"{text!r} is not a local time HH:MM (00:00 to 23:59)")
+    return int(text[:2]), int(text[3:])
+
+
+def slot_on(day: date, time: tuple[int, int], zone: ZoneInfo) -> Slot:
+    """Return the slot of ``day`` at local ``time`` in ``zone``, by the DST rule."""
+    wall = days_from_civil(day.year, day.month, day.day) * 86400 + time[0] * 3600 + time[1] * 60
+    at, moved = zone_clock(zone).instant(wall)
+    return Slot(day=day, at_us=at * 1_000_000, moved=moved)
+
+
+def local_today(now_us: int, zone: ZoneInfo) -> date:
+    """Return the local date at ``now_us`` in ``zone``."""
+    wall = zone_clock(zone).wall(now_us // 1_000_000)
+    return date(*civil_from_days(wall // 86400))
+
+
+def due_slot(
+    *,
+    days: int,
+    time: tuple[int, int],
+    zone: ZoneInfo,
+    now_us: int,
+    last_run_day: str | None,
+    deferred_since: int | None = None,
+) -> Slot | None:
+    """Return the slot due at ``now_us``, or None.
+
+    Due: its day is in ``days``, it did not run that day yet (``last_run_day``, the local
+    date of the last slot run), and it happened at most 15 minutes ago; or it was deferred
+    (``deferred_since`` at or after it), in which case it stays due until the runner records
+    it: done within 60 minutes of the first deferral, or skipped as busy after them.
+    """
+    today = local_today(now_us, zone)
+    # Yesterday too: a slot just before midnight can still be due (late, or deferred).
+    for day in (today, today - timedelta(days=1)):
+        if not days & day_bit(day.weekday()) or last_run_day == day.isoformat():
+            continue
+        slot = slot_on(day, time, zone)
+        if slot.at_us > now_us:
+            continue
+        if now_us - slot.at_us <= LATE_WINDOW_US:
+            return slot
+        if deferred_since is not None and deferred_since >= slot.at_us:
+            return slot
+    return None

@@ -1,0 +1,119 @@
+"""Deployment schedules over HTTP: list (viewers), create, change, delete, pause all (admins)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from dgxmm.decider.schedule import ScheduleService
+from dgxmm.errors import NotFound
+from dgxmm.server.deps import Admin, Viewer
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["schedules"])
+
+
+def get_schedules(request: Request) -> ScheduleService:
+    """Return the app's schedule service."""
+    service: ScheduleService = request.app.state.schedules
+    return service
+
+
+Schedules = Annotated[ScheduleService, Depends(get_schedules)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class NewSchedule(_Body):
+    """A schedule: what, which days (Monday 1 ... Sunday 64), at what local time, in which zone."""
+
+    action: str = Field(max_length=20)
+    days: int
+    time: str = Field(max_length=10)
+    time_zone: str | None = Field(default=None, max_length=100)  # default: the deployment's
+    enabled: bool = True
+
+
+class ScheduleChange(_Body):
+    """The fields of a schedule to change."""
+
+    action: str | None = Field(default=None, max_length=20)
+    days: int | None = None
+    time: str | None = Field(default=None, max_length=10)
+    time_zone: str | None = Field(default=None, max_length=100)
+    enabled: bool | None = None
+
+
+class PausedAll(_Body):
+    """``{"paused_all": true|false}``."""
+
+    paused_all: bool
+
+
+@router.get("/api/deployments/{deployment_id}/schedules")
+def list_schedules(deployment_id: int, schedules: Schedules, _: Viewer) -> dict[str, Any]:
+    """A deployment's schedules, and whether all schedules are paused."""
+    return {
+        "paused_all": schedules.paused_all(),
+        "schedules": [s.to_json() for s in schedules.list(deployment_id)],
+    }
+
+
+@router.post("/api/deployments/{deployment_id}/schedules", status_code=201)
+def create_schedule(
+    deployment_id: int, body: NewSchedule, schedules: Schedules, who: Admin
+) -> dict[str, Any]:
+    """Create a schedule; bad input answers 400 naming the field."""
+    created = schedules.create(
+        deployment_id,
+        action=body.action,
+        days=body.days,
+        time=body.time,
+        time_zone=body.time_zone,
+        enabled=body.enabled,
+        actor=who.actor,
+    )
+    return created.to_json()
+
+
+@router.patch("/api/deployments/{deployment_id}/schedules/{schedule_id}")
+def change_schedule(
+    deployment_id: int, schedule_id: int, body: ScheduleChange, schedules: Schedules, who: Admin
+) -> dict[str, Any]:
+    """Change some fields of a schedule."""
+    _owned(schedules, deployment_id, schedule_id)
+    changes = body.model_dump(exclude_none=True)
+    return schedules.update(schedule_id, actor=who.actor, **changes).to_json()
+
+
+@router.delete("/api/deployments/{deployment_id}/schedules/{schedule_id}")
+def delete_schedule(
+    deployment_id: int, schedule_id: int, schedules: Schedules, who: Admin
+) -> dict[str, Any]:
+    """Remove a schedule."""
+    _owned(schedules, deployment_id, schedule_id)
+    schedules.delete(schedule_id, actor=who.actor)
+    return {"deleted": schedule_id}
+
+
+@router.get("/api/schedules/paused-all")
+def get_paused_all(schedules: Schedules, _: Viewer) -> dict[str, Any]:
+    """Whether every schedule is paused."""
+    return {"paused_all": schedules.paused_all()}
+
+
+@router.put("/api/schedules/paused-all")
+def put_paused_all(body: PausedAll, schedules: Schedules, who: Admin) -> dict[str, Any]:
+    """Pause or resume every schedule."""
+    schedules.set_paused_all(body.paused_all, actor=who.actor)
+    return {"paused_all": schedules.paused_all()}
+
+
+def _owned(schedules: ScheduleService, deployment_id: int, schedule_id: int) -> None:
+    if schedules.get(schedule_id).deployment_id != deployment_id:
+        raise NotFound("schedule", schedule_id)
