@@ -9,6 +9,7 @@ Every layer raises these; only the server maps them to HTTP status codes::
     │   └── DefinitionError               a refused definition (job, query, schedule, ...)
     ├── NotFound(kind, name)              -> 404
     ├── Conflict                          -> 409 (a name that already exists)
+    │   └── DoesNotFit                    a start or wake the GPU inventory cannot hold
     ├── Busy                              -> 409 (try again when the work under way finished)
     ├── Forbidden                         -> 403
     ├── LimitExceeded                     a run stopped by one of its limits
@@ -76,6 +77,10 @@ class NotFound(DgxmmError, LookupError):
 
 class Conflict(DgxmmError):
     """A name that is already taken, or a change that contradicts the current state."""
+
+
+class DoesNotFit(Conflict):
+    """A start or wake the GPU inventory cannot hold; the message says which GPU, how short."""
 
 
 class Busy(DgxmmError):
