@@ -15,6 +15,7 @@ at its first occurrence.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -81,6 +82,7 @@ class CronSchedule:
     __slots__ = (
         "_day_rule",
         "_days",
+        "_description",
         "_hours",
         "_minutes",
         "_months",
@@ -99,6 +101,7 @@ class CronSchedule:
         if not isinstance(text, str):
             raise CronError(f"a cron expression must be text, not {type(text).__name__}")
         self.text = text
+        self._description: str | None = None
         parts = text.split()
         _refuse_extensions(text, parts)
         if len(parts) != 5:
@@ -157,8 +160,10 @@ class CronSchedule:
 
     @classmethod
     def parse(cls, text: str) -> CronSchedule:
-        """Parse a 5-field cron expression."""
-        return cls(text)
+        """Parse a 5-field cron expression (the same text twice gives the same object)."""
+        if not isinstance(text, str):
+            return cls(text)  # raises CronError naming the type
+        return _parse_cached(text)
 
     def __str__(self) -> str:
         return self._normalized
@@ -296,6 +301,11 @@ class CronSchedule:
 
     def describe(self) -> str:
         """Say when the expression fires, in plain English."""
+        if self._description is None:
+            self._description = self._describe()
+        return self._description
+
+    def _describe(self) -> str:
         from dgxmm.jobs.describe import describe
 
         return describe(
@@ -306,6 +316,13 @@ class CronSchedule:
             weekdays=self._weekdays,
             rule=self._day_rule.name,
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str) -> CronSchedule:
+    # Schedules are immutable, so one parse serves every caller of the same text; a text
+    # that does not parse raises each time (lru_cache keeps only results).
+    return CronSchedule(text)
 
 
 def _refuse_extensions(text: str, parts: list[str]) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from dgxmm.clock import Clock, SystemClock
 from dgxmm.errors import Conflict
 from dgxmm.jobs import Job, JobRun, RunResult, Scheduler, Timer, resolve_zone
-from dgxmm.store import NotScheduled, Store
+from dgxmm.store import JobDefinition, NotScheduled, Store
 
 __all__ = ["Host"]
 
@@ -60,6 +60,7 @@ class Host:
         for job in [*store.system_jobs(), *extra]:
             self.scheduler.add(job)
         self._catalog_version: int | None = None
+        self._definitions: tuple[int, list[JobDefinition]] | None = None
         self._finished: queue.Queue[RunResult] = queue.Queue()
         self._waiters: dict[int, _Waiter] = {}
         self._workers: dict[int, threading.Thread] = {}
@@ -146,6 +147,15 @@ class Host:
         for worker in list(self._workers.values()):
             worker.join(timeout=max(0.0, deadline - time.monotonic()))
         return self.collect()
+
+    def definitions(self) -> list[JobDefinition]:
+        """Return the catalog's user jobs, read again only when the catalog version moved."""
+        version = self.store.catalog_version()
+        cached = self._definitions
+        if cached is None or cached[0] != version:
+            # Read after the version: a change in between is seen at the next call.
+            cached = self._definitions = (version, self.store.jobs())
+        return cached[1]
 
     # -- on demand ----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ def iso(at_us: int | None, host: Host) -> str | None:
 def job_rows(host: Host) -> list[dict[str, Any]]:
     """Return every job's row: system jobs first, then user jobs by name."""
     now = host.clock.now_us()
-    definitions = {job.name: job for job in host.store.jobs()}
+    definitions = {job.name: job for job in host.definitions()}
     with host.lock:
         states = {job.name: host.scheduler.state(job.name) for job in host.scheduler.jobs()}
         builtin = {

@@ -28,8 +28,12 @@ def schedules_page(request: Request, deployment_id: int) -> Response:
         "schedules.html",
         deployment=deployment,
         schedules=[
-            {**s.to_json(), "days_text": describe_days(s.days), "last_run": iso(s.last_run_at, host)}
-            for s in rows
+            {
+                **row.to_json(),
+                "days_text": describe_days(row.days),
+                "last_run": iso(row.last_run_at, host),
+            }
+            for row in rows
         ],
         strip=week_strip(rows),
         paused_all=schedules.paused_all(),
