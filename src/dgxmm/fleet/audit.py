@@ -1,0 +1,133 @@
+"""Audit rows: who did what to which thing, kept for people to read (``GET /api/audit``).
+
+Actions are dotted names (``deployment.start``, ``schedule.create``, ``insight.dismiss``);
+the detail is any JSON value. Callers that change something pass their ``connection``, so
+the audit row commits, or not, with the change it describes. No saved query may write the
+table (it is protected in the store).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Row, insert, select
+
+from dgxmm.clock import Clock
+from dgxmm.errors import InvalidInput
+from dgxmm.fleet.tables import audit_log
+from dgxmm.store import reading, writing
+
+__all__ = ["Audit", "AuditEntry"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditEntry:
+    """One row of ``audit_log``."""
+
+    id: int
+    at_us: int
+    actor: str | None
+    action: str
+    subject: str
+    subject_id: str | None
+    detail: Any  # the JSON value written, or None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the row as JSON values."""
+        return {
+            "id": self.id,
+            "at_us": self.at_us,
+            "actor": self.actor,
+            "action": self.action,
+            "subject": self.subject,
+            "subject_id": self.subject_id,
+            "detail": self.detail,
+        }
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> AuditEntry:
+        """Read an ``audit_log`` row."""
+        return cls(
+            id=int(row.id),
+            at_us=int(row.at_us),
+            actor=row.actor,
+            action=row.action,
+            subject=row.subject,
+            subject_id=row.subject_id,
+            detail=json.loads(row.detail) if row.detail is not None else None,
+        )
+
+
+class Audit:
+    """Writes and reads audit rows."""
+
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def record(
+        self,
+        *,
+        actor: str | None,
+        action: str,
+        subject: str,
+        subject_id: str | int | None,
+        detail: Any = None,
+        connection: Connection | None = None,
+    ) -> AuditEntry:
+        """Write an audit row (inside ``connection``'s transaction when one is given)."""
+        if not isinstance(action, str) or not action or len(action) > 100:
+            raise InvalidInput("action", f"{action!r} is not an audit action (1-100 characters)")
+        if not isinstance(subject, str) or not subject or len(subject) > 50:
+            raise InvalidInput("subject", f"{subject!r} is not a subject (1-50 characters)")
+        values = {
+            "at_us": self._clock.now_us(),
+            "actor": actor,
+            "action": action,
+            "subject": subject,
+            "subject_id": None if subject_id is None else str(subject_id),
+            # default=str: an enum or a path in the detail is written as its text.
+            "detail": None if detail is None else json.dumps(detail, default=str),
+        }
+        if connection is None:
+            with writing(self._engine) as owned:
+                return self._insert(owned, values)
+        return self._insert(connection, values)
+
+    def _insert(self, connection: Connection, values: dict[str, Any]) -> AuditEntry:
+        key = connection.execute(insert(audit_log).values(**values)).inserted_primary_key
+        assert key is not None
+        return AuditEntry.from_row(
+            connection.execute(select(audit_log).where(audit_log.c.id == key[0])).one()
+        )
+
+    def list(
+        self,
+        *,
+        limit: int = 100,
+        before_id: int | None = None,
+        subject: str | None = None,
+        subject_id: str | None = None,
+        actor: str | None = None,
+        action: str | None = None,
+    ) -> builtins.list[AuditEntry]:
+        """Return audit rows, newest first, optionally of one subject, actor or action."""
+        if not 1 <= limit <= 10_000:
+            raise InvalidInput("limit", f"{limit} is out of range 1-10000")
+        query = select(audit_log)
+        if before_id is not None:
+            query = query.where(audit_log.c.id < before_id)
+        if subject is not None:
+            query = query.where(audit_log.c.subject == subject)
+        if subject_id is not None:
+            query = query.where(audit_log.c.subject_id == subject_id)
+        if actor is not None:
+            query = query.where(audit_log.c.actor == actor)
+        if action is not None:
+            query = query.where(audit_log.c.action == action)
+        query = query.order_by(audit_log.c.id.desc()).limit(limit)
+        with reading(self._engine) as connection:
+            return [AuditEntry.from_row(row) for row in connection.execute(query)]

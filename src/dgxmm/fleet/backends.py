@@ -1,0 +1,116 @@
+"""One backend object per deployment, built from its row and kept while the row says the same.
+
+A process deployment's files (``server.log``, ``server.pid``) live in
+``<data_dir>/deployments/<id>/``, named by id because a name may change. Its command gets
+``CUDA_VISIBLE_DEVICES`` for the GPUs it declares (unless its environment sets it), with
+``CUDA_DEVICE_ORDER=PCI_BUS_ID`` so that CUDA numbers the GPUs as NVML, and the inventory,
+do.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from dgxmm.clock import Clock
+from dgxmm.fleet.backend import Backend, BackendKind, HttpTimeouts
+from dgxmm.fleet.deployment import Deployment
+from dgxmm.fleet.external import ExternalBackend
+from dgxmm.fleet.process import ProcessBackend, ProcessSpec
+
+__all__ = ["Backends", "run_dir_of"]
+
+_Key = tuple[object, ...]
+
+
+def run_dir_of(data_dir: Path, deployment_id: int) -> Path:
+    """Return the directory of a process deployment's log and pid file."""
+    return data_dir / "deployments" / str(deployment_id)
+
+
+class Backends:
+    """The backends of the deployments, built on demand; safe to share between threads."""
+
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        clock: Clock,
+        timeouts: HttpTimeouts,
+        stop_grace_s: float = 30.0,
+    ) -> None:
+        self._data_dir = data_dir
+        self._clock = clock
+        self._timeouts = timeouts
+        self._stop_grace_s = stop_grace_s
+        self._lock = threading.Lock()
+        self._built: dict[int, tuple[_Key, Backend]] = {}
+
+    def of(self, deployment: Deployment) -> Backend:
+        """Return the backend for a deployment as its row describes it."""
+        key = _key_of(deployment)
+        with self._lock:
+            found = self._built.get(deployment.id)
+            if found is not None and found[0] == key:
+                return found[1]
+            backend = self._build(deployment)
+            self._built[deployment.id] = (key, backend)
+        if found is not None:
+            found[1].close()
+        return backend
+
+    def forget(self, deployment_id: int) -> None:
+        """Close and drop a deployment's backend (its process, if any, keeps running)."""
+        with self._lock:
+            found = self._built.pop(deployment_id, None)
+        if found is not None:
+            found[1].close()
+
+    def run_dir(self, deployment_id: int) -> Path:
+        """Return where a process deployment keeps its log and pid file."""
+        return run_dir_of(self._data_dir, deployment_id)
+
+    def close(self) -> None:
+        """Close every backend's HTTP connections; processes keep running."""
+        with self._lock:
+            built = list(self._built.values())
+            self._built.clear()
+        for _, backend in built:
+            backend.close()
+
+    def _build(self, deployment: Deployment) -> Backend:
+        if deployment.backend is BackendKind.EXTERNAL:
+            assert deployment.base_url is not None
+            return ExternalBackend(
+                name=deployment.name,
+                base_url=deployment.base_url,
+                timeouts=self._timeouts,
+                clock=self._clock,
+            )
+        assert deployment.command is not None
+        assert deployment.port is not None
+        environment = dict(deployment.environment)
+        if deployment.gpus and "CUDA_VISIBLE_DEVICES" not in environment:
+            environment["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in deployment.gpus)
+            environment.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+        return ProcessBackend(
+            name=deployment.name,
+            spec=ProcessSpec(argv=deployment.command, port=deployment.port, env=environment),
+            run_dir=self.run_dir(deployment.id),
+            timeouts=self._timeouts,
+            stop_grace_s=self._stop_grace_s,
+            clock=self._clock,
+        )
+
+
+def _key_of(deployment: Deployment) -> _Key:
+    # Not the name: it only shows in messages, and a new ProcessBackend would lose the
+    # running child it started (and the chance to reap it).
+    return (
+        deployment.backend,
+        deployment.command,
+        deployment.port,
+        tuple(sorted(deployment.environment.items())),
+        deployment.base_url,
+        deployment.gpus,
+    )

@@ -1,0 +1,140 @@
+"""A deployment as the store holds it: one typed row, and the states it moves through.
+
+A deployment holds GPU memory by its state: awake (``running``, and ``starting`` or
+``stopping`` while an action is under way) it holds ``memory_gib_awake`` on each of its GPUs,
+asleep ``memory_gib_asleep``; ``stopped`` and ``failed`` hold nothing, because dgxmm stops
+what is left of a process whose deployment failed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Row
+
+from dgxmm.fleet.backend import BackendKind
+
+__all__ = ["AWAKE_STATES", "Deployment", "DeploymentState"]
+
+
+class DeploymentState(StrEnum):
+    """Where a deployment is in its life."""
+
+    STOPPED = "stopped"
+    STARTING = "starting"  # launched, waiting for the start-up gate
+    RUNNING = "running"
+    SLEEPING = "sleeping"
+    STOPPING = "stopping"
+    FAILED = "failed"  # its server is gone or never got healthy; see last_error
+
+    @property
+    def is_awake(self) -> bool:
+        """Tell whether a deployment in this state holds its awake memory."""
+        return self in AWAKE_STATES
+
+
+AWAKE_STATES = frozenset(
+    {DeploymentState.STARTING, DeploymentState.RUNNING, DeploymentState.STOPPING}
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deployment:
+    """One deployment: what it runs, where, what it holds, and its state."""
+
+    id: int
+    name: str
+    model: str
+    backend: BackendKind
+    command: tuple[str, ...] | None  # process: argv, "{port}" replaced by the port
+    port: int | None  # process
+    environment: Mapping[str, str]  # process: added to dgxmm's environment
+    base_url: str | None  # external
+    gpus: tuple[int, ...]  # GPU indices of the inventory
+    memory_gib_awake: float  # per GPU it holds
+    memory_gib_asleep: float  # per GPU, asleep
+    priority: int  # 0-100; plans evict lower priorities only
+    time_zone: str
+    startup_timeout_s: float
+    state: DeploymentState
+    state_since: int  # microseconds since the epoch
+    last_error: str | None
+    last_request_at: int | None  # the last sample that saw request activity
+    created_at: int
+    updated_at: int
+
+    @property
+    def url(self) -> str:
+        """Return the URL its server answers on (a process listens on the loopback)."""
+        if self.base_url is not None:
+            return self.base_url
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def held_gib(self) -> float:
+        """Return the memory it holds on each of its GPUs in its current state."""
+        return self.gib_in(self.state)
+
+    def gib_in(self, state: DeploymentState) -> float:
+        """Return the memory it would hold on each of its GPUs in ``state``."""
+        if state.is_awake:
+            return self.memory_gib_awake
+        if state is DeploymentState.SLEEPING:
+            return self.memory_gib_asleep
+        return 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the row as JSON values (instants as microseconds)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "model": self.model,
+            "backend": self.backend.value,
+            "command": list(self.command) if self.command is not None else None,
+            "port": self.port,
+            "environment": dict(self.environment),
+            "base_url": self.base_url,
+            "url": self.url,
+            "gpus": list(self.gpus),
+            "memory_gib_awake": self.memory_gib_awake,
+            "memory_gib_asleep": self.memory_gib_asleep,
+            "priority": self.priority,
+            "time_zone": self.time_zone,
+            "startup_timeout_s": self.startup_timeout_s,
+            "state": self.state.value,
+            "state_since_us": self.state_since,
+            "last_error": self.last_error,
+            "last_request_at_us": self.last_request_at,
+            "created_at_us": self.created_at,
+            "updated_at_us": self.updated_at,
+        }
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> Deployment:
+        """Read a ``deployments`` row."""
+        return cls(
+            id=int(row.id),
+            name=row.name,
+            model=row.model,
+            backend=BackendKind(row.backend),
+            command=tuple(json.loads(row.command)) if row.command is not None else None,
+            port=row.port,
+            environment=json.loads(row.environment) if row.environment else {},
+            base_url=row.base_url,
+            gpus=tuple(json.loads(row.gpus)),
+            memory_gib_awake=float(row.memory_gib_awake),
+            memory_gib_asleep=float(row.memory_gib_asleep),
+            priority=int(row.priority),
+            time_zone=row.time_zone,
+            startup_timeout_s=float(row.startup_timeout_s),
+            state=DeploymentState(row.state),
+            state_since=int(row.state_since),
+            last_error=row.last_error,
+            last_request_at=row.last_request_at,
+            created_at=int(row.created_at),
+            updated_at=int(row.updated_at),
+        )

@@ -1,0 +1,199 @@
+"""Deployments in the store: create, change, read; and the state changes the deployer makes.
+
+Creating and changing a deployment are audited and leave a deployment event. What dgxmm runs
+(backend, command, port, environment, base URL, GPUs) changes only while the deployment is
+stopped or failed; its name, model, memory, priority, zone and start-up timeout change any
+time and count from the next action.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from sqlalchemy import Connection, Engine, insert, select, update
+
+from dgxmm.clock import Clock
+from dgxmm.errors import Conflict, DefinitionError, NotFound
+from dgxmm.fleet.audit import Audit
+from dgxmm.fleet.definition import RUN_FIELDS, check_definition, columns_of, current_keys
+from dgxmm.fleet.deployment import Deployment, DeploymentState
+from dgxmm.fleet.events import EventAction, EventOutcome, Events
+from dgxmm.fleet.inventory import GpuInventory
+from dgxmm.fleet.tables import deployments
+from dgxmm.store import reading, writing
+
+__all__ = ["DeploymentRepo"]
+
+_UNSET = object()
+_AT_REST = (DeploymentState.STOPPED, DeploymentState.FAILED)
+
+
+class DeploymentRepo:
+    """The ``deployments`` table, typed."""
+
+    def __init__(
+        self, engine: Engine, *, clock: Clock, inventory: GpuInventory, events: Events, audit: Audit
+    ) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._inventory = inventory
+        self._events = events
+        self._audit = audit
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, deployment_id: int, *, connection: Connection | None = None) -> Deployment:
+        """Return one deployment (``NotFound``)."""
+        query = select(deployments).where(deployments.c.id == deployment_id)
+        if connection is not None:
+            row = connection.execute(query).first()
+        else:
+            with reading(self._engine) as owned:
+                row = owned.execute(query).first()
+        if row is None:
+            raise NotFound("deployment", deployment_id)
+        return Deployment.from_row(row)
+
+    def by_name(self, name: str) -> Deployment:
+        """Return the deployment with this name (``NotFound``)."""
+        with reading(self._engine) as connection:
+            row = connection.execute(select(deployments).where(deployments.c.name == name)).first()
+        if row is None:
+            raise NotFound("deployment", name)
+        return Deployment.from_row(row)
+
+    def list(self) -> builtins.list[Deployment]:
+        """Return every deployment, by name."""
+        with reading(self._engine) as connection:
+            rows = connection.execute(select(deployments).order_by(deployments.c.name))
+            return [Deployment.from_row(row) for row in rows]
+
+    # -- definitions --------------------------------------------------------------------------
+
+    def create(self, *, actor: str, **keys: Any) -> Deployment:
+        """Create a stopped deployment; ``DefinitionError`` names a field it refuses."""
+        values = check_definition(keys, self._inventory)
+        now = self._clock.now_us()
+        with writing(self._engine) as connection:
+            self._refuse_taken(connection, values, None)
+            inserted = connection.execute(
+                insert(deployments).values(
+                    **values,
+                    state=DeploymentState.STOPPED.value,
+                    state_since=now,
+                    created_at=now,
+                    updated_at=now,
+                )
+            ).inserted_primary_key
+            assert inserted is not None
+            created = self.get(int(inserted[0]), connection=connection)
+            self._events.record(
+                created.id,
+                EventAction.CREATE,
+                actor=actor,
+                outcome=EventOutcome.DONE,
+                connection=connection,
+            )
+            self._audit.record(
+                actor=actor,
+                action="deployment.create",
+                subject="deployment",
+                subject_id=created.id,
+                detail={"after": created.to_json()},
+                connection=connection,
+            )
+            return created
+
+    def update(self, deployment_id: int, actor: str, **keys: Any) -> Deployment:
+        """Change some fields; ``Conflict`` for what it runs while it is not at rest."""
+        with writing(self._engine) as connection:
+            before = self.get(deployment_id, connection=connection)
+            current = current_keys(before)
+            merged = {**current, **keys}
+            if "backend" in keys and keys["backend"] != current["backend"]:
+                # A new backend drops the other backend's fields unless they were given.
+                for field in ("command", "port", "environment", "base_url"):
+                    if field not in keys:
+                        merged[field] = None
+            values = check_definition(merged, self._inventory)
+            old = columns_of(before)
+            changed = sorted(field for field in values if values[field] != old[field])
+            if not changed:
+                return before
+            running = [field for field in changed if field in RUN_FIELDS]
+            if running and before.state not in _AT_REST:
+                raise Conflict(
+                    f"deployment {before.name!r} is {before.state.value}: stop it before "
+                    f"changing {', '.join(running)}"
+                )
+            self._refuse_taken(connection, values, deployment_id)
+            connection.execute(
+                update(deployments)
+                .where(deployments.c.id == deployment_id)
+                .values(**{field: values[field] for field in changed}, updated_at=self._now())
+            )
+            after = self.get(deployment_id, connection=connection)
+            self._events.record(
+                deployment_id,
+                EventAction.UPDATE,
+                actor=actor,
+                outcome=EventOutcome.DONE,
+                detail=f"changed {', '.join(changed)}",
+                connection=connection,
+            )
+            self._audit.record(
+                actor=actor,
+                action="deployment.update",
+                subject="deployment",
+                subject_id=deployment_id,
+                detail={"changed": changed, "before": before.to_json(), "after": after.to_json()},
+                connection=connection,
+            )
+            return after
+
+    def _refuse_taken(
+        self, connection: Connection, values: dict[str, Any], deployment_id: int | None
+    ) -> None:
+        others = select(deployments.c.id, deployments.c.name, deployments.c.port)
+        if deployment_id is not None:
+            others = others.where(deployments.c.id != deployment_id)
+        for row in connection.execute(others):
+            if row.name == values["name"]:
+                raise Conflict(f"a deployment named {values['name']!r} exists already")
+            if values["port"] is not None and row.port == values["port"]:
+                raise DefinitionError(
+                    "port", f"{values['port']} is the port of deployment {row.name!r}"
+                )
+
+    # -- state, for the deployer and the metrics ----------------------------------------------
+
+    def set_state(
+        self,
+        connection: Connection,
+        deployment_id: int,
+        state: DeploymentState,
+        *,
+        error: Any = _UNSET,
+    ) -> Deployment:
+        """Move a deployment to ``state`` (now); ``error`` sets or clears ``last_error``."""
+        values: dict[str, Any] = {"state": state.value, "state_since": self._now()}
+        if error is not _UNSET:
+            values["last_error"] = error
+        connection.execute(
+            update(deployments).where(deployments.c.id == deployment_id).values(**values)
+        )
+        return self.get(deployment_id, connection=connection)
+
+    def note_request(self, connection: Connection, deployment_id: int, at_us: int) -> None:
+        """Move ``last_request_at`` forward to ``at_us`` (never back)."""
+        column = deployments.c.last_request_at
+        connection.execute(
+            update(deployments)
+            .where(deployments.c.id == deployment_id)
+            .where((column.is_(None)) | (column < at_us))
+            .values(last_request_at=at_us)
+        )
+
+    def _now(self) -> int:
+        return self._clock.now_us()

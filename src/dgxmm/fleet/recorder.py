@@ -1,0 +1,168 @@
+"""How an action is written down: its state, its deployment event and its audit row, at once.
+
+The deployer and the reattachment after a restart both finish through ``ActionRecorder``:
+``record`` writes the state the action leaves, the event (with the actor) and the audit row
+in one transaction; ``refuse`` writes a ``skipped`` event and raises; ``fail`` leaves the
+deployment ``failed``, stops what is left of a process dgxmm owns (a failed deployment holds
+no GPU memory) and raises an insight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from sqlalchemy import Engine
+
+from dgxmm.errors import BackendError, Conflict, DoesNotFit
+from dgxmm.fleet.audit import Audit
+from dgxmm.fleet.backend import Backend, StopOutcome
+from dgxmm.fleet.deployment import Deployment, DeploymentState
+from dgxmm.fleet.deployments import DeploymentRepo
+from dgxmm.fleet.events import Event, EventAction, EventOutcome, Events
+from dgxmm.fleet.insights import Insights, Severity
+from dgxmm.store import writing
+
+__all__ = ["KEEP", "ActionRecorder", "ActionResult"]
+
+KEEP: Any = object()  # leave last_error as it is
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionResult:
+    """What an action did: the deployment after it, the event written, the evictions."""
+
+    deployment: Deployment
+    action: EventAction
+    outcome: EventOutcome
+    detail: str | None
+    event: Event
+    evictions: tuple[ActionResult, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the result as JSON values."""
+        return {
+            "deployment": self.deployment.to_json(),
+            "action": self.action.value,
+            "outcome": self.outcome.value,
+            "detail": self.detail,
+            "event": self.event.to_json(),
+            "evictions": [e.to_json() for e in self.evictions],
+        }
+
+
+class ActionRecorder:
+    """Writes down what actions did."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        deployments: DeploymentRepo,
+        events: Events,
+        audit: Audit,
+        insights: Insights,
+        restarted: Callable[[int], None],
+    ) -> None:
+        self._engine = engine
+        self._deployments = deployments
+        self._events = events
+        self._audit = audit
+        self._insights = insights
+        self.restarted = restarted  # the server began or ended: forget its counters
+
+    def record(
+        self,
+        deployment: Deployment,
+        action: EventAction,
+        outcome: EventOutcome,
+        actor: str,
+        detail: str | None,
+        *,
+        state: DeploymentState | None = None,
+        error: str | None = KEEP,
+        evictions: tuple[ActionResult, ...] = (),
+    ) -> ActionResult:
+        """Write the state, the event and the audit row in one transaction."""
+        with writing(self._engine) as connection:
+            if state is not None:
+                kept = {} if error is KEEP else {"error": error}
+                after = self._deployments.set_state(connection, deployment.id, state, **kept)
+            else:
+                after = self._deployments.get(deployment.id, connection=connection)
+            event = self._events.record(
+                deployment.id,
+                action,
+                actor=actor,
+                outcome=outcome,
+                detail=detail,
+                connection=connection,
+            )
+            self._audit.record(
+                actor=actor,
+                action=f"deployment.{action.value}",
+                subject="deployment",
+                subject_id=deployment.id,
+                detail={
+                    "name": deployment.name,
+                    "outcome": outcome.value,
+                    "detail": detail,
+                    "state": after.state.value,
+                    "evictions": [e.deployment.name for e in evictions],
+                },
+                connection=connection,
+            )
+        return ActionResult(
+            deployment=after,
+            action=action,
+            outcome=outcome,
+            detail=detail,
+            event=event,
+            evictions=evictions,
+        )
+
+    def refuse(
+        self,
+        deployment: Deployment,
+        action: EventAction,
+        actor: str,
+        error: type[Conflict],
+        reason: str,
+    ) -> NoReturn:
+        """Write a ``skipped`` event and raise ``error`` with the reason."""
+        self.record(deployment, action, EventOutcome.SKIPPED, actor, reason)
+        verb = "does not fit" if error is DoesNotFit else f"cannot {action.value}"
+        raise error(f"deployment {deployment.name!r} {verb}: {reason}")
+
+    def fail(
+        self,
+        deployment: Deployment,
+        action: EventAction,
+        actor: str,
+        reason: str,
+        backend: Backend,
+        *,
+        stop: bool = True,
+        outcome: EventOutcome = EventOutcome.FAILED,
+    ) -> ActionResult:
+        """Leave the deployment failed, stopping what is left of a process dgxmm owns."""
+        detail = reason
+        if stop and backend.owns_process:
+            try:
+                if backend.stop() is not StopOutcome.NOT_RUNNING:
+                    detail += "; dgxmm stopped its process"
+            except BackendError as error:
+                detail += f"; stopping its process failed too: {error}"
+        self.restarted(deployment.id)
+        result = self.record(
+            deployment, action, outcome, actor, detail, state=DeploymentState.FAILED, error=detail
+        )
+        self._insights.raise_insight(
+            "deployment_failed",
+            deployment_id=deployment.id,
+            severity=Severity.CRITICAL,
+            message=f"{deployment.name} failed ({action.value}, {actor}): {detail}",
+            key=f"deployment_failed:{deployment.id}",
+        )
+        return result

@@ -1,0 +1,227 @@
+"""``Fleet``: the deployments of one dgxmm, with everything that drives and watches them.
+
+Built once per process (``dgxmm serve`` does it after opening the store); it finds the
+servers of its deployments again at once (``reattach``), so a restarted dgxmm knows what
+runs. Its parts are public attributes: ``deployments``, ``deployer``, ``events``, ``audit``,
+``insights``, ``metrics``. ``system_jobs()`` returns ``metrics_rollup`` and
+``metrics_purge`` for the host to schedule; ``close()`` releases HTTP connections and leaves
+the model servers running (they outlive dgxmm).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Connection, delete
+
+from dgxmm.clock import Clock
+from dgxmm.errors import DgxmmError
+from dgxmm.fleet.audit import Audit
+from dgxmm.fleet.backend import BackendKind, HttpTimeouts
+from dgxmm.fleet.backends import Backends
+from dgxmm.fleet.deployer import Deployer
+from dgxmm.fleet.deployment import Deployment, DeploymentState
+from dgxmm.fleet.deployments import DeploymentRepo
+from dgxmm.fleet.events import Events
+from dgxmm.fleet.fit import Holding, gpu_holdings
+from dgxmm.fleet.insights import Insights, Severity
+from dgxmm.fleet.inventory import Gpu, GpuInventory, InventorySource
+from dgxmm.fleet.reattach import reattach
+from dgxmm.fleet.recorder import ActionRecorder, ActionResult
+from dgxmm.fleet.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING, Metrics
+from dgxmm.fleet.tables import deployments as deployments_table
+from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
+from dgxmm.store import Store, writing
+
+__all__ = ["METRICS_PURGE", "METRICS_ROLLUP", "Fleet", "RemovalHook"]
+
+log = logging.getLogger(__name__)
+
+METRICS_ROLLUP = "metrics_rollup"
+METRICS_PURGE = "metrics_purge"
+
+RemovalHook = Callable[[Connection, Deployment, str], None]
+
+
+class Fleet:
+    """The deployments, their deployer, events, audit rows, insights and metrics."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        inventory: GpuInventory,
+        clock: Clock | None = None,
+        data_dir: Path | None = None,
+        http_timeouts: HttpTimeouts | None = None,
+        stop_grace_s: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.inventory = inventory
+        self.clock = clock or store.clock
+        self.data_dir = data_dir or store.data_dir
+        engine = store.engine
+        self.audit = Audit(engine, self.clock)
+        self.events = Events(engine, self.clock)
+        self.insights = Insights(engine, store.dialect, self.clock, self.audit)
+        self.deployments = DeploymentRepo(
+            engine, clock=self.clock, inventory=inventory, events=self.events, audit=self.audit
+        )
+        self.backends = Backends(
+            data_dir=self.data_dir,
+            clock=self.clock,
+            timeouts=http_timeouts or HttpTimeouts(),
+            stop_grace_s=stop_grace_s,
+        )
+        self.metrics = Metrics(
+            engine,
+            clock=self.clock,
+            deployments=self.deployments,
+            backends=self.backends,
+            insights=self.insights,
+            on_gone=self._gone,
+            retention_days=lambda: store.get_setting(RETENTION_SETTING, DEFAULT_RETENTION_DAYS),
+        )
+        self._recorder = ActionRecorder(
+            engine,
+            deployments=self.deployments,
+            events=self.events,
+            audit=self.audit,
+            insights=self.insights,
+            restarted=self.metrics.forget,
+        )
+        self.deployer = Deployer(
+            engine,
+            inventory=inventory,
+            deployments=self.deployments,
+            backends=self.backends,
+            recorder=self._recorder,
+        )
+        # Insights go first, before the deployment: their table has no cascade.
+        self._hooks: list[RemovalHook] = [self.insights.remove_for]
+        self._note_inventory()
+        self.reattach()
+
+    # -- removal ------------------------------------------------------------------------------
+
+    def add_removal_hook(self, hook: RemovalHook) -> None:
+        """Run ``hook(connection, deployment, actor)`` inside every removal, before the delete."""
+        self._hooks.append(hook)
+
+    def remove(self, deployment_id: int, *, actor: str) -> None:
+        """Remove a deployment: stop the process dgxmm owns, audit, run the hooks, delete.
+
+        The audit row comes first in the removal's transaction, then the hooks (the fleet's
+        own deletes the deployment's insights; the schedules audit theirs), then the row, whose
+        events, rollups, schedules, profile and proposals go by ON DELETE CASCADE. A hook that
+        raises undoes all of it but the stop.
+        """
+        with self.deployer.lock(deployment_id):
+            deployment = self.deployments.get(deployment_id)
+            if deployment.backend is BackendKind.PROCESS and deployment.state not in (
+                DeploymentState.STOPPED,
+            ):
+                self.deployer.stop(deployment_id, actor=actor)
+                deployment = self.deployments.get(deployment_id)
+            with writing(self.store.engine) as connection:
+                self.audit.record(
+                    actor=actor,
+                    action="deployment.remove",
+                    subject="deployment",
+                    subject_id=deployment_id,
+                    detail={"before": deployment.to_json()},
+                    connection=connection,
+                )
+                for hook in list(self._hooks):
+                    hook(connection, deployment, actor)
+                connection.execute(
+                    delete(deployments_table).where(deployments_table.c.id == deployment_id)
+                )
+            self.backends.forget(deployment_id)
+            self.metrics.forget(deployment_id)
+            # Ids may be used again: a new deployment must not find this one's log.
+            shutil.rmtree(self.backends.run_dir(deployment_id), ignore_errors=True)
+
+    # -- restarts, jobs, life -----------------------------------------------------------------
+
+    def reattach(self) -> list[ActionResult]:
+        """Find every deployment's server again (done once when the fleet is built)."""
+        found = []
+        for deployment in self.deployments.list():
+            try:
+                result = reattach(
+                    deployment.id,
+                    deployer=self.deployer,
+                    deployments=self.deployments,
+                    backends=self.backends,
+                    recorder=self._recorder,
+                )
+            except DgxmmError as error:  # one server in trouble must not keep dgxmm down
+                log.warning("reattaching deployment %s: %s", deployment.name, error)
+                continue
+            if result is not None:
+                found.append(result)
+        return found
+
+    def system_jobs(self) -> list[Job]:
+        """Return ``metrics_rollup`` (every minute) and ``metrics_purge`` (daily)."""
+        return [
+            Job(
+                METRICS_ROLLUP,
+                JobKind.SYSTEM,
+                CronSchedule.parse("* * * * *"),
+                self._rollup,
+                description="samples each running deployment's /metrics into its per-minute "
+                "rollup; marks deployments whose server is gone as failed",
+            ),
+            Job(
+                METRICS_PURGE,
+                JobKind.SYSTEM,
+                CronSchedule.parse("30 3 * * *"),
+                self._purge,
+                description="deletes metric rollups older than the retention (35 days)",
+            ),
+        ]
+
+    def gpus(self) -> list[tuple[Gpu, list[Holding]]]:
+        """Return each GPU of the inventory with what each deployment holds on it now."""
+        held = gpu_holdings(self.inventory, self.deployments.list())
+        return [(gpu, held.get(gpu.index, [])) for gpu in self.inventory.gpus]
+
+    def close(self) -> None:
+        """Close the HTTP clients; the model servers keep running."""
+        self.backends.close()
+
+    def _gone(self, deployment: Deployment, why: str) -> None:
+        # wait=False: the metrics job never queues behind an action; an action holding the
+        # lock meets the gone server itself. A caller holding the lock re-enters it.
+        self.deployer.mark_failed(deployment.id, why, wait=False)
+
+    def _rollup(self, ctx: RunContext) -> str:
+        return self.metrics.rollup_all(ctx)
+
+    def _purge(self, ctx: RunContext) -> str:
+        return f"{self.metrics.purge(ctx.started_at)} rollup(s) deleted"
+
+    def _note_inventory(self) -> None:
+        inventory = self.inventory
+        if not inventory.gpus:
+            self.insights.raise_insight(
+                "inventory",
+                deployment_id=None,
+                severity=Severity.WARNING,
+                message="No GPU is known: NVML found none and config.json lists none "
+                f"({inventory.note}). Deployments that declare GPUs cannot be created.",
+                key="inventory:empty",
+            )
+        elif inventory.source is InventorySource.NVML and inventory.note:
+            self.insights.raise_insight(
+                "inventory",
+                deployment_id=None,
+                severity=Severity.INFO,
+                message=f"GPU inventory: {inventory.note}.",
+                key="inventory:differs",
+            )
