@@ -249,10 +249,7 @@ class Catalog:
         if not isinstance(keys, Mapping):
             raise DefinitionError("definition", "expected an object of job keys")
         definition = dict(keys)
-        try:
-            text = dump(definition)
-        except (TypeError, ValueError) as error:
-            raise DefinitionError("definition", f"not JSON: {error}") from None
+        text = _json_text(definition)
         effects: tuple[Request, ...] = ()
         try:
             spec = check_job(
@@ -462,3 +459,16 @@ class Catalog:
             defined_at=values["defined_at"],
             reason=self.unserved_reason(definition),
         )
+
+
+def _json_text(definition: dict[str, Any]) -> str:
+    """Return a definition as JSON text; refuse a value JSON cannot hold, naming its key."""
+    for key, value in definition.items():
+        try:
+            dump(value)
+        except (TypeError, ValueError) as error:
+            raise DefinitionError(str(key), f"not a JSON value ({error})") from None
+    try:
+        return dump(definition)
+    except (TypeError, ValueError) as error:  # a key that is not text
+        raise DefinitionError("definition", f"not JSON: {error}") from None
