@@ -19,6 +19,7 @@ Every layer raises these; only the server maps them to HTTP status codes::
     ├── NotAllowed                        a run that would do more than its effects allow
     ├── StoreError                        the database refused or failed
     ├── BackupError                       a backup or restore that cannot be trusted
+    ├── CannotDecide                      a decision model that gave no usable verdict
     └── BackendError                      a model server that failed or is gone -> 502
         └── ServerGone                    nothing answers any more: the deployment has failed
 
@@ -117,6 +118,10 @@ class StoreError(DgxmmError):
 
 class BackupError(DgxmmError):
     """A backup or restore that cannot be trusted (missing piece, wrong checksum)."""
+
+
+class CannotDecide(DgxmmError):
+    """A decision model that cannot decide a candidate (down, asleep, or an unusable answer)."""
 
 
 class BackendError(DgxmmError):
