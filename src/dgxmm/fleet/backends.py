@@ -45,6 +45,9 @@ class Backends:
         self._stop_grace_s = stop_grace_s
         self._lock = threading.Lock()
         self._built: dict[int, tuple[_Key, Backend]] = {}
+        # Closed backends are kept: a process backend holds the Popen of a server that
+        # outlives it, and a Popen dropped while its child runs warns and is never reaped.
+        self._retired: list[Backend] = []
 
     def of(self, deployment: Deployment) -> Backend:
         """Return the backend for a deployment as its row describes it."""
@@ -56,7 +59,7 @@ class Backends:
             backend = self._build(deployment)
             self._built[deployment.id] = (key, backend)
         if found is not None:
-            found[1].close()
+            self._retire(found[1])
         return backend
 
     def forget(self, deployment_id: int) -> None:
@@ -64,7 +67,7 @@ class Backends:
         with self._lock:
             found = self._built.pop(deployment_id, None)
         if found is not None:
-            found[1].close()
+            self._retire(found[1])
 
     def run_dir(self, deployment_id: int) -> Path:
         """Return where a process deployment keeps its log and pid file."""
@@ -76,7 +79,30 @@ class Backends:
             built = list(self._built.values())
             self._built.clear()
         for _, backend in built:
-            backend.close()
+            self._retire(backend)
+
+    def reap(self) -> int:
+        """Collect the exit status of servers this dgxmm started that have exited since.
+
+        Only the object that started a process can wait for it; a retired one whose server
+        was stopped by another (after a restart, say) would otherwise leave a zombie.
+        Return how many retired backends are still kept.
+        """
+        with self._lock:
+            everyone = [backend for _, backend in self._built.values()] + self._retired
+        for backend in everyone:
+            if isinstance(backend, ProcessBackend):
+                backend.is_running()  # polls its child
+        with self._lock:
+            self._retired = [
+                b for b in self._retired if isinstance(b, ProcessBackend) and b.is_running()
+            ]
+            return len(self._retired)
+
+    def _retire(self, backend: Backend) -> None:
+        backend.close()
+        with self._lock:
+            self._retired.append(backend)
 
     def _build(self, deployment: Deployment) -> Backend:
         if deployment.backend is BackendKind.EXTERNAL:

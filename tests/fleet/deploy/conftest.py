@@ -1,0 +1,109 @@
+"""Fleets on a SQLite store in a temp dir, with a manual clock and two configured GPUs.
+
+Stand-in servers are real processes; every process deployment a test started is stopped
+after it, and any process left over is killed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fleetkit import STANDIN, TEST_TIMEOUTS, ensure_gone, free_port
+
+from dgxmm.clock import ManualClock
+from dgxmm.errors import Busy
+from dgxmm.fleet import BackendKind, Fleet, Gpu, GpuInventory, InventorySource
+from dgxmm.fleet.pidfile import read_pid_file
+from dgxmm.store import Store
+from support import at
+
+START = "2026-06-01T10:00:30+00:00"
+
+
+def standin(
+    name: str,
+    *args: str,
+    gpus: tuple[int, ...] = (0,),
+    awake: float = 40.0,
+    asleep: float = 4.0,
+    priority: int = 50,
+    timeout: float = 60.0,
+) -> dict[str, Any]:
+    """Return the keys of a process deployment that runs a stand-in on a free port."""
+    return {
+        "name": name,
+        "model": f"{name}-model",
+        "backend": "process",
+        "command": [*STANDIN, "--port", "{port}", "--model", f"{name}-model", *args],
+        "port": free_port(),
+        "gpus": list(gpus),
+        "memory_gib_awake": awake,
+        "memory_gib_asleep": asleep,
+        "priority": priority,
+        "startup_timeout_s": timeout,
+    }
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(at(START))
+
+
+@pytest.fixture
+def inventory() -> GpuInventory:
+    return GpuInventory(
+        gpus=(
+            Gpu(index=0, name="H100", memory_gib=80.0),
+            Gpu(index=1, name="H100", memory_gib=80.0),
+        ),
+        source=InventorySource.CONFIGURATION,
+        note="configured for the tests",
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: ManualClock) -> Iterator[Store]:
+    opened = Store.open(tmp_path / "dgxmm.db", clock=clock)
+    yield opened
+    try:
+        opened.close()
+    except Busy:
+        opened.flush_stats()
+
+
+@pytest.fixture
+def make_fleet(
+    store: Store, inventory: GpuInventory, clock: ManualClock
+) -> Iterator[Callable[..., Fleet]]:
+    """Build fleets on the test's store (a second one is a dgxmm restart)."""
+    made: list[Fleet] = []
+
+    def make(**options: Any) -> Fleet:
+        options.setdefault("inventory", inventory)
+        options.setdefault("clock", clock)
+        options.setdefault("http_timeouts", TEST_TIMEOUTS)
+        options.setdefault("stop_grace_s", 5.0)
+        fleet = Fleet(store, **options)
+        made.append(fleet)
+        return fleet
+
+    yield make
+    if made:
+        last = made[-1]
+        for deployment in last.deployments.list():
+            if deployment.backend is not BackendKind.PROCESS:
+                continue
+            record = read_pid_file(last.backends.run_dir(deployment.id) / "server.pid")
+            last.backends.of(deployment).stop(grace_s=2.0)
+            if record is not None:
+                ensure_gone(record.pid)
+    for fleet in made:
+        fleet.close()
+        fleet.backends.reap()  # the servers it started and another fleet stopped
+
+
+@pytest.fixture
+def fleet(make_fleet: Callable[..., Fleet]) -> Fleet:
+    return make_fleet()

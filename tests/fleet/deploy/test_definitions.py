@@ -1,0 +1,134 @@
+"""Creating and changing deployments: every refused field named, conflicts, the records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import standin
+
+from dgxmm.errors import Conflict, DefinitionError, NotFound
+from dgxmm.fleet import BackendKind, DeploymentState, EventAction, Fleet
+
+
+def external(name: str = "remote", **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "model": "m",
+        "backend": "external",
+        "base_url": "http://10.0.0.7:8000/",
+        **extra,
+    }
+
+
+def test_it_creates_a_stopped_deployment_with_the_defaults(fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:alice", **external())
+    assert created.backend is BackendKind.EXTERNAL
+    assert created.base_url == "http://10.0.0.7:8000"
+    assert (created.priority, created.time_zone, created.startup_timeout_s) == (50, "UTC", 600.0)
+    assert (created.state, created.gpus, created.memory_gib_awake) == (
+        DeploymentState.STOPPED,
+        (),
+        0.0,
+    )
+    assert fleet.deployments.by_name("remote") == created
+    assert fleet.events.list(created.id)[0].action is EventAction.CREATE
+    [audit] = fleet.audit.list()
+    assert (audit.action, audit.actor, audit.detail["after"]["name"]) == (
+        "deployment.create",
+        "user:alice",
+        "remote",
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        ({"name": "-x"}, "name", "is not a deployment name"),
+        ({"model": ""}, "model", "is not a non-empty text"),
+        ({"backend": "docker"}, "backend", "is not a backend"),
+        ({"command": None}, "command", "needs its command line"),
+        ({"command": ["vllm", ""]}, "command[1]", "is not a non-empty argument"),
+        ({"port": 70000}, "port", "out of range 1-65535"),
+        ({"port": True}, "port", "is not a whole number"),
+        ({"environment": {"A=B": "x"}}, "environment", "is not a variable name"),
+        ({"base_url": "http://x"}, "base_url", "is for an external server"),
+        ({"gpus": [0, 0]}, "gpus[1]", "GPU 0 is listed twice"),
+        ({"gpus": [5]}, "gpus[0]", "GPU 5 is not in this machine's inventory (GPUs: 0, 1"),
+        ({"memory_gib_awake": -1}, "memory_gib_awake", "must be 0 or more"),
+        ({"memory_gib_awake": 81}, "memory_gib_awake", "more than GPU 0 (H100) holds (80 GiB)"),
+        ({"memory_gib_asleep": 50}, "memory_gib_asleep", "more than it holds awake"),
+        ({"priority": 101}, "priority", "out of range 0-100"),
+        ({"time_zone": "Mars/Base"}, "time_zone", "unknown time zone"),
+        ({"startup_timeout_s": 0}, "startup_timeout_s", "is not between 0 and"),
+        ({"colour": "red"}, "colour", "is not a deployment field"),
+    ],
+    ids=lambda value: value if isinstance(value, str) and " " not in value else None,
+)
+def test_it_refuses_a_field_it_cannot_use_naming_it(
+    fleet: Fleet, change: dict[str, Any], field: str, message: str
+) -> None:
+    with pytest.raises(DefinitionError) as refused:
+        fleet.deployments.create(actor="user:alice", **{**standin("llama"), **change})
+    assert refused.value.field == field
+    assert message in refused.value.message
+    assert fleet.deployments.list() == []
+    assert fleet.audit.list() == []
+
+
+def test_an_external_deployment_takes_no_process_fields(fleet: Fleet) -> None:
+    with pytest.raises(DefinitionError) as refused:
+        fleet.deployments.create(actor="user:alice", **external(port=8000))
+    assert refused.value.field == "port"
+    with pytest.raises(DefinitionError) as missing:
+        fleet.deployments.create(actor="user:alice", **external(base_url=None))
+    assert missing.value.field == "base_url"
+
+
+def test_names_and_ports_are_not_shared(fleet: Fleet) -> None:
+    first = fleet.deployments.create(actor="user:alice", **standin("llama"))
+    with pytest.raises(Conflict, match="a deployment named 'llama' exists already"):
+        fleet.deployments.create(actor="user:alice", **standin("llama"))
+    with pytest.raises(DefinitionError, match="is the port of deployment 'llama'"):
+        fleet.deployments.create(actor="user:alice", **{**standin("other"), "port": first.port})
+
+
+def test_it_changes_fields_and_records_what_changed(fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:alice", **standin("llama"))
+    changed = fleet.deployments.update(created.id, "user:bob", priority=80, name="llama-70b")
+    assert (changed.priority, changed.name) == (80, "llama-70b")
+    assert fleet.events.list(created.id)[0].detail == "changed name, priority"
+    audit = fleet.audit.list(action="deployment.update")[0]
+    assert (audit.actor, audit.detail["changed"]) == ("user:bob", ["name", "priority"])
+    assert audit.detail["before"]["priority"] == 50
+    # Nothing changed: nothing written.
+    assert fleet.deployments.update(created.id, "user:bob", priority=80) == changed
+    assert len(fleet.audit.list(action="deployment.update")) == 1
+    with pytest.raises(NotFound):
+        fleet.deployments.update(999, "user:bob", priority=1)
+
+
+def test_what_it_runs_changes_only_while_it_is_at_rest(fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:alice", **standin("llama"))
+    fleet.deployer.start(created.id, actor="user:alice")
+    with pytest.raises(Conflict, match="is running: stop it before changing gpus, port"):
+        fleet.deployments.update(created.id, "user:alice", port=1234, gpus=[1])
+    # What only counts from the next action changes while it runs.
+    assert fleet.deployments.update(created.id, "user:alice", memory_gib_awake=50).state is (
+        DeploymentState.RUNNING
+    )
+    fleet.deployer.stop(created.id, actor="user:alice")
+    assert fleet.deployments.update(created.id, "user:alice", gpus=[1]).gpus == (1,)
+
+
+def test_switching_the_backend_drops_the_other_backends_fields(fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:alice", **standin("llama"))
+    moved = fleet.deployments.update(
+        created.id, "user:alice", backend="external", base_url="https://models.internal/llama"
+    )
+    assert (moved.backend, moved.command, moved.port, moved.url) == (
+        BackendKind.EXTERNAL,
+        None,
+        None,
+        "https://models.internal/llama",
+    )
