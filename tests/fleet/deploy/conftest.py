@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleetkit import STANDIN, TEST_TIMEOUTS, ensure_gone, free_port
+from fleetkit import TEST_TIMEOUTS, ensure_gone
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
@@ -20,30 +20,6 @@ from dgxmm.store import Store
 from support import at
 
 START = "2026-06-01T10:00:30+00:00"
-
-
-def standin(
-    name: str,
-    *args: str,
-    gpus: tuple[int, ...] = (0,),
-    awake: float = 40.0,
-    asleep: float = 4.0,
-    priority: int = 50,
-    timeout: float = 60.0,
-) -> dict[str, Any]:
-    """Return the keys of a process deployment that runs a stand-in on a free port."""
-    return {
-        "name": name,
-        "model": f"{name}-model",
-        "backend": "process",
-        "command": [*STANDIN, "--port", "{port}", "--model", f"{name}-model", *args],
-        "port": free_port(),
-        "gpus": list(gpus),
-        "memory_gib_awake": awake,
-        "memory_gib_asleep": asleep,
-        "priority": priority,
-        "startup_timeout_s": timeout,
-    }
 
 
 @pytest.fixture

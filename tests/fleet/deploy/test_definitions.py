@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import standin
+from deploykit import standin
 
 from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.fleet import BackendKind, DeploymentState, EventAction, Fleet

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import standin
+from deploykit import standin
 from fleetkit import pid_exists
 
 from dgxmm.errors import BackendError, Conflict, ServerGone
@@ -40,7 +40,8 @@ def test_it_starts_sleeps_wakes_and_stops_a_real_server(fleet: Fleet) -> None:
     assert (started.outcome, started.deployment.state) == (EventOutcome.DONE, S.RUNNING)
     assert chat(created.url) == 200
     pid = pid_of(fleet, created.id)
-    assert pid is not None and pid_exists(pid)
+    assert pid is not None
+    assert pid_exists(pid)
 
     slept = fleet.deployer.sleep(created.id, actor="schedule:7")
     assert slept.deployment.state is S.SLEEPING

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import httpx
-from conftest import standin
+from deploykit import standin
 from fleetkit import wait_for
 
 from dgxmm.errors import DgxmmError

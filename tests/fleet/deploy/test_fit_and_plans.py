@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from conftest import standin
+from deploykit import standin
 
 from dgxmm.errors import DoesNotFit
 from dgxmm.fleet import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import standin
+from deploykit import standin
 from fleetkit import pid_exists
 from sqlalchemy import Connection, func, select
 

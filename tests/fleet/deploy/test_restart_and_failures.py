@@ -7,7 +7,7 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from conftest import standin
+from deploykit import standin
 from fleetkit import pid_exists, wait_for
 
 from dgxmm.clock import ManualClock

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import standin
+from deploykit import standin
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
