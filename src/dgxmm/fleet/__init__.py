@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         wait_until_healthy,
     )
     from dgxmm.fleet.config import configured_gpus, discover_inventory
+    from dgxmm.fleet.demo import Demo, prepare_demo_gpus
     from dgxmm.fleet.deployer import Deployer
     from dgxmm.fleet.deployment import Deployment, DeploymentState
     from dgxmm.fleet.deployments import DeploymentRepo
@@ -71,6 +72,8 @@ _HOMES = {
     "configured_gpus": "config",
     "discover_inventory": "config",
     "Deployer": "deployer",
+    "Demo": "demo",
+    "prepare_demo_gpus": "demo",
     "Deployment": "deployment",
     "DeploymentState": "deployment",
     "DeploymentRepo": "deployments",
@@ -129,6 +132,7 @@ __all__ = [
     "AuditEntry",
     "Backend",
     "BackendKind",
+    "Demo",
     "Deployer",
     "Deployment",
     "DeploymentRepo",
@@ -172,6 +176,7 @@ __all__ = [
     "discover_inventory",
     "parse_exposition",
     "parse_gpu_config",
+    "prepare_demo_gpus",
     "read_nvml",
     "sample_from_text",
     "wait_until_healthy",

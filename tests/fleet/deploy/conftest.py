@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from fleetkit import TEST_TIMEOUTS, ensure_gone
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
 from dgxmm.fleet import BackendKind, Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.pidfile import read_pid_file
+from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.store import Store
 from support import at
 
@@ -83,3 +86,37 @@ def make_fleet(
 @pytest.fixture
 def fleet(make_fleet: Callable[..., Fleet]) -> Fleet:
     return make_fleet()
+
+
+@pytest.fixture
+def host(store: Store, clock: ManualClock, fleet: Fleet) -> Iterator[Host]:
+    made = Host(store, time_zone="Europe/Berlin", clock=clock, system_jobs=fleet.system_jobs())
+    made.tick()  # the first tick only plans
+    yield made
+    made.stop()
+
+
+@pytest.fixture
+def tokens(store: Store) -> Tokens:
+    return Tokens(store.engine, store.clock)
+
+
+def _client(host: Host, tokens: Tokens, fleet: Fleet, role: str, name: str) -> TestClient:
+    app = create_app(host, tokens, routers=fleet_routers(), state={"fleet": fleet})
+    client = TestClient(app)
+    client.headers["Authorization"] = f"Bearer {tokens.create(role, name)}"
+    return client
+
+
+@pytest.fixture
+def client(host: Host, tokens: Tokens, fleet: Fleet) -> Iterator[TestClient]:
+    """An admin's API client (alice)."""
+    with _client(host, tokens, fleet, "admin", "alice") as made:
+        yield made
+
+
+@pytest.fixture
+def viewer(host: Host, tokens: Tokens, fleet: Fleet) -> Iterator[TestClient]:
+    """A viewer's API client (victor)."""
+    with _client(host, tokens, fleet, "viewer", "victor") as made:
+        yield made

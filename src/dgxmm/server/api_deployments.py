@@ -1,0 +1,236 @@
+"""The deployments API: define, change, remove; start, stop, sleep, wake; plans and events.
+
+Reads need any token, everything else an admin's. Refused fields answer 400 naming the
+field, wrong types 422 (strict bodies), a start or wake that does not fit 409 with the reason
+(which GPU, how many GiB short), a model server that failed 502.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from dgxmm.fleet import Deployment, DeploymentState, Fleet
+from dgxmm.fleet.rollups import MINUTE_US
+from dgxmm.server.deps import Admin, HostDep, Viewer
+from dgxmm.server.host import Host
+from dgxmm.server.job_list import iso
+
+__all__ = ["FleetDep", "deployment_json", "get_fleet", "router"]
+
+router = APIRouter(prefix="/api/deployments", tags=["deployments"])
+
+DAY_US = 24 * 60 * MINUTE_US
+
+
+def get_fleet(request: Request) -> Fleet:
+    """Return the app's fleet."""
+    fleet: Fleet = request.app.state.fleet
+    return fleet
+
+
+FleetDep = Annotated[Fleet, Depends(get_fleet)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class CreateDeployment(_Body):
+    """A new deployment: a process (command, port) or an external server (base_url)."""
+
+    name: str = Field(max_length=200)
+    model: str = Field(max_length=1000)
+    backend: str = Field(max_length=50)
+    command: list[str] | None = None
+    port: int | None = None
+    environment: dict[str, str] | None = None
+    base_url: str | None = Field(default=None, max_length=2000)
+    gpus: list[int] = Field(default_factory=list)
+    memory_gib_awake: float = 0.0
+    memory_gib_asleep: float = 0.0
+    priority: int = 50
+    time_zone: str | None = Field(default=None, max_length=100)
+    startup_timeout_s: float | None = None
+
+
+class UpdateDeployment(_Body):
+    """The fields to change; what is not given stays as it is."""
+
+    name: str | None = Field(default=None, max_length=200)
+    model: str | None = Field(default=None, max_length=1000)
+    backend: str | None = Field(default=None, max_length=50)
+    command: list[str] | None = None
+    port: int | None = None
+    environment: dict[str, str] | None = None
+    base_url: str | None = Field(default=None, max_length=2000)
+    gpus: list[int] | None = None
+    memory_gib_awake: float | None = None
+    memory_gib_asleep: float | None = None
+    priority: int | None = None
+    time_zone: str | None = Field(default=None, max_length=100)
+    startup_timeout_s: float | None = None
+
+
+class ActionBody(_Body):
+    """``{"plan": false}``: a start or wake that does not fit evicts nothing (409 instead)."""
+
+    plan: bool | None = None
+
+
+def deployment_json(deployment: Deployment, host: Host) -> dict[str, Any]:
+    """Return a deployment as the API shows it, with instants in the host's zone."""
+    return {
+        **deployment.to_json(),
+        "held_gib": deployment.held_gib,
+        "state_since": iso(deployment.state_since, host),
+        "last_request_at": iso(deployment.last_request_at, host),
+        "created_at": iso(deployment.created_at, host),
+        "updated_at": iso(deployment.updated_at, host),
+    }
+
+
+@router.get("")
+def list_deployments(fleet: FleetDep, host: HostDep, _: Viewer) -> dict[str, Any]:
+    """Every deployment, and each GPU with what the deployments hold on it."""
+    return {
+        "deployments": [deployment_json(d, host) for d in fleet.deployments.list()],
+        "inventory": {"source": fleet.inventory.source.value, "note": fleet.inventory.note},
+        "gpus": [
+            {
+                "index": gpu.index,
+                "name": gpu.name,
+                "memory_gib": gpu.memory_gib,
+                "held_gib": sum(h.gib for h in holdings),
+                "holdings": [
+                    {
+                        "deployment_id": h.deployment_id,
+                        "name": h.name,
+                        "state": h.state.value,
+                        "gib": h.gib,
+                    }
+                    for h in holdings
+                ],
+            }
+            for gpu, holdings in fleet.gpus()
+        ],
+    }
+
+
+@router.post("", status_code=201)
+def create_deployment(
+    body: CreateDeployment, fleet: FleetDep, host: HostDep, who: Admin
+) -> dict[str, Any]:
+    """Create a stopped deployment; a refused field answers 400 naming it."""
+    keys = body.model_dump(exclude_unset=True)
+    keys.setdefault("time_zone", host.time_zone.key)
+    if keys.get("startup_timeout_s") is None:
+        keys.pop("startup_timeout_s", None)
+    return deployment_json(fleet.deployments.create(actor=who.actor, **keys), host)
+
+
+@router.get("/{deployment_id}")
+def get_deployment(deployment_id: int, fleet: FleetDep, host: HostDep, _: Viewer) -> dict[str, Any]:
+    """One deployment."""
+    return deployment_json(fleet.deployments.get(deployment_id), host)
+
+
+@router.patch("/{deployment_id}")
+def update_deployment(
+    deployment_id: int, body: UpdateDeployment, fleet: FleetDep, host: HostDep, who: Admin
+) -> dict[str, Any]:
+    """Change some fields; what it runs changes only while it is stopped or failed (409)."""
+    keys = body.model_dump(exclude_unset=True)
+    return deployment_json(fleet.deployments.update(deployment_id, who.actor, **keys), host)
+
+
+@router.delete("/{deployment_id}")
+def remove_deployment(deployment_id: int, fleet: FleetDep, who: Admin) -> dict[str, Any]:
+    """Remove a deployment: its process is stopped, its rows and schedules go (audited)."""
+    name = fleet.deployments.get(deployment_id).name
+    fleet.remove(deployment_id, actor=who.actor)
+    return {"removed": deployment_id, "name": name}
+
+
+def _plans(body: ActionBody | None, plan: bool | None) -> bool:
+    if body is not None and body.plan is not None:
+        return body.plan
+    return True if plan is None else plan
+
+
+@router.post("/{deployment_id}/start")
+def start_deployment(
+    deployment_id: int,
+    fleet: FleetDep,
+    who: Admin,
+    body: ActionBody | None = None,
+    plan: Annotated[bool | None, Query()] = None,
+) -> dict[str, Any]:
+    """Start it and wait for the start-up gate; evicts what ``/plan`` shows unless plan=false."""
+    result = fleet.deployer.start(deployment_id, actor=who.actor, plans=_plans(body, plan))
+    return result.to_json()
+
+
+@router.post("/{deployment_id}/wake")
+def wake_deployment(
+    deployment_id: int,
+    fleet: FleetDep,
+    who: Admin,
+    body: ActionBody | None = None,
+    plan: Annotated[bool | None, Query()] = None,
+) -> dict[str, Any]:
+    """Wake it and wait for the start-up gate; evicts what ``/plan`` shows unless plan=false."""
+    result = fleet.deployer.wake(deployment_id, actor=who.actor, plans=_plans(body, plan))
+    return result.to_json()
+
+
+@router.post("/{deployment_id}/stop")
+def stop_deployment(deployment_id: int, fleet: FleetDep, who: Admin) -> dict[str, Any]:
+    """Stop it (SIGTERM, then SIGKILL after the grace period, for a process dgxmm owns)."""
+    return fleet.deployer.stop(deployment_id, actor=who.actor).to_json()
+
+
+@router.post("/{deployment_id}/sleep")
+def sleep_deployment(deployment_id: int, fleet: FleetDep, who: Admin) -> dict[str, Any]:
+    """Put it to sleep once its requests in flight finish."""
+    return fleet.deployer.sleep(deployment_id, actor=who.actor).to_json()
+
+
+@router.get("/{deployment_id}/plan")
+def plan_deployment(deployment_id: int, fleet: FleetDep, _: Viewer) -> dict[str, Any]:
+    """What a start or wake would evict to make room, before it runs."""
+    return fleet.deployer.plan(deployment_id, DeploymentState.RUNNING).to_json()
+
+
+@router.get("/{deployment_id}/events")
+def deployment_events(
+    deployment_id: int,
+    fleet: FleetDep,
+    host: HostDep,
+    _: Viewer,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before: Annotated[int | None, Query(ge=1)] = None,
+) -> dict[str, Any]:
+    """Its events, newest first (``before`` an event id pages back)."""
+    fleet.deployments.get(deployment_id)  # 404 for one that does not exist
+    events = fleet.events.list(deployment_id, limit, before_id=before)
+    return {"events": [{**e.to_json(), "at": iso(e.at_us, host)} for e in events]}
+
+
+@router.get("/{deployment_id}/rollups")
+def deployment_rollups(
+    deployment_id: int,
+    fleet: FleetDep,
+    host: HostDep,
+    _: Viewer,
+    since_us: Annotated[int | None, Query()] = None,
+    until_us: Annotated[int | None, Query()] = None,
+) -> dict[str, Any]:
+    """Its per-minute rollups (default: the last day), oldest first."""
+    fleet.deployments.get(deployment_id)
+    until = host.clock.now_us() if until_us is None else until_us
+    since = until - DAY_US if since_us is None else since_us
+    rows = fleet.metrics.rollups(deployment_id, since, until)
+    return {"rollups": [{**r.to_json(), "minute": iso(r.minute_us, host)} for r in rows]}

@@ -1,0 +1,112 @@
+// The fleet's pages: start, wake, sleep and stop through the API; before a start or wake,
+// ask for its plan and, when it would evict something, show that and wait for a yes.
+// Uses api(), flash() from dgxmm.js, which loads first.
+"use strict";
+
+(function () {
+  const NOTE = "dgxmm-fleet-note";
+
+  function noteAndReload(text, kind) {
+    sessionStorage.setItem(NOTE, JSON.stringify({ text, kind: kind || "" }));
+    location.reload();
+  }
+
+  function describe(result) {
+    const name = result.deployment.name;
+    let text = `${name}: ${result.action} ${result.outcome}`;
+    if (result.detail) text += ` (${result.detail})`;
+    for (const eviction of result.evictions) {
+      text += `; ${eviction.deployment.name}: ${eviction.action} ${eviction.outcome}`;
+    }
+    return text;
+  }
+
+  async function run(box, action, body) {
+    const out = box.parentElement.querySelector(".action-result");
+    box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+    if (out) { out.textContent = `${action}…`; out.className = "action-result"; }
+    try {
+      const result = await api("POST", `/api/deployments/${box.dataset.id}/${action}`, body);
+      noteAndReload(describe(result));
+    } catch (error) {
+      if (out) { out.textContent = error.message; out.className = "action-result error"; }
+      flash(error.message, "error");
+      box.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+    }
+  }
+
+  function showPlan(box, action, plan) {
+    const preview = document.getElementById("plan-preview");
+    const list = preview.querySelector(".plan-evictions");
+    const confirm = document.getElementById("plan-confirm");
+    list.replaceChildren();
+    preview.dataset.id = box.dataset.id;
+    preview.dataset.action = action;
+    if (plan.feasible) {
+      preview.querySelector(".plan-reason").textContent =
+        `${box.dataset.name} does not fit as things are. To ${action} it, dgxmm will:`;
+      for (const eviction of plan.evictions) {
+        const item = document.createElement("li");
+        item.dataset.deployment = eviction.name;
+        item.dataset.evict = eviction.action;
+        item.textContent = `${eviction.action} ${eviction.name} (priority ${eviction.priority}, ` +
+          `${eviction.state}), freeing ${eviction.frees_gib} GiB per GPU`;
+        list.append(item);
+      }
+      confirm.hidden = false;
+      confirm.textContent = `Evict and ${action}`;
+    } else {
+      preview.querySelector(".plan-reason").textContent =
+        `${box.dataset.name} cannot ${action}: ${plan.reason}`;
+      confirm.hidden = true;
+    }
+    preview.hidden = false;
+    confirm.onclick = () => { preview.hidden = true; run(box, action, { plan: true }); };
+    document.getElementById("plan-cancel").onclick = () => { preview.hidden = true; };
+  }
+
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest("button[data-deploy-action]");
+    if (button) {
+      const box = button.closest(".deploy-actions");
+      const action = button.dataset.deployAction;
+      if (action === "start" || action === "wake") {
+        try {
+          const plan = await api("GET", `/api/deployments/${box.dataset.id}/plan`);
+          if (plan.fits_now) run(box, action, { plan: true });
+          else showPlan(box, action, plan);
+        } catch (error) { flash(error.message, "error"); }
+      } else {
+        run(box, action);
+      }
+      return;
+    }
+    const dismiss = event.target.closest("button[data-dismiss]");
+    if (dismiss) {
+      try {
+        await api("POST", `/api/insights/${dismiss.dataset.dismiss}/dismiss`);
+        noteAndReload("dismissed");
+      } catch (error) { flash(error.message, "error"); }
+      return;
+    }
+    const remove = event.target.closest("button[data-remove]");
+    if (remove) {
+      if (!confirm(`Remove deployment ${remove.dataset.name}? Its process is stopped and its ` +
+        "events, metrics and schedules are deleted.")) return;
+      try {
+        await api("DELETE", `/api/deployments/${remove.dataset.remove}`);
+        sessionStorage.setItem(NOTE, JSON.stringify({ text: `removed ${remove.dataset.name}` }));
+        location.href = "/deployments";
+      } catch (error) { flash(error.message, "error"); }
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const note = sessionStorage.getItem(NOTE);
+    if (note) {
+      sessionStorage.removeItem(NOTE);
+      const { text, kind } = JSON.parse(note);
+      flash(text, kind);
+    }
+  });
+})();

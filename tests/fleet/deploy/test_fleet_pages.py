@@ -1,0 +1,113 @@
+"""The fleet's pages as HTML: what they show, the extras hook, who sees the audit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from deploykit import standin
+from fastapi.testclient import TestClient
+
+from dgxmm.clock import ManualClock
+from dgxmm.fleet import Fleet
+from dgxmm.server.fleet_pages import (
+    DeploymentExtra,
+    add_deployment_extra,
+    remove_deployment_extra,
+)
+from dgxmm.server.pages import templates
+
+
+def test_the_deployments_page_shows_states_memory_and_actions(
+    client: TestClient, fleet: Fleet
+) -> None:
+    running = fleet.deployments.create(actor="user:a", **standin("chat", awake=30))
+    fleet.deployments.create(actor="user:a", **standin("code", awake=20, gpus=(1,)))
+    fleet.deployer.start(running.id, actor="user:a")
+    page = client.get("/deployments").text
+    assert 'data-deployment="chat" data-id="1" data-state="running"' in page
+    assert 'data-deployment="code" data-id="2" data-state="stopped"' in page
+    assert 'data-deploy-action="sleep"' in page
+    assert 'data-deploy-action="start"' in page
+    assert 'data-gpu="0" data-deployment="chat"' not in page  # a bar per GPU, not per row
+    assert '<g class="held awake" data-deployment="chat" data-gib="30">' in page
+    assert "30 of 80 GiB held" in page
+    assert 'id="plan-preview"' in page
+
+
+def test_a_viewer_sees_no_action_buttons_and_no_audit(viewer: TestClient, fleet: Fleet) -> None:
+    fleet.deployments.create(actor="user:a", **standin("chat"))
+    assert "data-deploy-action" not in viewer.get("/deployments").text
+    audit = viewer.get("/audit").text
+    assert 'id="audit-forbidden"' in audit
+    assert 'href="/audit"' not in audit  # nor the link to it
+
+
+def test_a_deployments_page_shows_facts_charts_and_events(
+    client: TestClient, fleet: Fleet, clock: ManualClock
+) -> None:
+    created = fleet.deployments.create(actor="user:a", **standin("chat", "--latency", "20"))
+    fleet.deployer.start(created.id, actor="user:a")
+    fleet.metrics.rollup_all()
+    with httpx.Client(base_url=created.url, trust_env=False, timeout=60) as model:
+        for _ in range(4):
+            model.post(
+                "/v1/chat/completions", json={"messages": [{"role": "user", "content": "x"}]}
+            )
+    clock.advance(60_000_000)
+    fleet.metrics.rollup_all()
+    page = client.get(f"/deployments/{created.id}").text
+    assert "<h1>chat" in page
+    assert "4 request(s), per 10 minutes" in page
+    assert page.count('data-measure="requests"') == 2
+    assert '<g class="bar"' in page
+    assert 'data-value="4"' in page
+    assert "server.log" in page
+    assert page.count("<td>user:a</td>") == 2  # create, start
+    assert client.get("/deployments/99").status_code == 404
+
+
+@pytest.fixture
+def extra_template(tmp_path: Path) -> Iterator[str]:
+    """A template of another part of dgxmm, in a folder the page templates are searched in."""
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    (folder / "test_extra.html").write_text(
+        '<p id="from-extra">{{ deployment.name }}: {{ extra.note }}</p>'
+    )
+    searchpath = templates.env.loader.searchpath  # type: ignore[union-attr]
+    searchpath.append(str(folder))
+    yield "test_extra.html"
+    searchpath.remove(str(folder))
+    remove_deployment_extra("test")
+
+
+def test_other_parts_add_sections_to_a_deployments_page(
+    client: TestClient, fleet: Fleet, extra_template: str
+) -> None:
+    created = fleet.deployments.create(actor="user:a", **standin("chat"))
+    add_deployment_extra(
+        DeploymentExtra(
+            name="test",
+            template=extra_template,
+            context=lambda request, deployment: {"note": f"priority {deployment.priority}"},
+        )
+    )
+    page = client.get(f"/deployments/{created.id}").text
+    assert '<p id="from-extra">chat: priority 50</p>' in page
+
+
+def test_the_insights_and_audit_pages_list_what_happened(client: TestClient, fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:a", **standin("chat"))
+    fleet.insights.raise_insight(
+        "note", deployment_id=created.id, severity="warning", message="look here"
+    )
+    insights = client.get("/insights").text
+    assert "look here" in insights
+    assert "data-dismiss=" in insights
+    audit = client.get("/audit").text
+    assert 'data-action="deployment.create"' in audit
+    assert "user:a" in audit
+    assert 'data-action="deployment.create"' not in client.get("/audit?actor=user:z").text
