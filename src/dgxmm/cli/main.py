@@ -37,11 +37,23 @@ def serve_command(
         typer.Option("--time-zone", help="IANA zone of the schedules (default: the machine's)."),
     ] = None,
     tick: Annotated[float, typer.Option(help="Seconds between ticks.", min=0.1)] = 5.0,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo", help="Run three stand-in deployments with a little traffic (no GPU needed)."
+        ),
+    ] = False,
 ) -> None:
     """Run the server: the API, the pages, and the host that ticks the jobs."""
     serve(
         ServeOptions(
-            data_dir=data, db=db, host=host, port=port, time_zone=time_zone, tick_seconds=tick
+            data_dir=data,
+            db=db,
+            host=host,
+            port=port,
+            time_zone=time_zone,
+            tick_seconds=tick,
+            demo=demo,
         )
     )
 

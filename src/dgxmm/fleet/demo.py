@@ -203,6 +203,8 @@ class Demo:
             try:
                 result = self._fleet.deployer.start(deployment.id, actor=ACTOR, plans=False)
                 self._say(f"dgxmm demo: {deployment.name}: {result.deployment.state.value}")
+                # A first sample now: the first minute's rollup then counts its requests.
+                self._fleet.metrics.sample_now(deployment.id)
             except DgxmmError as error:
                 self._say(f"dgxmm demo: {deployment.name} did not start: {error}")
 

@@ -1,7 +1,8 @@
 """``dgxmm serve``: open the store, start the host's ticker, serve the app with uvicorn.
 
 Ctrl-C (SIGINT) or SIGTERM stops uvicorn; then the host stops ticking, gives up the runs
-under way with a reason, and the store flushes its statistics and closes.
+under way with a reason, the fleet closes its connections (model servers keep running; the
+demo's stand-ins are stopped), and the store flushes its statistics and closes.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from pathlib import Path
 import uvicorn
 
 from dgxmm.errors import Busy, ZoneError
+from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
 from dgxmm.jobs import resolve_zone
 from dgxmm.server.app import create_app
 from dgxmm.server.auth import Tokens
+from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.server.host import Host
 from dgxmm.store import Store
 
@@ -37,6 +40,7 @@ class ServeOptions:
     port: int = 8000
     time_zone: str | None = None  # default: the machine's zone
     tick_seconds: float = 5.0
+    demo: bool = False  # three stand-in deployments with a little traffic
 
 
 class _Stop(Exception):
@@ -91,9 +95,17 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     created = tokens.ensure_admin_token(data_dir)
     if created is not None:
         say(f"dgxmm: created an admin token in {created} (mode 0600); read it with: cat {created}")
-    host = Host(store, time_zone=zone, tick_seconds=options.tick_seconds)
-    app = create_app(host, tokens)
+    if options.demo and prepare_demo_gpus(data_dir):
+        say(f"dgxmm: demo: wrote two pretend GPUs into {data_dir / 'config.json'}")
+    fleet = Fleet(store, inventory=discover_inventory(data_dir))
+    host = Host(
+        store, time_zone=zone, tick_seconds=options.tick_seconds, system_jobs=fleet.system_jobs()
+    )
+    app = create_app(host, tokens, routers=fleet_routers(), state={"fleet": fleet})
     host.start()
+    demo = Demo(fleet, say=say) if options.demo else None
+    if demo is not None:
+        demo.start()
     server = _Server(
         uvicorn.Config(
             app, host=options.host, port=options.port, log_level="warning", lifespan="off"
@@ -114,8 +126,11 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if demo is not None:
+            demo.stop()
         for result in host.stop():
             say(f"dgxmm: gave up job {result.name}: {result.error}")
+        fleet.close()
         try:
             store.close()
         except Busy as error:

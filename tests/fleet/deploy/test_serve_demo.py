@@ -1,0 +1,75 @@
+"""`dgxmm serve --demo` as a real process: three stand-ins up, traffic on them, stopped after."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from fleetkit import PATIENCE_S, free_port, pid_exists, wait_for
+
+from dgxmm.fleet import sample_from_text
+from dgxmm.fleet.pidfile import read_pid_file
+
+
+def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dgxmm", "serve", "--data", str(data), "--port", str(port),
+         "--time-zone", "UTC", "--tick", "0.5", "--demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + PATIENCE_S
+        while "serving on" not in process.stdout.readline():
+            assert time.monotonic() < deadline, "dgxmm serve --demo did not start"
+        token = (data / "admin-token").read_text().strip()
+        api = httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=PATIENCE_S,
+            trust_env=False,
+        )
+
+        def all_running() -> list[dict[str, object]] | None:
+            found = api.get("/api/deployments").json()["deployments"]
+            return found if [d["state"] for d in found] == ["running"] * 3 else None
+
+        deployments = wait_for(all_running, "the three demo deployments to run")
+        assert sorted(str(d["name"]) for d in deployments) == [
+            "demo-batch",
+            "demo-chat",
+            "demo-code",
+        ]
+        assert (data / "config.json").is_file()  # the pretend GPUs
+        chat = next(d for d in deployments if d["name"] == "demo-chat")
+
+        def served() -> bool:
+            page = httpx.get(f"{chat['url']}/metrics", trust_env=False).text
+            return sample_from_text(page, taken_at_us=0).requests_finished_total > 0
+
+        wait_for(served, "the traffic generator to reach demo-chat")
+        pids = []
+        for deployment in deployments:
+            record = read_pid_file(data / "deployments" / str(deployment["id"]) / "server.pid")
+            assert record is not None
+            pids.append(record.pid)
+        insights = api.get("/api/insights").json()["insights"]
+        assert [i["kind"] for i in insights] == ["demo"]
+        api.close()
+    finally:
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=120)
+    assert process.returncode == 0, output
+    assert "dgxmm: stopped" in output
+    for pid in pids:
+        assert not pid_exists(pid)
