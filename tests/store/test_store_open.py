@@ -124,3 +124,13 @@ def test_it_needs_a_data_directory_for_postgresql() -> None:
     with pytest.raises(InvalidInput) as refused:
         Store.open("postgresql://nobody@/nothing?host=/nonexistent")
     assert refused.value.field == "data_dir"
+
+
+def test_it_refuses_to_be_used_once_closed(open_store: Callable[..., Store]) -> None:
+    store = open_store()
+    store.close()
+    store.close()  # closing twice is fine
+    with pytest.raises(StoreError, match="closed"):
+        store.queries()
+    with pytest.raises(StoreError, match="closed"):
+        store.checkpoint()

@@ -387,10 +387,11 @@ class Store:
                 return
             self._refuse_while_user_jobs_run("close")
             self._sidecar.flush()
+            self._closed = True
+            event.listen(self.engine, "checkout", _refuse_closed)
             self.engine.dispose()
             if self.files is not None:
                 self.files.close()
-            self._closed = True
 
     # -- inside -------------------------------------------------------------------------------
 
@@ -470,6 +471,10 @@ def restore(directory: str | Path, target: str | Path) -> RestoreResult:
         assert place.path is not None
         return sqlite_backup.restore_sqlite(source, place.path)
     return backup_pg.restore_postgresql(source, place)
+
+
+def _refuse_closed(*_: object) -> None:
+    raise StoreError("the store is closed")
 
 
 def _sidecar_path(target: Target, data_dir: Path) -> Path:

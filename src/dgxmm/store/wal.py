@@ -125,6 +125,7 @@ class SqliteFiles:
         self.wal_path = db_path.with_name(db_path.name + "-wal")
         self.pagelog = PageLog.load(db_path.with_name(db_path.name + ".dirty-pages"))
         self._lock = threading.Lock()
+        self._closed = False
         self._last_auto = 0.0
         self._writer = self._connect()
         self._checkpointer = self._connect()
@@ -155,6 +156,8 @@ class SqliteFiles:
         if not self._lock.acquire(blocking=False):
             return
         try:
+            if self._closed:
+                return
             self._last_auto = now
             self._checkpoint(busy_ms=_AUTO_BUSY_MS)
         except Busy:
@@ -194,9 +197,12 @@ class SqliteFiles:
     def close(self) -> None:
         """Checkpoint a last time and close; the engine's connections must be closed first."""
         with self._lock:
+            if self._closed:
+                return
             try:
                 self._checkpoint(busy_ms=BUSY_TIMEOUT_MS)
             finally:
+                self._closed = True
                 for connection in (self._reader, self._writer, self._checkpointer):
                     connection.close()
                 os.close(self._fd)
