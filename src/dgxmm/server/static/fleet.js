@@ -53,12 +53,12 @@
           `${eviction.state}), freeing ${eviction.frees_gib} GiB per GPU`;
         list.append(item);
       }
-      confirm.hidden = false;
+      confirm.style.display = "";  // not .hidden: the buttons' display rule would win
       confirm.textContent = `Evict and ${action}`;
     } else {
       preview.querySelector(".plan-reason").textContent =
         `${box.dataset.name} cannot ${action}: ${plan.reason}`;
-      confirm.hidden = true;
+      confirm.style.display = "none";
     }
     preview.hidden = false;
     confirm.onclick = () => { preview.hidden = true; run(box, action, { plan: true }); };
