@@ -23,7 +23,7 @@ WINDOWS = {
     "day": (10 * _MINUTE, 144, "%H:%M"),
     "week": (60 * _MINUTE, 168, "%a %H:00"),
 }
-_WIDTH, _HEIGHT, _PAD = 720, 120, 30
+_WIDTH, _HEIGHT, _PAD = 720, 120, 44
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,7 +67,7 @@ def traffic_chart(
     step = plot_w / len(buckets)
     label = WINDOWS[window][2]
     unit = "requests" if measure == "requests" else "s mean latency"
-    peak_text = f"{peak:g}" if measure == "requests" else f"{peak:.3g} s"
+    peak_text = f"{peak:g}" if measure == "requests" else _seconds(peak)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart traffic" role="img" '
         f'data-window="{window}" data-measure="{measure}" viewBox="0 0 {_WIDTH} {_HEIGHT}" '
@@ -83,7 +83,7 @@ def traffic_chart(
             continue
         height = plot_h * value / peak
         when = from_us(bucket.start_us, zone).strftime(label)
-        shown = f"{bucket.requests} request(s)" if measure == "requests" else f"{value:.3f} s"
+        shown = f"{bucket.requests} request(s)" if measure == "requests" else _seconds(value)
         parts.append(
             f'<g class="bar" data-start="{bucket.start_us}" data-value="{value:g}">'
             f"<title>{when}: {shown}</title>"
@@ -99,6 +99,10 @@ def traffic_chart(
         f"{last}</text></svg>"
     )
     return "".join(parts)
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.3g} s"
 
 
 def gpu_bar(gpu: Gpu, holdings: Sequence[Holding], *, width: int = 480) -> str:
