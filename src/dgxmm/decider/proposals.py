@@ -1,0 +1,262 @@
+"""Schedule proposals: sleep / wake schedules suggested from a deployment's traffic profile.
+
+A run (the daily system job ``schedule_proposals``, after ``traffic_profiles``, or
+``propose()``) looks at each deployment's stored profile and the rollups it was built from:
+
+1. it needs 7 local days of data (days with at least 12 observed hours) in the profile's 30
+   days; otherwise nothing is proposed;
+2. idle windows become candidates (``candidates.py``: at least 2 h, idle in at least 90 %
+   of their observed weeks; skipped when shorter than 4 h or seen in one week only);
+3. the decision model, when it is switched on and ready, decides each candidate: proposed
+   when it says propose with a confidence at or above the threshold. When it is off or not
+   ready (or cannot decide one candidate), the rules decide: a window idle in every one of
+   at least three observed weeks, of a deployment with priority below 90, is proposed with
+   source ``rules`` and confidence 1.0; nothing else is;
+4. a proposal is not made while schedules with its days and times exist, nor within 7 days
+   of the dismissal of the same proposal. An open proposal made again keeps its id and gets
+   the new evidence; open proposals the run does not make again are withdrawn (deleted:
+   nobody decided on them, so nothing is lost).
+
+Accepting a proposal (admins) creates its sleep and wake schedules, with the admin as their
+creator, and marks it accepted, audited, in one transaction; dismissing marks it dismissed,
+audited. Both decisions are what the ``feedback`` model learns from.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from dgxmm.clock import Clock
+from dgxmm.decider.chat import ChatModel
+from dgxmm.decider.feedback import FeedbackModel
+from dgxmm.decider.models import (
+    MODEL_SETTING,
+    DecisionModel,
+    ModelKind,
+    ModelSettings,
+    Readiness,
+    parse_settings,
+)
+from dgxmm.decider.proposal_rows import (
+    Proposal,
+    ProposalStatus,
+    change_proposal,
+    read_proposal,
+)
+from dgxmm.decider.proposing import ProposalRun, Proposer, deployment_facts, has_deployment
+from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.schedule_rows import Schedule
+from dgxmm.decider.tables import schedule_proposals
+from dgxmm.errors import Conflict, NotFound
+from dgxmm.fleet import Fleet
+from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
+from dgxmm.store import Store, reading, writing
+
+__all__ = ["SCHEDULE_PROPOSALS", "ModelFactory", "ProposalService"]
+
+SCHEDULE_PROPOSALS = "schedule_proposals"
+
+ModelFactory = Callable[[ModelSettings], DecisionModel]
+
+
+class ProposalService:
+    """Makes proposals from traffic profiles, lists them, and records the admins' decisions."""
+
+    def __init__(
+        self,
+        store: Store,
+        fleet: Fleet,
+        schedules: ScheduleService,
+        *,
+        clock: Clock | None = None,
+        models: ModelFactory | None = None,
+    ) -> None:
+        self._store = store
+        self._fleet = fleet
+        self._schedules = schedules
+        self._clock = clock or store.clock
+        self._feedback = FeedbackModel(store.engine)
+        self._proposer = Proposer(store.engine)
+        self._models = models or self._model_for
+
+    # -- the decision model's settings --------------------------------------------------------
+
+    def settings(self) -> ModelSettings:
+        """Return the decision model's settings (the defaults until an admin sets them)."""
+        return parse_settings(self._store.get_setting(MODEL_SETTING))
+
+    def set_settings(self, value: object, *, actor: str) -> ModelSettings:
+        """Check and store the settings (``InvalidInput`` naming the field); audited."""
+        settings = parse_settings(value)
+        self._store.set_setting(MODEL_SETTING, settings.to_json(), actor=actor)
+        self._fleet.audit.record(
+            actor=actor,
+            action="proposals.model",
+            subject="setting",
+            subject_id=MODEL_SETTING,
+            detail=settings.to_json(),
+        )
+        return settings
+
+    def model_status(self) -> Readiness:
+        """Tell whether the configured model can be asked now, and why (not)."""
+        return self._ask()[1]
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def system_jobs(self) -> builtins.list[Job]:
+        """Return ``schedule_proposals``, a system job daily at 00:40 (after the profiles)."""
+        return [
+            Job(
+                SCHEDULE_PROPOSALS,
+                JobKind.SYSTEM,
+                CronSchedule.parse("40 0 * * *"),
+                self._run_job,
+                description="proposes sleep and wake schedules from the traffic profiles",
+            )
+        ]
+
+    def _run_job(self, context: RunContext) -> str:
+        run = self.propose(now_us=context.started_at, context=context)
+        made = sum(len(d.open) for d in run.deployments)
+        asked = run.model or f"the rules ({run.model_reason})"
+        return (
+            f"{made} open proposal(s) for {len(run.deployments)} deployment(s); decided by {asked}"
+        )
+
+    def propose(
+        self,
+        deployment_id: int | None = None,
+        *,
+        now_us: int | None = None,
+        context: RunContext | None = None,
+    ) -> ProposalRun:
+        """Make the proposals of one deployment (or all) from their stored profiles."""
+        now = self._clock.now_us() if now_us is None else now_us
+        settings = self.settings()
+        model, readiness = self._ask(settings)
+        asked = model if readiness else None
+        runs = []
+        try:
+            for facts in deployment_facts(self._store.engine, deployment_id):
+                if context is not None:
+                    context.check()
+                runs.append(self._proposer.run(facts, asked, settings.threshold, now))
+        finally:
+            if isinstance(model, ChatModel):
+                model.close()
+        return ProposalRun(
+            model=asked.name if asked is not None else None,
+            model_reason=readiness.reason,
+            deployments=tuple(runs),
+        )
+
+    def _ask(self, settings: ModelSettings | None = None) -> tuple[DecisionModel | None, Readiness]:
+        settings = settings or self.settings()
+        if not settings.enabled:
+            return None, Readiness(ready=False, reason="the decision model is switched off")
+        model = self._models(settings)
+        return model, model.ready()
+
+    def _model_for(self, settings: ModelSettings) -> DecisionModel:
+        if settings.model is ModelKind.OPENAI and settings.endpoint is not None:
+            return ChatModel(settings.endpoint, engine=self._store.engine)
+        return self._feedback
+
+    def list(
+        self, deployment_id: int, *, status: ProposalStatus | None = None
+    ) -> builtins.list[Proposal]:
+        """Return a deployment's proposals, newest first (``NotFound`` for no deployment)."""
+        p = schedule_proposals.c
+        query = select(schedule_proposals).where(p.deployment_id == deployment_id)
+        if status is not None:
+            query = query.where(p.status == status.value)
+        with reading(self._store.engine) as connection:
+            if not has_deployment(connection, deployment_id):
+                raise NotFound("deployment", deployment_id)
+            rows = connection.execute(query.order_by(p.id.desc())).all()
+        return [Proposal.from_row(row) for row in rows]
+
+    def get(self, proposal_id: int) -> Proposal:
+        """Return one proposal (``NotFound``)."""
+        with reading(self._store.engine) as connection:
+            return read_proposal(connection, proposal_id)
+
+    def accept(self, proposal_id: int, *, actor: str) -> tuple[Proposal, builtins.list[Schedule]]:
+        """Create the proposal's sleep and wake schedules and mark it accepted; audited.
+
+        All in one transaction: the schedules exist exactly when the proposal is accepted.
+        ``Conflict`` when it is not open (decided already, maybe by another admin just now).
+        """
+        with writing(self._store.engine) as connection:
+            proposal = self._decide_row(connection, proposal_id, ProposalStatus.ACCEPTED, actor)
+            made = [
+                self._schedules.create(
+                    proposal.deployment_id,
+                    action=action,
+                    days=days,
+                    time=at,
+                    time_zone=proposal.time_zone,
+                    actor=actor,
+                    connection=connection,
+                )
+                for action, days, at in (
+                    ("sleep", proposal.sleep_days, proposal.sleep_time),
+                    ("wake", proposal.wake_days, proposal.wake_time),
+                )
+            ]
+            change_proposal(
+                connection,
+                proposal_id,
+                {"sleep_schedule_id": made[0].id, "wake_schedule_id": made[1].id},
+            )
+            self._audit(
+                connection,
+                actor,
+                "proposal.accept",
+                proposal,
+                {"schedules": [schedule.id for schedule in made]},
+            )
+            return read_proposal(connection, proposal_id), made
+
+    def dismiss(self, proposal_id: int, *, actor: str) -> Proposal:
+        """Mark the proposal dismissed (not made again for 7 days); audited."""
+        with writing(self._store.engine) as connection:
+            proposal = self._decide_row(connection, proposal_id, ProposalStatus.DISMISSED, actor)
+            self._audit(connection, actor, "proposal.dismiss", proposal, None)
+            return read_proposal(connection, proposal_id)
+
+    def _decide_row(
+        self, connection: Connection, proposal_id: int, status: ProposalStatus, actor: str
+    ) -> Proposal:
+        proposal = read_proposal(connection, proposal_id)
+        p = schedule_proposals.c
+        # A conditional update: of two admins deciding at once, exactly one changes the row.
+        changed = connection.execute(
+            update(schedule_proposals)
+            .where(p.id == proposal_id, p.status == ProposalStatus.OPEN.value)
+            .values(status=status.value, decided_at=self._clock.now_us(), decided_by=actor)
+        ).rowcount
+        if changed != 1:
+            now = read_proposal(connection, proposal_id)
+            raise Conflict(f"proposal {proposal_id} is {now.status.value}, not open")
+        return proposal
+
+    def _audit(
+        self, connection: Connection, actor: str, action: str, proposal: Proposal, more: Any
+    ) -> None:
+        detail = {"deployment": proposal.deployment_id, "proposal": proposal.description}
+        if more:
+            detail.update(more)
+        self._fleet.audit.record(
+            actor=actor,
+            action=action,
+            subject="proposal",
+            subject_id=proposal.id,
+            detail=detail,
+            connection=connection,
+        )

@@ -1,0 +1,397 @@
+"""One run of the proposer for one deployment: windows, decisions, and the rows they make.
+
+``ProposalService.propose`` (``proposals.py``) asks the decision model once per run and hands
+each deployment to ``Proposer.run``, which reads the profile, decides each candidate (the
+model, or the rules when it cannot be asked) and records the result in one transaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine, Row, delete, select
+
+from dgxmm.decider.candidates import (
+    RULES_PRIORITY_BELOW,
+    STRONG_WEEKS,
+    Candidate,
+    DeploymentFacts,
+    Window,
+    idle_windows,
+    is_idle_hour,
+    is_strong,
+    make_candidates,
+    skip_reason,
+)
+from dgxmm.decider.models import DecisionModel
+from dgxmm.decider.profiles import WINDOW_DAYS, read_profile
+from dgxmm.decider.proposal_rows import (
+    Proposal,
+    ProposalSource,
+    ProposalStatus,
+    change_proposal,
+    insert_proposal,
+    read_proposal,
+)
+from dgxmm.decider.tables import deployment_schedules, schedule_proposals
+from dgxmm.decider.traffic import DAY_US, WEEK_HOURS, days_of_data, load_minutes
+from dgxmm.errors import CannotDecide, NotFound
+from dgxmm.fleet.tables import deployments
+from dgxmm.jobs import resolve_zone
+from dgxmm.store import reading, writing
+
+__all__ = [
+    "DISMISSAL_BLOCKS_US",
+    "MIN_DAYS",
+    "Considered",
+    "DeploymentRun",
+    "Outcome",
+    "ProposalRun",
+    "Proposer",
+    "deployment_facts",
+    "has_deployment",
+]
+
+MIN_DAYS = 7
+DISMISSAL_BLOCKS_US = 7 * DAY_US
+
+
+class Outcome(StrEnum):
+    """What became of a window or candidate in a run."""
+
+    PROPOSED = "proposed"
+    SKIPPED = "skipped"  # by the rules before any decision
+    NOT_PROPOSED = "not proposed"  # decided against (model or rules)
+    BLOCKED = "blocked"  # its schedules exist, or it was dismissed lately
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Considered:
+    """One window or candidate a run looked at, and what became of it."""
+
+    what: str
+    outcome: Outcome
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        """Return it as JSON values."""
+        return {"what": self.what, "outcome": self.outcome.value, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeploymentRun:
+    """What a run did for one deployment."""
+
+    deployment_id: int
+    note: str | None  # why nothing was looked at, when that is so
+    considered: tuple[Considered, ...]
+    open: tuple[Proposal, ...]  # its open proposals after the run
+
+    def to_json(self) -> dict[str, Any]:
+        """Return it as JSON values."""
+        return {
+            "deployment_id": self.deployment_id,
+            "note": self.note,
+            "considered": [c.to_json() for c in self.considered],
+            "open": [p.to_json() for p in self.open],
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProposalRun:
+    """What a run did: the model it asked (or why none), and each deployment."""
+
+    model: str | None
+    model_reason: str
+    deployments: tuple[DeploymentRun, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return it as JSON values."""
+        return {
+            "model": self.model,
+            "model_reason": self.model_reason,
+            "deployments": [d.to_json() for d in self.deployments],
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Verdict:
+    candidate: Candidate
+    source: str
+    confidence: float
+    reason: str
+
+
+@dataclass(slots=True)
+class _Notes:
+    considered: list[Considered] = field(default_factory=list)
+
+    def add(self, what: str, outcome: Outcome, reason: str) -> None:
+        self.considered.append(Considered(what=what, outcome=outcome, reason=reason))
+
+
+class Proposer:
+    """Makes one deployment's proposals from its stored profile."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def run(
+        self, facts: DeploymentFacts, model: DecisionModel | None, threshold: float, now: int
+    ) -> DeploymentRun:
+        """Decide the deployment's candidates and record its proposals."""
+        notes = _Notes()
+        verdicts: list[_Verdict] = []
+        zone = resolve_zone(facts.time_zone, field="time_zone")
+        with reading(self._engine) as connection:
+            profile = read_profile(connection, facts.id, facts.time_zone)
+            built = profile.built_at
+            series = (
+                load_minutes(connection, facts.id, zone, built - WINDOW_DAYS * DAY_US, built)
+                if built is not None
+                else None
+            )
+        days = days_of_data(series) if series is not None else 0
+        note = None
+        if series is None:
+            note = "it has no traffic profile yet"
+        elif days < MIN_DAYS:
+            note = f"proposals need {MIN_DAYS} local days of data; it has {days}"
+        elif all(is_idle_hour(hour) for hour in profile.hours):
+            note = "it was idle in every hour of the week: there is no hour to wake it for"
+        else:
+            windows = idle_windows(profile.hours)
+            for window in windows:
+                skipped = skip_reason(window)
+                if skipped is not None:
+                    notes.add(_window_text(window), Outcome.SKIPPED, skipped.value)
+            requests = np.bincount(
+                series.hour_of_week, weights=series.requests, minlength=WEEK_HOURS
+            )
+
+            def candidates(chosen: list[Window]) -> list[Candidate]:
+                return make_candidates(
+                    chosen,
+                    deployment=facts,
+                    hours=profile.hours,
+                    requests_by_hour=[int(count) for count in requests],
+                )
+
+            for candidate in candidates([w for w in windows if skip_reason(w) is None]):
+                verdicts += self._decide(candidate, model, threshold, candidates, notes)
+        open_now = self._record(facts, verdicts, notes, now)
+        return DeploymentRun(
+            deployment_id=facts.id,
+            note=note,
+            considered=tuple(notes.considered),
+            open=tuple(open_now),
+        )
+
+    def _decide(
+        self,
+        candidate: Candidate,
+        model: DecisionModel | None,
+        threshold: float,
+        regroup: Callable[[list[Window]], list[Candidate]],
+        notes: _Notes,
+    ) -> list[_Verdict]:
+        why_rules = "the decision model is switched off or not ready"
+        if model is not None:
+            try:
+                decision = model.decide(candidate)
+            except CannotDecide as error:
+                why_rules = f"the {model.name} model could not decide ({error})"
+            else:
+                if decision.propose and decision.confidence >= threshold:
+                    verdict = _Verdict(
+                        candidate=candidate,
+                        source=model.name,
+                        confidence=decision.confidence,
+                        reason=decision.reason,
+                    )
+                    return [verdict]
+                said = "propose" if decision.propose else "skip"
+                notes.add(
+                    candidate.description,
+                    Outcome.NOT_PROPOSED,
+                    f"the {model.name} model says {said} with confidence "
+                    f"{decision.confidence:.2f} (threshold {threshold:.2f}): {decision.reason}",
+                )
+                return []
+        facts = candidate.deployment
+        if facts.priority >= RULES_PRIORITY_BELOW:
+            notes.add(
+                candidate.description,
+                Outcome.NOT_PROPOSED,
+                f"{why_rules}, and the rules alone never propose for priority "
+                f"{RULES_PRIORITY_BELOW} or above (it has {facts.priority})",
+            )
+            return []
+        strong = [window for window in candidate.windows if is_strong(window)]
+        for window in candidate.windows:
+            if not is_strong(window):
+                notes.add(
+                    _window_text(window),
+                    Outcome.NOT_PROPOSED,
+                    f"{why_rules}, and the rules alone propose only windows idle in every "
+                    f"one of at least {STRONG_WEEKS} observed weeks",
+                )
+        return [
+            _Verdict(
+                candidate=chosen,
+                source=ProposalSource.RULES.value,
+                confidence=1.0,
+                reason=f"{why_rules}; by the rules: idle in every one of "
+                f"{chosen.evidence['weeks_observed']} observed weeks, priority {facts.priority}",
+            )
+            for chosen in (regroup(strong) if strong else [])
+        ]
+
+    def _record(
+        self, facts: DeploymentFacts, verdicts: list[_Verdict], notes: _Notes, now: int
+    ) -> list[Proposal]:
+        """Write the run's proposals and withdraw the open ones it did not make again."""
+        p = schedule_proposals.c
+        with writing(self._engine) as connection:
+            if not has_deployment(connection, facts.id):
+                return []
+            schedules = connection.execute(
+                select(deployment_schedules).where(deployment_schedules.c.deployment_id == facts.id)
+            ).all()
+            mine = [
+                Proposal.from_row(row)
+                for row in connection.execute(
+                    select(schedule_proposals).where(p.deployment_id == facts.id)
+                )
+            ]
+            kept: set[int] = set()
+            for verdict in verdicts:
+                candidate = verdict.candidate
+                if _covered(candidate, schedules):
+                    notes.add(candidate.description, Outcome.BLOCKED, "its schedules exist")
+                    continue
+                dismissed = [
+                    x.decided_at
+                    for x in mine
+                    if x.status is ProposalStatus.DISMISSED
+                    and x.key == candidate.key
+                    and x.decided_at is not None
+                    and now - x.decided_at < DISMISSAL_BLOCKS_US
+                ]
+                if dismissed:
+                    notes.add(
+                        candidate.description,
+                        Outcome.BLOCKED,
+                        "it was dismissed less than 7 days ago",
+                    )
+                    continue
+                values = _values(verdict)
+                same = [
+                    x for x in mine if x.status is ProposalStatus.OPEN and x.key == candidate.key
+                ]
+                if same:
+                    change_proposal(connection, same[0].id, values)
+                    kept.add(same[0].id)
+                else:
+                    kept.add(
+                        insert_proposal(
+                            connection,
+                            {
+                                **values,
+                                "deployment_id": facts.id,
+                                "status": "open",
+                                "created_at": now,
+                            },
+                        )
+                    )
+                notes.add(
+                    candidate.description,
+                    Outcome.PROPOSED,
+                    f"{verdict.source}, confidence {verdict.confidence:.2f}",
+                )
+            stale = [x.id for x in mine if x.status is ProposalStatus.OPEN and x.id not in kept]
+            if stale:
+                connection.execute(delete(schedule_proposals).where(p.id.in_(stale)))
+            return [read_proposal(connection, proposal_id) for proposal_id in sorted(kept)]
+
+
+def deployment_facts(
+    engine: Engine, deployment_id: int | None = None
+) -> builtins.list[DeploymentFacts]:
+    """Return the facts of one deployment (or all); ``NotFound`` for an unknown one."""
+    d = deployments.c
+    query = select(deployments).order_by(d.id)
+    if deployment_id is not None:
+        query = query.where(d.id == deployment_id)
+    with reading(engine) as connection:
+        rows = connection.execute(query).all()
+    if deployment_id is not None and not rows:
+        raise NotFound("deployment", deployment_id)
+    return [
+        DeploymentFacts(
+            id=int(row.id),
+            name=str(row.name),
+            priority=int(row.priority),
+            time_zone=str(row.time_zone),
+            gpus=len(json.loads(row.gpus)),
+            memory_gib_awake=float(row.memory_gib_awake),
+            memory_gib_asleep=float(row.memory_gib_asleep),
+        )
+        for row in rows
+    ]
+
+
+def _values(verdict: _Verdict) -> dict[str, Any]:
+    candidate = verdict.candidate
+    evidence = {
+        **candidate.evidence,
+        "description": candidate.description,
+        "source": verdict.source,
+        "confidence": verdict.confidence,
+        "reason": verdict.reason,
+    }
+    return {
+        "sleep_days": candidate.sleep_days,
+        "sleep_time": candidate.sleep_time,
+        "wake_days": candidate.wake_days,
+        "wake_time": candidate.wake_time,
+        "time_zone": candidate.deployment.time_zone,
+        "source": verdict.source,
+        "confidence": verdict.confidence,
+        "evidence": json.dumps(evidence),
+        "features": json.dumps(candidate.features),
+    }
+
+
+def _covered(candidate: Candidate, schedules: Sequence[Row[Any]]) -> bool:
+    """Tell whether schedules with the candidate's days, times and zone exist already."""
+
+    def has(action: str, days: int, at: str) -> bool:
+        return any(
+            row.action == action
+            and row.at_time == at
+            and row.time_zone == candidate.deployment.time_zone
+            and row.days & days == days
+            for row in schedules
+        )
+
+    return has("sleep", candidate.sleep_days, candidate.sleep_time) and has(
+        "wake", candidate.wake_days, candidate.wake_time
+    )
+
+
+def has_deployment(connection: Connection, deployment_id: int) -> bool:
+    """Tell whether the deployment exists."""
+    found = connection.execute(select(deployments.c.id).where(deployments.c.id == deployment_id))
+    return found.first() is not None
+
+
+def _window_text(window: Window) -> str:
+    text = window.to_json()
+    return f"{text['start']} to {text['first_active']} ({window.hours} h)"
