@@ -8,7 +8,6 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
-
 from pg_cluster import PgCluster, find_pg_bin
 from support import need
 

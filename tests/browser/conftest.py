@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from support import need
 
 from dgxmm.server import Host, Tokens, create_app
 from dgxmm.store import Store
-from support import need
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 

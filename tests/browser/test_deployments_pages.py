@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import uvicorn
-
 from conftest import _free_port
+
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import Host, Tokens, create_app
 from dgxmm.server.fleet_routes import fleet_routers

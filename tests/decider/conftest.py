@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.profiles import ProfileService
@@ -18,7 +19,6 @@ from dgxmm.decider.schedule import ScheduleService
 from dgxmm.errors import Busy
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.store import Store
-from support import at
 
 PROFILE_NOW = "2026-06-01T00:00:00+00:00"  # a Monday
 

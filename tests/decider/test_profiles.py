@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from support import at
 from traffickit import DAY_US, MINUTE_US, Minute, add_deployment, add_minutes, local_minutes
 
 from dgxmm.clock import ManualClock
@@ -14,7 +15,6 @@ from dgxmm.decider.traffic import requests_per_minute
 from dgxmm.errors import NotFound
 from dgxmm.jobs import JobLimits, RunContext
 from dgxmm.store import Store
-from support import at
 
 MONDAY_10 = 10  # hours of the week, local
 TUESDAY_09 = 24 + 9

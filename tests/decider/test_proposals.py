@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from chatkit import ChatServer
+from support import at
 from traffickit import Minute, add_deployment, add_minutes, hours, idle_days, store_profile
 
 from dgxmm.clock import ManualClock
@@ -18,7 +19,6 @@ from dgxmm.decider.schedule import ScheduleService
 from dgxmm.errors import Conflict, InvalidInput, NotFound
 from dgxmm.fleet import Fleet
 from dgxmm.store import Store
-from support import at
 
 ALICE = "user:alice"
 MONDAY_TO_FRIDAY, TUESDAY_TO_SATURDAY = 31, 62

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support import at
 from traffickit import DAY_US, add_deployment, add_minutes, office_hours, weekly_traffic
 
 from dgxmm.clock import ManualClock
@@ -11,7 +12,6 @@ from dgxmm.decider.proposal_rows import ProposalStatus
 from dgxmm.decider.proposals import ProposalService
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.store import Store
-from support import at
 
 SUNDAY_02 = 6 * 24 + 2
 ZONE = "Europe/Berlin"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import at
 
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import MetricsSample, SleepState, delta_between, sample_from_text
-from support import at
 
 T0 = at("2026-11-02T09:00:00+00:00")
 T1 = at("2026-11-02T09:01:00+00:00")

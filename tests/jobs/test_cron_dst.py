@@ -11,10 +11,10 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+from support import at
 
 from dgxmm.errors import ZoneError
 from dgxmm.jobs import CronSchedule
-from support import at
 
 
 def fires(expr: str, zone: str, after: str, n: int) -> list[str]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from support import at
 
 from dgxmm.errors import CronError
 from dgxmm.jobs import CronSchedule
-from support import at
 
 
 @pytest.mark.parametrize(

@@ -23,10 +23,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
+from support import at
 
 from dgxmm.errors import CronError
 from dgxmm.jobs import CronSchedule
-from support import at
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SECOND = timedelta(seconds=1)

@@ -6,6 +6,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from support import at
 
 from dgxmm.errors import Abandoned, Busy, Conflict, NotFound
 from dgxmm.jobs import (
@@ -19,7 +20,6 @@ from dgxmm.jobs import (
     SkipReason,
     WorkloadStats,
 )
-from support import at
 
 MINUTE = 60_000_000
 SECOND = 1_000_000

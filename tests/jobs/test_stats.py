@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from support import at
 
 from dgxmm.jobs import Outcome, RunResult, SkipReason, SkipRecord, Tier, WorkloadStats
-from support import at
 
 SECOND = 1_000_000
 MINUTE = 60 * SECOND

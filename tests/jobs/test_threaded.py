@@ -6,6 +6,8 @@ import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from support import at
+
 from dgxmm.jobs import (
     CronSchedule,
     Job,
@@ -16,7 +18,6 @@ from dgxmm.jobs import (
     Scheduler,
     WorkloadStats,
 )
-from support import at
 
 MINUTE = 60_000_000
 

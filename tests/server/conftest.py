@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
 from dgxmm.server import Host, Tokens, create_app
 from dgxmm.store import Store
-from support import at
 
 START = "2026-06-01T10:00:30+02:00"
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import define
 from fastapi.testclient import TestClient
 
-from conftest import define
 from dgxmm.server import Host
 from dgxmm.store import Store
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
-
 from conftest import define
-from dgxmm.clock import ManualClock
+from fastapi.testclient import TestClient
 from support import at
+
+from dgxmm.clock import ManualClock
 
 
 def test_it_answers_the_buckets_of_a_job(client: TestClient, clock: ManualClock) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi.testclient import TestClient
-
 from conftest import define
+from fastapi.testclient import TestClient
+from support import at
+
 from dgxmm.clock import ManualClock
 from dgxmm.server import Host
-from support import at
 
 
 def test_it_lists_system_jobs_first_then_user_jobs_by_name(client: TestClient) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from conftest import define
 from fastapi.testclient import TestClient
 
-from conftest import define
 from dgxmm.server import Host
 from dgxmm.store import Store
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 
+from conftest import define
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from conftest import define
 from dgxmm.server import Host
 from dgxmm.store import Store
 

@@ -6,9 +6,9 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from conftest import define
 from fastapi.testclient import TestClient
 
-from conftest import define
 from dgxmm.server import Host
 from dgxmm.store import Store
 

@@ -7,11 +7,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from support import at
+
 from dgxmm.clock import ManualClock
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.server import Host
 from dgxmm.store import Store
-from support import at
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:

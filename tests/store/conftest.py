@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from storekit import Place
+from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.store import Store
-from support import at
 
 
 @pytest.fixture(

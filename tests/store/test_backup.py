@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from pg_cluster import PgCluster
 from storekit import FakeTimer, Place, ctx, make_items
 
 from dgxmm.errors import BackupError, Conflict, TimeoutExceeded
 from dgxmm.jobs import JobRun, Outcome
 from dgxmm.store import Store, restore
-from pg_cluster import PgCluster
 
 
 @pytest.fixture

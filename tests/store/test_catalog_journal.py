@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import InvalidInput
 from dgxmm.store import Change, Store, Subject
-from support import at
 
 
 def test_it_gives_every_catalog_change_a_new_version_and_a_journal_row(

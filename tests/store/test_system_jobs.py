@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from storekit import Place, ctx
+from support import at
 
 from dgxmm.errors import Conflict
 from dgxmm.jobs import CronSchedule, JobKind, Outcome, RunResult
 from dgxmm.store import Store
-from support import at
 
 
 def sidecar(store: Store, place: Place) -> Path:

@@ -7,12 +7,12 @@ from datetime import timedelta
 
 from sqlalchemy import update
 from storekit import make_items, rows
+from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.jobs import JobKind, Outcome
 from dgxmm.store import NotScheduled, Store
 from dgxmm.store.schema import catalog_jobs
-from support import at
 
 
 def test_it_puts_jobs_of_one_action_in_one_group(store: Store) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from fleetkit import TEST_TIMEOUTS, ensure_gone
+from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
@@ -20,7 +21,6 @@ from dgxmm.fleet.pidfile import read_pid_file
 from dgxmm.server import Host, Tokens, create_app
 from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.store import Store
-from support import at
 
 START = "2026-06-01T10:00:30+00:00"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from deploykit import standin
+from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
@@ -12,7 +13,6 @@ from dgxmm.fleet import Fleet
 from dgxmm.fleet.rollups import RETENTION_SETTING
 from dgxmm.fleet.tables import metric_rollups
 from dgxmm.store import writing
-from support import at
 
 MINUTE = 60_000_000
 
