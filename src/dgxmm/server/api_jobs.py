@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+import orjson
+from fastapi import APIRouter, Query, Response
 
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import CronSchedule, JobKind, Tier, resolve_zone
@@ -18,13 +19,16 @@ router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
 
 @router.get("")
-def list_jobs(host: HostDep, _: Viewer) -> dict[str, Any]:
+def list_jobs(host: HostDep, _: Viewer) -> Response:
     """Every job: the system jobs, then the user jobs."""
-    return {
+    # The rows are plain JSON values already: orjson writes them directly. FastAPI's generic
+    # encoder took three times as long as building the rows, with 1,000 jobs.
+    body = {
         "time_zone": host.time_zone.key,
         "now": iso(host.clock.now_us(), host),
         "jobs": job_rows(host),
     }
+    return Response(orjson.dumps(body), media_type="application/json")
 
 
 @router.post("/define")

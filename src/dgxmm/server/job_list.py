@@ -7,7 +7,9 @@ user job its action, arguments and effects.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us
 from dgxmm.errors import CronError, NotFound
@@ -20,7 +22,13 @@ __all__ = ["iso", "job_rows"]
 
 def iso(at_us: int | None, host: Host) -> str | None:
     """Return an instant as ISO 8601 in the host's zone."""
-    return None if at_us is None else from_us(at_us, host.time_zone).isoformat()
+    return None if at_us is None else _iso(at_us, host.time_zone)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _iso(at_us: int, zone: ZoneInfo) -> str:
+    # Next and last times repeat from one request to the next: format each once.
+    return from_us(at_us, zone).isoformat()
 
 
 def job_rows(host: Host) -> list[dict[str, Any]]:
@@ -112,6 +120,22 @@ def _system_row(host: Host, state: JobState, builtin: str, now: int) -> dict[str
 
 def _user_row(host: Host, job: JobDefinition, state: JobState | None, now: int) -> dict[str, Any]:
     row = _common(host, job.name, state, now)
+    fixed, schedule = _user_fields(job)
+    row.update(fixed)
+    next_at = _next(host, state, schedule, now) if job.served else None
+    row["next_at"] = iso(next_at, host)
+    return row
+
+
+_fixed: dict[tuple[str, int], tuple[dict[str, Any], CronSchedule | None]] = {}
+
+
+def _user_fields(job: JobDefinition) -> tuple[dict[str, Any], CronSchedule | None]:
+    """Return what a user job's row takes from its definition, kept per (name, version)."""
+    key = (job.name, job.version)
+    found = _fixed.get(key)
+    if found is not None:
+        return found
     definition = job.definition
     schedule: CronSchedule | None = None
     description = None
@@ -126,26 +150,27 @@ def _user_row(host: Host, job: JobDefinition, state: JobState | None, now: int) 
         why_not = f"not scheduled: {job.reason}"
     elif not job.enabled:
         why_not = "switched off"
-    next_at = _next(host, state, schedule, now) if job.served else None
-    row.update(
-        kind="user",
-        schedule=job.schedule,
-        schedule_description=description,
-        enabled=job.enabled,
-        next_at=iso(next_at, host),
-        runs_here=why_not is None,
-        why_not=why_not,
-        served=job.served,
-        action=definition.get("action"),
-        query=definition.get("query"),
-        args=definition.get("args"),
-        path=definition.get("path"),
-        timeout_ms=definition.get("timeout_ms"),
-        memory_limit=definition.get("memory_limit"),
-        run_on=definition.get("run_on"),
-        description=definition.get("description"),
-        effects=[str(effect) for effect in job.effects],
-        defined_by=job.defined_by,
-        version=job.version,
-    )
-    return row
+    fields = {
+        "kind": "user",
+        "schedule": job.schedule,
+        "schedule_description": description,
+        "enabled": job.enabled,
+        "runs_here": why_not is None,
+        "why_not": why_not,
+        "served": job.served,
+        "action": definition.get("action"),
+        "query": definition.get("query"),
+        "args": definition.get("args"),
+        "path": definition.get("path"),
+        "timeout_ms": definition.get("timeout_ms"),
+        "memory_limit": definition.get("memory_limit"),
+        "run_on": definition.get("run_on"),
+        "description": definition.get("description"),
+        "effects": [str(effect) for effect in job.effects],
+        "defined_by": job.defined_by,
+        "version": job.version,
+    }
+    if len(_fixed) > 20_000:
+        _fixed.clear()
+    _fixed[key] = (fields, schedule)
+    return fields, schedule

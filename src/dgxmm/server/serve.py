@@ -108,7 +108,14 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         demo.start()
     server = _Server(
         uvicorn.Config(
-            app, host=options.host, port=options.port, log_level="warning", lifespan="off"
+            app,
+            host=options.host,
+            port=options.port,
+            log_level="warning",
+            lifespan="off",
+            # A request waiting for a long job (POST /api/jobs/run) must not hold the stop up:
+            # after this, uvicorn lets go of it and the host gives the run up below.
+            timeout_graceful_shutdown=3,
         ),
         ready=lambda: say(
             f"dgxmm: serving on http://{options.host}:{options.port} "
