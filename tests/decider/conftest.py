@@ -86,9 +86,16 @@ def profile_schedules(
 @pytest.fixture
 def proposals(
     profile_store: Store,
+    profile_service: ProfileService,
     profile_fleet: Fleet,
     profile_schedules: ScheduleService,
     profile_clock: ManualClock,
 ) -> ProposalService:
     """Schedule proposals on the test's store."""
-    return ProposalService(profile_store, profile_fleet, profile_schedules, clock=profile_clock)
+    return ProposalService(
+        profile_store,
+        profile_fleet,
+        profile_schedules,
+        profiles=profile_service,
+        clock=profile_clock,
+    )

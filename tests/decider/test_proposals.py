@@ -384,7 +384,8 @@ def test_the_system_job_runs_daily_after_the_profiles(
     from dgxmm.jobs import JobLimits, RunContext
 
     d = deployment()
-    (job,) = proposals.system_jobs()
+    profiles_job, job = proposals.system_jobs()
+    assert (profiles_job.name, profiles_job.schedule.text) == ("traffic_profiles", "20 0 * * *")
     assert (job.name, job.schedule.text) == ("schedule_proposals", "40 0 * * *")
     now = profile_clock.now_us()
     context = RunContext(

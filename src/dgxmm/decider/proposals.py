@@ -25,7 +25,6 @@ audited. Both decisions are what the ``feedback`` model learns from.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, select, update
@@ -41,6 +40,7 @@ from dgxmm.decider.models import (
     Readiness,
     parse_settings,
 )
+from dgxmm.decider.profiles import ProfileService
 from dgxmm.decider.proposal_rows import (
     Proposal,
     ProposalStatus,
@@ -56,11 +56,9 @@ from dgxmm.fleet import Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, reading, writing
 
-__all__ = ["SCHEDULE_PROPOSALS", "ModelFactory", "ProposalService"]
+__all__ = ["SCHEDULE_PROPOSALS", "ProposalService"]
 
 SCHEDULE_PROPOSALS = "schedule_proposals"
-
-ModelFactory = Callable[[ModelSettings], DecisionModel]
 
 
 class ProposalService:
@@ -72,16 +70,16 @@ class ProposalService:
         fleet: Fleet,
         schedules: ScheduleService,
         *,
+        profiles: ProfileService | None = None,
         clock: Clock | None = None,
-        models: ModelFactory | None = None,
     ) -> None:
         self._store = store
         self._fleet = fleet
         self._schedules = schedules
         self._clock = clock or store.clock
+        self.profiles = profiles or ProfileService(store, clock=self._clock)
         self._feedback = FeedbackModel(store.engine)
         self._proposer = Proposer(store.engine)
-        self._models = models or self._model_for
 
     # -- the decision model's settings --------------------------------------------------------
 
@@ -109,15 +107,16 @@ class ProposalService:
     # -- runs ---------------------------------------------------------------------------------
 
     def system_jobs(self) -> builtins.list[Job]:
-        """Return ``schedule_proposals``, a system job daily at 00:40 (after the profiles)."""
+        """Return ``traffic_profiles`` (daily at 00:20) and ``schedule_proposals`` (00:40)."""
         return [
+            *self.profiles.system_jobs(),
             Job(
                 SCHEDULE_PROPOSALS,
                 JobKind.SYSTEM,
                 CronSchedule.parse("40 0 * * *"),
                 self._run_job,
                 description="proposes sleep and wake schedules from the traffic profiles",
-            )
+            ),
         ]
 
     def _run_job(self, context: RunContext) -> str:
@@ -159,7 +158,7 @@ class ProposalService:
         settings = settings or self.settings()
         if not settings.enabled:
             return None, Readiness(ready=False, reason="the decision model is switched off")
-        model = self._models(settings)
+        model = self._model_for(settings)
         return model, model.ready()
 
     def _model_for(self, settings: ModelSettings) -> DecisionModel:

@@ -1,0 +1,54 @@
+// A deployment's traffic page: accept or dismiss a proposal, rebuild the profile and propose,
+// all through the JSON API. Uses api() and flash() from dgxmm.js, which loads first.
+"use strict";
+
+(function () {
+  const NOTE = "dgxmm-traffic-note";
+
+  function noteAndReload(text) {
+    sessionStorage.setItem(NOTE, text);
+    location.reload();
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const page = document.getElementById("traffic");
+    if (!page) return;
+    const note = sessionStorage.getItem(NOTE);
+    if (note) { sessionStorage.removeItem(NOTE); flash(note); }
+    const deployment = Number(page.dataset.deployment);
+
+    document.getElementById("proposals").addEventListener("click", async (event) => {
+      const button = event.target.closest("button[data-proposal-action]");
+      if (!button) return;
+      const row = button.closest("tr[data-proposal]");
+      const action = button.dataset.proposalAction;
+      row.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      try {
+        const result = await api("POST", `/api/proposals/${row.dataset.proposal}/${action}`);
+        const done = action === "accept"
+          ? `accepted: schedules ${result.schedules.map((s) => s.id).join(" and ")} created`
+          : "dismissed: not proposed again for 7 days";
+        noteAndReload(`${result.proposal.description}: ${done}`);
+      } catch (error) {
+        row.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+        flash(error.message, "error");
+      }
+    });
+
+    const rebuild = document.getElementById("rebuild");
+    if (rebuild) {
+      rebuild.addEventListener("click", async () => {
+        rebuild.disabled = true;
+        flash("rebuilding…");
+        try {
+          const result = await api("POST", "/api/traffic/rebuild", { deployment_id: deployment, propose: true });
+          const run = result.proposals.deployments[0];
+          noteAndReload(run.note ? `rebuilt; no proposals: ${run.note}` : `rebuilt; ${run.open.length} open proposal(s)`);
+        } catch (error) {
+          rebuild.disabled = false;
+          flash(error.message, "error");
+        }
+      });
+    }
+  });
+})();
