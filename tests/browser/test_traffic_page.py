@@ -1,0 +1,183 @@
+"""A deployment's traffic page in real Chromium: the heat map, and accepting a proposal."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+import uvicorn
+from conftest import _free_port
+from sqlalchemy import insert
+from support import at
+
+from dgxmm.clock import ManualClock
+from dgxmm.decider.proposals import ProposalService
+from dgxmm.decider.schedule import ScheduleService
+from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
+from dgxmm.fleet.tables import deployments, metric_rollups
+from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server.fleet_routes import fleet_routers
+from dgxmm.server.traffic_page import proposal_routers
+from dgxmm.store import Store, writing
+
+ZONE = "Europe/Berlin"
+NOW = "2026-06-01T00:00:00+00:00"
+MINUTE_US = 60_000_000
+
+
+@dataclass
+class LiveTraffic:
+    base: str
+    token: str
+    deployment: int
+    proposals: ProposalService
+    schedules: ScheduleService
+
+
+def _office_month(store: Store, now_us: int) -> int:
+    """A deployment busy Monday to Friday 07:00-22:00 local for 30 days (30 minutes an hour)."""
+    with writing(store.engine) as connection:
+        key = connection.execute(
+            insert(deployments).values(
+                name="llama", model="llama-model", backend="external",
+                base_url="http://127.0.0.1:9", gpus="[0]", memory_gib_awake=40.0,
+                memory_gib_asleep=4.0, priority=50, time_zone=ZONE, startup_timeout_s=60.0,
+                state="stopped", state_since=0, created_at=0, updated_at=0,
+            )
+        ).inserted_primary_key  # fmt: skip
+        assert key is not None
+        zone = ZoneInfo(ZONE)
+        rows = []
+        for at_us in range(now_us - 30 * 1440 * MINUTE_US, now_us, MINUTE_US):
+            local = datetime.fromtimestamp(at_us / 1_000_000, zone)
+            if local.minute >= 30:
+                continue
+            busy = local.weekday() < 5 and 7 <= local.hour < 22
+            rows.append(
+                {
+                    "deployment_id": key[0], "minute_us": at_us, "requests": 2 if busy else 0,
+                    "mean_running": 1.0 if busy else 0.0, "mean_waiting": 0.0,
+                    "mean_latency_s": 1.5 if busy else None, "samples": 4,
+                }
+            )  # fmt: skip
+        connection.execute(insert(metric_rollups), rows)
+    return int(key[0])
+
+
+@pytest.fixture
+def live_traffic(tmp_path: Path) -> Iterator[LiveTraffic]:
+    clock = ManualClock(at(NOW))
+    store = Store.open(tmp_path / "dgxmm.db", clock=clock)
+    fleet = Fleet(
+        store,
+        inventory=GpuInventory(
+            gpus=(Gpu(index=0, name="H100", memory_gib=80.0),),
+            source=InventorySource.CONFIGURATION,
+        ),
+        clock=clock,
+    )
+    schedules = ScheduleService(store, fleet, clock=clock)
+    proposals = ProposalService(store, fleet, schedules, clock=clock)
+    tokens = Tokens(store.engine, clock)
+    token = tokens.create("admin", "alice")
+    host = Host(store, time_zone=ZONE, clock=clock)
+    deployment = _office_month(store, clock.now_us())
+    app = create_app(
+        host,
+        tokens,
+        routers=[*fleet_routers(), *proposal_routers()],
+        state={"fleet": fleet, "schedules": schedules, "proposals": proposals},
+    )
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started
+    yield LiveTraffic(
+        base=f"http://127.0.0.1:{port}",
+        token=token,
+        deployment=deployment,
+        proposals=proposals,
+        schedules=schedules,
+    )
+    server.should_exit = True
+    thread.join(timeout=30)
+    host.stop()
+    fleet.close()
+    store.close()
+
+
+@pytest.fixture
+def traffic_page(browser: Any, live_traffic: LiveTraffic) -> Iterator[Any]:
+    context = browser.new_context(base_url=live_traffic.base)
+    opened = context.new_page()
+    opened.set_default_timeout(60_000)
+    target = f"/deployments/{live_traffic.deployment}/traffic"
+    opened.goto(f"/login?next={target}")
+    opened.fill("#token", live_traffic.token)
+    opened.click("button[type=submit]")
+    opened.wait_for_url(f"**{target}")
+    yield opened
+    context.close()
+
+
+def test_it_rebuilds_then_accepts_a_proposal_on_the_page(
+    traffic_page: Any, live_traffic: LiveTraffic
+) -> None:
+    page = traffic_page
+    assert page.locator("#proposals").get_by_text("No open proposals.").is_visible()
+    page.click("#rebuild")
+    rows = page.locator("#proposals tr[data-proposal]")
+    rows.first.wait_for()
+    assert rows.count() == 2
+    assert page.locator("svg.heatmap rect.cell").count() == 168
+    assert page.locator("svg.heatmap rect.proposed").count() > 0
+    # Monday 10:00 is busy (1 in flight over 1.5 s: 40 a minute), Monday 03:00 is not.
+    assert (
+        page.locator("svg.heatmap rect.cell[data-hour='10']").get_attribute("data-rpm-p95") == "40"
+    )
+    assert page.locator("svg.heatmap rect.cell[data-hour='3']").get_attribute("data-rpm-p95") == "0"
+
+    weeknights = page.locator(
+        "#proposals tr[data-proposal]", has_text="Monday to Thursday at 22:00"
+    )
+    proposal_id = int(weeknights.get_attribute("data-proposal"))
+    weeknights.locator("button[data-proposal-action=accept]").click()
+    page.locator("#flash").get_by_text("schedules").wait_for()
+    decided = page.locator(f"#decided tr[data-proposal='{proposal_id}']")
+    decided.wait_for()
+    assert decided.get_attribute("data-status") == "accepted"
+    assert page.locator("#proposals tr[data-proposal]").count() == 1
+    assert page.locator("svg.heatmap rect.asleep").count() > 0
+
+    schedules = live_traffic.schedules.list(live_traffic.deployment)
+    assert [(s.action.value, s.days, s.time, s.creator) for s in schedules] == [
+        ("sleep", 15, "22:00", "user:alice"),
+        ("wake", 30, "06:45", "user:alice"),
+    ]
+    accepted = live_traffic.proposals.get(proposal_id)
+    assert json.loads(json.dumps(accepted.to_json()))["status"] == "accepted"
+
+
+def test_it_dismisses_a_proposal_on_the_page(traffic_page: Any, live_traffic: LiveTraffic) -> None:
+    live_traffic.proposals.profiles.rebuild()
+    live_traffic.proposals.propose()
+    page = traffic_page
+    page.reload()
+    row = page.locator("#proposals tr[data-proposal]").first
+    proposal_id = int(row.get_attribute("data-proposal"))
+    row.locator("button[data-proposal-action=dismiss]").click()
+    page.locator(f"#decided tr[data-proposal='{proposal_id}'][data-status=dismissed]").wait_for()
+    assert live_traffic.proposals.get(proposal_id).decided_by == "user:alice"
+    assert live_traffic.schedules.list(live_traffic.deployment) == []
