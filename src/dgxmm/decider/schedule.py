@@ -21,6 +21,7 @@ every change is audited. The system job ``schedule_runner`` makes one pass a min
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -152,7 +153,12 @@ class ScheduleService:
             self._rows.change(connection, schedule_id, values)
             after = self._rows.get(schedule_id, connection=connection)
             self._audit(
-                connection, actor, "schedule.update", after, before=before.to_json(), after=after.to_json()
+                connection,
+                actor,
+                "schedule.update",
+                after,
+                before=before.to_json(),
+                after=after.to_json(),
             )
         return after
 
@@ -179,7 +185,7 @@ class ScheduleService:
 
     # -- the runner ---------------------------------------------------------------------------
 
-    def system_jobs(self) -> list[Job]:
+    def system_jobs(self) -> builtins.list[Job]:
         """Return the runner, a system job every minute."""
         return [
             Job(
@@ -197,7 +203,7 @@ class ScheduleService:
             return "paused" if self.paused_all() else "nothing due"
         return ", ".join(f"schedule {run.schedule_id}: {run.result}" for run in runs)
 
-    def run_pass(self, now_us: int | None = None) -> list[SlotRun]:
+    def run_pass(self, now_us: int | None = None) -> builtins.list[SlotRun]:
         """Run every slot due at ``now_us``; return what each did."""
         now = self._clock.now_us() if now_us is None else now_us
         if self.paused_all():
@@ -226,7 +232,7 @@ class ScheduleService:
             if schedule.action.quiets:
                 outcome = self._quiet_down(schedule, slot, now, actor)
             else:
-                outcome = self._bring_up(schedule, slot, actor)
+                outcome = self._bring_up(schedule, actor)
         except DgxmmError as error:  # before the deployer acted: no event of its own
             outcome = _Outcome(kind=ResultKind.FAILED, reason=str(error))
         run = SlotRun(
@@ -246,7 +252,8 @@ class ScheduleService:
             deployment = fleet.deployments.get(schedule.deployment_id)
             state = deployment.state
             if schedule.action is ScheduleAction.SLEEP and state is not DeploymentState.RUNNING:
-                return _Outcome(kind=ResultKind.SKIPPED, reason=_not_for(deployment, "put to sleep"))
+                reason = _not_for(deployment, "put to sleep")
+                return _Outcome(kind=ResultKind.SKIPPED, reason=reason)
             if schedule.action is ScheduleAction.STOP and state not in (
                 DeploymentState.RUNNING,
                 DeploymentState.SLEEPING,
@@ -287,7 +294,8 @@ class ScheduleService:
                 ),
                 key=f"schedule:{schedule.id}:does-not-fit",
             )
-            return _Outcome(kind=ResultKind.SKIPPED, reason=f"it does not fit: {refused}", acted=True)
+            reason = f"it does not fit: {refused}"
+            return _Outcome(kind=ResultKind.SKIPPED, reason=reason, acted=True)
         except DgxmmError as error:
             return _Outcome(kind=ResultKind.FAILED, reason=str(error), acted=True)
         return _Outcome(kind=ResultKind.DONE, acted=True)
@@ -297,15 +305,14 @@ class ScheduleService:
         sample = self._fleet.metrics.sample_now(deployment.id)
         if not sample.is_idle:
             return (
-                f"{sample.requests_running} request(s) running, "
-                f"{sample.requests_waiting} waiting"
+                f"{sample.requests_running} request(s) running, {sample.requests_waiting} waiting"
             )
         last = self._fleet.metrics.last_request_at(deployment.id)
         if last is not None and now - last < QUIET_US:
             return f"a request {max(0, now - last) // 1_000_000} s ago (quiet needs 10 minutes)"
         return None
 
-    def _bring_up(self, schedule: Schedule, slot: Slot, actor: str) -> _Outcome:
+    def _bring_up(self, schedule: Schedule, actor: str) -> _Outcome:
         deployment = self._fleet.deployments.get(schedule.deployment_id)
         state = deployment.state
         wake = schedule.action is ScheduleAction.WAKE
@@ -370,7 +377,7 @@ class ScheduleService:
 
     def _pause(self, connection: Connection, failed: Schedule, run: SlotRun, now: int) -> None:
         reason = f"paused: schedule {failed.id} failed to {failed.action.value} ({run.reason})"
-        for schedule in self._rows.list(failed.deployment_id):
+        for schedule in self._rows.list(failed.deployment_id, connection=connection):
             if schedule.action in (ScheduleAction.SLEEP, ScheduleAction.WAKE) and schedule.enabled:
                 self._rows.change(
                     connection,
@@ -383,7 +390,7 @@ class ScheduleService:
 
     def _before_removal(self, connection: Connection, deployment: Deployment, actor: str) -> None:
         """Audit each of a removed deployment's schedules (the rows go by ON DELETE CASCADE)."""
-        for schedule in self._rows.list(deployment.id):
+        for schedule in self._rows.list(deployment.id, connection=connection):
             self._audit(
                 connection, actor, "schedule.delete", schedule,
                 before=schedule.to_json(), detail="its deployment was removed",

@@ -1,7 +1,8 @@
-"""The ``deployment_schedules`` rows: typed records, their checks, and SQL to read and write them."""
+"""The ``deployment_schedules`` rows: typed records, their checks, and the SQL on them."""
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -14,7 +15,7 @@ from dgxmm.decider.tables import deployment_schedules
 from dgxmm.errors import DefinitionError, NotFound
 from dgxmm.fleet.tables import deployments
 from dgxmm.jobs import resolve_zone
-from dgxmm.store import reading, writing
+from dgxmm.store import reading
 
 __all__ = ["Schedule", "ScheduleAction", "ScheduleRows", "checked_changes"]
 
@@ -146,7 +147,8 @@ class ScheduleRows:
 
     def insert(self, connection: Connection, values: dict[str, Any]) -> Schedule:
         """Insert a schedule and return it."""
-        new_id = connection.execute(insert(deployment_schedules).values(**values)).inserted_primary_key
+        inserted = connection.execute(insert(deployment_schedules).values(**values))
+        new_id = inserted.inserted_primary_key
         assert new_id is not None
         return self.get(int(new_id[0]), connection=connection)
 
@@ -162,15 +164,23 @@ class ScheduleRows:
             raise NotFound("schedule", schedule_id)
         return _row(row)
 
-    def list(self, deployment_id: int | None = None, *, enabled_only: bool = False) -> list[Schedule]:
+    def list(
+        self,
+        deployment_id: int | None = None,
+        *,
+        enabled_only: bool = False,
+        connection: Connection | None = None,
+    ) -> builtins.list[Schedule]:
         """Return schedules (of one deployment, or all), oldest first."""
         query = select(deployment_schedules).order_by(deployment_schedules.c.id)
         if deployment_id is not None:
             query = query.where(deployment_schedules.c.deployment_id == deployment_id)
         if enabled_only:
             query = query.where(deployment_schedules.c.enabled.is_(True))
-        with reading(self._engine) as connection:
+        if connection is not None:
             return [_row(row) for row in connection.execute(query)]
+        with reading(self._engine) as reader:
+            return [_row(row) for row in reader.execute(query)]
 
     def change(self, connection: Connection, schedule_id: int, values: dict[str, Any]) -> None:
         """Write new column values of a schedule."""
@@ -182,8 +192,5 @@ class ScheduleRows:
 
     def remove(self, connection: Connection, schedule_id: int) -> None:
         """Delete a schedule."""
-        connection.execute(delete(deployment_schedules).where(deployment_schedules.c.id == schedule_id))
-
-    def writing(self) -> Any:
-        """Open a write transaction on the store."""
-        return writing(self._engine)
+        table = deployment_schedules
+        connection.execute(delete(table).where(table.c.id == schedule_id))
