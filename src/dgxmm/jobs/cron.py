@@ -161,9 +161,10 @@ class CronSchedule:
     @classmethod
     def parse(cls, text: str) -> CronSchedule:
         """Parse a 5-field cron expression (the same text twice gives the same object)."""
-        if not isinstance(text, str):
+        raw: object = text  # callers without types may pass anything
+        if not isinstance(raw, str):
             return cls(text)  # raises CronError naming the type
-        return _parse_cached(text)
+        return _parse_cached(raw)
 
     def __str__(self) -> str:
         return self._normalized
