@@ -16,6 +16,7 @@ from pathlib import Path
 
 import uvicorn
 
+from dgxmm.decider.schedule import ScheduleService
 from dgxmm.errors import Busy, ZoneError
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
 from dgxmm.jobs import resolve_zone
@@ -23,6 +24,7 @@ from dgxmm.server.app import create_app
 from dgxmm.server.auth import Tokens
 from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.server.host import Host
+from dgxmm.server.schedule_pages import schedule_routers
 from dgxmm.store import Store
 
 __all__ = ["ServeOptions", "machine_zone", "serve"]
@@ -98,10 +100,19 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     if options.demo and prepare_demo_gpus(data_dir):
         say(f"dgxmm: demo: wrote two pretend GPUs into {data_dir / 'config.json'}")
     fleet = Fleet(store, inventory=discover_inventory(data_dir))
+    schedules = ScheduleService(store, fleet)
     host = Host(
-        store, time_zone=zone, tick_seconds=options.tick_seconds, system_jobs=fleet.system_jobs()
+        store,
+        time_zone=zone,
+        tick_seconds=options.tick_seconds,
+        system_jobs=[*fleet.system_jobs(), *schedules.system_jobs()],
     )
-    app = create_app(host, tokens, routers=fleet_routers(), state={"fleet": fleet})
+    app = create_app(
+        host,
+        tokens,
+        routers=[*fleet_routers(), *schedule_routers()],
+        state={"fleet": fleet, "schedules": schedules},
+    )
     host.start()
     demo = Demo(fleet, say=say) if options.demo else None
     if demo is not None:

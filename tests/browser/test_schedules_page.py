@@ -1,0 +1,106 @@
+"""A deployment's schedules in real Chromium: the week strip, the form, a refused field, the
+pause-all switch."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from conftest import _free_port
+
+from dgxmm.decider.schedule import ScheduleService
+from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
+from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server.fleet_routes import fleet_routers
+from dgxmm.server.schedule_pages import schedule_routers
+from dgxmm.store import Store
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    store = Store.open(tmp_path / "dgxmm.db")
+    inventory = GpuInventory(gpus=(Gpu(index=0, name="H100", memory_gib=80.0),),
+                             source=InventorySource.CONFIGURATION)  # fmt: skip
+    fleet = Fleet(store, inventory=inventory)
+    schedules = ScheduleService(store, fleet)
+    deployment = fleet.deployments.create(
+        name="chat", model="m", backend="external", base_url="http://127.0.0.1:9",
+        gpus=[0], memory_gib_awake=40.0, time_zone="Europe/Berlin", actor="user:alice",
+    )  # fmt: skip
+    tokens = Tokens(store.engine, store.clock)
+    host = Host(store, time_zone="Europe/Berlin")
+    app = create_app(host, tokens, routers=[*fleet_routers(), *schedule_routers()],
+                     state={"fleet": fleet, "schedules": schedules})  # fmt: skip
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield {"base": f"http://127.0.0.1:{port}", "token": tokens.create("admin", "alice"),
+           "deployment": deployment.id, "schedules": schedules}  # fmt: skip
+    server.should_exit = True
+    thread.join(timeout=30)
+    host.stop()
+    fleet.close()
+    store.close()
+
+
+@pytest.fixture
+def page(browser: Any, site: dict[str, Any]) -> Iterator[Any]:
+    context = browser.new_context(base_url=site["base"])
+    opened = context.new_page()
+    opened.set_default_timeout(15_000)
+    opened.goto("/login")
+    opened.fill("#token", site["token"])
+    opened.click("button[type=submit]")
+    opened.wait_for_url("**/jobs")
+    yield opened
+    context.close()
+
+
+def add(page: Any, action: str, time_text: str, days: list[int] | None = None) -> None:
+    page.select_option("#schedule-form select[name=action]", action)
+    if days is not None:
+        for box in page.locator("#schedule-form input[name=day]").all():
+            box.set_checked(int(box.get_attribute("value")).bit_length() - 1 in days)
+    page.fill("#schedule-form input[name=time]", time_text)
+    page.click("#schedule-form button[type=submit]")
+
+
+def test_it_draws_the_week_with_the_nights_shaded(page: Any, site: dict[str, Any]) -> None:
+    page.goto(f"/deployments/{site['deployment']}")
+    page.click("#schedules-link")
+    add(page, "sleep", "22:00")  # Monday to Friday, the form's default
+    page.locator("tr[data-schedule]").first.wait_for()
+    add(page, "wake", "07:00", days=[1, 2, 3, 4, 5])
+    page.wait_for_function("() => document.querySelectorAll('tr[data-schedule]').length === 2")
+    shaded = page.locator("#week-strip rect.down")
+    # Five nights, each split at midnight into two rectangles.
+    assert shaded.count() == 10
+    first = shaded.first
+    assert (first.get_attribute("data-day"), first.get_attribute("data-from")) == ("0", "1320")
+    assert [s.action.value for s in site["schedules"].list(site["deployment"])] == ["sleep", "wake"]
+
+
+def test_it_shows_a_refused_time_beside_its_field(page: Any, site: dict[str, Any]) -> None:
+    page.goto(f"/deployments/{site['deployment']}/schedules")
+    add(page, "sleep", "7:5")
+    page.locator("[data-error-for=time]").get_by_text("is not a local time HH:MM").wait_for()
+    assert site["schedules"].list(site["deployment"]) == []
+
+
+def test_it_pauses_every_schedule_with_the_switch(page: Any, site: dict[str, Any]) -> None:
+    page.goto(f"/deployments/{site['deployment']}/schedules")
+    page.check("#paused-all")
+    page.locator("#paused-note").wait_for()
+    assert site["schedules"].paused_all() is True
+    page.uncheck("#paused-all")
+    page.wait_for_function("() => !document.getElementById('paused-note')")
+    assert site["schedules"].paused_all() is False

@@ -1,0 +1,162 @@
+"""/api/deployments/{id}/schedules and /api/schedules/paused-all: viewers read, admins write,
+bad input answers 400 naming the field, and every change is audited."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from schedulekit import Kit
+from schedulekit import kit as kit  # noqa: PLC0414  (the fixture)
+from sqlalchemy import select
+
+from dgxmm.fleet.tables import audit_log
+from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server.fleet_routes import fleet_routers
+from dgxmm.server.schedule_pages import schedule_routers
+from dgxmm.store import reading
+
+
+@pytest.fixture
+def clients(kit: Kit) -> Iterator[tuple[TestClient, TestClient, int]]:
+    host = Host(kit.store, time_zone="Europe/Berlin", clock=kit.clock)
+    tokens = Tokens(kit.store.engine, kit.clock)
+    app = create_app(
+        host, tokens, routers=[*fleet_routers(), *schedule_routers()],
+        state={"fleet": kit.fleet, "schedules": kit.schedules},
+    )  # fmt: skip
+    deployment = kit.deployment("api", start=False)
+    with TestClient(app) as admin, TestClient(app) as viewer:
+        admin.headers["Authorization"] = f"Bearer {tokens.create('admin', 'alice')}"
+        viewer.headers["Authorization"] = f"Bearer {tokens.create('viewer', 'victor')}"
+        yield admin, viewer, deployment
+    host.stop()
+
+
+def test_it_creates_lists_changes_and_deletes_a_schedule(
+    clients: tuple[TestClient, TestClient, int],
+) -> None:
+    admin, viewer, deployment = clients
+    base = f"/api/deployments/{deployment}/schedules"
+    created = admin.post(base, json={"action": "sleep", "days": 31, "time": "22:00"})
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert (body["action"], body["days"], body["time"], body["time_zone"]) == (
+        "sleep",
+        31,
+        "22:00",
+        "Europe/Berlin",
+    )
+    assert (body["creator"], body["enabled"]) == ("user:alice", True)
+    listed = viewer.get(base).json()
+    assert listed["paused_all"] is False
+    assert [s["id"] for s in listed["schedules"]] == [body["id"]]
+    changed = admin.patch(f"{base}/{body['id']}", json={"time": "23:30", "enabled": False}).json()
+    assert (changed["time"], changed["enabled"]) == ("23:30", False)
+    assert admin.delete(f"{base}/{body['id']}").status_code == 200
+    assert viewer.get(base).json()["schedules"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"action": "sleep", "days": 0, "time": "22:00"}, "days"),
+        ({"action": "sleep", "days": 128, "time": "22:00"}, "days"),
+        ({"action": "sleep", "days": 31, "time": "24:00"}, "time"),
+        ({"action": "sleep", "days": 31, "time": "7:5"}, "time"),
+        (
+            {"action": "sleep", "days": 31, "time": "22:00", "time_zone": "Mars/Olympus"},
+            "time_zone",
+        ),
+        ({"action": "nap", "days": 31, "time": "22:00"}, "action"),
+    ],
+    ids=["days-0", "days-128", "24:00", "7:5", "zone", "action"],
+)
+def test_it_refuses_bad_input_with_400_naming_the_field(
+    clients: tuple[TestClient, TestClient, int], body: dict[str, object], field: str
+) -> None:
+    admin, _, deployment = clients
+    response = admin.post(f"/api/deployments/{deployment}/schedules", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["field"] == field
+    assert admin.get(f"/api/deployments/{deployment}/schedules").json()["schedules"] == []
+
+
+def test_it_answers_422_for_wrong_types_and_404_for_strangers(
+    clients: tuple[TestClient, TestClient, int],
+) -> None:
+    admin, _, deployment = clients
+    wrong = admin.post(
+        f"/api/deployments/{deployment}/schedules",
+        json={"action": "sleep", "days": "31", "time": "22:00"},
+    )
+    assert (wrong.status_code, wrong.json()["field"]) == (422, "days")
+    assert (
+        admin.post(
+            "/api/deployments/999/schedules", json={"action": "sleep", "days": 31, "time": "22:00"}
+        ).status_code
+        == 404
+    )
+    created = admin.post(
+        f"/api/deployments/{deployment}/schedules",
+        json={"action": "wake", "days": 1, "time": "07:00"},
+    ).json()
+    other = admin.post(
+        "/api/deployments",
+        json={
+            "name": "other",
+            "model": "m",
+            "backend": "external",
+            "base_url": "http://127.0.0.1:9",
+            "gpus": [0],
+            "memory_gib_awake": 1.0,
+        },
+    ).json()
+    assert (
+        admin.delete(f"/api/deployments/{other['id']}/schedules/{created['id']}").status_code == 404
+    )
+
+
+def test_it_lets_viewers_read_but_not_change(clients: tuple[TestClient, TestClient, int]) -> None:
+    _, viewer, deployment = clients
+    assert viewer.get(f"/api/deployments/{deployment}/schedules").status_code == 200
+    assert (
+        viewer.post(
+            f"/api/deployments/{deployment}/schedules",
+            json={"action": "sleep", "days": 31, "time": "22:00"},
+        ).status_code
+        == 403
+    )
+    assert viewer.put("/api/schedules/paused-all", json={"paused_all": True}).status_code == 403
+
+
+def test_it_pauses_every_schedule_and_audits_each_change(
+    kit: Kit, clients: tuple[TestClient, TestClient, int]
+) -> None:
+    admin, viewer, deployment = clients
+    created = admin.post(
+        f"/api/deployments/{deployment}/schedules",
+        json={"action": "start", "days": 127, "time": "12:00"},
+    ).json()
+    assert admin.put("/api/schedules/paused-all", json={"paused_all": True}).json() == {
+        "paused_all": True
+    }
+    assert viewer.get("/api/schedules/paused-all").json() == {"paused_all": True}
+    admin.patch(f"/api/deployments/{deployment}/schedules/{created['id']}", json={"days": 1})
+    admin.delete(f"/api/deployments/{deployment}/schedules/{created['id']}")
+    with reading(kit.store.engine) as connection:
+        actions = [
+            row.action
+            for row in connection.execute(
+                select(audit_log.c.action)
+                .where(audit_log.c.actor == "user:alice")
+                .order_by(audit_log.c.id)
+            )
+        ]
+    assert [a for a in actions if a.startswith("schedule")] == [
+        "schedule.create",
+        "schedules.pause_all",
+        "schedule.update",
+        "schedule.delete",
+    ]
