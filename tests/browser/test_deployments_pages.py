@@ -3,6 +3,7 @@ start and stop buttons, and the plan preview before a start that has to evict.""
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 import time
@@ -13,7 +14,6 @@ from typing import Any
 
 import pytest
 import uvicorn
-from conftest import _free_port
 
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import Host, Tokens, create_app
@@ -21,6 +21,12 @@ from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.store import Store
 
 STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @dataclass

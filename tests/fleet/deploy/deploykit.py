@@ -1,6 +1,6 @@
 """Helpers for the fleet service tests: the keys of a stand-in deployment.
 
-Import as `from deploykit import standin` (pytest puts this folder on sys.path)."""
+Import as `from deploy.deploykit import standin`."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from deploykit import standin
 from fastapi.testclient import TestClient
 
+from deploy.deploykit import standin
 from dgxmm.fleet import Fleet
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from deploykit import standin
 from fastapi.testclient import TestClient
 
+from deploy.deploykit import standin
 from dgxmm.fleet import Fleet
 from dgxmm.jobs import Outcome
 from dgxmm.server import Host

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from deploykit import standin
 from fleetkit import pid_exists
 
+from deploy.deploykit import standin
 from dgxmm.errors import BackendError, Conflict, ServerGone
 from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
 from dgxmm.fleet.pidfile import read_pid_file

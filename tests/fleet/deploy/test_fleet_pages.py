@@ -7,9 +7,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from deploykit import standin
 from fastapi.testclient import TestClient
 
+from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.fleet import Fleet
 from dgxmm.server.fleet_pages import (

@@ -7,9 +7,9 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from deploykit import standin
 from fleetkit import pid_exists, wait_for
 
+from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.errors import ServerGone
 from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
