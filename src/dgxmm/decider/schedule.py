@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -31,7 +32,14 @@ from sqlalchemy import Connection
 
 from dgxmm.clock import Clock
 from dgxmm.decider.schedule_rows import Schedule, ScheduleAction, ScheduleRows, checked_changes
-from dgxmm.decider.slots import DEFER_WINDOW_US, MINUTE_US, Slot, due_slot, parse_time
+from dgxmm.decider.slots import (
+    DEFER_WINDOW_US,
+    MINUTE_US,
+    Slot,
+    due_slot,
+    local_today,
+    parse_time,
+)
 from dgxmm.errors import DgxmmError, DoesNotFit, InvalidInput
 from dgxmm.fleet import Deployment, DeploymentState, Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext, resolve_zone
@@ -208,22 +216,24 @@ class ScheduleService:
         now = self._clock.now_us() if now_us is None else now_us
         if self.paused_all():
             return []
-        zones: dict[str, ZoneInfo] = {}
+        zones: dict[str, tuple[ZoneInfo, date]] = {}
         runs = []
-        for schedule in self._rows.list(enabled_only=True):
-            zone = zones.get(schedule.time_zone)
-            if zone is None:
-                zone = zones[schedule.time_zone] = resolve_zone(schedule.time_zone)
+        for row in self._rows.runnable():  # light rows first: most slots are not due
+            known = zones.get(row.time_zone)
+            if known is None:
+                zone = resolve_zone(row.time_zone)
+                known = zones[row.time_zone] = (zone, local_today(now, zone))
             slot = due_slot(
-                days=schedule.days,
-                time=parse_time(schedule.time),
-                zone=zone,
+                days=row.days,
+                time=parse_time(row.at_time),
+                zone=known[0],
                 now_us=now,
-                last_run_day=schedule.last_run_day,
-                deferred_since=schedule.deferred_since,
+                last_run_day=row.last_run_day,
+                deferred_since=row.deferred_since,
+                today=known[1],
             )
             if slot is not None:
-                runs.append(self._run(schedule, slot, now))
+                runs.append(self._run(self._rows.get(row.id), slot, now))
         return runs
 
     def _run(self, schedule: Schedule, slot: Slot, now: int) -> SlotRun:

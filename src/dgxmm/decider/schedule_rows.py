@@ -182,6 +182,16 @@ class ScheduleRows:
         with reading(self._engine) as reader:
             return [_row(row) for row in reader.execute(query)]
 
+    def runnable(self) -> builtins.list[Any]:
+        """Return what the runner needs to tell whether each switched-on schedule is due."""
+        table = deployment_schedules
+        query = select(
+            table.c.id, table.c.days, table.c.at_time, table.c.time_zone,
+            table.c.last_run_day, table.c.deferred_since,
+        ).where(table.c.enabled.is_(True)).order_by(table.c.id)  # fmt: skip
+        with reading(self._engine) as connection:
+            return list(connection.execute(query))
+
     def change(self, connection: Connection, schedule_id: int, values: dict[str, Any]) -> None:
         """Write new column values of a schedule."""
         connection.execute(

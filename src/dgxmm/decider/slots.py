@@ -9,6 +9,7 @@ a slot that was deferred stays due for 60 minutes from its first deferral.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -24,6 +25,7 @@ __all__ = [
     "LATE_WINDOW_US",
     "Slot",
     "due_slot",
+    "local_today",
     "parse_time",
     "slot_on",
 ]
@@ -50,6 +52,7 @@ def parse_time(text: object, field: str = "time") -> tuple[int, int]:
     return int(text[:2]), int(text[3:])
 
 
+@functools.lru_cache(maxsize=8192)
 def slot_on(day: date, time: tuple[int, int], zone: ZoneInfo) -> Slot:
     """Return the slot of ``day`` at local ``time`` in ``zone``, by the DST rule."""
     wall = days_from_civil(day.year, day.month, day.day) * 86400 + time[0] * 3600 + time[1] * 60
@@ -71,6 +74,7 @@ def due_slot(
     now_us: int,
     last_run_day: str | None,
     deferred_since: int | None = None,
+    today: date | None = None,
 ) -> Slot | None:
     """Return the slot due at ``now_us``, or None.
 
@@ -78,8 +82,10 @@ def due_slot(
     date of the last slot run), and it happened at most 15 minutes ago; or it was deferred
     (``deferred_since`` at or after it), in which case it stays due until the runner records
     it: done within 60 minutes of the first deferral, or skipped as busy after them.
+    ``today`` is the local date at ``now_us`` when the caller knows it already.
     """
-    today = local_today(now_us, zone)
+    if today is None:
+        today = local_today(now_us, zone)
     # Yesterday too: a slot just before midnight can still be due (late, or deferred).
     for day in (today, today - timedelta(days=1)):
         if not days & day_bit(day.weekday()) or last_run_day == day.isoformat():
