@@ -7,12 +7,14 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
 from dgxmm.errors import DgxmmError, InvalidInput
-from dgxmm.store import Store
+
+if TYPE_CHECKING:
+    from dgxmm.store import Store
 
 __all__ = ["DataOption", "DbOption", "JsonOption", "fail", "handles_errors", "open_store", "out"]
 
@@ -36,6 +38,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 @contextmanager
 def open_store(data: Path, db: str | None) -> Iterator[Store]:
     """Open the store for one command and close it after (its statistics are written)."""
+    from dgxmm.store import Store  # here: `dgxmm cron next` needs no database
+
     data_dir = data.expanduser().absolute()
     store = Store.open(db or data_dir / "dgxmm.db", data_dir=data_dir)
     try:

@@ -11,7 +11,8 @@ from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, o
 from dgxmm.clock import from_us
 from dgxmm.errors import InvalidInput
 from dgxmm.jobs import Tier, resolve_zone
-from dgxmm.server.serve import DEFAULT_DATA, machine_zone
+from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
+from dgxmm.places import machine_zone
 
 __all__ = ["app"]
 

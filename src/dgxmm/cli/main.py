@@ -11,8 +11,8 @@ import typer
 from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
 from dgxmm.clock import SystemClock
 from dgxmm.jobs import CronSchedule, resolve_zone
-from dgxmm.server.auth import Role, Tokens
-from dgxmm.server.serve import DEFAULT_DATA, ServeOptions, machine_zone, serve
+from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
+from dgxmm.places import machine_zone
 
 __all__ = ["app", "main"]
 
@@ -45,6 +45,8 @@ def serve_command(
     ] = False,
 ) -> None:
     """Run the server: the API, the pages, and the host that ticks the jobs."""
+    from dgxmm.server.serve import ServeOptions, serve  # the server loads only for `serve`
+
     serve(
         ServeOptions(
             data_dir=data,
@@ -97,16 +99,18 @@ app.add_typer(token, name="token")
 @token.command("create")
 @handles_errors
 def token_create(
-    role: Annotated[
-        Role, typer.Option("--role", help="admin (everything) or viewer (reads).")
-    ] = Role.VIEWER,
+    role: Annotated[str, typer.Option("--role", help="admin (everything) or viewer (reads).")] = (
+        "viewer"
+    ),
     name: Annotated[str | None, typer.Option("--name", help="Who it is for.")] = None,
     data: DataOption = DEFAULT_DATA,
     db: DbOption = None,
 ) -> None:
     """Create a token and print it (it is shown only this once)."""
+    from dgxmm.server.auth import Tokens  # refuses a role that is not admin or viewer
+
     with open_store(data, db) as store:
-        created = Tokens(store.engine, store.clock).create(role, name or role.value)
+        created = Tokens(store.engine, store.clock).create(role, name or role)
     typer.echo(created)
 
 

@@ -10,7 +10,7 @@ import typer
 
 from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
 from dgxmm.errors import InvalidInput
-from dgxmm.server.serve import DEFAULT_DATA
+from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
 
 __all__ = ["app"]
 

@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
-from dgxmm.server.serve import DEFAULT_DATA
+from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
 
 __all__ = ["catalog_app", "store_app"]
+
+ProgressOption = Annotated[
+    bool | None,
+    typer.Option("--progress/--no-progress", help="Show a progress bar (default: on a terminal)."),
+]
+
+
+@contextmanager
+def progress_bar(label: str, show: bool | None) -> Iterator[Callable[[int, int], None]]:
+    """Yield a ``progress(done, total)`` that draws a bar on stderr, or does nothing."""
+    if show is None:
+        show = sys.stderr.isatty()
+    if not show:
+        yield lambda done, total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
 
 store_app = typer.Typer(help="Store operations.", no_args_is_help=True)
 catalog_app = typer.Typer(
@@ -41,10 +67,11 @@ def backup(
     data: DataOption = DEFAULT_DATA,
     db: DbOption = None,
     as_json: JsonOption = False,
+    progress: ProgressOption = None,
 ) -> None:
     """Back up into a directory: a full copy the first time, what changed after."""
-    with open_store(data, db) as store:
-        result = store.backup(directory)
+    with open_store(data, db) as store, progress_bar("backup", progress) as report:
+        result = store.backup(directory, progress=report)
     out(
         {"directory": str(result.directory), "sequence": result.sequence, "method": result.method,
          "items": result.items, "bytes_written": result.bytes_written},
@@ -63,10 +90,11 @@ def restore(
     ],
     data: DataOption = DEFAULT_DATA,
     db: DbOption = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Rebuild a database from a backup directory into a new place, verified."""
-    with open_store(data, db) as store:
-        result = store.restore(directory, target)
+    with open_store(data, db) as store, progress_bar("restore", progress) as report:
+        result = store.restore(directory, target, progress=report)
     typer.echo(f"restored run {result.sequence} into {result.target}: {result.items} item(s)")
 
 

@@ -7,7 +7,6 @@ demo's stand-ins are stopped), and the store flushes its statistics and closes.
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 from collections.abc import Callable
@@ -17,9 +16,10 @@ from pathlib import Path
 import uvicorn
 
 from dgxmm.decider.schedule import ScheduleService
-from dgxmm.errors import Busy, ZoneError
+from dgxmm.errors import Busy
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
 from dgxmm.jobs import resolve_zone
+from dgxmm.places import DEFAULT_DATA_DIR, machine_zone
 from dgxmm.server.app import create_app
 from dgxmm.server.auth import Tokens
 from dgxmm.server.fleet_routes import fleet_routers
@@ -29,7 +29,7 @@ from dgxmm.store import Store
 
 __all__ = ["ServeOptions", "machine_zone", "serve"]
 
-DEFAULT_DATA = Path("dgxmm-data")
+DEFAULT_DATA = DEFAULT_DATA_DIR
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,27 +64,6 @@ class _Server(uvicorn.Server):
         await super().startup(sockets)
         if self.started:
             self._ready()
-
-
-def machine_zone() -> str:
-    """Return the machine's IANA zone: ``TZ``, else ``/etc/localtime``, else UTC."""
-    candidates = [os.environ.get("TZ", "").removeprefix(":")]
-    localtime = Path("/etc/localtime")
-    if localtime.is_symlink():
-        target = str(localtime.resolve())
-        if "zoneinfo/" in target:
-            candidates.append(target.split("zoneinfo/", 1)[1])
-    timezone_file = Path("/etc/timezone")
-    if timezone_file.is_file():
-        candidates.append(timezone_file.read_text().strip())
-    for name in candidates:
-        if not name:
-            continue
-        try:
-            return resolve_zone(name).key
-        except ZoneError:
-            continue
-    return "UTC"
 
 
 def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:

@@ -36,8 +36,10 @@ from dgxmm.errors import BackupError, Conflict
 from dgxmm.store.backup_dir import (
     BackupDir,
     BackupResult,
+    Progress,
     RestoreResult,
     Run,
+    no_progress,
     read_marker,
     read_runs,
     write_manifest,
@@ -61,7 +63,13 @@ def checksum(page: bytes) -> str:
 
 
 def backup_sqlite(
-    files: SqliteFiles, directory: Path, *, store_id: str, now_us: int, check: Check
+    files: SqliteFiles,
+    directory: Path,
+    *,
+    store_id: str,
+    now_us: int,
+    check: Check,
+    progress: Progress = no_progress,
 ) -> BackupResult:
     """Back the database up into ``directory``; ``check`` raises when time is up."""
     target = BackupDir(directory, kind="sqlite", store_id=store_id)
@@ -74,7 +82,13 @@ def backup_sqlite(
         method, pages = _choose(files, snapshot, runs, last)
         with target.new_run(sequence) as temp:
             stored, written = _write_pages(
-                temp / PAGES, snapshot, method=method, pages=pages, runs=runs, check=check
+                temp / PAGES,
+                snapshot,
+                method=method,
+                pages=pages,
+                runs=runs,
+                check=check,
+                progress=progress,
             )
             check()
             listing = json.dumps(stored, separators=(",", ":")).encode()
@@ -127,6 +141,7 @@ def _write_pages(
     pages: list[int],
     runs: list[Run],
     check: Check,
+    progress: Progress,
 ) -> tuple[list[list[Any]], int]:
     """Write the pages this run stores; return their ``[page, checksum]`` and the bytes."""
     known = _chain_checksums(runs) if method == "compared" else {}
@@ -143,6 +158,7 @@ def _write_pages(
                 out.write(data)
                 written += len(data)
                 stored.append([page, digest])
+            progress(min(start + _CHUNK_PAGES, len(pages)), len(pages))
     return stored, written  # fsynced with the rest of the run when it commits
 
 
@@ -169,7 +185,9 @@ def page_list(run: Run) -> list[list[Any]]:
     return entries
 
 
-def restore_sqlite(directory: Path, target: Path) -> RestoreResult:
+def restore_sqlite(
+    directory: Path, target: Path, progress: Progress = no_progress
+) -> RestoreResult:
     """Rebuild a database file at ``target`` from ``directory``; verified, then moved in place."""
     marker = read_marker(directory)
     if marker.get("kind") != "sqlite":
@@ -186,7 +204,7 @@ def restore_sqlite(directory: Path, target: Path) -> RestoreResult:
     temp = target.with_name(f".{target.name}.restoring")
     temp.unlink(missing_ok=True)
     try:
-        _assemble(temp, where, page_size, page_count)
+        _assemble(temp, where, page_size, page_count, progress)
         _verify(temp)
         os.rename(temp, target)
         fsync_dir(target.parent)
@@ -221,7 +239,11 @@ def _locate(runs: list[Run], page_size: int) -> dict[int, tuple[Path, int, str]]
 
 
 def _assemble(
-    temp: Path, where: dict[int, tuple[Path, int, str]], page_size: int, page_count: int
+    temp: Path,
+    where: dict[int, tuple[Path, int, str]],
+    page_size: int,
+    page_count: int,
+    progress: Progress,
 ) -> None:
     handles: dict[Path, Any] = {}
     try:
@@ -238,6 +260,8 @@ def _assemble(
                 if len(data) != page_size or checksum(data) != digest:
                     raise BackupError(f"page {page} in {path} does not match its checksum")
                 out.write(data)
+                if page % _CHUNK_PAGES == 0 or page == page_count:
+                    progress(page, page_count)
             out.flush()
             os.fsync(out.fileno())
     finally:

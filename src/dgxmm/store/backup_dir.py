@@ -28,7 +28,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +41,10 @@ __all__ = [
     "MARKER",
     "BackupDir",
     "BackupResult",
+    "Progress",
     "RestoreResult",
     "Run",
+    "no_progress",
     "read_marker",
     "read_runs",
     "write_manifest",
@@ -52,6 +54,13 @@ MARKER = "dgxmm-backup.json"
 MANIFEST = "manifest.json"
 _FORMAT = 1
 _RUN = re.compile(r"\d{6}")
+
+
+Progress = Callable[[int, int], None]  # (done, total) pages or tables: for a progress bar
+
+
+def no_progress(done: int, total: int) -> None:
+    """Report nothing (the default of every backup and restore)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,7 +37,9 @@ from dgxmm.errors import BackupError, Conflict, StoreError
 from dgxmm.store.backup_dir import (
     BackupDir,
     BackupResult,
+    Progress,
     RestoreResult,
+    no_progress,
     read_marker,
     read_runs,
     write_manifest,
@@ -59,7 +61,13 @@ Check = Callable[[], None]
 
 
 def backup_postgresql(
-    engine: Engine, directory: Path, *, store_id: str, now_us: int, check: Check
+    engine: Engine,
+    directory: Path,
+    *,
+    store_id: str,
+    now_us: int,
+    check: Check,
+    progress: Progress = no_progress,
 ) -> BackupResult:
     """Back the database up into ``directory``; ``check`` raises when time is up."""
     target = BackupDir(directory, kind="postgresql", store_id=store_id)
@@ -77,9 +85,11 @@ def backup_postgresql(
         written = (temp / SCHEMA).stat().st_size
         tables: dict[str, Any] = {}
         stored = 0
-        for name in _tables(connection):
+        names = _tables(connection)
+        for done, name in enumerate(names, start=1):
             check()
             entry = _copy_out(connection, name, temp / f"{name}.copy")
+            progress(done, len(names))
             earlier = previous.get(name)
             if earlier is not None and earlier["sha256"] == entry["sha256"]:
                 (temp / f"{name}.copy").unlink()
@@ -117,7 +127,9 @@ def backup_postgresql(
     )
 
 
-def restore_postgresql(directory: Path, target: Target) -> RestoreResult:
+def restore_postgresql(
+    directory: Path, target: Target, progress: Progress = no_progress
+) -> RestoreResult:
     """Rebuild the backup in the empty database ``target``; verified table by table."""
     marker = read_marker(directory)
     if marker.get("kind") != "postgresql":
@@ -137,10 +149,12 @@ def restore_postgresql(directory: Path, target: Target) -> RestoreResult:
         connection.execute("BEGIN")
         for statement in _SESSION:
             connection.execute(statement)
-        for name in _load_order(connection, list(tables)):
+        ordered = _load_order(connection, list(tables))
+        for done, name in enumerate(ordered, start=1):
             entry = tables[name]
             source = by_number[int(entry["run"])] / f"{name}.copy"
             _copy_in(connection, name, entry, source)
+            progress(done, len(ordered))
         for name, (value, called) in manifest.get("sequences", {}).items():
             connection.execute(
                 "SELECT setval(%s::regclass, %s, %s)", (_quoted(name), value, called)

@@ -27,7 +27,7 @@ from dgxmm.errors import Busy, Conflict, InvalidInput, NotAllowed, NotFound, Sto
 from dgxmm.jobs import Job, RunContext, Scheduler, WorkloadStats
 from dgxmm.store import backup as sqlite_backup
 from dgxmm.store import backup_pg
-from dgxmm.store.backup_dir import BackupResult, RestoreResult
+from dgxmm.store.backup_dir import BackupResult, Progress, RestoreResult, no_progress
 from dgxmm.store.catalog import Catalog
 from dgxmm.store.catalog_file import ImportResult, export_catalog, import_catalog
 from dgxmm.store.changes import ChangeEntry, read_changes
@@ -347,21 +347,26 @@ class Store:
             self._refuse_while_user_jobs_run("checkpoint")
             return self._checkpoint()
 
-    def backup(self, directory: str | Path) -> BackupResult:
-        """Back up into ``directory``: the first run a full copy, later runs what changed."""
+    def backup(self, directory: str | Path, *, progress: Progress = no_progress) -> BackupResult:
+        """Back up into ``directory``: the first run a full copy, later runs what changed.
+
+        ``progress(done, total)`` hears of the pages (SQLite) or tables (PostgreSQL) written.
+        """
         path = Path(directory).expanduser()
         path = path if path.is_absolute() else self.data_dir / path
         with self._files_lock:
             self._refuse_while_user_jobs_run("backup")
-            return self._backup(path, lambda: None)
+            return self._backup(path, lambda: None, progress)
 
-    def restore(self, directory: str | Path, target: str | Path) -> RestoreResult:
+    def restore(
+        self, directory: str | Path, target: str | Path, *, progress: Progress = no_progress
+    ) -> RestoreResult:
         """Rebuild a database at ``target`` (a new file, or an empty PostgreSQL database)."""
         with self._files_lock:
             self._refuse_while_user_jobs_run("restore")
             if self.path is not None and Path(target).expanduser().absolute() == self.path:
                 raise Conflict("restore: the target is this store's own database")
-            return restore(directory, target)
+            return restore(directory, target, progress=progress)
 
     def compact(self) -> str:
         """Rebuild the database compactly (VACUUM on both databases)."""
@@ -410,7 +415,9 @@ class Store:
                 raise StoreError(f"checkpoint: PostgreSQL refused CHECKPOINT ({error})") from error
         return "CHECKPOINT done"
 
-    def _backup(self, directory: Path, check: Any) -> BackupResult:
+    def _backup(
+        self, directory: Path, check: Any, progress: Progress = no_progress
+    ) -> BackupResult:
         if self.files is not None:
             return sqlite_backup.backup_sqlite(
                 self.files,
@@ -418,9 +425,15 @@ class Store:
                 store_id=self.store_id,
                 now_us=self.clock.now_us(),
                 check=check,
+                progress=progress,
             )
         return backup_pg.backup_postgresql(
-            self.engine, directory, store_id=self.store_id, now_us=self.clock.now_us(), check=check
+            self.engine,
+            directory,
+            store_id=self.store_id,
+            now_us=self.clock.now_us(),
+            check=check,
+            progress=progress,
         )
 
     def _flush_job(self, _ctx: RunContext) -> str:
@@ -463,14 +476,16 @@ class Store:
             )
 
 
-def restore(directory: str | Path, target: str | Path) -> RestoreResult:
+def restore(
+    directory: str | Path, target: str | Path, *, progress: Progress = no_progress
+) -> RestoreResult:
     """Rebuild a database from a backup directory: a SQLite file, or an empty PostgreSQL one."""
     source = Path(directory).expanduser().absolute()
     place = parse_target(target)
     if place.dialect is Dialect.SQLITE:
         assert place.path is not None
-        return sqlite_backup.restore_sqlite(source, place.path)
-    return backup_pg.restore_postgresql(source, place)
+        return sqlite_backup.restore_sqlite(source, place.path, progress)
+    return backup_pg.restore_postgresql(source, place, progress)
 
 
 def _refuse_closed(*_: object) -> None:

@@ -1,0 +1,127 @@
+"""The `dgxmm` command: every command group on a store in a temp dir, and its errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dgxmm.cli import app
+from dgxmm.store import Store
+
+runner = CliRunner()
+
+
+def dgxmm(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    place = tmp_path / "data"
+    store = Store.open(place / "dgxmm.db", data_dir=place)
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE notes (id INTEGER PRIMARY KEY, label TEXT)")
+    store.close()
+    return place
+
+
+def test_it_previews_a_cron_expression(tmp_path: Path) -> None:
+    code, out, _ = dgxmm(
+        "cron", "next", "30 2 * * *", "-n", "2", "--zone", "Europe/Berlin", "--json"
+    )
+    assert code == 0
+    body = json.loads(out)
+    assert (body["description"], body["zone"], len(body["times"])) == (
+        "at 02:30",
+        "Europe/Berlin",
+        2,
+    )
+    code, _, err = dgxmm("cron", "next", "61 * * * *")
+    assert code == 2
+    assert "minute: 61 is out of range 0-59" in err
+
+
+def test_it_defines_lists_runs_and_drops_queries_and_jobs(data: Path) -> None:
+    where = ("--data", str(data))
+    assert dgxmm("queries", "define", "add", "--params", '{"label": "string"}',
+                 "--body", "INSERT INTO notes (label) VALUES (:label)", *where)[0] == 0  # fmt: skip
+    code, out, _ = dgxmm("queries", "list", "--json", *where)
+    assert [q["name"] for q in json.loads(out)] == ["add"]
+    code, out, _ = dgxmm("jobs", "define", "note", "--schedule", "0 3 * * *", "--action", "query",
+                         "--query", "add", "--args", '{"label": "cli"}', *where)  # fmt: skip
+    assert code == 0, out
+    code, out, _ = dgxmm("jobs", "list", *where)
+    assert out.startswith("note\t0 3 * * *\tquery\ton")
+    code, out, _ = dgxmm("jobs", "run", "note", "--json", *where)
+    assert (code, json.loads(out)["outcome"]) == (0, "succeeded")
+    with sqlite3.connect(data / "dgxmm.db") as connection:
+        assert connection.execute("SELECT label FROM notes").fetchall() == [("cli",)]
+    code, out, _ = dgxmm("jobs", "history", "note", "--tier", "days", "--json", *where)
+    assert [bucket["count"] for bucket in json.loads(out)] == [1]  # the run was recorded
+    assert dgxmm("jobs", "enable", "note", "--off", *where)[0] == 0
+    assert "off" in dgxmm("jobs", "list", *where)[1]
+    code, _, err = dgxmm("queries", "drop", "add", *where)
+    assert code == 1
+    assert "note" in err  # refused while a job uses it, naming the job
+    assert dgxmm("jobs", "drop", "note", *where)[0] == 0
+    assert dgxmm("queries", "drop", "add", *where)[0] == 0
+
+
+def test_it_refuses_a_bad_definition_naming_the_field(data: Path) -> None:
+    code, _, err = dgxmm("jobs", "define", "bad", "--schedule", "0 25 * * *",
+                         "--action", "checkpoint", "--data", str(data))  # fmt: skip
+    assert code == 2
+    assert err.strip() == "error: schedule: hour: 25 is out of range 0-23"
+    code, _, err = dgxmm("jobs", "define", "bad", "--schedule", "0 3 * * *", "--action", "query",
+                         "--args", "{not json", "--data", str(data))  # fmt: skip
+    assert code == 2
+    assert err.startswith("error: args: not valid JSON")
+    code, _, err = dgxmm("jobs", "history", "ghost", "--tier", "weeks", "--data", str(data))
+    assert (code, err.strip()) == (2, "error: tier: 'weeks' is not one of minutes, hours, days")
+
+
+def test_it_runs_store_operations_with_a_progress_bar(data: Path, tmp_path: Path) -> None:
+    where = ("--data", str(data))
+    assert dgxmm("store", "checkpoint", *where)[0] == 0
+    code, out, err = dgxmm("store", "backup", str(tmp_path / "b"), "--progress", "--json", *where)
+    assert code == 0
+    assert json.loads(out)["method"] == "full"
+    assert "backup" in err  # the bar, on stderr
+    pages = json.loads(out)["items"]
+    assert f"{pages}/{pages}" in err
+    code, out, err = dgxmm(
+        "store", "restore", str(tmp_path / "b"), str(tmp_path / "r.db"), "--progress", *where
+    )
+    assert code == 0
+    assert "restore" in err
+    assert out.startswith("restored run 1 into")
+    assert dgxmm("store", "compact", *where)[0] == 0
+    code, _, err = dgxmm("store", "restore", str(tmp_path / "b"), str(tmp_path / "r.db"), *where)
+    assert code == 1
+    assert "exists" in err
+
+
+def test_it_exports_and_imports_the_catalog(data: Path, tmp_path: Path) -> None:
+    where = ("--data", str(data))
+    dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action", "checkpoint", *where)
+    assert dgxmm("catalog", "export", str(tmp_path / "catalog.json"), *where)[0] == 0
+    other = tmp_path / "other"
+    code, out, _ = dgxmm("catalog", "import", str(tmp_path / "catalog.json"), "--data", str(other))
+    assert code == 0, out
+    assert "imported 0 query(ies) and 1 job(s)" in out
+
+
+def test_it_creates_tokens_of_a_role(data: Path) -> None:
+    code, out, _ = dgxmm(
+        "token", "create", "--role", "viewer", "--name", "ops", "--data", str(data)
+    )
+    assert code == 0
+    assert out.strip().startswith("dgxmm_")
+    code, _, err = dgxmm("token", "create", "--role", "root", "--data", str(data))
+    assert code == 2
+    assert "role" in err
