@@ -37,6 +37,9 @@ class DeploymentExtra:
     template: str  # in server/templates; sees ``deployment`` and ``extra``
     context: Callable[[Request, Deployment], Mapping[str, Any]] | None = None
     order: int = 100  # sections are shown by order, then name
+    # The ``app.state`` service the section reads; an app without it does not show it (the
+    # registry is per process, and one process may serve apps built with other services).
+    needs: str | None = None
 
 
 _EXTRAS: dict[str, DeploymentExtra] = {}
@@ -106,6 +109,7 @@ def deployment_page(request: Request, deployment_id: int) -> Response:
             "context": dict(extra.context(request, deployment)) if extra.context else {},
         }
         for extra in sorted(_EXTRAS.values(), key=lambda e: (e.order, e.name))
+        if extra.needs is None or hasattr(request.app.state, extra.needs)
     ]
     log = (
         fleet.backends.run_dir(deployment_id) / "server.log"

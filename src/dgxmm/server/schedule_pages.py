@@ -28,7 +28,11 @@ def _extra_context(request: Request, deployment: Deployment) -> dict[str, Any]:
 
 
 SCHEDULES_EXTRA = DeploymentExtra(
-    name="schedules", template="schedules_extra.html", context=_extra_context, order=10
+    name="schedules",
+    template="schedules_extra.html",
+    context=_extra_context,
+    order=10,
+    needs="schedules",
 )
 
 

@@ -37,6 +37,7 @@ TRAFFIC_EXTRA = DeploymentExtra(
     template="traffic_extra.html",
     context=_extra_context,
     order=20,
+    needs="proposals",
 )
 
 
