@@ -65,15 +65,32 @@ class FireTime:
     moved: bool
 
 
+_tables: dict[tuple[frozenset[int], int], tuple[int, ...]] = {}
+_sets: dict[frozenset[int], frozenset[int]] = {}
+
+
+def _shared(values: frozenset[int]) -> frozenset[int]:
+    """Return one shared copy of each distinct set of field values (schedules repeat them)."""
+    return _sets.setdefault(values, values)
+
+
 def _next_table(values: frozenset[int], high: int) -> tuple[int, ...]:
     """For every v in 0..high+1, the smallest allowed value >= v, or -1 when there is none."""
+    known = _tables.get((values, high))
+    if known is not None:
+        return known
     table = []
     following = -1
     for v in range(high + 1, -1, -1):
         if v in values:
             following = v
         table.append(following)
-    return tuple(reversed(table))
+    # Shared between schedules: a field has few distinct value sets in practice, and each
+    # table is a tuple of up to 61 ints. Bounded, so odd inputs cannot grow it for ever.
+    result = tuple(reversed(table))
+    if len(_tables) < 4096:
+        _tables[(values, high)] = result
+    return result
 
 
 class CronSchedule:
@@ -116,6 +133,9 @@ class CronSchedule:
             weekdays = (weekdays - {7}) | {0}
         days_restricted = not parts[2].startswith("*")
         weekdays_restricted = not parts[4].startswith("*")
+        if len(_sets) < 4096:
+            minutes, hours, days = _shared(minutes), _shared(hours), _shared(days)
+            months, weekdays = _shared(months), _shared(weekdays)
         self._minutes, self._hours, self._days = minutes, hours, days
         self._months, self._weekdays = months, weekdays
         all_days = len(days) == 31

@@ -289,15 +289,14 @@ class Scheduler:
             return  # removed while it ran
         entry.run = None
         finished = result.finished_at
-        passed = self._count_between(
-            entry.job.schedule, max(run.scheduled_at, run.started_at), finished
-        )
-        if passed:
-            detail = f"{passed}{'+' if passed >= _OVERLAP_COUNT_CAP else ''} time(s) while it ran"
-            first = entry.job.schedule.next_after(
-                max(run.scheduled_at, run.started_at), self.time_zone
-            )
-            self._skip(result.name, first, SkipReason.OVERLAP, detail)
+        schedule = entry.job.schedule
+        first = schedule.next_after(max(run.scheduled_at, run.started_at), self.time_zone)
+        if first > finished:  # the common case: no time passed while it ran
+            self._plan(entry, finished, at=first)
+            return
+        passed = 1 + self._count_between(schedule, first, finished)
+        detail = f"{passed}{'+' if passed >= _OVERLAP_COUNT_CAP else ''} time(s) while it ran"
+        self._skip(result.name, first, SkipReason.OVERLAP, detail)
         self._plan(entry, finished)
 
     def running(self) -> list[JobRun]:
@@ -331,9 +330,11 @@ class Scheduler:
                 changes["schedule"] = CronSchedule.parse(override.schedule)
         return replace(job, **changes) if changes else job  # type: ignore[arg-type]
 
-    def _plan(self, entry: _Entry, after: int) -> None:
+    def _plan(self, entry: _Entry, after: int, *, at: int | None = None) -> None:
+        """Plan the job's next time after ``after`` (``at``: already known to be it)."""
         entry.gen += 1
-        at = entry.job.schedule.next_after(after, self.time_zone)
+        if at is None:
+            at = entry.job.schedule.next_after(after, self.time_zone)
         entry.next_at = at
         self._seq += 1
         heappush(self._heap, (at, self._seq, entry.gen, entry))

@@ -122,6 +122,7 @@ class WorkloadStats:
 
     def __init__(self, time_zone: ZoneInfo | str = "UTC") -> None:
         self.time_zone = resolve_zone(time_zone)
+        self._day: tuple[int, int, ZoneInfo | None] = (0, 0, None)  # the last local day seen
         self._lock = threading.RLock()
         self._jobs: dict[str, _JobSeries] = {}
         self._overrides: dict[str, Override] = {}
@@ -144,7 +145,9 @@ class WorkloadStats:
         """Count a finished run in every tier and remember it as the job's last run."""
         failed = result.outcome is not Outcome.SUCCEEDED
         with self._changing():
-            job = self._jobs.setdefault(result.name, _JobSeries())
+            job = self._jobs.get(result.name)
+            if job is None:
+                job = self._jobs[result.name] = _JobSeries()
             for tier in Tier:
                 buckets = job.series[tier]
                 start = self._bucket_start(result.started_at, tier)
@@ -169,10 +172,16 @@ class WorkloadStats:
     def _bucket_start(self, at_us: int, tier: Tier) -> int:
         if tier is not Tier.DAYS:
             return at_us - at_us % tier.width_us
+        day = self._day  # most runs fall in the same local day as the one before
+        if day[0] <= at_us < day[1] and day[2] is self.time_zone:
+            return day[0]
         clock = zone_clock(self.time_zone)
         wall = clock.wall(at_us // 1_000_000)
-        midnight, _ = clock.instant(wall - wall % 86400)  # a gap at midnight: its end
-        return midnight * 1_000_000
+        midnight = wall - wall % 86400
+        start, _ = clock.instant(midnight)  # a gap at midnight: its end
+        end, _ = clock.instant(midnight + 86400)
+        self._day = (start * 1_000_000, end * 1_000_000, self.time_zone)
+        return start * 1_000_000
 
     def record_skip(self, skip: SkipRecord) -> None:
         """Count a skipped time by its reason."""
