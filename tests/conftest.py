@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 from pg_cluster import PgCluster, find_pg_bin
 from support import need
 
@@ -40,3 +41,9 @@ def pg_url(pg_cluster: PgCluster) -> Iterator[str]:
         yield pg_cluster.url(name)
     finally:
         pg_cluster.drop_database(name)
+
+
+# Machines here are shared and noisy: how long an example takes is not what any property
+# test asserts, so no deadline.
+settings.register_profile("dgxmm", deadline=None)
+settings.load_profile("dgxmm")
