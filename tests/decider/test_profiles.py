@@ -7,7 +7,16 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from support import at
-from traffickit import DAY_US, MINUTE_US, Minute, add_deployment, add_minutes, local_minutes
+from traffickit import (
+    DAY_US,
+    MINUTE_US,
+    Minute,
+    add_deployment,
+    add_minutes,
+    local_minutes,
+    office_hours,
+    weekly_traffic,
+)
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.profiles import ProfileService
@@ -242,3 +251,35 @@ def test_the_system_job_rebuilds_daily(
     )
     assert job.action(context) == "1 profile(s) rebuilt"
     assert profile_service.profile(deployment).built_at == now
+
+
+def test_rebuilding_all_in_one_pass_matches_one_at_a_time(
+    profile_store: Store, profile_service: ProfileService, profile_clock: ManualClock
+) -> None:
+    now = profile_clock.now_us()
+    berlin = add_deployment(profile_store, "berlin", zone="Europe/Berlin")
+    new_york = add_deployment(profile_store, "new_york", zone="America/New_York")
+    quiet = add_deployment(profile_store, "quiet", zone="Asia/Kolkata")  # no rollups at all
+    inserted = {
+        berlin: add_minutes(
+            profile_store,
+            berlin,
+            weekly_traffic("Europe/Berlin", now - 30 * DAY_US, now, busy=office_hours),
+        ),
+        new_york: add_minutes(
+            profile_store,
+            new_york,
+            weekly_traffic("America/New_York", now - 30 * DAY_US, now, busy=office_hours),
+        ),
+    }
+    assert profile_service.rebuild() == [berlin, new_york, quiet]
+    together = {d: profile_service.profile(d).hours for d in (berlin, new_york, quiet)}
+    for deployment in (berlin, new_york, quiet):
+        assert profile_service.rebuild(deployment) == [deployment]
+        assert profile_service.profile(deployment).hours == together[deployment]
+    for deployment, count in inserted.items():
+        assert sum(h.observed_minutes for h in together[deployment]) == count
+        # Monday 10:00 local is busy in its own zone: 1 in flight over 1.5 s, 40 a minute.
+        assert together[deployment][MONDAY_10].rpm_p95 == pytest.approx(40.0)
+        assert together[deployment][3].active_share == 0.0  # Monday 03:00
+    assert sum(h.observed_minutes for h in together[quiet]) == 0

@@ -14,7 +14,7 @@ from traffickit import Minute, add_deployment, add_minutes, hours, idle_days, st
 from dgxmm.clock import ManualClock
 from dgxmm.decider.proposal_rows import ProposalStatus
 from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.proposing import Outcome
+from dgxmm.decider.run_report import Outcome
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.errors import Conflict, InvalidInput, NotFound
 from dgxmm.fleet import Fleet
@@ -395,3 +395,17 @@ def test_the_system_job_runs_daily_after_the_profiles(
     assert isinstance(detail, str)
     assert detail.startswith("1 open proposal(s) for 1 deployment(s)")
     assert _open(proposals, d) == WEEKNIGHTS_BY_RULES
+
+
+def test_a_run_reads_every_deployment_together(
+    proposals: ProposalService, deployment: Callable[..., int]
+) -> None:
+    first = deployment(name="first")
+    second = deployment(name="second", idle=lambda hour: hour >= 166 or hour < 6)
+    young = deployment(name="young", days=3)
+    run = proposals.propose()
+    assert [d.deployment_id for d in run.deployments] == [first, second, young]
+    assert _open(proposals, first) == WEEKNIGHTS_BY_RULES
+    assert _open(proposals, second) == [(64, "22:00", 1, "05:45", "rules")]  # Sunday to Monday
+    assert _open(proposals, young) == []
+    assert run.deployments[2].note == "proposals need 7 local days of data; it has 3"

@@ -31,7 +31,7 @@ from sqlalchemy import Connection, delete, insert, select
 
 from dgxmm.clock import Clock
 from dgxmm.decider.tables import traffic_profiles
-from dgxmm.decider.traffic import DAY_US, WEEK_HOURS, MinuteSeries, hour_of_week, load_minutes
+from dgxmm.decider.traffic import DAY_US, WEEK_HOURS, MinuteSeries, hour_of_week, read_minutes
 from dgxmm.errors import NotFound
 from dgxmm.fleet.tables import deployments
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext, resolve_zone
@@ -170,9 +170,9 @@ class ProfileService:
     ) -> builtins.list[int]:
         """Rebuild one deployment's profile (or all); return the deployments rebuilt.
 
-        Each deployment's rollups are read in a read transaction of its own; then every
-        profile is replaced in one short write transaction. A deployment removed in between
-        is skipped.
+        The rollups are read in one read transaction (in one pass over the window for all
+        deployments); then every profile is replaced in one short write transaction. A
+        deployment removed in between is skipped.
         """
         now = self._clock.now_us() if now_us is None else now_us
         since = now - WINDOW_DAYS * DAY_US
@@ -184,13 +184,13 @@ class ProfileService:
             targets = [(int(row.id), str(row.time_zone)) for row in connection.execute(query)]
         if deployment_id is not None and not targets:
             raise NotFound("deployment", deployment_id)
+        zones = {target: resolve_zone(zone, field="time_zone") for target, zone in targets}
         built: dict[int, list[HourProfile]] = {}
-        for target, zone_name in targets:
-            if context is not None:
-                context.check()
-            zone = resolve_zone(zone_name, field="time_zone")
-            with reading(engine) as connection:
-                built[target] = build_hours(load_minutes(connection, target, zone, since, now))
+        with reading(engine) as connection:
+            for target, series in read_minutes(connection, zones, since, now):
+                if context is not None:
+                    context.check()
+                built[target] = build_hours(series)
         # One write transaction for all: one commit (one fsync on SQLite), and 168 rows a
         # deployment take the write lock for milliseconds.
         with writing(engine) as connection:

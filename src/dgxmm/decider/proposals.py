@@ -47,7 +47,8 @@ from dgxmm.decider.proposal_rows import (
     change_proposal,
     read_proposal,
 )
-from dgxmm.decider.proposing import ProposalRun, Proposer, deployment_facts, has_deployment
+from dgxmm.decider.proposing import Proposer, deployment_facts, has_deployment
+from dgxmm.decider.run_report import ProposalRun
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.decider.schedule_rows import Schedule
 from dgxmm.decider.tables import schedule_proposals
@@ -141,10 +142,14 @@ class ProposalService:
         asked = model if readiness else None
         runs = []
         try:
-            for facts in deployment_facts(self._store.engine, deployment_id):
+            targets = deployment_facts(self._store.engine, deployment_id)
+            traffic = self._proposer.traffic(targets)
+            for facts in targets:
                 if context is not None:
                     context.check()
-                runs.append(self._proposer.run(facts, asked, settings.threshold, now))
+                runs.append(
+                    self._proposer.run(facts, traffic[facts.id], asked, settings.threshold, now)
+                )
         finally:
             if isinstance(model, ChatModel):
                 model.close()

@@ -11,8 +11,8 @@ import builtins
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import numpy as np
 from sqlalchemy import Connection, Engine, Row, delete, select
@@ -30,7 +30,7 @@ from dgxmm.decider.candidates import (
     skip_reason,
 )
 from dgxmm.decider.models import DecisionModel
-from dgxmm.decider.profiles import WINDOW_DAYS, read_profile
+from dgxmm.decider.profiles import WINDOW_DAYS, TrafficProfile, read_profile
 from dgxmm.decider.proposal_rows import (
     Proposal,
     ProposalSource,
@@ -39,8 +39,9 @@ from dgxmm.decider.proposal_rows import (
     insert_proposal,
     read_proposal,
 )
+from dgxmm.decider.run_report import Considered, DeploymentRun, Outcome
 from dgxmm.decider.tables import deployment_schedules, schedule_proposals
-from dgxmm.decider.traffic import DAY_US, WEEK_HOURS, days_of_data, load_minutes
+from dgxmm.decider.traffic import DAY_US, WEEK_HOURS, days_of_data, read_minutes
 from dgxmm.errors import CannotDecide, NotFound
 from dgxmm.fleet.tables import deployments
 from dgxmm.jobs import resolve_zone
@@ -49,11 +50,8 @@ from dgxmm.store import reading, writing
 __all__ = [
     "DISMISSAL_BLOCKS_US",
     "MIN_DAYS",
-    "Considered",
-    "DeploymentRun",
-    "Outcome",
-    "ProposalRun",
     "Proposer",
+    "Traffic",
     "deployment_facts",
     "has_deployment",
 ]
@@ -62,62 +60,13 @@ MIN_DAYS = 7
 DISMISSAL_BLOCKS_US = 7 * DAY_US
 
 
-class Outcome(StrEnum):
-    """What became of a window or candidate in a run."""
-
-    PROPOSED = "proposed"
-    SKIPPED = "skipped"  # by the rules before any decision
-    NOT_PROPOSED = "not proposed"  # decided against (model or rules)
-    BLOCKED = "blocked"  # its schedules exist, or it was dismissed lately
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Considered:
-    """One window or candidate a run looked at, and what became of it."""
+class Traffic:
+    """What a run needs of a deployment's traffic: its profile and two facts of its rollups."""
 
-    what: str
-    outcome: Outcome
-    reason: str
-
-    def to_json(self) -> dict[str, str]:
-        """Return it as JSON values."""
-        return {"what": self.what, "outcome": self.outcome.value, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeploymentRun:
-    """What a run did for one deployment."""
-
-    deployment_id: int
-    note: str | None  # why nothing was looked at, when that is so
-    considered: tuple[Considered, ...]
-    open: tuple[Proposal, ...]  # its open proposals after the run
-
-    def to_json(self) -> dict[str, Any]:
-        """Return it as JSON values."""
-        return {
-            "deployment_id": self.deployment_id,
-            "note": self.note,
-            "considered": [c.to_json() for c in self.considered],
-            "open": [p.to_json() for p in self.open],
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProposalRun:
-    """What a run did: the model it asked (or why none), and each deployment."""
-
-    model: str | None
-    model_reason: str
-    deployments: tuple[DeploymentRun, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """Return it as JSON values."""
-        return {
-            "model": self.model,
-            "model_reason": self.model_reason,
-            "deployments": [d.to_json() for d in self.deployments],
-        }
+    profile: TrafficProfile
+    days: int = 0  # local days with at least 12 observed hours
+    requests_by_hour: tuple[int, ...] = (0,) * WEEK_HOURS  # completed, per hour of the week
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,24 +91,48 @@ class Proposer:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
+    def traffic(self, deployments: Sequence[DeploymentFacts]) -> dict[int, Traffic]:
+        """Read each deployment's profile, and from the rollups it was built from its days of
+        data and completed requests per hour of the week.
+
+        Profiles built together share their window, so their rollups are read in one pass.
+        """
+        with reading(self._engine) as connection:
+            profiles = {f.id: read_profile(connection, f.id, f.time_zone) for f in deployments}
+            windows: dict[int, dict[int, ZoneInfo]] = {}
+            for facts in deployments:
+                built = profiles[facts.id].built_at
+                if built is not None:
+                    zone = resolve_zone(facts.time_zone, field="time_zone")
+                    windows.setdefault(built, {})[facts.id] = zone
+            found = {d: Traffic(profile=profile) for d, profile in profiles.items()}
+            for built, zones in windows.items():
+                since = built - WINDOW_DAYS * DAY_US
+                for deployment_id, series in read_minutes(connection, zones, since, built):
+                    requests = np.bincount(
+                        series.hour_of_week, weights=series.requests, minlength=WEEK_HOURS
+                    )
+                    found[deployment_id] = Traffic(
+                        profile=profiles[deployment_id],
+                        days=days_of_data(series),
+                        requests_by_hour=tuple(int(count) for count in requests),
+                    )
+        return found
+
     def run(
-        self, facts: DeploymentFacts, model: DecisionModel | None, threshold: float, now: int
+        self,
+        facts: DeploymentFacts,
+        traffic: Traffic,
+        model: DecisionModel | None,
+        threshold: float,
+        now: int,
     ) -> DeploymentRun:
         """Decide the deployment's candidates and record its proposals."""
         notes = _Notes()
         verdicts: list[_Verdict] = []
-        zone = resolve_zone(facts.time_zone, field="time_zone")
-        with reading(self._engine) as connection:
-            profile = read_profile(connection, facts.id, facts.time_zone)
-            built = profile.built_at
-            series = (
-                load_minutes(connection, facts.id, zone, built - WINDOW_DAYS * DAY_US, built)
-                if built is not None
-                else None
-            )
-        days = days_of_data(series) if series is not None else 0
+        profile, days = traffic.profile, traffic.days
         note = None
-        if series is None:
+        if profile.built_at is None:
             note = "it has no traffic profile yet"
         elif days < MIN_DAYS:
             note = f"proposals need {MIN_DAYS} local days of data; it has {days}"
@@ -171,16 +144,13 @@ class Proposer:
                 skipped = skip_reason(window)
                 if skipped is not None:
                     notes.add(_window_text(window), Outcome.SKIPPED, skipped.value)
-            requests = np.bincount(
-                series.hour_of_week, weights=series.requests, minlength=WEEK_HOURS
-            )
 
             def candidates(chosen: list[Window]) -> list[Candidate]:
                 return make_candidates(
                     chosen,
                     deployment=facts,
                     hours=profile.hours,
-                    requests_by_hour=[int(count) for count in requests],
+                    requests_by_hour=traffic.requests_by_hour,
                 )
 
             for candidate in candidates([w for w in windows if skip_reason(w) is None]):

@@ -23,6 +23,7 @@ they go forward gets none.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -43,8 +44,8 @@ __all__ = [
     "MinuteSeries",
     "days_of_data",
     "hour_of_week",
-    "load_minutes",
     "local_seconds",
+    "read_minutes",
     "requests_per_minute",
 ]
 
@@ -146,10 +147,70 @@ def local_seconds(instants_s: Ints, zone: ZoneInfo) -> Ints:
     return result
 
 
-def load_minutes(
-    connection: Connection, deployment_id: int, zone: ZoneInfo, since_us: int, until_us: int
-) -> MinuteSeries:
-    """Read a deployment's rollups in ``[since_us, until_us)`` into a ``MinuteSeries``."""
+def read_minutes(
+    connection: Connection, zones: Mapping[int, ZoneInfo], since_us: int, until_us: int
+) -> Iterator[tuple[int, MinuteSeries]]:
+    """Yield some deployments' rollups in ``[since_us, until_us)``, each in its zone.
+
+    The rows come back as comma-separated lists of integers (floats scaled to millionths),
+    one list per column, which numpy reads in C: a month is 43,200 rows per deployment, and
+    a Python object per value would cost most of a rebuild. The aggregates of one query see
+    the rows in one order, so the lists line up. One deployment is read through its primary
+    key; several are read in one pass over the window, a day at a time through the minute
+    index: the rollup job writes every deployment's minute together, so each deployment's
+    rows are spread over the whole table, and reading them one deployment after the other
+    would visit every page of it once per deployment. Consume it inside the transaction.
+    """
+    r = metric_rollups.c
+    if len(zones) == 1:
+        (only,) = zones
+        where = [r.deployment_id == only, r.minute_us >= since_us, r.minute_us < until_us]
+        chunks = [[*where, r.samples > 0]]
+    else:
+        # One range per query: given two, SQLite would search the index by the wider one.
+        chunks = [
+            [r.minute_us >= day, r.minute_us < min(day + DAY_US, until_us), r.samples > 0]
+            for day in range(since_us, until_us, DAY_US)
+        ]
+    wanted = np.asarray(sorted(zones), dtype=np.int64)
+    pieces: dict[int, list[tuple[Ints, Ints, Ints, Ints]]] = {int(d): [] for d in wanted}
+    for where in chunks:
+        ids, minutes, requests, in_flight, latency = _columns(connection, where)
+        order = np.argsort(ids, kind="stable")
+        firsts = np.searchsorted(ids[order], wanted, side="left")
+        lasts = np.searchsorted(ids[order], wanted, side="right")
+        for deployment_id, first, last in zip(wanted.tolist(), firsts, lasts, strict=True):
+            if last > first:
+                rows = order[first:last]  # a compact copy per deployment: the chunk can go
+                pieces[deployment_id].append(
+                    (minutes[rows], requests[rows], in_flight[rows], latency[rows])
+                )
+    for deployment_id, zone in zones.items():
+        parts = pieces.pop(deployment_id)
+        if parts:
+            minutes, requests, in_flight, latency = (
+                np.concatenate(column) for column in zip(*parts, strict=True)
+            )
+        else:
+            minutes = requests = in_flight = latency = np.zeros(0, dtype=np.int64)
+        order = np.argsort(minutes, kind="stable")
+        minute_us = minutes[order] * MINUTE_US
+        counts = requests[order]
+        flight = in_flight[order] / 1_000_000
+        yield (
+            deployment_id,
+            MinuteSeries(
+                minute_us=minute_us,
+                wall_s=local_seconds(minute_us // 1_000_000, zone),
+                requests=counts,
+                in_flight=flight,
+                rpm=requests_per_minute(counts, flight, latency[order] / 1_000_000),
+            ),
+        )
+
+
+def _columns(connection: Connection, where: list[ColumnElement[bool]]) -> list[Ints]:
+    """Return deployment, minute, requests, micro-in-flight and micro-latency of some rows."""
     r = metric_rollups.c
     postgres = connection.dialect.name == "postgresql"
 
@@ -160,37 +221,17 @@ def load_minutes(
         return func.group_concat(integer)
 
     def micro(value: ColumnElement[Any]) -> ColumnElement[Any]:
-        return func.round(value * 1_000_000)
+        # Rounds half up (the values are never negative), without a function call per row.
+        return value * 1_000_000 + 0.5
 
-    # A month is 43,200 rows per deployment. They come back as one row of four
-    # comma-separated lists of integers (floats scaled to millionths), which numpy reads in C:
-    # a Python object per value would cost most of a rebuild. The aggregates of one query see
-    # the rows in one order, so the lists line up; numpy sorts them by minute afterwards.
     query = select(
+        joined(r.deployment_id),
         joined(r.minute_us / MINUTE_US),
         joined(r.requests),
         joined(micro(r.mean_running + r.mean_waiting)),
         joined(micro(func.coalesce(r.mean_latency_s, 0.0))),  # 0: nothing completed
-    ).where(
-        r.deployment_id == deployment_id,
-        r.minute_us >= since_us,
-        r.minute_us < until_us,
-        r.samples > 0,
-    )
-    minutes, requests, in_flight, latency = (
-        _integers(text) for text in connection.execute(query).one()
-    )
-    order = np.argsort(minutes, kind="stable")
-    minute_us = minutes[order] * MINUTE_US
-    requests = requests[order]
-    in_flight_f = in_flight[order] / 1_000_000
-    return MinuteSeries(
-        minute_us=minute_us,
-        wall_s=local_seconds(minute_us // 1_000_000, zone),
-        requests=requests,
-        in_flight=in_flight_f,
-        rpm=requests_per_minute(requests, in_flight_f, latency[order] / 1_000_000),
-    )
+    ).where(*where)
+    return [_integers(text) for text in connection.execute(query).one()]
 
 
 def _integers(text: str | None) -> Ints:
