@@ -5,7 +5,13 @@ Import as `from support import need, at` (tests/ is on pytest's pythonpath)."""
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -26,3 +32,29 @@ def need(condition: bool, reason: str) -> None:
 def at(iso: str) -> int:
     """Return an ISO 8601 time with an offset as microseconds since the epoch."""
     return to_us(datetime.fromisoformat(iso))
+
+
+def free_port() -> int:
+    """Return a loopback port nothing listens on now (bound once to port 0, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on a thread, on a free loopback port; yield its URL."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.02)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

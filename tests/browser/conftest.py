@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import uvicorn
-from support import need
+from browserkit import Live
+from support import need, serving
 
 from dgxmm.server import Host, Tokens, create_app
 from dgxmm.store import Store
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-@dataclass
-class Live:
-    base: str
-    token: str
-    host: Host
-    store: Store
 
 
 @pytest.fixture(scope="session")
@@ -43,12 +31,6 @@ def browser() -> Iterator[object]:
         launched.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[Live]:
     store = Store.open(tmp_path / "dgxmm.db")
@@ -56,19 +38,8 @@ def live(tmp_path: Path) -> Iterator[Live]:
     token = tokens.create("admin", "alice")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2)
     host.start()
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(host, tokens), port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    yield Live(base=f"http://127.0.0.1:{port}", token=token, host=host, store=store)
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(create_app(host, tokens)) as base:
+        yield Live(base=base, token=token, host=host, store=store)
     host.stop()
     store.close()
 

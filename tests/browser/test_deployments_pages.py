@@ -3,17 +3,14 @@ start and stop buttons, and the plan preview before a start that has to evict.""
 
 from __future__ import annotations
 
-import socket
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
+from support import free_port, serving
 
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import Host, Tokens, create_app
@@ -21,12 +18,6 @@ from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.store import Store
 
 STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -49,17 +40,8 @@ def live_fleet(tmp_path: Path) -> Iterator[LiveFleet]:
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2, system_jobs=fleet.system_jobs())
     host.start()
     app = create_app(host, tokens, routers=fleet_routers(), state={"fleet": fleet})
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    yield LiveFleet(base=f"http://127.0.0.1:{port}", token=token, fleet=fleet)
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(app) as base:
+        yield LiveFleet(base=base, token=token, fleet=fleet)
     host.stop()
     for deployment in fleet.deployments.list():
         fleet.deployer.stop(deployment.id, actor="system")
@@ -87,7 +69,7 @@ def add(fleet: Fleet, name: str, *, priority: int, awake: float) -> int:
         model=f"{name}-model",
         backend="process",
         command=[*STANDIN, "--port", "{port}", "--model", f"{name}-model"],
-        port=_free_port(),
+        port=free_port(),
         gpus=[0],
         memory_gib_awake=awake,
         memory_gib_asleep=5.0,

@@ -3,15 +3,12 @@ pause-all switch."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from conftest import _free_port
+from support import serving
 
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
@@ -36,17 +33,9 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     host = Host(store, time_zone="Europe/Berlin")
     app = create_app(host, tokens, routers=[*fleet_routers(), *schedule_routers()],
                      state={"fleet": fleet, "schedules": schedules})  # fmt: skip
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield {"base": f"http://127.0.0.1:{port}", "token": tokens.create("admin", "alice"),
-           "deployment": deployment.id, "schedules": schedules}  # fmt: skip
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(app) as base:
+        yield {"base": base, "token": tokens.create("admin", "alice"),
+               "deployment": deployment.id, "schedules": schedules}  # fmt: skip
     host.stop()
     fleet.close()
     store.close()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,10 +11,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-import uvicorn
-from conftest import _free_port
 from sqlalchemy import insert
-from support import at
+from support import at, serving
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.proposals import ProposalService
@@ -96,23 +92,14 @@ def live_traffic(tmp_path: Path) -> Iterator[LiveTraffic]:
         routers=[*fleet_routers(), *proposal_routers()],
         state={"fleet": fleet, "schedules": schedules, "proposals": proposals},
     )
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    yield LiveTraffic(
-        base=f"http://127.0.0.1:{port}",
-        token=token,
-        deployment=deployment,
-        proposals=proposals,
-        schedules=schedules,
-    )
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(app) as base:
+        yield LiveTraffic(
+            base=base,
+            token=token,
+            deployment=deployment,
+            proposals=proposals,
+            schedules=schedules,
+        )
     host.stop()
     fleet.close()
     store.close()

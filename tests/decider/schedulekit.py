@@ -4,7 +4,6 @@ schedule service, all on a manual clock. Import the fixtures into a test module 
 
 from __future__ import annotations
 
-import socket
 import sys
 import threading
 import time
@@ -14,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support import at
+from support import at, free_port
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.schedule import ScheduleService
@@ -37,12 +36,6 @@ def wait_until(check: Callable[[], bool], what: str, timeout_s: float = 60.0) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up after {timeout_s:g} s waiting for {what}")
         time.sleep(0.05)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def standin_keys(

@@ -8,7 +8,6 @@ import contextlib
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import httpx
+from support import free_port  # noqa: F401  (re-exported for the fleet tests)
 
 from dgxmm.fleet import HttpTimeouts
 from dgxmm.fleet.prometheus import parse_exposition
@@ -28,13 +28,6 @@ STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
 PATIENCE_S = 60.0
 # Short enough that a test about failures does not sit for minutes; long for loopback.
 TEST_TIMEOUTS = HttpTimeouts(connect_s=5.0, probe_s=10.0, metrics_s=20.0, action_s=120.0)
-
-
-def free_port() -> int:
-    """Return a port nothing listens on now (bound once to port 0, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(check: Callable[[], T | None], what: str, timeout_s: float = PATIENCE_S) -> T:

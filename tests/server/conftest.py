@@ -71,11 +71,3 @@ def viewer(host: Host, tokens: Tokens, viewer_token: str) -> Iterator[TestClient
     with TestClient(create_app(host, tokens)) as made:
         made.headers["Authorization"] = f"Bearer {viewer_token}"
         yield made
-
-
-def define(client: TestClient, **keys: object) -> dict[str, object]:
-    """Define a job through the API and return its row (asserting success)."""
-    response = client.post("/api/jobs/define", json=keys)
-    assert response.status_code == 200, response.text
-    body: dict[str, object] = response.json()
-    return body

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import define
+from apikit import define
 from fastapi.testclient import TestClient
 
 from dgxmm.server import Host

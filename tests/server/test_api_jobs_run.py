@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from conftest import define
+from apikit import define
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 

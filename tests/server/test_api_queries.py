@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import define
+from apikit import define
 from fastapi.testclient import TestClient
 
 from dgxmm.store import Store

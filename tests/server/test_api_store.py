@@ -6,7 +6,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from conftest import define
+from apikit import define
 from fastapi.testclient import TestClient
 
 from dgxmm.server import Host

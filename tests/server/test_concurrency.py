@@ -7,7 +7,6 @@ measures the latencies.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -15,17 +14,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
+from support import serving
 
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.server import Host, Tokens, create_app
 from dgxmm.store import Store
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def ten_seconds(context: RunContext) -> str:
@@ -46,20 +39,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, Host]]:
     slow = Job("ten_seconds", JobKind.SYSTEM, CronSchedule.parse("0 0 1 1 *"), ten_seconds)
     host = Host(store, time_zone="UTC", system_jobs=[slow])
     host.start()
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(host, tokens), port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    yield base, token, host
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving(create_app(host, tokens)) as base:
+        yield base, token, host
     host.stop()
     store.close()
 

@@ -12,12 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from support import free_port
 
 
 def start(data: Path, port: int) -> subprocess.Popen[str]:
