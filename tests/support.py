@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -58,3 +59,32 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
+
+
+def standin_keys(
+    name: str,
+    *args: str,
+    gpus: tuple[int, ...] = (0,),
+    awake: float = 40.0,
+    asleep: float = 4.0,
+    priority: int = 50,
+    timeout: float = 60.0,
+    **more: Any,
+) -> dict[str, Any]:
+    """Return the keys of a process deployment that runs dgxmm's stand-in on a free port."""
+    return {
+        "name": name,
+        "model": f"{name}-model",
+        "backend": "process",
+        "command": [*STANDIN, "--port", "{port}", "--model", f"{name}-model", *args],
+        "port": free_port(),
+        "gpus": list(gpus),
+        "memory_gib_awake": awake,
+        "memory_gib_asleep": asleep,
+        "priority": priority,
+        "startup_timeout_s": timeout,
+        **more,
+    }

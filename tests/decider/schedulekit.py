@@ -4,7 +4,6 @@ schedule service, all on a manual clock. Import the fixtures into a test module 
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support import at, free_port
+from support import at, standin_keys
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.schedule import ScheduleService
@@ -23,7 +22,6 @@ from dgxmm.store import Store
 
 __all__ = ["Kit", "kit", "standin_keys", "wait_until"]
 
-STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
 TIMEOUTS = HttpTimeouts(connect_s=5.0, probe_s=10.0, metrics_s=20.0, action_s=120.0)
 # A Wednesday; Berlin is at +02:00 in June.
 START = "2026-06-03T12:00:00+02:00"
@@ -36,30 +34,6 @@ def wait_until(check: Callable[[], bool], what: str, timeout_s: float = 60.0) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up after {timeout_s:g} s waiting for {what}")
         time.sleep(0.05)
-
-
-def standin_keys(
-    name: str,
-    *args: str,
-    gpus: tuple[int, ...] = (0,),
-    awake: float = 40.0,
-    asleep: float = 4.0,
-    priority: int = 50,
-) -> dict[str, Any]:
-    """The keys of a process deployment running a stand-in on a free port."""
-    return {
-        "name": name,
-        "model": f"{name}-model",
-        "backend": "process",
-        "command": [*STANDIN, "--port", "{port}", "--model", f"{name}-model", *args],
-        "port": free_port(),
-        "gpus": list(gpus),
-        "memory_gib_awake": awake,
-        "memory_gib_asleep": asleep,
-        "priority": priority,
-        "time_zone": "Europe/Berlin",
-        "startup_timeout_s": 60.0,
-    }  # fmt: skip
 
 
 class Kit:
@@ -86,9 +60,8 @@ class Kit:
 
     def deployment(self, name: str, *args: str, start: bool = True, **keys: Any) -> int:
         """Create a stand-in deployment (started unless told otherwise); return its id."""
-        created = self.fleet.deployments.create(
-            **standin_keys(name, *args, **keys), actor="user:alice"
-        )
+        keys = standin_keys(name, *args, time_zone="Europe/Berlin", **keys)
+        created = self.fleet.deployments.create(**keys, actor="user:alice")
         if start:
             self.fleet.deployer.start(created.id, actor="user:alice")
         return created.id

@@ -9,21 +9,19 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import httpx
-from support import free_port  # noqa: F401  (re-exported for the fleet tests)
+from support import STANDIN, free_port  # noqa: F401  (re-exported for the fleet tests)
 
 from dgxmm.fleet import HttpTimeouts
 from dgxmm.fleet.prometheus import parse_exposition
 
 T = TypeVar("T")
 
-STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
 # Generous: the machine is shared and noisy. Nothing here asserts how long anything took.
 PATIENCE_S = 60.0
 # Short enough that a test about failures does not sit for minutes; long for loopback.
