@@ -294,6 +294,8 @@ def test_a_dismissal_blocks_the_proposal_for_7_days(
     (proposal,) = proposals.list(d)
     dismissed = proposals.dismiss(proposal.id, actor=ALICE)
     assert (dismissed.status, dismissed.decided_by) == (ProposalStatus.DISMISSED, ALICE)
+    # The feedback model learns from it.
+    assert "there are 0 accepted and 1 dismissed so far" in proposals.model_status().reason
     profile_clock.advance(timedelta(days=7) - timedelta(minutes=1))
     (run,) = proposals.propose(d).deployments
     assert _open(proposals, d) == []

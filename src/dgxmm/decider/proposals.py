@@ -103,7 +103,10 @@ class ProposalService:
 
     def model_status(self) -> Readiness:
         """Tell whether the configured model can be asked now, and why (not)."""
-        return self._ask()[1]
+        model, readiness = self._ask()
+        if isinstance(model, ChatModel):
+            model.close()
+        return readiness
 
     # -- runs ---------------------------------------------------------------------------------
 

@@ -161,6 +161,8 @@ def read_minutes(
     rows are spread over the whole table, and reading them one deployment after the other
     would visit every page of it once per deployment. Consume it inside the transaction.
     """
+    if not zones:
+        return
     r = metric_rollups.c
     if len(zones) == 1:
         (only,) = zones
