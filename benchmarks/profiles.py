@@ -127,8 +127,12 @@ def measure(target: str, data_dir: Path, count: int, days: int, repeats: int) ->
         tracemalloc.stop()
         print(f"  a rebuild's traced peak memory: {peak / 2**20:.0f} MiB")
         best = min(times)
-        verdict = "ok" if best < 10 else "MISSED"
-        print(f"  best: {best:.2f} s for {count} deployments (target: under 10 s): {verdict}")
+        if store.dialect == "sqlite":
+            verdict = "ok" if best < 10 else "MISSED"
+            print(f"  best: {best:.2f} s for {count} deployments (target on SQLite: under 10 s): "
+                  f"{verdict}")  # fmt: skip
+        else:  # the target is SQLite's; PostgreSQL's server shares the machine's cores
+            print(f"  best: {best:.2f} s for {count} deployments")
     finally:
         store.close()
 

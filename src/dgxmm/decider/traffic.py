@@ -179,8 +179,9 @@ def read_minutes(
     for where in chunks:
         ids, minutes, requests, in_flight, latency = _columns(connection, where)
         order = np.argsort(ids, kind="stable")
-        firsts = np.searchsorted(ids[order], wanted, side="left")
-        lasts = np.searchsorted(ids[order], wanted, side="right")
+        by_deployment = ids[order]
+        firsts = np.searchsorted(by_deployment, wanted, side="left")
+        lasts = np.searchsorted(by_deployment, wanted, side="right")
         for deployment_id, first, last in zip(wanted.tolist(), firsts, lasts, strict=True):
             if last > first:
                 rows = order[first:last]  # a compact copy per deployment: the chunk can go
