@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import select
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
+from support import STANDIN
 
 PATIENCE_S = 60.0
 
@@ -98,7 +98,7 @@ class Standin:
 
     def __init__(self, model: str = "standin-model") -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "dgxmm.fleet.standin", "--port", "0", "--model", model],
+            [*STANDIN, "--port", "0", "--model", model],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
