@@ -15,6 +15,7 @@ from pathlib import Path
 
 import uvicorn
 
+from dgxmm.decider.proposals import ProposalService
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.errors import Busy
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
@@ -25,6 +26,7 @@ from dgxmm.server.auth import Tokens
 from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.server.host import Host
 from dgxmm.server.schedule_pages import schedule_routers
+from dgxmm.server.traffic_page import proposal_routers
 from dgxmm.store import Store
 
 __all__ = ["ServeOptions", "machine_zone", "serve"]
@@ -80,17 +82,18 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         say(f"dgxmm: demo: wrote two pretend GPUs into {data_dir / 'config.json'}")
     fleet = Fleet(store, inventory=discover_inventory(data_dir))
     schedules = ScheduleService(store, fleet)
+    proposals = ProposalService(store, fleet, schedules)
     host = Host(
         store,
         time_zone=zone,
         tick_seconds=options.tick_seconds,
-        system_jobs=[*fleet.system_jobs(), *schedules.system_jobs()],
+        system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
     )
     app = create_app(
         host,
         tokens,
-        routers=[*fleet_routers(), *schedule_routers()],
-        state={"fleet": fleet, "schedules": schedules},
+        routers=[*fleet_routers(), *schedule_routers(), *proposal_routers()],
+        state={"fleet": fleet, "schedules": schedules, "proposals": proposals},
     )
     host.start()
     demo = Demo(fleet, say=say) if options.demo else None
