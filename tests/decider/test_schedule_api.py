@@ -160,3 +160,15 @@ def test_it_pauses_every_schedule_and_audits_each_change(
         "schedule.update",
         "schedule.delete",
     ]
+
+
+def test_it_refuses_an_id_no_row_can_have(clients: tuple[TestClient, TestClient, int]) -> None:
+    # Found by schemathesis: a 20-digit id reached the database and came back as a 500.
+    admin, _, _ = clients
+    huge = 2**64
+    response = admin.get(f"/api/deployments/{huge}/schedules")
+    assert (response.status_code, response.json()["field"]) == (422, "deployment_id")
+    response = admin.patch(f"/api/deployments/1/schedules/{huge}", json={"enabled": True})
+    assert (response.status_code, response.json()["field"]) == (422, "schedule_id")
+    response = admin.get("/api/insights", params={"deployment_id": huge})
+    assert (response.status_code, response.json()["field"]) == (422, "deployment_id")

@@ -71,7 +71,7 @@ def backup(
 ) -> None:
     """Back up into a directory: a full copy the first time, what changed after."""
     with open_store(data, db) as store, progress_bar("backup", progress) as report:
-        result = store.backup(directory, progress=report)
+        result = store.backup(directory.absolute(), progress=report)  # a CLI path: from here
     out(
         {"directory": str(result.directory), "sequence": result.sequence, "method": result.method,
          "items": result.items, "bytes_written": result.bytes_written},
@@ -94,7 +94,8 @@ def restore(
 ) -> None:
     """Rebuild a database from a backup directory into a new place, verified."""
     with open_store(data, db) as store, progress_bar("restore", progress) as report:
-        result = store.restore(directory, target, progress=report)
+        place = target if "://" in target else str(Path(target).absolute())
+        result = store.restore(directory.absolute(), place, progress=report)
     typer.echo(f"restored run {result.sequence} into {result.target}: {result.items} item(s)")
 
 

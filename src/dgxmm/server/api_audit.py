@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from dgxmm.server.api_deployments import FleetDep
-from dgxmm.server.deps import Admin, HostDep
+from dgxmm.server.deps import Admin, HostDep, QueryId
 from dgxmm.server.job_list import iso
 
 __all__ = ["router"]
@@ -22,7 +22,7 @@ def list_audit(
     _: Admin,
     *,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    before: Annotated[int | None, Query(ge=1)] = None,
+    before: QueryId = None,
     subject: Annotated[str | None, Query(max_length=50)] = None,
     subject_id: Annotated[str | None, Query(max_length=100)] = None,
     actor: Annotated[str | None, Query(max_length=200)] = None,

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dgxmm.fleet import Deployment, DeploymentState, Fleet
 from dgxmm.fleet.rollups import MINUTE_US
-from dgxmm.server.deps import Admin, HostDep, Viewer
+from dgxmm.server.deps import Admin, HostDep, PathId, QueryId, QueryInstant, Viewer
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
 
@@ -132,14 +132,16 @@ def create_deployment(
 
 
 @router.get("/{deployment_id}")
-def get_deployment(deployment_id: int, fleet: FleetDep, host: HostDep, _: Viewer) -> dict[str, Any]:
+def get_deployment(
+    deployment_id: PathId, fleet: FleetDep, host: HostDep, _: Viewer
+) -> dict[str, Any]:
     """One deployment."""
     return deployment_json(fleet.deployments.get(deployment_id), host)
 
 
 @router.patch("/{deployment_id}")
 def update_deployment(
-    deployment_id: int, body: UpdateDeployment, fleet: FleetDep, host: HostDep, who: Admin
+    deployment_id: PathId, body: UpdateDeployment, fleet: FleetDep, host: HostDep, who: Admin
 ) -> dict[str, Any]:
     """Change some fields; what it runs changes only while it is stopped or failed (409)."""
     keys = body.model_dump(exclude_unset=True)
@@ -147,7 +149,7 @@ def update_deployment(
 
 
 @router.delete("/{deployment_id}")
-def remove_deployment(deployment_id: int, fleet: FleetDep, who: Admin) -> dict[str, Any]:
+def remove_deployment(deployment_id: PathId, fleet: FleetDep, who: Admin) -> dict[str, Any]:
     """Remove a deployment: its process is stopped, its rows and schedules go (audited)."""
     name = fleet.deployments.get(deployment_id).name
     fleet.remove(deployment_id, actor=who.actor)
@@ -162,7 +164,7 @@ def _plans(body: ActionBody | None, plan: bool | None) -> bool:
 
 @router.post("/{deployment_id}/start")
 def start_deployment(
-    deployment_id: int,
+    deployment_id: PathId,
     fleet: FleetDep,
     who: Admin,
     body: ActionBody | None = None,
@@ -175,7 +177,7 @@ def start_deployment(
 
 @router.post("/{deployment_id}/wake")
 def wake_deployment(
-    deployment_id: int,
+    deployment_id: PathId,
     fleet: FleetDep,
     who: Admin,
     body: ActionBody | None = None,
@@ -187,31 +189,31 @@ def wake_deployment(
 
 
 @router.post("/{deployment_id}/stop")
-def stop_deployment(deployment_id: int, fleet: FleetDep, who: Admin) -> dict[str, Any]:
+def stop_deployment(deployment_id: PathId, fleet: FleetDep, who: Admin) -> dict[str, Any]:
     """Stop it (SIGTERM, then SIGKILL after the grace period, for a process dgxmm owns)."""
     return fleet.deployer.stop(deployment_id, actor=who.actor).to_json()
 
 
 @router.post("/{deployment_id}/sleep")
-def sleep_deployment(deployment_id: int, fleet: FleetDep, who: Admin) -> dict[str, Any]:
+def sleep_deployment(deployment_id: PathId, fleet: FleetDep, who: Admin) -> dict[str, Any]:
     """Put it to sleep once its requests in flight finish."""
     return fleet.deployer.sleep(deployment_id, actor=who.actor).to_json()
 
 
 @router.get("/{deployment_id}/plan")
-def plan_deployment(deployment_id: int, fleet: FleetDep, _: Viewer) -> dict[str, Any]:
+def plan_deployment(deployment_id: PathId, fleet: FleetDep, _: Viewer) -> dict[str, Any]:
     """What a start or wake would evict to make room, before it runs."""
     return fleet.deployer.plan(deployment_id, DeploymentState.RUNNING).to_json()
 
 
 @router.get("/{deployment_id}/events")
 def deployment_events(
-    deployment_id: int,
+    deployment_id: PathId,
     fleet: FleetDep,
     host: HostDep,
     _: Viewer,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    before: Annotated[int | None, Query(ge=1)] = None,
+    before: QueryId = None,
 ) -> dict[str, Any]:
     """Its events, newest first (``before`` an event id pages back)."""
     fleet.deployments.get(deployment_id)  # 404 for one that does not exist
@@ -221,12 +223,12 @@ def deployment_events(
 
 @router.get("/{deployment_id}/rollups")
 def deployment_rollups(
-    deployment_id: int,
+    deployment_id: PathId,
     fleet: FleetDep,
     host: HostDep,
     _: Viewer,
-    since_us: Annotated[int | None, Query()] = None,
-    until_us: Annotated[int | None, Query()] = None,
+    since_us: QueryInstant = None,
+    until_us: QueryInstant = None,
 ) -> dict[str, Any]:
     """Its per-minute rollups (default: the last day), oldest first."""
     fleet.deployments.get(deployment_id)

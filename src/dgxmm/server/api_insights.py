@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from dgxmm.server.api_deployments import FleetDep
-from dgxmm.server.deps import Admin, HostDep, Viewer
+from dgxmm.server.deps import Admin, HostDep, PathId, QueryId, Viewer
 from dgxmm.server.job_list import iso
 
 __all__ = ["router"]
@@ -21,7 +21,7 @@ def list_insights(
     host: HostDep,
     _: Viewer,
     include_dismissed: Annotated[bool, Query()] = False,
-    deployment_id: Annotated[int | None, Query()] = None,
+    deployment_id: QueryId = None,
 ) -> dict[str, Any]:
     """The open insights (or all), newest first, with their deployment's name."""
     names = {d.id: d.name for d in fleet.deployments.list()}
@@ -40,6 +40,6 @@ def list_insights(
 
 
 @router.post("/{insight_id}/dismiss")
-def dismiss_insight(insight_id: int, fleet: FleetDep, who: Admin) -> dict[str, Any]:
+def dismiss_insight(insight_id: PathId, fleet: FleetDep, who: Admin) -> dict[str, Any]:
     """Dismiss an insight (audited); dismissing it again changes nothing."""
     return fleet.insights.dismiss(insight_id, who.actor).to_json()

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dgxmm.decider.proposal_rows import ProposalStatus
 from dgxmm.decider.proposals import ProposalService
-from dgxmm.server.deps import Admin, Viewer
+from dgxmm.server.deps import MAX_ID, Admin, PathId, Viewer
 
 __all__ = ["router"]
 
@@ -37,7 +37,7 @@ class _Body(BaseModel):
 class Rebuild(_Body):
     """Rebuild one deployment's profile (or all), and then make proposals if asked."""
 
-    deployment_id: int | None = None
+    deployment_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     propose: bool = False
 
 
@@ -60,7 +60,7 @@ class ModelBody(_Body):
 
 
 @router.get("/api/deployments/{deployment_id}/traffic")
-def get_traffic(deployment_id: int, proposals: Proposals, _: Viewer) -> dict[str, Any]:
+def get_traffic(deployment_id: PathId, proposals: Proposals, _: Viewer) -> dict[str, Any]:
     """A deployment's traffic profile: 168 local hours of the week (none before a build)."""
     return proposals.profiles.profile(deployment_id).to_json()
 
@@ -77,7 +77,7 @@ def rebuild(body: Rebuild, proposals: Proposals, _: Admin) -> dict[str, Any]:
 
 @router.get("/api/deployments/{deployment_id}/proposals")
 def list_proposals(
-    deployment_id: int, proposals: Proposals, _: Viewer, status: ProposalStatus | None = None
+    deployment_id: PathId, proposals: Proposals, _: Viewer, status: ProposalStatus | None = None
 ) -> dict[str, Any]:
     """A deployment's proposals, newest first (``?status=open|accepted|dismissed``)."""
     return {"proposals": [p.to_json() for p in proposals.list(deployment_id, status=status)]}
@@ -103,19 +103,19 @@ def put_model(body: ModelBody, proposals: Proposals, who: Admin) -> dict[str, An
 
 
 @router.get("/api/proposals/{proposal_id}")
-def get_proposal(proposal_id: int, proposals: Proposals, _: Viewer) -> dict[str, Any]:
+def get_proposal(proposal_id: PathId, proposals: Proposals, _: Viewer) -> dict[str, Any]:
     """One proposal with its evidence."""
     return proposals.get(proposal_id).to_json()
 
 
 @router.post("/api/proposals/{proposal_id}/accept")
-def accept(proposal_id: int, proposals: Proposals, who: Admin) -> dict[str, Any]:
+def accept(proposal_id: PathId, proposals: Proposals, who: Admin) -> dict[str, Any]:
     """Create the proposal's sleep and wake schedules (the admin is their creator)."""
     proposal, schedules = proposals.accept(proposal_id, actor=who.actor)
     return {"proposal": proposal.to_json(), "schedules": [s.to_json() for s in schedules]}
 
 
 @router.post("/api/proposals/{proposal_id}/dismiss")
-def dismiss(proposal_id: int, proposals: Proposals, who: Admin) -> dict[str, Any]:
+def dismiss(proposal_id: PathId, proposals: Proposals, who: Admin) -> dict[str, Any]:
     """Dismiss the proposal: it is not made again for 7 days."""
     return {"proposal": proposals.dismiss(proposal_id, actor=who.actor).to_json()}

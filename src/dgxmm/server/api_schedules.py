@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.errors import NotFound
-from dgxmm.server.deps import Admin, Viewer
+from dgxmm.server.deps import Admin, PathId, Viewer
 
 __all__ = ["router"]
 
@@ -56,7 +56,7 @@ class PausedAll(_Body):
 
 
 @router.get("/api/deployments/{deployment_id}/schedules")
-def list_schedules(deployment_id: int, schedules: Schedules, _: Viewer) -> dict[str, Any]:
+def list_schedules(deployment_id: PathId, schedules: Schedules, _: Viewer) -> dict[str, Any]:
     """A deployment's schedules, and whether all schedules are paused."""
     return {
         "paused_all": schedules.paused_all(),
@@ -66,7 +66,7 @@ def list_schedules(deployment_id: int, schedules: Schedules, _: Viewer) -> dict[
 
 @router.post("/api/deployments/{deployment_id}/schedules", status_code=201)
 def create_schedule(
-    deployment_id: int, body: NewSchedule, schedules: Schedules, who: Admin
+    deployment_id: PathId, body: NewSchedule, schedules: Schedules, who: Admin
 ) -> dict[str, Any]:
     """Create a schedule; bad input answers 400 naming the field."""
     created = schedules.create(
@@ -83,7 +83,11 @@ def create_schedule(
 
 @router.patch("/api/deployments/{deployment_id}/schedules/{schedule_id}")
 def change_schedule(
-    deployment_id: int, schedule_id: int, body: ScheduleChange, schedules: Schedules, who: Admin
+    deployment_id: PathId,
+    schedule_id: PathId,
+    body: ScheduleChange,
+    schedules: Schedules,
+    who: Admin,
 ) -> dict[str, Any]:
     """Change some fields of a schedule."""
     _owned(schedules, deployment_id, schedule_id)
@@ -93,7 +97,7 @@ def change_schedule(
 
 @router.delete("/api/deployments/{deployment_id}/schedules/{schedule_id}")
 def delete_schedule(
-    deployment_id: int, schedule_id: int, schedules: Schedules, who: Admin
+    deployment_id: PathId, schedule_id: PathId, schedules: Schedules, who: Admin
 ) -> dict[str, Any]:
     """Remove a schedule."""
     _owned(schedules, deployment_id, schedule_id)

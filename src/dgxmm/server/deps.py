@@ -4,14 +4,32 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Path, Query, Request
 
 from dgxmm.server.auth import Identity, Tokens
 from dgxmm.server.host import Host
 
-__all__ = ["COOKIE", "Admin", "HostDep", "Viewer", "identify", "require_admin", "require_viewer"]
+__all__ = [
+    "COOKIE",
+    "MAX_ID",
+    "Admin",
+    "HostDep",
+    "PathId",
+    "QueryId",
+    "QueryInstant",
+    "Viewer",
+    "identify",
+    "require_admin",
+    "require_viewer",
+]
 
 COOKIE = "dgxmm_token"
+# Row ids are 64-bit: a larger number can name nothing, and the databases refuse it loudly.
+MAX_ID = 2**63 - 1
+PathId = Annotated[int, Path(ge=1, le=MAX_ID)]
+QueryId = Annotated[int | None, Query(ge=1, le=MAX_ID)]
+# Instants (microseconds since the epoch) that dates can show: year 1 to year 9999.
+QueryInstant = Annotated[int | None, Query(ge=-62_135_596_800_000_000, le=253_402_300_799_999_999)]
 
 
 def get_host(request: Request) -> Host:

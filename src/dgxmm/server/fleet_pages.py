@@ -18,7 +18,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.fleet import BackendKind, Deployment, Fleet
-from dgxmm.server.deps import identify
+from dgxmm.server.deps import PathId, QueryId, identify
 from dgxmm.server.fleet_charts import WINDOWS, gpu_bar, traffic_chart
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
@@ -87,7 +87,7 @@ def deployments_page(request: Request) -> Response:
 
 
 @router.get("/deployments/{deployment_id}", response_class=HTMLResponse)
-def deployment_page(request: Request, deployment_id: int) -> Response:
+def deployment_page(request: Request, deployment_id: PathId) -> Response:
     """One deployment: its facts, actions, traffic over the last day and week, events."""
     fleet = _fleet(request)
     host: Host = request.app.state.host
@@ -157,7 +157,7 @@ def insights_page(request: Request, dismissed: bool = False) -> Response:
 @router.get("/audit", response_class=HTMLResponse)
 def audit_page(
     request: Request,
-    before: Annotated[int | None, Query(ge=1)] = None,
+    before: QueryId = None,
     subject: Annotated[str | None, Query(max_length=50)] = None,
     actor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> Response:

@@ -63,7 +63,11 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-    location = [str(part) for part in first.get("loc", ()) if part not in ("body", "query")]
+    location = [
+        str(part)
+        for part in first.get("loc", ())
+        if part not in ("body", "query", "path", "header")
+    ]
     field = ".".join(location) or None
     kind = first.get("type", "")
     if kind == "json_invalid":

@@ -11,6 +11,7 @@ from dgxmm.decider.days import describe_days
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.fleet import Deployment
 from dgxmm.server import api_schedules
+from dgxmm.server.deps import PathId
 from dgxmm.server.fleet_pages import DeploymentExtra, add_deployment_extra
 from dgxmm.server.job_list import iso
 from dgxmm.server.pages import render_page
@@ -43,7 +44,7 @@ def schedule_routers() -> list[APIRouter]:
 
 
 @router.get("/deployments/{deployment_id}/schedules", response_class=HTMLResponse)
-def schedules_page(request: Request, deployment_id: int) -> Response:
+def schedules_page(request: Request, deployment_id: PathId) -> Response:
     """A deployment's schedules as a week strip, with their last run and result."""
     schedules: ScheduleService = request.app.state.schedules
     deployment = request.app.state.fleet.deployments.get(deployment_id)

@@ -17,6 +17,7 @@ from dgxmm.decider.schedule import ScheduleService
 from dgxmm.decider.week import down_intervals
 from dgxmm.fleet import Deployment
 from dgxmm.server import api_proposals
+from dgxmm.server.deps import PathId
 from dgxmm.server.fleet_pages import DeploymentExtra, add_deployment_extra
 from dgxmm.server.heatmap import proposal_intervals, traffic_heatmap
 from dgxmm.server.job_list import iso
@@ -48,7 +49,7 @@ def proposal_routers() -> list[APIRouter]:
 
 
 @router.get("/deployments/{deployment_id}/traffic", response_class=HTMLResponse)
-def traffic_page(request: Request, deployment_id: int) -> Response:
+def traffic_page(request: Request, deployment_id: PathId) -> Response:
     """A deployment's week as a heat map, with its schedules' and proposals' sleep windows."""
     proposals: ProposalService = request.app.state.proposals
     schedules: ScheduleService = request.app.state.schedules

@@ -12,6 +12,7 @@ nothing; a user job's own checkpoint or backup runs through the same code withou
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -50,6 +51,7 @@ from dgxmm.store.journal import (
     write_setting,
 )
 from dgxmm.store.records import JobDefinition, SavedQuery
+from dgxmm.store.recovery import path_errors, restore
 from dgxmm.store.runs import run_query_job
 from dgxmm.store.schema import store_state
 from dgxmm.store.sidecar import Sidecar
@@ -352,21 +354,28 @@ class Store:
 
         ``progress(done, total)`` hears of the pages (SQLite) or tables (PostgreSQL) written.
         """
-        path = Path(directory).expanduser()
-        path = path if path.is_absolute() else self.data_dir / path
+        path = self._under_data_dir(directory, "directory")
         with self._files_lock:
             self._refuse_while_user_jobs_run("backup")
-            return self._backup(path, lambda: None, progress)
+            with path_errors("directory"):
+                return self._backup(path, lambda: None, progress)
 
     def restore(
         self, directory: str | Path, target: str | Path, *, progress: Progress = no_progress
     ) -> RestoreResult:
-        """Rebuild a database at ``target`` (a new file, or an empty PostgreSQL database)."""
+        """Rebuild a database at ``target`` (a new file, or an empty PostgreSQL database).
+
+        Relative paths, of the backup and of a SQLite target, are under the data directory,
+        as they are for ``backup``.
+        """
+        source = self._under_data_dir(directory, "directory")
+        if isinstance(target, Path) or "://" not in str(target):
+            target = self._under_data_dir(target, "target")
         with self._files_lock:
             self._refuse_while_user_jobs_run("restore")
             if self.path is not None and Path(target).expanduser().absolute() == self.path:
                 raise Conflict("restore: the target is this store's own database")
-            return restore(directory, target, progress=progress)
+            return restore(source, target, progress=progress)
 
     def compact(self) -> str:
         """Rebuild the database compactly (VACUUM on both databases)."""
@@ -399,6 +408,17 @@ class Store:
                 self.files.close()
 
     # -- inside -------------------------------------------------------------------------------
+
+    def _under_data_dir(self, place: str | Path, field: str) -> Path:
+        """Return a path a user gave, relative ones under the data directory."""
+        try:
+            path = Path(place).expanduser()  # ~nobody-known raises RuntimeError
+            if "\x00" in str(path):
+                raise ValueError("it holds a NUL character")
+            os.fsencode(path)  # lone surrogates cannot be a file name
+        except (RuntimeError, ValueError) as error:
+            raise InvalidInput(field, f"{str(place)!r} is not a usable path ({error})") from error
+        return path if path.is_absolute() else self.data_dir / path
 
     def _checkpoint(self) -> str:
         if self.files is not None:
@@ -474,18 +494,6 @@ class Store:
             raise Busy(
                 f"{what}: job {', '.join(running)} is running; try again when it has finished"
             )
-
-
-def restore(
-    directory: str | Path, target: str | Path, *, progress: Progress = no_progress
-) -> RestoreResult:
-    """Rebuild a database from a backup directory: a SQLite file, or an empty PostgreSQL one."""
-    source = Path(directory).expanduser().absolute()
-    place = parse_target(target)
-    if place.dialect is Dialect.SQLITE:
-        assert place.path is not None
-        return sqlite_backup.restore_sqlite(source, place.path, progress)
-    return backup_pg.restore_postgresql(source, place, progress)
 
 
 def _refuse_closed(*_: object) -> None:
