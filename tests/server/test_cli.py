@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,16 @@ def test_it_creates_tokens_of_a_role(data: Path) -> None:
     code, _, err = dgxmm("token", "create", "--role", "root", "--data", str(data))
     assert code == 2
     assert "role" in err
+
+
+def test_it_refuses_a_query_that_writes_the_audit_log_or_the_tokens(data: Path) -> None:
+    # In a process of its own: the CLI must know these tables are protected without the
+    # server (which registers them) having been imported by anything else.
+    for table in ("audit_log", "api_tokens"):
+        done = subprocess.run(
+            [sys.executable, "-m", "dgxmm", "queries", "define", "sneaky", "--body",
+             f"DELETE FROM {table}", "--data", str(data)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert table in done.stderr
