@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dgxmm.cli import app
+from dgxmm.server import Tokens
 from dgxmm.store import Store
 
 runner = CliRunner()
@@ -140,3 +141,17 @@ def test_it_refuses_a_query_that_writes_the_audit_log_or_the_tokens(data: Path) 
         )  # fmt: skip
         assert done.returncode == 2, done.stderr
         assert table in done.stderr
+
+
+def test_it_revokes_a_token(data: Path) -> None:
+    code, out, _ = dgxmm("token", "create", "--role", "admin", "--data", str(data))
+    token = out.strip()
+    assert dgxmm("token", "revoke", token, "--data", str(data))[:2] == (0, "revoked\n")
+    code, _, err = dgxmm("token", "revoke", token, "--data", str(data))
+    assert code == 1
+    assert "no live token" in err
+    store = Store.open(data / "dgxmm.db", data_dir=data)
+    try:
+        assert Tokens(store.engine, store.clock).identify(token) is None
+    finally:
+        store.close()

@@ -114,6 +114,23 @@ def token_create(
     typer.echo(created)
 
 
+@token.command("revoke")
+@handles_errors
+def token_revoke(
+    value: Annotated[str, typer.Argument(help="The token to revoke.")],
+    data: DataOption = DEFAULT_DATA,
+    db: DbOption = None,
+) -> None:
+    """Revoke a token: from now on it opens nothing."""
+    from dgxmm.errors import NotFound
+    from dgxmm.server.auth import Tokens
+
+    with open_store(data, db) as store:
+        if not Tokens(store.engine, store.clock).revoke(value.strip()):
+            raise NotFound("live token", "(as given)")
+    typer.echo("revoked")
+
+
 def _register() -> None:
     from dgxmm.cli import jobs, queries, store_ops
 
