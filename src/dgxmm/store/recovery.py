@@ -7,6 +7,7 @@ into an ``InvalidInput`` naming the field, so the API and the CLI say which path
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ from dgxmm.store import backup_pg
 from dgxmm.store.backup_dir import Progress, RestoreResult, no_progress
 from dgxmm.store.database import Dialect, parse_target
 
-__all__ = ["path_errors", "restore"]
+__all__ = ["path_errors", "restore", "user_path"]
 
 
 def restore(
@@ -54,3 +55,15 @@ def path_errors(field: str, target: Path | None = None) -> Iterator[None]:
         raise InvalidInput(
             "target" if is_target else field, f"cannot use {where}: {error.strerror or error}"
         ) from error
+
+
+def user_path(place: str | Path, base: Path, field: str) -> Path:
+    """Return a path a user gave, a relative one under ``base``; refuse one that names no file."""
+    try:
+        path = Path(place).expanduser()  # ~nobody-known raises RuntimeError
+        if "\x00" in str(path):
+            raise ValueError("it holds a NUL character")
+        os.fsencode(path)  # lone surrogates cannot be a file name
+    except (RuntimeError, ValueError) as error:
+        raise InvalidInput(field, f"{str(place)!r} is not a usable path ({error})") from error
+    return path if path.is_absolute() else base / path

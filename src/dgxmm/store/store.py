@@ -12,7 +12,6 @@ nothing; a user job's own checkpoint or backup runs through the same code withou
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
@@ -51,7 +50,7 @@ from dgxmm.store.journal import (
     write_setting,
 )
 from dgxmm.store.records import JobDefinition, SavedQuery
-from dgxmm.store.recovery import path_errors, restore
+from dgxmm.store.recovery import path_errors, restore, user_path
 from dgxmm.store.runs import run_query_job
 from dgxmm.store.schema import store_state
 from dgxmm.store.sidecar import Sidecar
@@ -410,15 +409,7 @@ class Store:
     # -- inside -------------------------------------------------------------------------------
 
     def _under_data_dir(self, place: str | Path, field: str) -> Path:
-        """Return a path a user gave, relative ones under the data directory."""
-        try:
-            path = Path(place).expanduser()  # ~nobody-known raises RuntimeError
-            if "\x00" in str(path):
-                raise ValueError("it holds a NUL character")
-            os.fsencode(path)  # lone surrogates cannot be a file name
-        except (RuntimeError, ValueError) as error:
-            raise InvalidInput(field, f"{str(place)!r} is not a usable path ({error})") from error
-        return path if path.is_absolute() else self.data_dir / path
+        return user_path(place, self.data_dir, field)
 
     def _checkpoint(self) -> str:
         if self.files is not None:
