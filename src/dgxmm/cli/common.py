@@ -38,11 +38,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 @contextmanager
 def open_store(data: Path, db: str | None) -> Iterator[Store]:
     """Open the store for one command and close it after (its statistics are written)."""
-    # Here, not above: `dgxmm cron next` needs no database. The fleet's and the server's
-    # tables register themselves on the store's metadata when imported, and with them which
-    # of them no saved query may write (the audit log, the API tokens).
-    import dgxmm.fleet.tables
-    import dgxmm.server.tables  # noqa: F401
+    # Here, not above: `dgxmm cron next` needs no database. Which tables no saved query may
+    # write is read from the database itself (store/protection.py), so nothing else is needed.
     from dgxmm.store import Store
 
     data_dir = data.expanduser().absolute()

@@ -78,7 +78,6 @@ audit_log = Table(
     Column("subject", String(50), nullable=False),  # deployment, schedule, setting, ...
     Column("subject_id", String(100)),
     Column("detail", Text),  # JSON
-    info={"protected": True},  # no saved query may rewrite the audit trail
 )
 
 insights = Table(

@@ -20,5 +20,4 @@ api_tokens = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("revoked_at", BigInteger),
     CheckConstraint("role in ('admin', 'viewer')", name="role"),
-    info={"protected": True},  # no saved query may write it
 )

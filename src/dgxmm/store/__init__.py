@@ -12,8 +12,9 @@ from dgxmm.store.definitions import JOB_KEYS, JobAction, JobSpec, RunOn
 from dgxmm.store.effects import AllowAll, Authorizer, Create, Execute, Request, Write
 from dgxmm.store.journal import Change, JournalEntry, Subject
 from dgxmm.store.params import ParamType
+from dgxmm.store.protection import ProtectedTable, TableOwner
 from dgxmm.store.records import JobDefinition, SavedQuery
-from dgxmm.store.schema import metadata, protected_tables
+from dgxmm.store.schema import metadata
 from dgxmm.store.store import Store, restore
 from dgxmm.store.system_jobs import COMPACT, STATS_FLUSH, SYSTEM_JOB_NAMES
 from dgxmm.store.user_jobs import NotScheduled, UserJobs
@@ -39,6 +40,7 @@ __all__ = [
     "JournalEntry",
     "NotScheduled",
     "ParamType",
+    "ProtectedTable",
     "Request",
     "RestoreResult",
     "RunOn",
@@ -47,11 +49,11 @@ __all__ = [
     "StatementKind",
     "Store",
     "Subject",
+    "TableOwner",
     "UserJobs",
     "Write",
     "analyze",
     "metadata",
-    "protected_tables",
     "reading",
     "record_change",
     "restore",

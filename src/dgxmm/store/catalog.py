@@ -42,8 +42,9 @@ from dgxmm.store.effects import (
 )
 from dgxmm.store.journal import Change, Subject, dump, next_version, write_entry
 from dgxmm.store.params import ParamType, check_params
+from dgxmm.store.protection import ProtectedTable, write_refusal
 from dgxmm.store.records import JobDefinition, SavedQuery, job_json, query_from_row, query_json
-from dgxmm.store.schema import catalog_jobs, catalog_queries, protected_tables
+from dgxmm.store.schema import catalog_jobs, catalog_queries
 
 __all__ = ["Catalog"]
 
@@ -62,6 +63,7 @@ class Catalog:
         authorizer: Authorizer,
         base_dir: Path,
         reserved: Callable[[], Collection[str]],
+        protected: Mapping[str, ProtectedTable],
     ) -> None:
         self._engine = engine
         self._dialect = dialect
@@ -69,6 +71,7 @@ class Catalog:
         self.authorizer = authorizer
         self._base_dir = base_dir
         self._reserved = reserved
+        self._protected = protected
 
     # -- saved queries ------------------------------------------------------------------------
 
@@ -125,11 +128,9 @@ class Catalog:
             raise DefinitionError(
                 "params", f"{', '.join(unused)} declared but the body does not use it"
             )
-        catalog = sorted(analysis.writes & protected_tables())
-        if catalog:
-            raise DefinitionError(
-                "body", f"writes {', '.join(catalog)}, a table of the store's own catalog"
-            )
+        refusal = write_refusal(analysis.writes, self._protected, self._dialect)
+        if refusal is not None:
+            raise DefinitionError("body", f"writes {refusal}")
         before = self._query_row(connection, name)
         query = SavedQuery(
             name=name,
@@ -409,6 +410,10 @@ class Catalog:
             assert saved is not None  # check_job found it
             requests.append(Execute(query=spec.query))
             writes = analyze(saved.body, self._dialect).writes
+            # A query stored before its table was protected (or by an older dgxmm).
+            refusal = write_refusal(writes, self._protected, self._dialect)
+            if refusal is not None:
+                raise DefinitionError("query", f"saved query {spec.query} writes {refusal}")
             requests.extend(Write(table=table) for table in sorted(writes))
         elif spec.action is JobAction.BACKUP:
             assert spec.path is not None

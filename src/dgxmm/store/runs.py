@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +51,7 @@ from dgxmm.store.changes import record_change
 from dgxmm.store.database import Dialect, describe_db_error
 from dgxmm.store.effects import Execute, Write
 from dgxmm.store.params import bind_args, check_args
+from dgxmm.store.protection import ProtectedTable, write_refusal
 from dgxmm.store.records import JobDefinition, SavedQuery
 
 __all__ = ["CHUNK_ROWS", "row_bytes", "run_query_job"]
@@ -104,9 +105,10 @@ def run_query_job(
     args: dict[str, object],
     query: SavedQuery,
     ctx: RunContext,
+    protected: Mapping[str, ProtectedTable],
 ) -> str:
     """Run a query job once; return its detail, or raise why it failed (nothing changed)."""
-    allowed = _check_effects(job, query, dialect)
+    allowed = _check_effects(job, query, dialect, protected)
     try:
         checked = check_args(args, query.params)
     except DefinitionError as error:
@@ -161,12 +163,25 @@ def run_query_job(
     return tally.detail()
 
 
-def _check_effects(job: JobDefinition, query: SavedQuery, dialect: Dialect) -> frozenset[str]:
-    """Return the tables the run may write; refuse when the query now writes more."""
+def _check_effects(
+    job: JobDefinition,
+    query: SavedQuery,
+    dialect: Dialect,
+    protected: Mapping[str, ProtectedTable],
+) -> frozenset[str]:
+    """Return the tables the run may write; refuse when the query now writes more.
+
+    The database's protected tables are refused whatever the effects say: a job defined by a
+    process that did not know them (an older dgxmm, a row written by hand) never writes them.
+    """
     if Execute(query=query.name) not in job.effects:
         raise NotAllowed(f"job {job.name}: its effects do not allow Execute({query.name})")
     allowed = frozenset(e.table for e in job.effects if isinstance(e, Write))
-    extra = sorted(analyze(query.body, dialect).writes - allowed)
+    writes = analyze(query.body, dialect).writes
+    refusal = write_refusal(allowed | writes, protected, dialect)
+    if refusal is not None:
+        raise NotAllowed(f"job {job.name}: its saved query {query.name} writes {refusal}")
+    extra = sorted(writes - allowed)
     if extra:
         raise NotAllowed(
             f"job {job.name}: saved query {query.name} now writes {', '.join(extra)}, which "

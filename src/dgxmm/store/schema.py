@@ -1,9 +1,9 @@
 """The store's tables, all on one SQLAlchemy ``MetaData`` named ``metadata``.
 
 Later packages define their own ``Table`` objects on this same ``metadata`` and add their
-tables as further Alembic revisions in ``store/migrations/versions/``. A table whose
-``info`` holds ``{"protected": True}`` belongs to the store itself: saved queries may read it
-but never write it.
+tables as further Alembic revisions in ``store/migrations/versions/``. The revision that
+creates a table of dgxmm's also records it in ``protected_tables``: saved queries may read it
+but never write it, whichever process defines or runs them (``protection.py``).
 
 Instants are integer microseconds since the Unix epoch (UTC); JSON is stored as text so
 that both databases keep it byte for byte as written.
@@ -48,7 +48,6 @@ metadata = MetaData(
 
 # SQLite makes only an INTEGER PRIMARY KEY an alias of the rowid (and so self-numbering).
 _Id = BigInteger().with_variant(Integer(), "sqlite")
-_PROTECTED = {"protected": True}
 
 store_state = Table(
     "store_state",
@@ -57,7 +56,6 @@ store_state = Table(
     Column("store_id", String(32), nullable=False),
     Column("catalog_version", BigInteger, nullable=False),
     CheckConstraint("id = 1", name="single_row"),
-    info=_PROTECTED,
 )
 
 catalog_queries = Table(
@@ -70,7 +68,6 @@ catalog_queries = Table(
     Column("version", BigInteger, nullable=False),  # catalog version of the last change
     Column("defined_by", String(200)),
     Column("defined_at", BigInteger, nullable=False),
-    info=_PROTECTED,
 )
 
 catalog_jobs = Table(
@@ -83,7 +80,6 @@ catalog_jobs = Table(
     Column("version", BigInteger, nullable=False),
     Column("defined_by", String(200)),
     Column("defined_at", BigInteger, nullable=False),
-    info=_PROTECTED,
 )
 
 catalog_journal = Table(
@@ -98,7 +94,6 @@ catalog_journal = Table(
     Column("change", String(20), nullable=False),  # define, replace, drop, enable, ...
     Column("before", Text),  # JSON or NULL
     Column("after", Text),  # JSON or NULL
-    info=_PROTECTED,
 )
 
 settings = Table(
@@ -109,7 +104,6 @@ settings = Table(
     Column("version", BigInteger, nullable=False),
     Column("updated_by", String(200)),
     Column("updated_at", BigInteger, nullable=False),
-    info=_PROTECTED,
 )
 
 change_log = Table(
@@ -120,12 +114,12 @@ change_log = Table(
     Column("job", String(NAME_LENGTH), index=True),  # the job whose run committed it, if any
     Column("actor", String(200)),
     Column("summary", Text, nullable=False),
-    info=_PROTECTED,
 )
 
-
-def protected_tables() -> frozenset[str]:
-    """Return the names of the tables no saved query may write (lower case)."""
-    names = {name for name, table in metadata.tables.items() if table.info.get("protected")}
-    names.add("alembic_version")
-    return frozenset(name.lower() for name in names)
+protected_tables = Table(
+    "protected_tables",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("owner", String(20), nullable=False),  # protection.TableOwner
+    Column("why", Text, nullable=False),
+)

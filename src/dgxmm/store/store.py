@@ -49,6 +49,7 @@ from dgxmm.store.journal import (
     read_setting,
     write_setting,
 )
+from dgxmm.store.protection import read_protected
 from dgxmm.store.records import JobDefinition, SavedQuery
 from dgxmm.store.recovery import path_errors, restore, user_path
 from dgxmm.store.runs import run_query_job
@@ -90,6 +91,8 @@ class Store:
         self._closed = False
         with reading(engine) as connection:
             self.store_id = str(connection.execute(select(store_state.c.store_id)).scalar_one())
+            # Recorded by the migrations, so every process refuses the same writes.
+            self.protected = read_protected(connection)
         self.catalog = Catalog(
             engine=engine,
             dialect=self.dialect,
@@ -97,6 +100,7 @@ class Store:
             authorizer=authorizer,
             base_dir=data_dir,
             reserved=lambda: self._reserved,
+            protected=self.protected,
         )
         self._sidecar = Sidecar(_sidecar_path(target, data_dir))
 
@@ -323,6 +327,7 @@ class Store:
                     args=spec.args,
                     query=query,
                     ctx=ctx,
+                    protected=self.protected,
                 )
             if spec.action is JobAction.CHECKPOINT:
                 ctx.check()
