@@ -102,7 +102,14 @@ def analyze(body: str, dialect: Dialect) -> Analysis:
     """Parse ``body`` for ``dialect``; raise ``DefinitionError('body', ...)`` when refused."""
     if not isinstance(body, str) or not body.strip():
         raise DefinitionError("body", "a saved query needs SQL")
-    return _analyze(body, dialect)
+    try:
+        return _analyze(body, dialect)
+    except RecursionError:
+        # sqlglot parses recursively, a few frames per level: about 40 nested parentheses or
+        # subqueries reach Python's limit. Raising the limit would not be safe on a thread.
+        raise DefinitionError(
+            "body", "the SQL nests too deeply to be parsed; flatten its parentheses or subqueries"
+        ) from None
 
 
 @functools.lru_cache(maxsize=512)

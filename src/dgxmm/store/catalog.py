@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine, select
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, Forbidden, NotFound
 from dgxmm.store.analysis import analyze
-from dgxmm.store.database import Dialect, reading, writing
+from dgxmm.store.database import CHANGE_BUSY_MS, Dialect, reading, writing
 from dgxmm.store.definitions import (
     JobAction,
     JobSpec,
@@ -85,7 +85,7 @@ class Catalog:
         actor: str | None = None,
     ) -> SavedQuery:
         """Define or replace a saved query; ``DefinitionError`` when refused."""
-        with writing(self._engine) as connection:
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             version = next_version(connection)
             return self.put_query(
                 connection,
@@ -189,7 +189,7 @@ class Catalog:
 
     def drop_query(self, name: str, *, actor: str | None = None) -> None:
         """Remove a saved query; ``Conflict`` naming the jobs while any job uses it."""
-        with writing(self._engine) as connection:
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             version = next_version(connection)
             self.remove_query(connection, version, name, actor)
 
@@ -230,7 +230,7 @@ class Catalog:
         self, keys: Mapping[str, Any], *, actor: str | None, authorizer: Authorizer | None
     ) -> JobDefinition:
         """Define or replace a user job; ``DefinitionError`` or ``Forbidden`` when refused."""
-        with writing(self._engine) as connection:
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             version = next_version(connection)
             return self.put_job(
                 connection, version, keys, actor=actor, authorizer=authorizer, lenient=False
@@ -311,7 +311,7 @@ class Catalog:
 
     def drop_job(self, name: str, *, actor: str | None = None) -> None:
         """Remove a user job."""
-        with writing(self._engine) as connection:
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             version = next_version(connection)
             self.remove_job(connection, version, name, actor)
 
@@ -339,7 +339,7 @@ class Catalog:
         """Switch a job on or off; its definition keeps its effects."""
         if not isinstance(on, bool):
             raise DefinitionError("enabled", f"expected true or false, got {on!r}")
-        with writing(self._engine) as connection:
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             before = self._job_row(connection, name)
             if before is None:
                 raise NotFound("job", name)

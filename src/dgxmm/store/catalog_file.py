@@ -28,7 +28,7 @@ from sqlalchemy import Engine
 
 from dgxmm.errors import DefinitionError, InvalidInput
 from dgxmm.store.catalog import Catalog
-from dgxmm.store.database import reading, writing
+from dgxmm.store.database import CHANGE_BUSY_MS, reading, writing
 from dgxmm.store.effects import Authorizer
 from dgxmm.store.files import write_atomic
 from dgxmm.store.journal import current_version, next_version
@@ -95,7 +95,7 @@ def import_catalog(
     query_names = {q.get("name") for q in queries if isinstance(q, Mapping)}
     job_names = {j.get("name") for j in jobs if isinstance(j, Mapping)}
     dropped = 0
-    with writing(engine) as connection:
+    with writing(engine, busy_ms=CHANGE_BUSY_MS) as connection:
         version = next_version(connection)
         if replace:
             for job in catalog.jobs():

@@ -28,14 +28,17 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from dgxmm.errors import InvalidInput, StoreError
+from dgxmm.errors import Busy, InvalidInput, StoreError
 
 __all__ = [
+    "BUSY_MESSAGE",
     "BUSY_TIMEOUT_MS",
+    "CHANGE_BUSY_MS",
     "MIGRATIONS",
     "Dialect",
     "Target",
     "create_store_engine",
+    "is_busy_error",
     "migrate",
     "parse_target",
     "reading",
@@ -43,10 +46,18 @@ __all__ = [
 ]
 
 BUSY_TIMEOUT_MS = 5000
+# A catalog change or a setting asked for over HTTP waits this long for a writing job, then
+# answers Busy (409): a request should not hang for a job's whole run.
+CHANGE_BUSY_MS = 2000
 MIGRATIONS = Path(__file__).with_name("migrations")
 # Arbitrary, fixed: the PostgreSQL advisory lock that serializes migrations across processes.
 _MIGRATION_LOCK = 0x64677878_6D6D0001 & 0x7FFFFFFFFFFFFFFF
 _WRITE_OPTION = "dgxmm_write"
+_BUSY_OPTION = "dgxmm_busy_ms"
+# SQLite's words for a write lock it could not get, and PostgreSQL's lock_not_available.
+_SQLITE_BUSY = ("database is locked", "database is busy", "database table is locked")
+_PG_LOCK_NOT_AVAILABLE = "55P03"
+BUSY_MESSAGE = "busy: a job is writing; try again"
 _IN_MEMORY = "an in-memory SQLite database cannot hold a store; give a file"
 
 
@@ -140,16 +151,28 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _begin_sqlite(connection: Connection) -> None:
-    immediate = connection.get_execution_options().get(_WRITE_OPTION, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    options = connection.get_execution_options()
+    if options.get(_WRITE_OPTION, False):
+        # Every write sets its wait, as a pooled connection keeps the last one it was given.
+        busy_ms = int(options.get(_BUSY_OPTION) or BUSY_TIMEOUT_MS)
+        connection.exec_driver_sql(f"PRAGMA busy_timeout={busy_ms}")
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        connection.exec_driver_sql("BEGIN")
 
 
 @contextmanager
-def writing(engine: Engine) -> Iterator[Connection]:
-    """Yield a connection in a write transaction, committed when the block ends."""
+def writing(engine: Engine, *, busy_ms: int | None = None) -> Iterator[Connection]:
+    """Yield a connection in a write transaction, committed when the block ends.
+
+    ``busy_ms`` bounds the wait for a lock another transaction holds (SQLite's write lock,
+    PostgreSQL's row and table locks) before ``Busy``; the default is ``BUSY_TIMEOUT_MS``.
+    """
     with guarded(), engine.connect() as connection:
-        connection.execution_options(**{_WRITE_OPTION: True})
+        connection.execution_options(**{_WRITE_OPTION: True, _BUSY_OPTION: busy_ms})
         with connection.begin():
+            if busy_ms is not None and engine.dialect.name == "postgresql":
+                connection.exec_driver_sql(f"SET LOCAL lock_timeout = {int(busy_ms)}")
             yield connection
 
 
@@ -166,7 +189,17 @@ def guarded() -> Iterator[None]:
     try:
         yield
     except DBAPIError as error:
+        if is_busy_error(error):
+            raise Busy(BUSY_MESSAGE) from error
         raise StoreError(f"the database failed: {describe_db_error(error)}") from error
+
+
+def is_busy_error(error: DBAPIError) -> bool:
+    """Tell whether the database gave up waiting for a lock another transaction holds."""
+    original = error.orig
+    if isinstance(original, sqlite3.OperationalError):
+        return str(original).startswith(_SQLITE_BUSY)
+    return getattr(original, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE
 
 
 def describe_db_error(error: DBAPIError) -> str:

@@ -50,6 +50,10 @@ JOB_KEYS = (
 )
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _DESCRIPTION_MAX = 2000
+# The largest limits a run can hold: a timeout past a year is no limit anyone means (and a
+# timedelta of 10^17 ms does not exist); memory is counted in a 64-bit integer.
+TIMEOUT_MS_MAX = 365 * 24 * 3600 * 1000
+MEMORY_LIMIT_MAX = 2**63 - 1
 _E = TypeVar("_E", bound=Enum)
 
 
@@ -133,8 +137,10 @@ def check_job(
     enabled = keys.get("enabled", True)
     if not isinstance(enabled, bool):
         raise DefinitionError("enabled", f"expected true or false, got {enabled!r}")
-    timeout_ms = _positive(keys, "timeout_ms")
-    memory = _positive(keys, "memory_limit")
+    timeout_ms = _positive(keys, "timeout_ms", TIMEOUT_MS_MAX, "365 days")
+    memory = _positive(
+        keys, "memory_limit", MEMORY_LIMIT_MAX, "2^63 - 1, the most a 64-bit count holds"
+    )
     description = keys.get("description")
     if description is not None and (
         not isinstance(description, str) or len(description) > _DESCRIPTION_MAX
@@ -214,10 +220,14 @@ def _enum(
         ) from None
 
 
-def _positive(keys: Mapping[str, Any], key: str) -> int | None:
+def _positive(keys: Mapping[str, Any], key: str, most: int, meaning: str) -> int | None:
     value = keys.get(key)
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise DefinitionError(key, f"expected a positive whole number, got {value!r}")
+    if value > most:
+        raise DefinitionError(
+            key, f"{value} is more than {most} ({meaning}); leave it out for no limit"
+        )
     return value

@@ -59,6 +59,7 @@ __all__ = ["CHUNK_ROWS", "row_bytes", "run_query_job"]
 CHUNK_ROWS = 500
 _PROGRESS_STEPS = 1000
 _WATCH_S = 0.1
+_PG_TIMEOUT_MAX_MS = 2**31 - 1
 _ALLOWED_SQLITE_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 )
@@ -207,7 +208,8 @@ def _execute_all(
         if dialect is Dialect.POSTGRESQL:
             remaining = ctx.remaining()
             if remaining is not None:
-                deadline_ms = max(1, math.ceil(remaining * 1000))
+                # statement_timeout holds at most INT_MAX milliseconds (24.8 days).
+                deadline_ms = min(_PG_TIMEOUT_MAX_MS, max(1, math.ceil(remaining * 1000)))
                 connection.exec_driver_sql(f"SET LOCAL statement_timeout = {deadline_ms}")
             if statement.is_read_only:
                 # A server-side cursor, so that rows arrive a chunk at a time.

@@ -32,6 +32,7 @@ from dgxmm.store.catalog import Catalog
 from dgxmm.store.catalog_file import ImportResult, export_catalog, import_catalog
 from dgxmm.store.changes import ChangeEntry, read_changes
 from dgxmm.store.database import (
+    CHANGE_BUSY_MS,
     Dialect,
     Target,
     create_store_engine,
@@ -244,7 +245,7 @@ class Store:
         """Set a setting (None removes it), journaled; return the new catalog version."""
         if not isinstance(key, str) or not key or len(key) > 200:
             raise InvalidInput("key", f"{key!r} is not a setting key (1-200 characters)")
-        with writing(self.engine) as connection:
+        with writing(self.engine, busy_ms=CHANGE_BUSY_MS) as connection:
             return write_setting(
                 connection, key=key, value=value, actor=actor, at_us=self.clock.now_us()
             )
