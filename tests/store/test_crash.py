@@ -107,3 +107,70 @@ def test_it_leaves_nothing_of_a_run_killed_mid_write_and_opens_clean(
         with engine.connect() as connection:
             assert connection.exec_driver_sql("SELECT label FROM items").all() == [("kept",)]
         engine.dispose()
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from dgxmm.store import Store
+
+    store = Store.open(sys.argv[1])
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("INSERT INTO items (label, n) VALUES ('committed', 0)")
+    # A complete checkpoint: the next write restarts the WAL, so its frames start at frame 1.
+    store.checkpoint()
+    with store.engine.begin() as connection:
+        # Far more than the page cache holds: SQLite spills these frames into the WAL.
+        connection.exec_driver_sql(
+            "INSERT INTO items (label, n) WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL "
+            "SELECT i + 1 FROM c WHERE i < 100000) SELECT hex(randomblob(50)), i FROM c"
+        )
+        print("written", flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def test_it_backs_up_exactly_what_a_commit_after_a_killed_write_changed(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "store.db"
+    store = Store.open(path)
+    make_items(store)
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql(
+            "INSERT INTO items (label, n) WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL "
+            "SELECT i + 1 FROM c WHERE i < 3000) SELECT 'row ' || i, i FROM c"
+        )
+    store.backup(tmp_path / "bk")
+    store.close()
+    with subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(path)], stdout=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "written"
+            os.kill(child.pid, signal.SIGKILL)
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait(timeout=30)
+    # The killed transaction's frames are still in the WAL, under its current salts; the
+    # commit below writes over them from frame 1, under the same salts.
+    store = Store.open(path)
+    try:
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql("UPDATE items SET label = 'changed' WHERE n % 50 = 0")
+            connection.exec_driver_sql("INSERT INTO items (label, n) VALUES ('after', -1)")
+        store.backup(tmp_path / "bk")
+        live = rows(store, "SELECT id, label, n FROM items ORDER BY id")
+        assert ("after", -1) in [(label, n) for _id, label, n in live]
+    finally:
+        store.close()
+    restored = tmp_path / "restored.db"
+    restore(tmp_path / "bk", restored)  # checks every page, then PRAGMA integrity_check
+    engine = sa.create_engine(f"sqlite:///{restored}")
+    try:
+        with engine.connect() as connection:
+            found = connection.exec_driver_sql("SELECT id, label, n FROM items ORDER BY id").all()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in found] == live

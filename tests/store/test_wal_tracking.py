@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dgxmm.errors import Busy
-from dgxmm.store import Store
+from dgxmm.store import Store, restore
 from dgxmm.store.pagelog import PageLog
 from dgxmm.store.wal import SqliteFiles, scan_wal
 
@@ -53,10 +54,94 @@ def test_it_reads_only_the_frames_it_has_not_seen(db: tuple[Path, sqlite3.Connec
     first = scan_wal(wal)
     assert first.salts is not None
     connection.execute("UPDATE t SET body = 'y' WHERE id = 200")
-    second = scan_wal(wal, [*first.salts, first.frames])
+    second = scan_wal(wal, first.mark())
     assert second.frames > first.frames
     assert 0 < len(second.pages) <= 3  # the last leaf (and the root, the header page)
     assert scan_wal(path.with_name("none-wal")).salts is None
+
+
+SPILL = (  # far more than the page cache holds: SQLite spills these frames into the WAL
+    "INSERT INTO t (body) WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL "
+    "SELECT i + 1 FROM c WHERE i < 100000) SELECT hex(randomblob(50)) FROM c"
+)
+
+
+def test_it_counts_the_frames_up_to_the_last_commit_only(
+    db: tuple[Path, sqlite3.Connection],
+) -> None:
+    path, connection = db
+    connection.executemany("INSERT INTO t (body) VALUES (?)", [("x" * 1000,)] * 50)
+    committed = scan_wal(path.with_name("t.db-wal"))
+    connection.execute("BEGIN")
+    connection.execute(SPILL)
+    wal_size = path.with_name("t.db-wal").stat().st_size
+    during = scan_wal(path.with_name("t.db-wal"), committed.mark())
+    other = connect(path)
+    try:
+        _busy, frames, _copied = other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    finally:
+        other.close()
+    connection.execute("ROLLBACK")
+    assert wal_size > 1000 * 4096  # the uncommitted frames are in the file
+    assert during.frames == committed.frames == frames
+    assert during.pages == set()
+    assert during.checksum == committed.checksum != (0, 0)
+
+
+def test_it_reads_from_frame_1_when_the_last_recorded_frame_is_not_as_recorded(
+    db: tuple[Path, sqlite3.Connection],
+) -> None:
+    path, connection = db
+    connection.executemany("INSERT INTO t (body) VALUES (?)", [("x" * 1000,)] * 50)
+    wal = path.with_name("t.db-wal")
+    first = scan_wal(wal)
+    mark = first.mark()
+    assert mark is not None
+    assert first.broken is False
+    assert scan_wal(wal, mark).pages == set()
+    written_over = [*mark[:3], mark[3] ^ 1, mark[4]]
+    again = scan_wal(wal, written_over)
+    assert again.broken is True
+    assert (again.frames, again.pages) == (first.frames, first.pages)
+
+
+def test_it_checkpoints_by_reading_the_wal_again_after_a_checkpoint_was_killed(
+    db: tuple[Path, sqlite3.Connection],
+) -> None:
+    path, connection = db
+    files = SqliteFiles(path)
+    try:
+        start = files.checkpoint()
+        connection.execute("UPDATE t SET body = 'a' WHERE id = 1")
+        commit = scan_wal(files.wal_path)
+        assert commit.salts is not None
+        # Killed after recording, before finishing: the count it kept was never checked.
+        files.pagelog.record(set(), wal=[*commit.salts, 10**6, 0, 0])
+        result = files.checkpoint()
+        assert result.trusted is True
+        count = connection.execute("PRAGMA page_count").fetchone()[0]
+        assert commit.pages <= set(files.pagelog.changed_since(start.generation + 1, count))
+    finally:
+        files.close()
+
+
+def test_it_reads_the_wal_again_when_sqlite_counts_other_frames_than_it(
+    db: tuple[Path, sqlite3.Connection],
+) -> None:
+    path, connection = db
+    files = SqliteFiles(path)
+    try:
+        connection.executemany("INSERT INTO t (body) VALUES (?)", [("x" * 1000,)] * 20)
+        scan = scan_wal(files.wal_path)
+        assert scan.salts is not None
+        # A commit frame a kill tore (its checksum fails): SQLite does not count it.
+        with open(files.wal_path, "ab") as out:
+            out.write(struct.pack(">6I", 2, 99, *scan.salts, 1, 2) + bytes(4096))
+        result = files.checkpoint()
+        assert (result.trusted, result.frames) == (True, scan.frames)
+        assert files.pagelog.wal == [*scan.salts, 0, 0, 0]
+    finally:
+        files.close()
 
 
 def test_it_records_the_pages_a_checkpoint_copies(db: tuple[Path, sqlite3.Connection]) -> None:
@@ -126,8 +211,8 @@ def test_it_waits_for_an_old_reader_before_it_gives_a_snapshot(
 
 def test_it_starts_a_new_log_when_the_file_is_damaged(tmp_path: Path) -> None:
     log = PageLog(tmp_path / "p")
-    log.record([1, 2, 3], trusted=True, wal=None)
-    log.finish([1, 2, 3, 4])
+    log.record([1, 2, 3], wal=None)
+    log.finish([1, 2, 3, 4], wal=None)
     data = bytearray((tmp_path / "p").read_bytes())
     data[20] ^= 0xFF
     (tmp_path / "p").write_bytes(bytes(data))
@@ -144,7 +229,7 @@ def test_it_tells_exactly_the_pages_marked_after_a_generation(
 ) -> None:
     log = PageLog(tmp_path_factory.mktemp("log") / "p")
     for batch in batches:
-        log.record(batch, trusted=True, wal=None)
+        log.record(batch, wal=None)
     # Generation k marked batches[k - 1]: after `since` come the batches from index `since`.
     assert set(log.changed_since(since, 300)) == set().union(*batches[since:])
 
@@ -168,3 +253,37 @@ def test_it_checkpoints_by_itself_once_the_wal_passes_a_few_megabytes(tmp_path: 
             assert snapshot.generation == before + 2
     finally:
         store.close()
+
+
+def test_it_tracks_a_commit_written_over_a_rolled_back_transaction(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "data" / "s.db")
+    try:
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
+            connection.exec_driver_sql(
+                "INSERT INTO t (body) WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL "
+                "SELECT i + 1 FROM c WHERE i < 3000) SELECT 'row ' || i FROM c"
+            )
+        store.backup(tmp_path / "bk")
+        with store.engine.connect() as connection:
+            # A job that times out: its frames spill into the WAL, then it rolls back.
+            transaction = connection.begin()
+            connection.exec_driver_sql(
+                "INSERT INTO t (body) WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL "
+                "SELECT i + 1 FROM c WHERE i < 100000) SELECT hex(randomblob(50)) FROM c"
+            )
+            transaction.rollback()
+        store.checkpoint()
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql("UPDATE t SET body = 'changed' WHERE id % 50 = 0")
+        store.backup(tmp_path / "bk")
+        with store.engine.connect() as connection:
+            live = connection.exec_driver_sql("SELECT id, body FROM t ORDER BY id").all()
+    finally:
+        store.close()
+    restore(tmp_path / "bk", tmp_path / "restored.db")
+    restored = sqlite3.connect(tmp_path / "restored.db")
+    try:
+        assert restored.execute("SELECT id, body FROM t ORDER BY id").fetchall() == live
+    finally:
+        restored.close()

@@ -8,12 +8,15 @@ greater generation. The log also remembers what it needs to tell whether it can 
 - ``db_signature``: the database file's size, times and inode right after our last checkpoint
   (None while one is under way). In WAL mode only a checkpoint writes the database file, so a
   different signature means someone else checkpointed, and pages may have changed unseen;
-- ``wal``: the WAL's salts and how many of its frames were recorded. Salts that did not
-  change mean the WAL was not restarted, so every frame since is still there to be read: then
-  a checkpoint by someone else lost nothing.
+- ``wal``: the WAL's salts, how many of its frames were recorded (up to the last commit
+  frame) and that frame's checksum. Salts that did not change mean the WAL was not
+  restarted, so every frame since is still there to be read: then a checkpoint by someone
+  else lost nothing. The checksum tells that the recorded frames were not written over.
 
-When neither holds, the log marks itself untrusted from that generation (``trusted_since``),
-and a backup whose last generation is older compares every page's checksum instead.
+When the log cannot vouch for a span, it marks itself untrusted from that generation
+(``trusted_since``, with the reason in ``distrust_reason``), and a backup whose last
+generation is older compares every page's checksum instead. A log of an older format is
+distrusted once: its frame counts could include a killed transaction's frames.
 
 The file is rewritten whole and atomically (4 bytes a page: 200 KB for a 200 MB database).
 """
@@ -35,6 +38,11 @@ from dgxmm.store.files import write_atomic
 __all__ = ["PageLog"]
 
 _MAGIC = b"DGXMMPG1"
+_FORMAT = 2  # 2: ``wal`` counts frames up to the last commit, with that frame's checksum
+_OLD_FORMAT = (
+    "the dirty-page log was written by an older dgxmm, whose frame counts could include "
+    "a killed or rolled-back transaction's frames"
+)
 
 
 class PageLog:
@@ -46,7 +54,8 @@ class PageLog:
         self.generation = 0
         self.trusted_since = 1
         self.db_signature: list[int] | None = None
-        self.wal: list[int] | None = None  # [salt1, salt2, frames recorded]
+        self.wal: list[int] | None = None  # [salt1, salt2, frames recorded, checksum1, 2]
+        self.distrust_reason: str | None = None  # why the log is untrusted before trusted_since
         self._gens = array("I")
 
     @classmethod
@@ -66,14 +75,24 @@ class PageLog:
         log.trusted_since = int(header["trusted_since"])
         log.db_signature = header.get("db_signature")
         log.wal = header.get("wal")
+        log.distrust_reason = header.get("distrust_reason")
         log._gens = gens
+        if header.get("format") != _FORMAT:
+            log.wal = None
+            log.trusted_since = log.generation + 1
+            log.distrust_reason = _OLD_FORMAT
         return log
 
-    def record(self, pages: Iterable[int], *, trusted: bool, wal: list[int] | None) -> int:
-        """Start a checkpoint: mark ``pages`` with a new generation and save; return it."""
+    def record(
+        self, pages: Iterable[int], *, wal: list[int] | None, distrust: str | None = None
+    ) -> int:
+        """Start a checkpoint: mark ``pages`` with a new generation and save; return it.
+
+        ``distrust``: why pages may have changed unseen before this generation, if they may.
+        """
         generation = self.generation + 1
-        if not trusted:
-            self.trusted_since = generation
+        if distrust is not None:
+            self._distrust(generation, distrust)
         gens = self._gens
         for page in pages:
             if page >= len(gens):
@@ -85,14 +104,25 @@ class PageLog:
         self.save()
         return generation
 
-    def finish(self, signature: list[int]) -> None:
+    def finish(
+        self, signature: list[int], *, wal: list[int] | None, distrust: str | None = None
+    ) -> None:
         """End a checkpoint: remember the database file as our checkpoint left it.
 
-        Not fsynced: if a crash loses this write, the log still says a checkpoint was under
-        way, which only makes the next backup compare checksums once.
+        ``wal``: the WAL as checked against SQLite's count; ``distrust``: why this
+        checkpoint's own pages may be incomplete, if they may. Fsynced only then: if a crash
+        loses this write, the log still says a checkpoint was under way, and the next one
+        reads the WAL from frame 1 (or, if it was restarted, distrusts the log).
         """
         self.db_signature = signature
-        self.save(durable=False)
+        self.wal = wal
+        if distrust is not None:
+            self._distrust(self.generation, distrust)
+        self.save(durable=distrust is not None)
+
+    def _distrust(self, generation: int, reason: str) -> None:
+        self.trusted_since = generation
+        self.distrust_reason = reason
 
     def is_trusted_since(self, tracking_id: str, generation: int) -> bool:
         """Tell whether every page changed after ``generation`` of ``tracking_id`` is marked."""
@@ -107,11 +137,13 @@ class PageLog:
         """Write the log atomically (and durably, unless told otherwise)."""
         header = json.dumps(
             {
+                "format": _FORMAT,
                 "tracking_id": self.tracking_id,
                 "generation": self.generation,
                 "trusted_since": self.trusted_since,
                 "db_signature": self.db_signature,
                 "wal": self.wal,
+                "distrust_reason": self.distrust_reason,
             }
         ).encode()
         gens = array("I", self._gens)

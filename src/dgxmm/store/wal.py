@@ -49,46 +49,103 @@ _FRAME_HEADER = 24
 _AUTO_BUSY_MS = 50
 _AUTO_INTERVAL_S = 1.0
 
+_OVERWRITTEN = (
+    "the WAL's frames the last checkpoint recorded were written over under the same salts"
+)
+_RESTARTED = (
+    "the database was checkpointed by someone else, or a checkpoint was interrupted, and "
+    "the WAL was restarted since"
+)
+_MISSED = "a checkpoint read fewer WAL frames than SQLite holds"
+
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WalScan:
-    """What the WAL holds: its salts, its frame count, the pages of the frames not yet seen."""
+    """What the WAL holds up to its last commit: salts, frames, the pages not yet seen."""
 
     salts: tuple[int, int] | None
-    frames: int
+    frames: int  # up to and including the last commit frame
+    checksum: tuple[int, int]  # the cumulative checksum in that frame's header; (0, 0): none
     pages: frozenset[int]
+    broken: bool  # the frames ``known`` recorded were not there as recorded: read from frame 1
+
+    def mark(self) -> list[int] | None:
+        """Return what the dirty-page log keeps of this scan: salts, frames, checksum."""
+        if self.salts is None:
+            return None
+        return [*self.salts, self.frames, *self.checksum]
 
 
 def scan_wal(path: Path, known: list[int] | None = None) -> WalScan:
-    """Read the WAL's frame headers; skip the frames ``known`` ([salt1, salt2, n]) recorded."""
+    """Read the WAL's frame headers after the frames ``known`` (a ``WalScan.mark``) recorded.
+
+    Only frames up to the last commit frame count: those after it belong to a transaction
+    that was rolled back or killed, and SQLite writes the next transaction over them under
+    the same salts. SQLite never writes over the frames it counts until it restarts the WAL
+    with new salts, and the count ``known`` holds was checked against SQLite's when it was
+    recorded (``_checked``). Still, ``known`` is believed only while its last frame is there
+    with the checksum it had; otherwise the scan reads from frame 1 and says it is
+    ``broken``.
+    """
+    empty = WalScan(salts=None, frames=0, checksum=(0, 0), pages=frozenset(), broken=False)
     try:
         wal = open(path, "rb")  # noqa: SIM115 - read with pread below
     except FileNotFoundError:
-        return WalScan(salts=None, frames=0, pages=frozenset())
+        return empty
     with wal:
         fd = wal.fileno()
         header = os.pread(fd, _WAL_HEADER, 0)
         if len(header) < _WAL_HEADER:
-            return WalScan(salts=None, frames=0, pages=frozenset())
+            return empty
         magic, _version, page_size, _seq, salt1, salt2 = struct.unpack(">6I", header[:24])
         if magic not in _WAL_MAGIC or page_size < 512:
-            return WalScan(salts=None, frames=0, pages=frozenset())
+            return empty
         salts = (salt1, salt2)
-        first = known[2] if known is not None and tuple(known[:2]) == salts else 0
-        frame = page_size + _FRAME_HEADER
-        size = os.fstat(fd).st_size
+        frame = _Frames(fd, page_size)
+        first, checksum, broken = 0, (0, 0), False
+        if known is not None and tuple(known[:2]) == salts and known[2] > 0:
+            last = frame.header(known[2])
+            if last is not None and last[2:] == (*salts, known[3], known[4]):
+                first, checksum = known[2], (known[3], known[4])
+            else:
+                broken = True
         pages: set[int] = set()
-        index = first
-        while _WAL_HEADER + (index + 1) * frame <= size:
-            head = os.pread(fd, 16, _WAL_HEADER + index * frame)
-            page, _commit, frame_salt1, frame_salt2 = struct.unpack(">4I", head)
+        pending: set[int] = set()  # pages of the frames after the last commit frame so far
+        frames, number = first, first + 1
+        while (found := frame.header(number)) is not None:
+            page, commit, frame_salt1, frame_salt2, sum1, sum2 = found
             if (frame_salt1, frame_salt2) != salts:
                 break  # left over from before the last restart
-            pages.add(page)
-            index += 1
-        return WalScan(salts=salts, frames=index, pages=frozenset(pages))
+            pending.add(page)
+            if commit:
+                pages |= pending
+                pending.clear()
+                frames, checksum = number, (sum1, sum2)
+            number += 1
+        return WalScan(
+            salts=salts, frames=frames, checksum=checksum, pages=frozenset(pages), broken=broken
+        )
+
+
+class _Frames:
+    """The frame headers of an open WAL file."""
+
+    def __init__(self, fd: int, page_size: int) -> None:
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+        self.frame = page_size + _FRAME_HEADER
+
+    def header(self, number: int) -> tuple[int, int, int, int, int, int] | None:
+        """Return page, commit size, salts and checksum of frame ``number`` (1-based)."""
+        offset = _WAL_HEADER + (number - 1) * self.frame
+        if offset + self.frame > self.size:
+            return None  # past the end, or cut short
+        page, commit, salt1, salt2, sum1, sum2 = struct.unpack(
+            ">6I", os.pread(self.fd, _FRAME_HEADER, offset)
+        )
+        return page, commit, salt1, salt2, sum1, sum2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,7 +156,7 @@ class CheckpointResult:
     copied: int  # frames copied into the database file (all of them when complete)
     pages: int  # pages newly recorded as changed
     generation: int
-    trusted: bool  # False: someone else checkpointed since ours; tracking starts over
+    trusted: bool  # False: pages may have changed unseen; the log is trusted from here
 
     @property
     def complete(self) -> bool:
@@ -244,29 +301,36 @@ class SqliteFiles:
             raise _busy_or_error(error, "checkpoint") from error
         try:
             pagelog = self.pagelog
-            scan = scan_wal(self.wal_path, pagelog.wal)
+            # After a checkpoint killed half way, the frame count the log holds was never
+            # checked against SQLite's: read the WAL from frame 1 (same salts: all is there).
+            interrupted = pagelog.db_signature is None
+            scan = scan_wal(self.wal_path, None if interrupted else pagelog.wal)
             same_file = self._signature() == pagelog.db_signature
             same_wal = (
                 scan.salts is not None
                 and pagelog.wal is not None
                 and (list(scan.salts) == pagelog.wal[:2])
             )
-            trusted = same_file or same_wal
-            wal = None if scan.salts is None else [*scan.salts, scan.frames]
-            generation = pagelog.record(scan.pages, trusted=trusted, wal=wal)
+            distrust = None
+            if scan.broken:
+                distrust = _OVERWRITTEN
+            elif pagelog.generation > 0 and not (same_file or same_wal):
+                distrust = _RESTARTED
+            generation = pagelog.record(scan.pages, wal=scan.mark(), distrust=distrust)
             try:
                 _busy, frames, copied = self._checkpointer.execute(
                     "PRAGMA wal_checkpoint(PASSIVE)"
                 ).fetchone()
             except sqlite3.OperationalError as error:
                 raise _busy_or_error(error, "checkpoint") from error
-            pagelog.finish(self._signature())
+            wal, late = _checked(scan, int(frames))
+            pagelog.finish(self._signature(), wal=wal, distrust=late)
             result = CheckpointResult(
                 frames=max(0, int(frames)),
                 copied=max(0, int(copied)),
                 pages=len(scan.pages),
                 generation=generation,
-                trusted=trusted,
+                trusted=distrust is None and late is None,
             )
             if while_locked is not None:
                 while_locked(result)
@@ -283,6 +347,20 @@ class SqliteFiles:
         if len(data) != page_size:
             raise StoreError(f"page {page} of {self.db_path} is cut short ({len(data)} bytes)")
         return data
+
+
+def _checked(scan: WalScan, frames: int) -> tuple[list[int] | None, str | None]:
+    """Check the scan against SQLite's own count of the WAL's frames (``frames``).
+
+    Return what the log keeps of the WAL, and why it cannot be trusted if it cannot. Where
+    the counts differ (a commit frame whose checksum fails, torn by a kill; a checkpoint
+    that could not run), the next scan reads from frame 1; where SQLite counts more frames,
+    this scan missed pages.
+    """
+    late = _MISSED if frames > scan.frames else None
+    if scan.salts is None or frames == scan.frames:
+        return scan.mark(), late
+    return [*scan.salts, 0, 0, 0], late
 
 
 def _busy_or_error(error: sqlite3.OperationalError, what: str) -> Exception:
