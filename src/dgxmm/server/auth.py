@@ -9,7 +9,6 @@ Browsers send the same token in an HttpOnly, SameSite=Strict cookie set by the l
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,6 +20,7 @@ from dgxmm.clock import Clock
 from dgxmm.errors import InvalidInput
 from dgxmm.server.tables import api_tokens
 from dgxmm.store import reading, writing
+from dgxmm.store.files import make_private_dir, write_atomic
 
 __all__ = ["ADMIN_TOKEN_FILE", "Identity", "Role", "Tokens"]
 
@@ -127,23 +127,11 @@ class Tokens:
         elif self.count(Role.ADMIN) > 0:
             return None
         token = self.create(Role.ADMIN, "admin")
-        _write_private(path, token + "\n")
+        make_private_dir(path.parent)
+        write_atomic(path, (token + "\n").encode())  # 0600: only its owner may read it
         return path
 
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
-
-def _write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(descriptor, text.encode())
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, path)

@@ -28,6 +28,7 @@ from dgxmm.server.host import Host
 from dgxmm.server.schedule_pages import schedule_routers
 from dgxmm.server.traffic_page import proposal_routers
 from dgxmm.store import Store
+from dgxmm.store.files import make_private_dir
 
 __all__ = ["ServeOptions", "machine_zone", "serve"]
 
@@ -71,7 +72,7 @@ class _Server(uvicorn.Server):
 def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     """Run the server until Ctrl-C."""
     data_dir = options.data_dir.expanduser().absolute()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(data_dir)  # 0700: it holds the database and the admin token
     zone = resolve_zone(options.time_zone or machine_zone(), field="time_zone").key
     store = Store.open(options.db or data_dir / "dgxmm.db", data_dir=data_dir)
     tokens = Tokens(store.engine, store.clock)

@@ -13,6 +13,8 @@ at once do not both apply them.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +31,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from dgxmm.errors import Busy, InvalidInput, StoreError
+from dgxmm.store.files import FILE_MODE, make_private_dir
 
 __all__ = [
     "BUSY_MESSAGE",
@@ -122,7 +125,10 @@ def create_store_engine(target: Target) -> Engine:
     if target.dialect is Dialect.POSTGRESQL:
         return create_engine(target.url, pool_pre_ping=True)
     assert target.path is not None
-    target.path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(target.path.parent)
+    # SQLite gives the -wal and -shm files the database file's mode, so this covers all three.
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(target.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
     engine = create_engine(
         target.url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
     )

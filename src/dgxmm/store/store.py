@@ -43,6 +43,7 @@ from dgxmm.store.database import (
 )
 from dgxmm.store.definitions import JobAction
 from dgxmm.store.effects import AllowAll, Authorizer, Create
+from dgxmm.store.files import make_private_dir
 from dgxmm.store.journal import (
     JournalEntry,
     current_version,
@@ -130,7 +131,7 @@ class Store:
             directory = place.path.parent
         else:
             directory = Path(data_dir).expanduser().absolute()
-        directory.mkdir(parents=True, exist_ok=True)
+        make_private_dir(directory)
         engine = create_store_engine(place)
         files: SqliteFiles | None = None
         try:
