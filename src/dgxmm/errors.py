@@ -31,7 +31,14 @@ from __future__ import annotations
 
 
 class DgxmmError(Exception):
-    """The root of every error dgxmm raises on purpose."""
+    """The root of every error dgxmm raises on purpose.
+
+    ``public`` is the part of the message anyone may read when the rest may carry data a
+    viewer must not see (a database's own words, which can quote a value a query read);
+    None means the whole message is dgxmm's own words and may be shown to anyone.
+    """
+
+    public: str | None = None
 
 
 class InvalidInput(DgxmmError, ValueError):
@@ -113,7 +120,11 @@ class NotAllowed(DgxmmError):
 
 
 class StoreError(DgxmmError):
-    """The database refused or failed; the original error is on ``__cause__``."""
+    """The database refused or failed (the driver's error is on ``__cause__``)."""
+
+    def __init__(self, message: str, *, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = public
 
 
 class BackupError(DgxmmError):

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
 
-from dgxmm.errors import Abandoned, Conflict, MemoryLimitExceeded, TimeoutExceeded
+from dgxmm.errors import (
+    Abandoned,
+    Conflict,
+    DgxmmError,
+    MemoryLimitExceeded,
+    TimeoutExceeded,
+)
 from dgxmm.jobs.cron import CronSchedule
 
 __all__ = [
@@ -196,6 +202,9 @@ class RunResult:
     outcome: Outcome
     error: str | None = None
     detail: str | None = None  # what the action returned, as text (rows written, bytes, ...)
+    # The error as anyone may read it: its kind, and what of its message is dgxmm's own
+    # words; never a value the run read (see DgxmmError.public). None when it did not fail.
+    public_error: str | None = None
 
     @property
     def finished_at(self) -> int:
@@ -253,11 +262,13 @@ class JobRun:
             self._context = context
         detail: str | None = None
         error: str | None = None
+        public: str | None = None
         try:
             returned = self.job.action(context)
             detail = None if returned is None else str(returned)
         except Exception as exc:  # a failing job is recorded, never raised into the host
             error = _describe_error(exc)
+            public = _describe_public(exc)
         elapsed = context.elapsed()
         timeout = self.job.limits.timeout
         if error is not None:
@@ -265,11 +276,12 @@ class JobRun:
         elif timeout is not None and elapsed > timeout.total_seconds():
             outcome = Outcome.OVER_TIME
             error = f"finished after {elapsed:.3f} s, past its timeout of {_seconds(timeout)}"
+            public = error
         else:
             outcome = Outcome.SUCCEEDED
         with self._lock:
             self._context = None
-        return self._result(outcome, round(elapsed * _US), error, detail)
+        return self._result(outcome, round(elapsed * _US), error, detail, public)
 
     def abandon(self, reason: str) -> RunResult:
         """Give the run up: a failed run with ``reason``.
@@ -290,7 +302,8 @@ class JobRun:
         if context is not None:
             context.abandon(reason)
             elapsed = context.elapsed()
-        return self._result(Outcome.FAILED, round(elapsed * _US), f"abandoned: {reason}", None)
+        error = f"abandoned: {reason}"
+        return self._result(Outcome.FAILED, round(elapsed * _US), error, None, error)
 
     @property
     def is_abandoned(self) -> bool:
@@ -298,7 +311,12 @@ class JobRun:
         return self._abandoned
 
     def _result(
-        self, outcome: Outcome, duration_us: int, error: str | None, detail: str | None
+        self,
+        outcome: Outcome,
+        duration_us: int,
+        error: str | None,
+        detail: str | None,
+        public_error: str | None,
     ) -> RunResult:
         return RunResult(
             name=self.job.name,
@@ -309,6 +327,7 @@ class JobRun:
             outcome=outcome,
             error=error,
             detail=detail,
+            public_error=public_error,
         )
 
     def __repr__(self) -> str:
@@ -318,6 +337,14 @@ class JobRun:
 def _describe_error(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _describe_public(exc: BaseException) -> str:
+    """Return the error as anyone may read it: dgxmm's own words, else only its kind."""
+    if isinstance(exc, DgxmmError):
+        return _describe_error(exc) if exc.public is None else f"{type(exc).__name__}: {exc.public}"
+    # Not ours: its text may be anything, a value the action read included.
+    return f"{type(exc).__name__} (the message is shown to admins)"
 
 
 def _seconds(delta: timedelta) -> str:

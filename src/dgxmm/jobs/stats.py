@@ -74,6 +74,7 @@ class LastRun:
     outcome: Outcome
     error: str | None
     detail: str | None = None
+    public_error: str | None = None  # what a viewer may read of the error (RunResult's)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,6 +168,7 @@ class WorkloadStats:
                     outcome=result.outcome,
                     error=result.error,
                     detail=result.detail,
+                    public_error=result.public_error,
                 )
 
     def _bucket_start(self, at_us: int, tier: Tier) -> int:
@@ -288,6 +290,7 @@ class WorkloadStats:
                         "duration_us": job.last.duration_us,
                         "outcome": job.last.outcome.value,
                         "error": job.last.error,
+                        "public_error": job.last.public_error,
                         "detail": job.last.detail,
                     }
                 entry["skips"] = {reason.value: n for reason, n in job.skips.items()}
@@ -325,6 +328,7 @@ class WorkloadStats:
                         outcome=Outcome(last["outcome"]),
                         error=last.get("error"),
                         detail=last.get("detail"),
+                        public_error=last.get("public_error", _kind_of(last.get("error"))),
                     )
                 job.skips = {SkipReason(k): int(v) for k, v in entry.get("skips", {}).items()}
                 skip = entry.get("last_skip")
@@ -355,3 +359,8 @@ def _prune(buckets: dict[int, list[int]], cutoff: int) -> None:
 
 def _count_since(buckets: dict[int, list[int]], since_us: int, now_us: int) -> int:
     return sum(values[0] for start, values in buckets.items() if since_us < start <= now_us)
+
+
+def _kind_of(error: str | None) -> str | None:
+    """Return an error's kind alone: all a sidecar written before public errors may show."""
+    return None if error is None else error.split(":", 1)[0]

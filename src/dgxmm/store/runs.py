@@ -339,7 +339,9 @@ def _run_error(error: DBAPIError, name: str, ctx: RunContext, tally: _Tally) -> 
         return _timeout(where, ctx)
     if sqlstate == "25006":  # read_only_sql_transaction
         return NotAllowed(f"{where} writes, and the job's effects allow no write")
-    return StoreError(f"{where} failed: {message}")
+    # The database's words can quote a value the query read (a failed cast, a JSON path):
+    # only the statement's number is for everyone.
+    return StoreError(f"{where} failed: {message}", public=f"{where} failed")
 
 
 def _timeout(where: str, ctx: RunContext) -> TimeoutExceeded | Abandoned:
