@@ -8,7 +8,7 @@ Every layer raises these; only the server maps them to HTTP status codes::
     │   ├── ZoneError                     an unknown or malformed IANA zone name
     │   └── DefinitionError               a refused definition (job, query, schedule, ...)
     ├── NotFound(kind, name)              -> 404
-    ├── Conflict                          -> 409 (a name that already exists)
+    ├── Conflict(message, field=None)     -> 409 (a name that already exists, a place taken)
     │   └── DoesNotFit                    a start or wake the GPU inventory cannot hold
     ├── Busy                              -> 409 (try again when the work under way finished)
     ├── Forbidden                         -> 403
@@ -84,7 +84,15 @@ class NotFound(DgxmmError, LookupError):
 
 
 class Conflict(DgxmmError):
-    """A name that is already taken, or a change that contradicts the current state."""
+    """A name that is already taken, or a change that contradicts the current state.
+
+    ``field`` names the input that collides, when one does (a restore's ``target``).
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
 
 
 class DoesNotFit(Conflict):

@@ -52,8 +52,9 @@ def _domain_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DgxmmError)
     for kind, status, name in _STATUS:
         if isinstance(exc, kind):
-            field = exc.field if isinstance(exc, InvalidInput) else None
-            message = exc.message if isinstance(exc, InvalidInput) else str(exc)
+            field, message = None, str(exc)
+            if isinstance(exc, InvalidInput | Conflict):  # the errors that name their field
+                field, message = exc.field, exc.message
             return JSONResponse(error_body(name, message, field), status_code=status)
     log.error("unmapped error %r", exc)
     return JSONResponse(error_body("error", str(exc)), status_code=500)
