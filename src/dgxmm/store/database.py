@@ -85,39 +85,60 @@ class Target:
     path: Path | None
 
 
-def parse_target(target: str | Path) -> Target:
-    """Read a file path, a ``sqlite:///`` URL or a PostgreSQL URL; refuse anything else."""
+def parse_target(target: str | Path, *, base: Path | None = None) -> Target:
+    """Read a file path, a ``sqlite:///`` URL or a PostgreSQL URL; refuse anything else.
+
+    A relative SQLite path is under ``base`` (default: the working directory).
+    """
     text = str(target)
-    if "://" not in text:
-        return _sqlite_target(Path(text))
+    if isinstance(target, Path) or "://" not in text:
+        return _sqlite_target(text, base)
     try:
         url = make_url(text)
-    except ArgumentError as error:
-        raise InvalidInput("target", f"{text!r} is not a database URL") from error
-    backend = url.get_backend_name()
+    except (ArgumentError, ValueError) as error:  # ValueError: a port that is no number
+        raise InvalidInput("target", f"{_shown(text)!r} is not a database URL") from error
+    # The scheme read by hand: SQLAlchemy's own reading loads the dialect, and there is no
+    # "postgres" dialect, although libpq and many hosts write URLs that way.
+    backend, _, driver = url.drivername.partition("+")
     if backend == "sqlite":
         if not url.database or url.database == ":memory:" or url.database.startswith("file:"):
             raise InvalidInput("target", _IN_MEMORY)
-        return _sqlite_target(Path(url.database))
+        return _sqlite_target(url.database, base)
     if backend in ("postgresql", "postgres"):
-        driver = url.get_driver_name()
-        if driver not in ("psycopg", "", "postgresql"):
+        if driver not in ("psycopg", ""):
             raise InvalidInput("target", f"PostgreSQL is reached through psycopg 3, not {driver!r}")
+        if not url.database:
+            shown = url.render_as_string(hide_password=True)
+            raise InvalidInput("target", f"{shown!r} names no database; add /<database>")
         url = url.set(drivername="postgresql+psycopg")
         return Target(url=url, dialect=Dialect.POSTGRESQL, path=None)
     raise InvalidInput("target", f"{backend!r} is not supported: use SQLite or PostgreSQL")
 
 
-def _sqlite_target(path: Path) -> Target:
-    if str(path) == ":memory:":
-        raise InvalidInput(
-            "target", "an in-memory SQLite database cannot hold a store; give a file"
-        )
-    path = path.expanduser().absolute()
-    if path.is_dir():
+def _sqlite_target(text: str, base: Path | None) -> Target:
+    if text == ":memory:":
+        raise InvalidInput("target", _IN_MEMORY)
+    try:
+        path = Path(text).expanduser()  # ~nobody-known raises RuntimeError
+        path = path if path.is_absolute() else (base or Path.cwd()) / path
+        is_dir = path.is_dir()  # a NUL character raises ValueError, a long name OSError
+    except OSError as error:
+        raise InvalidInput("target", f"cannot use {text}: {error.strerror or error}") from error
+    except (RuntimeError, ValueError) as error:
+        raise InvalidInput("target", f"{text!r} is not a usable path ({error})") from error
+    if is_dir:
         raise InvalidInput("target", f"{path} is a directory; give the database file")
     url = URL.create("sqlite+pysqlite", database=str(path))
     return Target(url=url, dialect=Dialect.SQLITE, path=path)
+
+
+def _shown(text: str) -> str:
+    """Return a URL's text with its password, if any, left out."""
+    scheme, sep, rest = text.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return text
+    return f"{scheme}{sep}{credentials.split(':', 1)[0]}:***@{host}"
 
 
 def create_store_engine(target: Target) -> Engine:
