@@ -35,20 +35,39 @@ def restore_target(place: Place, tmp_path: Path, request: pytest.FixtureRequest)
 
 
 def snapshot_tables(target: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every table's rows, ordered, read straight from the database."""
+    """Every table of every schema (``schema.table``), its rows ordered, read from the database."""
     engine = sa.create_engine(target if "://" in target else f"sqlite:///{target}")
     try:
         with engine.connect() as connection:
-            names = sa.inspect(connection).get_table_names()
+            inspector = sa.inspect(connection)
+            schemas = [s for s in inspector.get_schema_names() if s != "information_schema"]
             return {
-                name: [
+                f"{schema}.{name}": [
                     tuple(row)
-                    for row in connection.execute(sa.text(f'SELECT * FROM "{name}" ORDER BY 1'))
+                    for row in connection.execute(
+                        sa.text(f'SELECT * FROM "{schema}"."{name}" ORDER BY 1')
+                    )
                 ]
-                for name in sorted(names)
+                for schema in sorted(schemas)
+                for name in sorted(inspector.get_table_names(schema=schema))
             }
     finally:
         engine.dispose()
+
+
+def make_second_schema(store: Store) -> str:
+    """Create a table in a schema besides the default one (PostgreSQL: ``app.items``)."""
+    if store.dialect == "sqlite":
+        return "items"  # SQLite has one schema per file: main
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("CREATE SCHEMA app")
+        connection.exec_driver_sql(
+            "CREATE TABLE app.items (id integer PRIMARY KEY, label text NOT NULL)"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO app.items SELECT i, 'row ' || i FROM generate_series(1, 100) AS i"
+        )
+    return "app.items"
 
 
 def write_rows(store: Store, first: int, count: int) -> None:
@@ -63,10 +82,18 @@ def test_it_backs_up_writes_backs_up_again_and_restores_every_table(
     store: Store, place: Place, tmp_path: Path, restore_target: str
 ) -> None:
     make_items(store)
+    other = make_second_schema(store)
     store.define_query("add", {"label": "string"}, "INSERT INTO items (label) VALUES (:label)")
+    store.define_query(
+        "add_other", {"n": "int"}, f"INSERT INTO {other} (id, label) VALUES (:n, 'job')"
+    )
     store.define_job(
         name="adder", schedule="0 3 * * *", action="query", query="add", args={"label": "j"}
     )
+    store.define_job(
+        name="other_adder", schedule="0 3 * * *", action="query", query="add_other", args={"n": 999}
+    )
+    assert f"Write({other})" in [str(e) for e in store.job("other_adder").effects]
     write_rows(store, 0, 500)
     first = store.backup(tmp_path / "bk")
     write_rows(store, 500, 20)
@@ -74,6 +101,7 @@ def test_it_backs_up_writes_backs_up_again_and_restores_every_table(
         connection.exec_driver_sql("UPDATE items SET n = n + 1000 WHERE n < 5")
         connection.exec_driver_sql("DELETE FROM items WHERE n = 7")
     store.run_job("adder", ctx("adder"))
+    store.run_job("other_adder", ctx("other_adder"))
     second = store.backup(tmp_path / "bk")
     assert (first.sequence, second.sequence) == (1, 2)
     assert first.method == "full"
@@ -82,10 +110,13 @@ def test_it_backs_up_writes_backs_up_again_and_restores_every_table(
     assert result.sequence == 2
     source = snapshot_tables(place.target)
     assert snapshot_tables(restore_target) == source
-    assert len(source["items"]) == 520
+    if other == "app.items":
+        assert (len(source["public.items"]), len(source["app.items"])) == (520, 101)
+    else:
+        assert len(source["main.items"]) == 521
     restored = Store.open(restore_target, data_dir=tmp_path / "restored-data")
     try:
-        assert [j.name for j in restored.jobs()] == ["adder"]
+        assert [j.name for j in restored.jobs()] == ["adder", "other_adder"]
         assert restored.catalog_version() == store.catalog_version()
     finally:
         restored.close()
