@@ -16,12 +16,18 @@ place and the parent fsynced: a run is there whole or not at all, and a crash le
 temporary directory, which the next run removes. Each manifest names the SHA-256 of the one
 before it, so that runs of different chains cannot be mixed.
 
+A SQLite restore builds its file in a scratch directory beside the target
+(``restoring_beside``), which holds a marker locked while the restore runs: a later restore
+removes a scratch directory only when that marker proves it is ours and its restore is gone.
+
 This module knows nothing of pages or tables: ``backup.py`` (SQLite) and ``backup_pg.py``
 (PostgreSQL) write the runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -39,6 +45,7 @@ from dgxmm.store.files import fsync_dir, write_atomic
 
 __all__ = [
     "MARKER",
+    "SCRATCH_PREFIX",
     "BackupDir",
     "BackupResult",
     "Progress",
@@ -47,6 +54,7 @@ __all__ = [
     "no_progress",
     "read_marker",
     "read_runs",
+    "restoring_beside",
     "write_manifest",
 ]
 
@@ -54,6 +62,9 @@ MARKER = "dgxmm-backup.json"
 MANIFEST = "manifest.json"
 _FORMAT = 1
 _RUN = re.compile(r"\d{6}")
+SCRATCH_PREFIX = ".dgxmm-restore-"
+_SCRATCH_MARKER = "restore-under-way"
+_SCRATCH_TEXT = b"dgxmm: a restore builds its file here; a later restore removes what it left\n"
 
 
 Progress = Callable[[int, int], None]  # (done, total) pages or tables: for a progress bar
@@ -195,3 +206,73 @@ def read_runs(path: Path) -> list[Run]:
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     """Write a run's manifest (fsynced with the run when it commits)."""
     (directory / MANIFEST).write_text(json.dumps(manifest, separators=(",", ":")))
+
+
+@contextmanager
+def restoring_beside(target: Path) -> Iterator[Path]:
+    """Yield a new scratch directory beside ``target``, making its missing parents first.
+
+    The scratch directory is removed when the block ends; the parents this made are removed
+    again when it fails. Scratch directories that earlier restores left (killed half way)
+    are removed first, each only when its marker is there and no longer locked.
+    """
+    made = _make_parents(target.parent)
+    try:
+        _remove_dead_scratch(target.parent)
+        scratch = target.parent / f"{SCRATCH_PREFIX}{secrets.token_hex(8)}"
+        scratch.mkdir()
+        marker = os.open(scratch / _SCRATCH_MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            # Locked before it says what it is: a marker with its text and no lock is dead.
+            fcntl.flock(marker, fcntl.LOCK_EX)
+            os.write(marker, _SCRATCH_TEXT)
+            try:
+                yield scratch
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        finally:
+            os.close(marker)
+    except BaseException:
+        for directory in reversed(made):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise
+
+
+def _make_parents(directory: Path) -> list[Path]:
+    """Create ``directory`` and its missing parents; return those it made, outermost first."""
+    missing = [p for p in (directory, *directory.parents) if not p.exists()]
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue  # made meanwhile by someone else: theirs
+            made.append(path)
+    except BaseException:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
+    return made
+
+
+def _remove_dead_scratch(parent: Path) -> None:
+    """Remove the scratch directories of restores that died here; nothing else."""
+    for entry in parent.glob(f"{SCRATCH_PREFIX}*"):
+        if entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            marker = os.open(entry / _SCRATCH_MARKER, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # no marker: not proven ours
+        try:
+            try:
+                fcntl.flock(marker, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # locked: a restore under way
+            if os.read(marker, len(_SCRATCH_TEXT) + 1) == _SCRATCH_TEXT:
+                shutil.rmtree(entry, ignore_errors=True)
+        finally:
+            os.close(marker)

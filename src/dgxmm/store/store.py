@@ -12,6 +12,7 @@ nothing; a user job's own checkpoint or backup runs through the same code withou
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import Counter
@@ -23,7 +24,7 @@ from typing import Any
 from sqlalchemy import Engine, event, select
 
 from dgxmm.clock import Clock, SystemClock
-from dgxmm.errors import Busy, Conflict, InvalidInput, NotAllowed, NotFound, StoreError
+from dgxmm.errors import Busy, InvalidInput, NotAllowed, NotFound, StoreError
 from dgxmm.jobs import Job, RunContext, Scheduler, WorkloadStats
 from dgxmm.store import backup as sqlite_backup
 from dgxmm.store import backup_pg
@@ -53,7 +54,7 @@ from dgxmm.store.journal import (
 )
 from dgxmm.store.protection import read_protected
 from dgxmm.store.records import JobDefinition, SavedQuery
-from dgxmm.store.recovery import path_errors, restore, user_path
+from dgxmm.store.recovery import LiveStore, path_errors, restore, store_files, user_path
 from dgxmm.store.runs import run_query_job
 from dgxmm.store.schema import store_state
 from dgxmm.store.sidecar import Sidecar
@@ -105,6 +106,12 @@ class Store:
             protected=self.protected,
         )
         self._sidecar = Sidecar(_sidecar_path(target, data_dir))
+        self._live = LiveStore(  # what a restore must leave alone, and how it reads paths
+            dialect=self.dialect,
+            data_dir=data_dir,
+            files=store_files(self.path, self._sidecar.path),
+            engine=engine if self.path is None else None,
+        )
 
     @classmethod
     def open(
@@ -371,17 +378,18 @@ class Store:
     ) -> RestoreResult:
         """Rebuild a database at ``target`` (a new file, or an empty PostgreSQL database).
 
-        Relative paths, of the backup and of a SQLite target, are under the data directory,
-        as they are for ``backup``.
+        Relative paths are under the data directory; on a PostgreSQL store a file is given
+        as ``sqlite:///``. Never this store's files, its database, nor ``protect_paths``.
         """
         source = self._under_data_dir(directory, "directory")
-        if isinstance(target, Path) or "://" not in str(target):
-            target = self._under_data_dir(target, "target")
         with self._files_lock:
             self._refuse_while_user_jobs_run("restore")
-            if self.path is not None and Path(target).expanduser().absolute() == self.path:
-                raise Conflict("restore: the target is this store's own database")
-            return restore(source, target, progress=progress)
+            return restore(source, target, progress=progress, live=self._live)
+
+    def protect_paths(self, paths: Iterable[Path], *, what: str) -> None:
+        """Keep restores away from a host's own files (and from what is inside them)."""
+        files = {**self._live.files, **{Path(p).absolute(): what for p in paths}}
+        self._live = dataclasses.replace(self._live, files=files)
 
     def compact(self) -> str:
         """Rebuild the database compactly (VACUUM on both databases)."""
