@@ -22,7 +22,7 @@ from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
 from dgxmm.jobs import resolve_zone
 from dgxmm.places import DEFAULT_DATA_DIR, machine_zone
 from dgxmm.server.app import create_app
-from dgxmm.server.auth import Tokens
+from dgxmm.server.auth import ADMIN_TOKEN_FILE, Tokens
 from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.server.host import Host
 from dgxmm.server.schedule_pages import schedule_routers
@@ -76,6 +76,7 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     zone = resolve_zone(options.time_zone or machine_zone(), field="time_zone").key
     store = Store.open(options.db or data_dir / "dgxmm.db", data_dir=data_dir)
     tokens = Tokens(store.engine, store.clock)
+    store.protect_paths([data_dir / ADMIN_TOKEN_FILE], what="the server's admin token")
     created = tokens.ensure_admin_token(data_dir)
     if created is not None:
         say(f"dgxmm: created an admin token in {created} (mode 0600); read it with: cat {created}")
