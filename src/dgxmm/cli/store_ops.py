@@ -74,9 +74,9 @@ def backup(
         result = store.backup(directory.absolute(), progress=report)  # a CLI path: from here
     out(
         {"directory": str(result.directory), "sequence": result.sequence, "method": result.method,
-         "items": result.items, "bytes_written": result.bytes_written},
+         "reason": result.reason, "items": result.items, "bytes_written": result.bytes_written},
         as_json,
-        f"backup {result.sequence} ({result.method}) in {result.directory}: "
+        f"backup {result.sequence} ({result.method_text}) in {result.directory}: "
         f"{result.items} item(s), {result.bytes_written} bytes",
     )  # fmt: skip
 

@@ -55,6 +55,7 @@ def backup(body: BackupBody, host: HostDep, _: Admin) -> dict[str, Any]:
         "directory": str(result.directory),
         "sequence": result.sequence,
         "method": result.method,
+        "reason": result.reason,  # why it compared checksums or copied everything, or None
         "items": result.items,
         "bytes_written": result.bytes_written,
     }

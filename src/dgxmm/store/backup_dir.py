@@ -83,6 +83,12 @@ class BackupResult:
     method: str  # full, tracked (dirty pages), compared (checksums), tables (PostgreSQL)
     items: int  # pages or tables written
     bytes_written: int
+    reason: str | None = None  # why a later run compared checksums or copied everything
+
+    @property
+    def method_text(self) -> str:
+        """The method, with its reason when it has one: ``compared (the log was lost)``."""
+        return self.method if self.reason is None else f"{self.method} ({self.reason})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
