@@ -1,4 +1,5 @@
-"""A process killed in the middle of a writing job leaves nothing of that run behind."""
+"""A process killed in the middle of a writing job leaves nothing of that run behind, and the
+next increment after it is exact."""
 
 from __future__ import annotations
 

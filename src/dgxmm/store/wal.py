@@ -5,9 +5,11 @@ it knows which pages each one copies into the database file (``pagelog.py``):
 
 1. one connection takes the write lock (``BEGIN IMMEDIATE``), so no frame can be added;
 2. the WAL's frame headers are read (the 32-byte WAL header, then a 24-byte header per frame;
-   frames whose salts differ from the header's are left over from before a restart), and
+   frames whose salts differ from the header's are left over from before a restart, frames
+   after the last commit frame from a transaction that rolled back or was killed), and
    their page numbers are recorded, durably, in the dirty-page log;
-3. a second connection runs ``PRAGMA wal_checkpoint(PASSIVE)``;
+3. a second connection runs ``PRAGMA wal_checkpoint(PASSIVE)``, which also tells how many
+   frames SQLite counts: the scan's count is checked against it;
 4. the database file's signature is recorded; the write lock is released.
 
 Recording before checkpointing over-approximates at worst (a crash between the two marks
@@ -103,10 +105,10 @@ def scan_wal(path: Path, known: list[int] | None = None) -> WalScan:
         if magic not in _WAL_MAGIC or page_size < 512:
             return empty
         salts = (salt1, salt2)
-        frame = _Frames(fd, page_size)
+        frames_of = _Frames(fd, page_size)
         first, checksum, broken = 0, (0, 0), False
         if known is not None and tuple(known[:2]) == salts and known[2] > 0:
-            last = frame.header(known[2])
+            last = frames_of.header(known[2])
             if last is not None and last[2:] == (*salts, known[3], known[4]):
                 first, checksum = known[2], (known[3], known[4])
             else:
@@ -114,7 +116,7 @@ def scan_wal(path: Path, known: list[int] | None = None) -> WalScan:
         pages: set[int] = set()
         pending: set[int] = set()  # pages of the frames after the last commit frame so far
         frames, number = first, first + 1
-        while (found := frame.header(number)) is not None:
+        while (found := frames_of.header(number)) is not None:
             page, commit, frame_salt1, frame_salt2, sum1, sum2 = found
             if (frame_salt1, frame_salt2) != salts:
                 break  # left over from before the last restart
