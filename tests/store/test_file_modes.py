@@ -31,7 +31,8 @@ def test_the_wal_and_its_index_take_the_databases_mode(tmp_path: Path) -> None:
     try:
         store.define_query("q", None, "SELECT 1")
         wal, shm = tmp_path / "s.db-wal", tmp_path / "s.db-shm"
-        assert wal.exists() and shm.exists()
+        assert wal.exists()
+        assert shm.exists()
         assert (_mode(wal), _mode(shm)) == (0o600, 0o600)
     finally:
         store.close()

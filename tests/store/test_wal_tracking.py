@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import struct
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -287,3 +289,33 @@ def test_it_tracks_a_commit_written_over_a_rolled_back_transaction(tmp_path: Pat
         assert restored.execute("SELECT id, body FROM t ORDER BY id").fetchall() == live
     finally:
         restored.close()
+
+
+def test_it_compares_once_after_a_log_an_older_dgxmm_wrote_and_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "s.db"
+    store = Store.open(path)
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
+    store.backup(tmp_path / "bk")
+    store.close()
+    log = path.with_name("s.db.dirty-pages")
+    data = log.read_bytes()
+    (length,) = struct.unpack("<I", data[8:12])
+    header = json.loads(data[12 : 12 + length])
+    del header["format"], header["distrust_reason"]  # as dgxmm wrote it before format 2
+    header["wal"] = header["wal"][:3]
+    text = json.dumps(header).encode()
+    body = data[:8] + struct.pack("<I", len(text)) + text + data[12 + length : -4]
+    log.write_bytes(body + struct.pack("<I", zlib.crc32(body)))
+    store = Store.open(path)
+    try:
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql("INSERT INTO t (body) VALUES ('a')")
+        result = store.backup(tmp_path / "bk")
+        assert result.method == "compared"
+        assert "older dgxmm" in str(result.reason)
+        assert result.method_text == f"compared ({result.reason})"
+        again = store.backup(tmp_path / "bk")
+        assert (again.method, again.reason, again.method_text) == ("tracked", None, "tracked")
+    finally:
+        store.close()

@@ -134,4 +134,3 @@ class Tokens:
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
-

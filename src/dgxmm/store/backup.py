@@ -23,6 +23,7 @@ its place.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -42,6 +43,7 @@ from dgxmm.store.backup_dir import (
     no_progress,
     read_marker,
     read_runs,
+    restoring_beside,
     write_manifest,
 )
 from dgxmm.store.files import fsync_dir
@@ -79,7 +81,7 @@ def backup_sqlite(
         check()
         sequence = len(runs) + 1
         last = runs[-1].manifest if runs else None
-        method, pages = _choose(files, snapshot, runs, last)
+        method, pages, reason = _choose(files, snapshot, runs, last)
         with target.new_run(sequence) as temp:
             stored, written = _write_pages(
                 temp / PAGES,
@@ -114,23 +116,32 @@ def backup_sqlite(
         method=method,
         items=len(stored),
         bytes_written=written,
+        reason=reason,
     )
 
 
 def _choose(
     files: SqliteFiles, snapshot: Snapshot, runs: list[Run], last: dict[str, Any] | None
-) -> tuple[str, list[int]]:
-    """Pick how this run finds what changed, and (for ``tracked``) which pages."""
+) -> tuple[str, list[int], str | None]:
+    """Pick how this run finds what changed, which pages (for ``tracked``), and why."""
     everything = list(range(1, snapshot.page_count + 1))
-    if last is None or last["page_size"] != snapshot.page_size:
-        return "full", everything
+    if last is None:
+        return "full", everything, None
+    if last["page_size"] != snapshot.page_size:
+        reason = f"the page size changed from {last['page_size']} to {snapshot.page_size}"
+        return "full", everything, reason
     tracking = last.get("tracking") or {}
-    if files.pagelog.is_trusted_since(str(tracking.get("id")), int(tracking.get("generation", -1))):
-        changed = set(files.pagelog.changed_since(int(tracking["generation"]), snapshot.page_count))
+    pagelog = files.pagelog
+    if pagelog.is_trusted_since(str(tracking.get("id")), int(tracking.get("generation", -1))):
+        changed = set(pagelog.changed_since(int(tracking["generation"]), snapshot.page_count))
         changed.add(1)
         changed.update(range(int(last["page_count"]) + 1, snapshot.page_count + 1))
-        return "tracked", sorted(changed)
-    return "compared", everything
+        return "tracked", sorted(changed), None
+    if tracking.get("id") != pagelog.tracking_id:
+        reason = "the dirty-page log is not the one the last run saw (lost, damaged or new)"
+    else:
+        reason = pagelog.distrust_reason or "the dirty-page log cannot vouch for the span"
+    return "compared", everything, reason
 
 
 def _write_pages(
@@ -188,35 +199,44 @@ def page_list(run: Run) -> list[list[Any]]:
 def restore_sqlite(
     directory: Path, target: Path, progress: Progress = no_progress
 ) -> RestoreResult:
-    """Rebuild a database file at ``target`` from ``directory``; verified, then moved in place."""
+    """Rebuild a database file at ``target`` from ``directory``; verified, then linked in place.
+
+    ``target`` is a resolved path the caller checked (``recovery.check_file_target``). The
+    file is built in a scratch directory beside it and hard-linked into place, so a file
+    that appeared there meanwhile is refused, never replaced.
+    """
     marker = read_marker(directory)
     if marker.get("kind") != "sqlite":
         raise BackupError(f"{directory} holds a {marker.get('kind')} backup, not a SQLite one")
     runs = read_runs(directory)
     if not runs:
         raise BackupError(f"{directory} holds no finished backup run")
-    if target.exists() or target.with_name(target.name + "-wal").exists():
-        raise Conflict(f"restore: {target} exists; restore into a new place")
     last = runs[-1].manifest
     page_size, page_count = int(last["page_size"]), int(last["page_count"])
     where = _locate(runs, page_size)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.restoring")
-    temp.unlink(missing_ok=True)
-    try:
-        _assemble(temp, where, page_size, page_count, progress)
-        _verify(temp)
-        os.rename(temp, target)
-        fsync_dir(target.parent)
-    except BaseException:
-        for leftover in (
-            temp,
-            temp.with_name(temp.name + "-wal"),
-            temp.with_name(temp.name + "-shm"),
-        ):
-            leftover.unlink(missing_ok=True)
-        raise
+    with restoring_beside(target) as scratch:
+        built = scratch / "restoring.db"
+        _assemble(built, where, page_size, page_count, progress)
+        _verify(built)
+        _link_new(built, target)
+    fsync_dir(target.parent)
     return RestoreResult(target=str(target), sequence=runs[-1].sequence, items=page_count)
+
+
+def _link_new(built: Path, target: Path) -> None:
+    """Give ``built`` the name ``target``, refusing a name that exists (never replacing it)."""
+    appeared = Conflict(f"{target} appeared while restoring; it was left alone", field="target")
+    try:
+        os.link(built, target)
+    except FileExistsError:
+        raise appeared from None
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+        # A file system without hard links: a rename, which would replace, after a check.
+        if os.path.lexists(target):
+            raise appeared from None
+        os.rename(built, target)
 
 
 def _locate(runs: list[Run], page_size: int) -> dict[int, tuple[Path, int, str]]:

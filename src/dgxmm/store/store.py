@@ -345,7 +345,7 @@ class Store:
             if Create(directory=str(spec.path)) not in job.effects:
                 raise NotAllowed(f"job {name}: its effects do not allow Create({spec.path})")
             result = self._backup(spec.path, ctx.check)
-            return f"run {result.sequence} ({result.method}): {result.items} item(s), " + (
+            return f"run {result.sequence} ({result.method_text}): {result.items} item(s), " + (
                 f"{result.bytes_written} bytes"
             )
 
