@@ -8,6 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 from dgxmm.jobs import JobLimits, RunContext
 from dgxmm.store import Store
 
@@ -93,3 +95,22 @@ def add_audit_trigger(store: Store) -> None:
                 "CREATE TRIGGER items_audit AFTER INSERT ON items "
                 "FOR EACH ROW EXECUTE FUNCTION items_audit()"
             )
+
+
+def table_contents(engine: sa.Engine) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table of every schema (``schema.table``), its rows ordered by all their columns.
+
+    What a restore must give back exactly: the tests compare it between the live database
+    and the restored one.
+    """
+    with engine.connect() as connection:
+        inspector = sa.inspect(connection)
+        schemas = [s for s in inspector.get_schema_names() if s != "information_schema"]
+        found: dict[str, list[tuple[Any, ...]]] = {}
+        for schema in sorted(schemas):
+            for name in sorted(inspector.get_table_names(schema=schema)):
+                columns = len(inspector.get_columns(name, schema=schema))
+                order = ", ".join(str(i) for i in range(1, columns + 1))
+                query = sa.text(f'SELECT * FROM "{schema}"."{name}" ORDER BY {order}')
+                found[f"{schema}.{name}"] = [tuple(row) for row in connection.execute(query)]
+        return found

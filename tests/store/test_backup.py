@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from pg_cluster import PgCluster
-from storekit import FakeTimer, Place, ctx, make_items
+from storekit import FakeTimer, Place, ctx, make_items, table_contents
 
 from dgxmm.errors import BackupError, Conflict, TimeoutExceeded
 from dgxmm.jobs import JobRun, Outcome
@@ -35,22 +35,10 @@ def restore_target(place: Place, tmp_path: Path, request: pytest.FixtureRequest)
 
 
 def snapshot_tables(target: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every table of every schema (``schema.table``), its rows ordered, read from the database."""
+    """Every table of every schema, its rows ordered, read from the database at ``target``."""
     engine = sa.create_engine(target if "://" in target else f"sqlite:///{target}")
     try:
-        with engine.connect() as connection:
-            inspector = sa.inspect(connection)
-            schemas = [s for s in inspector.get_schema_names() if s != "information_schema"]
-            return {
-                f"{schema}.{name}": [
-                    tuple(row)
-                    for row in connection.execute(
-                        sa.text(f'SELECT * FROM "{schema}"."{name}" ORDER BY 1')
-                    )
-                ]
-                for schema in sorted(schemas)
-                for name in sorted(inspector.get_table_names(schema=schema))
-            }
+        return table_contents(engine)
     finally:
         engine.dispose()
 

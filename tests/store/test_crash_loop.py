@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from pg_cluster import PgCluster
-from storekit import Place, make_items
+from storekit import Place, make_items, table_contents
 
 from dgxmm.store import Store, restore
 
@@ -89,18 +89,6 @@ CHILD = textwrap.dedent(
 def seed() -> int:
     """Return the seed of this run: ``DGXMM_SOAK_SEED``, or a new one."""
     return int(os.environ.get("DGXMM_SOAK_SEED") or random.randrange(2**32))
-
-
-def table_rows(engine: sa.Engine) -> dict[str, list[tuple[Any, ...]]]:
-    """Every table of the default schema, its rows in the order of all their columns."""
-    with engine.connect() as connection:
-        found = {}
-        for name in sorted(sa.inspect(connection).get_table_names()):
-            columns = len(sa.inspect(connection).get_columns(name))
-            order = ", ".join(str(i) for i in range(1, columns + 1))
-            query = sa.text(f'SELECT * FROM "{name}" ORDER BY {order}')
-            found[name] = [tuple(row) for row in connection.execute(query)]
-        return found
 
 
 def kill_at_random(place: Place, backups: Path, action: str, delay: float, seed: str) -> None:
@@ -185,7 +173,7 @@ def test_it_restores_exactly_after_every_kill(
                 restore(backups, target)
                 restored = sa.create_engine(target if "://" in target else f"sqlite:///{target}")
                 try:
-                    assert table_rows(restored) == table_rows(store.engine), where
+                    assert table_contents(restored) == table_contents(store.engine), where
                     if place.dialect == "sqlite":
                         with restored.connect() as connection:
                             check = connection.exec_driver_sql("PRAGMA integrity_check").all()
