@@ -10,7 +10,7 @@ import pytest
 from browserkit import Live
 from support import need, serving
 
-from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server import Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -38,7 +38,7 @@ def live(tmp_path: Path) -> Iterator[Live]:
     token = tokens.create("admin", "alice")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2)
     host.start()
-    with serving(create_app(host, tokens)) as base:
+    with serving(create_app(Services(host=host, tokens=tokens))) as base:
         yield Live(base=base, token=token, host=host, store=store)
     host.stop()
     store.close()

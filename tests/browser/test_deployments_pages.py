@@ -13,8 +13,7 @@ import pytest
 from support import free_port, serving
 
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.server import Host, Tokens, create_app
-from dgxmm.server.fleet_routes import fleet_routers
+from dgxmm.server import FLEET_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
 STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
@@ -39,7 +38,7 @@ def live_fleet(tmp_path: Path) -> Iterator[LiveFleet]:
     token = tokens.create("admin", "alice")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2, system_jobs=fleet.system_jobs())
     host.start()
-    app = create_app(host, tokens, routers=fleet_routers(), state={"fleet": fleet})
+    app = create_app(Services(host=host, tokens=tokens, fleet=fleet), [FLEET_ROUTES])
     with serving(app) as base:
         yield LiveFleet(base=base, token=token, fleet=fleet)
     host.stop()

@@ -12,9 +12,7 @@ from support import serving
 
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.server import Host, Tokens, create_app
-from dgxmm.server.fleet_routes import fleet_routers
-from dgxmm.server.schedule_pages import schedule_routers
+from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
 
@@ -31,8 +29,8 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     )  # fmt: skip
     tokens = Tokens(store.engine, store.clock)
     host = Host(store, time_zone="Europe/Berlin")
-    app = create_app(host, tokens, routers=[*fleet_routers(), *schedule_routers()],
-                     state={"fleet": fleet, "schedules": schedules})  # fmt: skip
+    services = Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules)
+    app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES])
     with serving(app) as base:
         yield {"base": base, "token": tokens.create("admin", "alice"),
                "deployment": deployment.id, "schedules": schedules}  # fmt: skip

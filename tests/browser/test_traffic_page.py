@@ -19,9 +19,7 @@ from dgxmm.decider.proposals import ProposalService
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.tables import deployments, metric_rollups
-from dgxmm.server import Host, Tokens, create_app
-from dgxmm.server.fleet_routes import fleet_routers
-from dgxmm.server.traffic_page import proposal_routers
+from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store, writing
 
 ZONE = "Europe/Berlin"
@@ -87,10 +85,8 @@ def live_traffic(tmp_path: Path) -> Iterator[LiveTraffic]:
     host = Host(store, time_zone=ZONE, clock=clock)
     deployment = _office_month(store, clock.now_us())
     app = create_app(
-        host,
-        tokens,
-        routers=[*fleet_routers(), *proposal_routers()],
-        state={"fleet": fleet, "schedules": schedules, "proposals": proposals},
+        Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules, proposals=proposals),
+        [FLEET_ROUTES, PROPOSAL_ROUTES],
     )
     with serving(app) as base:
         yield LiveTraffic(

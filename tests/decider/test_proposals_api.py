@@ -15,9 +15,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.decider.proposals import ProposalService
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.server import Host, Tokens, create_app
-from dgxmm.server.fleet_routes import fleet_routers
-from dgxmm.server.traffic_page import proposal_routers
+from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
 ZONE = "Europe/Berlin"
@@ -52,10 +50,8 @@ def env(tmp_path: Path) -> Iterator[Env]:
     host = Host(store, time_zone=ZONE, clock=clock)
     tokens = Tokens(store.engine, clock)
     app = create_app(
-        host,
-        tokens,
-        routers=[*fleet_routers(), *proposal_routers()],
-        state={"fleet": fleet, "schedules": schedules, "proposals": proposals},
+        Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules, proposals=proposals),
+        [FLEET_ROUTES, PROPOSAL_ROUTES],
     )
     deployment = add_deployment(store, "llama", zone=ZONE)
     now = clock.now_us()

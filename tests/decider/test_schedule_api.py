@@ -12,9 +12,7 @@ from schedulekit import kit as kit  # noqa: PLC0414  (the fixture)
 from sqlalchemy import select
 
 from dgxmm.fleet.tables import audit_log
-from dgxmm.server import Host, Tokens, create_app
-from dgxmm.server.fleet_routes import fleet_routers
-from dgxmm.server.schedule_pages import schedule_routers
+from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import reading
 
 
@@ -22,10 +20,8 @@ from dgxmm.store import reading
 def clients(kit: Kit) -> Iterator[tuple[TestClient, TestClient, int]]:
     host = Host(kit.store, time_zone="Europe/Berlin", clock=kit.clock)
     tokens = Tokens(kit.store.engine, kit.clock)
-    app = create_app(
-        host, tokens, routers=[*fleet_routers(), *schedule_routers()],
-        state={"fleet": kit.fleet, "schedules": kit.schedules},
-    )  # fmt: skip
+    services = Services(host=host, tokens=tokens, fleet=kit.fleet, schedules=kit.schedules)
+    app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES])
     deployment = kit.deployment("api", start=False)
     with TestClient(app) as admin, TestClient(app) as viewer:
         admin.headers["Authorization"] = f"Bearer {tokens.create('admin', 'alice')}"

@@ -11,7 +11,7 @@ from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
-from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server import Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
 START = "2026-06-01T10:00:30+02:00"
@@ -61,13 +61,13 @@ def viewer_token(tokens: Tokens) -> str:
 
 @pytest.fixture
 def client(host: Host, tokens: Tokens, admin_token: str) -> Iterator[TestClient]:
-    with TestClient(create_app(host, tokens)) as made:
+    with TestClient(create_app(Services(host=host, tokens=tokens))) as made:
         made.headers["Authorization"] = f"Bearer {admin_token}"
         yield made
 
 
 @pytest.fixture
 def viewer(host: Host, tokens: Tokens, viewer_token: str) -> Iterator[TestClient]:
-    with TestClient(create_app(host, tokens)) as made:
+    with TestClient(create_app(Services(host=host, tokens=tokens))) as made:
         made.headers["Authorization"] = f"Bearer {viewer_token}"
         yield made

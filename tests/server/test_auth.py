@@ -7,12 +7,12 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server import Host, Services, Tokens, create_app
 from dgxmm.server.auth import ADMIN_TOKEN_FILE
 
 
 def test_it_refuses_requests_without_a_valid_token(host: Host, tokens: Tokens) -> None:
-    with TestClient(create_app(host, tokens)) as anonymous:
+    with TestClient(create_app(Services(host=host, tokens=tokens))) as anonymous:
         response = anonymous.get("/api/jobs")
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == "Bearer"
@@ -60,7 +60,9 @@ def test_it_writes_an_admin_token_on_first_start_readable_only_by_its_owner(
 def test_it_accepts_the_login_cookie_for_reads_and_same_origin_writes(
     host: Host, tokens: Tokens, admin_token: str
 ) -> None:
-    with TestClient(create_app(host, tokens), base_url="http://testserver") as browser:
+    with TestClient(
+        create_app(Services(host=host, tokens=tokens)), base_url="http://testserver"
+    ) as browser:
         login = browser.post(
             "/login", data={"token": admin_token, "next": "/jobs"}, follow_redirects=False
         )
@@ -83,7 +85,7 @@ def test_it_accepts_the_login_cookie_for_reads_and_same_origin_writes(
 
 
 def test_it_refuses_a_wrong_login_token(host: Host, tokens: Tokens) -> None:
-    with TestClient(create_app(host, tokens)) as browser:
+    with TestClient(create_app(Services(host=host, tokens=tokens))) as browser:
         response = browser.post("/login", data={"token": "dgxmm_wrong"}, follow_redirects=False)
         assert response.status_code == 303
         assert "error=" in response.headers["location"]

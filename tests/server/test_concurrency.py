@@ -17,7 +17,7 @@ import pytest
 from support import serving
 
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
-from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server import Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
 
@@ -39,7 +39,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, Host]]:
     slow = Job("ten_seconds", JobKind.SYSTEM, CronSchedule.parse("0 0 1 1 *"), ten_seconds)
     host = Host(store, time_zone="UTC", system_jobs=[slow])
     host.start()
-    with serving(create_app(host, tokens)) as base:
+    with serving(create_app(Services(host=host, tokens=tokens))) as base:
         yield base, token, host
     host.stop()
     store.close()

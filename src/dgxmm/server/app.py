@@ -1,37 +1,78 @@
-"""The ASGI app: the API routers, the pages, the static files, and the error shape."""
+"""The ASGI app: each layer's routes, the static files, and the error shape.
+
+A layer hands its routers and its sections of a deployment's page to ``create_app`` as one
+``Routes`` value; the constants below are every layer's. The jobs engine's and the store's
+routes (``JOBS_ROUTES``) are in every app; ``serve`` adds the others.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from dgxmm import __version__
-from dgxmm.server import api_jobs, api_queries, api_store, pages
-from dgxmm.server.auth import Tokens
+from dgxmm.server import api, pages
 from dgxmm.server.body_limit import BodyLimit
-from dgxmm.server.host import Host
 from dgxmm.server.responses import install_error_handlers
+from dgxmm.server.routes import Routes
+from dgxmm.server.services import Services
 
-__all__ = ["create_app"]
+__all__ = ["FLEET_ROUTES", "JOBS_ROUTES", "PROPOSAL_ROUTES", "SCHEDULE_ROUTES", "create_app"]
 
 STATIC = Path(__file__).with_name("static")
 
+JOBS_ROUTES = Routes(
+    name="jobs",
+    routers=(
+        api.jobs.router,
+        api.queries.router,
+        api.store.router,
+        pages.login.router,
+        pages.jobs.router,
+        pages.workload.router,
+        pages.queries.router,
+        pages.store.router,
+    ),
+)
+FLEET_ROUTES = Routes(
+    name="fleet",
+    routers=(
+        api.deployments.router,
+        api.insights.router,
+        api.audit.router,
+        pages.deployments.router,
+        pages.insights.router,
+        pages.audit.router,
+    ),
+    needs=("fleet",),
+)
+SCHEDULE_ROUTES = Routes(
+    name="schedules",
+    routers=(api.schedules.router, pages.schedules.router),
+    sections=(pages.schedules.SECTION,),
+    needs=("fleet", "schedules"),
+)
+PROPOSAL_ROUTES = Routes(
+    name="proposals",
+    routers=(api.traffic.router, api.proposals.router, pages.traffic.router),
+    sections=(pages.traffic.SECTION,),
+    needs=("fleet", "schedules", "proposals"),
+)
 
-def create_app(
-    host: Host,
-    tokens: Tokens,
-    *,
-    routers: Sequence[APIRouter] = (),
-    state: Mapping[str, object] | None = None,
-) -> FastAPI:
-    """Build the app around a host (store, scheduler, ticker) and its tokens.
 
-    ``routers`` adds the routers of the fleet and the decider; ``state`` puts their services
-    on ``app.state`` (``fleet``, ``schedules``, ``proposals``) where those routers find them.
+def create_app(services: Services, routes: Sequence[Routes] = ()) -> FastAPI:
+    """Build the app around its services, serving ``JOBS_ROUTES`` and ``routes``.
+
+    Refuses (``ValueError``) routes that need a service ``services`` does not have.
     """
+    served = [JOBS_ROUTES, *(r for r in routes if r is not JOBS_ROUTES)]
+    for layer in served:
+        missing = [name for name in layer.needs if getattr(services, name) is None]
+        if missing:
+            raise ValueError(f"the {layer.name} routes need services.{', services.'.join(missing)}")
     app = FastAPI(
         title="dgxmm",
         version=__version__,
@@ -40,13 +81,17 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.host = host
-    app.state.tokens = tokens
-    for name, service in (state or {}).items():
-        setattr(app.state, name, service)
+    app.state.services = services
+    app.state.deployment_sections = tuple(
+        sorted(
+            (section for layer in served for section in layer.sections),
+            key=lambda section: (section.order, section.name),
+        )
+    )
     install_error_handlers(app)
     app.add_middleware(BodyLimit)
-    for router in (api_jobs.router, api_queries.router, api_store.router, *routers, pages.router):
-        app.include_router(router)
+    for layer in served:
+        for router in layer.routers:
+            app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "BackupBody",
+    "Body",
     "DefineJob",
     "DefineQuery",
     "EnableJob",
@@ -22,17 +23,19 @@ __all__ = [
 ]
 
 
-class _Body(BaseModel):
+class Body(BaseModel):
+    """The base of every request body: strict types, unknown fields refused."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class NameBody(_Body):
+class NameBody(Body):
     """A body naming one thing."""
 
     name: str = Field(min_length=1, max_length=200)
 
 
-class DefineJob(_Body):
+class DefineJob(Body):
     """The keys of ``define_job``, as the spec lists them."""
 
     name: str = Field(min_length=1, max_length=200)
@@ -48,21 +51,21 @@ class DefineJob(_Body):
     description: str | None = Field(default=None, max_length=10_000)
 
 
-class EnableJob(_Body):
+class EnableJob(Body):
     """``{name, enabled}``."""
 
     name: str = Field(min_length=1, max_length=200)
     enabled: bool
 
 
-class ScheduleJob(_Body):
+class ScheduleJob(Body):
     """``{name, schedule}``: a system job's schedule, null for the built-in one."""
 
     name: str = Field(min_length=1, max_length=200)
     schedule: str | None = Field(max_length=200)
 
 
-class DefineQuery(_Body):
+class DefineQuery(Body):
     """A saved query: typed parameters and an SQL body with ``:name`` parameters."""
 
     name: str = Field(min_length=1, max_length=200)
@@ -71,13 +74,13 @@ class DefineQuery(_Body):
     description: str | None = Field(default=None, max_length=10_000)
 
 
-class BackupBody(_Body):
+class BackupBody(Body):
     """``{directory}``: where the backup goes (relative to the data directory if not absolute)."""
 
     directory: str = Field(min_length=1, max_length=4096)
 
 
-class RestoreBody(_Body):
+class RestoreBody(Body):
     """``{directory, target}``: the backup to read and the new database to build."""
 
     directory: str = Field(min_length=1, max_length=4096)

@@ -1,4 +1,9 @@
-"""Request dependencies: the host, and who is asking (bearer token or login cookie)."""
+"""Request dependencies: the app's services, and who is asking (bearer token or login cookie).
+
+Every dependency alias of the API and the pages is here: ``ServicesDep``, ``HostDep``,
+``TokensDep``, ``FleetDep``, ``SchedulesDep``, ``ProposalsDep``, ``SectionsDep`` (the
+sections of a deployment's page); ``Viewer`` and ``Admin``; the checked path and query ids.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +11,33 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Query, Request
 
+from dgxmm.decider.proposals import ProposalService
+from dgxmm.decider.schedule import ScheduleService
+from dgxmm.fleet import Fleet
 from dgxmm.server.auth import Identity, Tokens
 from dgxmm.server.host import Host
+from dgxmm.server.routes import DeploymentSection
+from dgxmm.server.services import Services
 
 __all__ = [
     "COOKIE",
     "MAX_ID",
     "Admin",
+    "FleetDep",
     "HostDep",
     "PathId",
+    "ProposalsDep",
     "QueryId",
     "QueryInstant",
+    "SchedulesDep",
+    "SectionsDep",
+    "ServicesDep",
+    "TokensDep",
     "Viewer",
     "identify",
     "require_admin",
     "require_viewer",
+    "services_of",
 ]
 
 COOKIE = "dgxmm_token"
@@ -32,15 +49,49 @@ QueryId = Annotated[int | None, Query(ge=1, le=MAX_ID)]
 QueryInstant = Annotated[int | None, Query(ge=-62_135_596_800_000_000, le=253_402_300_799_999_999)]
 
 
-def get_host(request: Request) -> Host:
-    """Return the app's host."""
-    host: Host = request.app.state.host
-    return host
+def services_of(request: Request) -> Services:
+    """Return the services of the app serving the request."""
+    services: Services = request.app.state.services
+    return services
+
+
+def _host(request: Request) -> Host:
+    return services_of(request).host
+
+
+def _tokens(request: Request) -> Tokens:
+    return services_of(request).tokens
+
+
+def _fleet(request: Request) -> Fleet:
+    fleet = services_of(request).fleet
+    if fleet is None:  # create_app refuses routes that need a missing service
+        raise RuntimeError("this app has no fleet")
+    return fleet
+
+
+def _schedules(request: Request) -> ScheduleService:
+    schedules = services_of(request).schedules
+    if schedules is None:
+        raise RuntimeError("this app has no schedule service")
+    return schedules
+
+
+def _proposals(request: Request) -> ProposalService:
+    proposals = services_of(request).proposals
+    if proposals is None:
+        raise RuntimeError("this app has no proposal service")
+    return proposals
+
+
+def _sections(request: Request) -> tuple[DeploymentSection, ...]:
+    sections: tuple[DeploymentSection, ...] = request.app.state.deployment_sections
+    return sections
 
 
 def identify(request: Request) -> Identity | None:
     """Return who sent the request, or None without a valid token."""
-    tokens: Tokens = request.app.state.tokens
+    tokens = services_of(request).tokens
     header = request.headers.get("authorization", "")
     scheme, _, credential = header.partition(" ")
     if scheme.lower() == "bearer" and credential:
@@ -79,6 +130,12 @@ def require_admin(identity: Annotated[Identity, Depends(require_viewer)]) -> Ide
     return identity
 
 
-HostDep = Annotated[Host, Depends(get_host)]
+ServicesDep = Annotated[Services, Depends(services_of)]
+HostDep = Annotated[Host, Depends(_host)]
+TokensDep = Annotated[Tokens, Depends(_tokens)]
+FleetDep = Annotated[Fleet, Depends(_fleet)]
+SchedulesDep = Annotated[ScheduleService, Depends(_schedules)]
+ProposalsDep = Annotated[ProposalService, Depends(_proposals)]
+SectionsDep = Annotated[tuple[DeploymentSection, ...], Depends(_sections)]
 Viewer = Annotated[Identity, Depends(require_viewer)]
 Admin = Annotated[Identity, Depends(require_admin)]

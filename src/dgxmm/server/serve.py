@@ -21,12 +21,10 @@ from dgxmm.errors import Busy
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
 from dgxmm.jobs import resolve_zone
 from dgxmm.places import DEFAULT_DATA_DIR, machine_zone
-from dgxmm.server.app import create_app
+from dgxmm.server.app import FLEET_ROUTES, PROPOSAL_ROUTES, SCHEDULE_ROUTES, create_app
 from dgxmm.server.auth import ADMIN_TOKEN_FILE, Tokens
-from dgxmm.server.fleet_routes import fleet_routers
 from dgxmm.server.host import Host
-from dgxmm.server.schedule_pages import schedule_routers
-from dgxmm.server.traffic_page import proposal_routers
+from dgxmm.server.services import Services
 from dgxmm.store import Store
 from dgxmm.store.files import make_private_dir
 
@@ -92,10 +90,8 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
     )
     app = create_app(
-        host,
-        tokens,
-        routers=[*fleet_routers(), *schedule_routers(), *proposal_routers()],
-        state={"fleet": fleet, "schedules": schedules, "proposals": proposals},
+        Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules, proposals=proposals),
+        [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES],
     )
     host.start()
     demo = Demo(fleet, say=say) if options.demo else None

@@ -18,8 +18,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
 from dgxmm.fleet import BackendKind, Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.pidfile import read_pid_file
-from dgxmm.server import Host, Tokens, create_app
-from dgxmm.server.fleet_routes import fleet_routers
+from dgxmm.server import FLEET_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
 START = "2026-06-01T10:00:30+00:00"
@@ -102,7 +101,7 @@ def tokens(store: Store) -> Tokens:
 
 
 def _client(host: Host, tokens: Tokens, fleet: Fleet, role: str, name: str) -> TestClient:
-    app = create_app(host, tokens, routers=fleet_routers(), state={"fleet": fleet})
+    app = create_app(Services(host=host, tokens=tokens, fleet=fleet), [FLEET_ROUTES])
     client = TestClient(app)
     client.headers["Authorization"] = f"Bearer {tokens.create(role, name)}"
     return client

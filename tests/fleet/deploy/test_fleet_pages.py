@@ -12,12 +12,16 @@ from fastapi.testclient import TestClient
 from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.fleet import Fleet
-from dgxmm.server.fleet_pages import (
-    DeploymentExtra,
-    add_deployment_extra,
-    remove_deployment_extra,
+from dgxmm.server import (
+    FLEET_ROUTES,
+    DeploymentSection,
+    Host,
+    Routes,
+    Services,
+    Tokens,
+    create_app,
 )
-from dgxmm.server.pages import templates
+from dgxmm.server.pages.render import templates
 
 
 def test_the_deployments_page_shows_states_memory_and_actions(
@@ -81,22 +85,33 @@ def extra_template(tmp_path: Path) -> Iterator[str]:
     searchpath.append(str(folder))
     yield "test_extra.html"
     searchpath.remove(str(folder))
-    remove_deployment_extra("test")
 
 
 def test_other_parts_add_sections_to_a_deployments_page(
-    client: TestClient, fleet: Fleet, extra_template: str
+    host: Host, tokens: Tokens, fleet: Fleet, extra_template: str
 ) -> None:
     created = fleet.deployments.create(actor="user:a", **standin("chat"))
-    add_deployment_extra(
-        DeploymentExtra(
-            name="test",
-            template=extra_template,
-            context=lambda request, deployment: {"note": f"priority {deployment.priority}"},
-        )
+    section = DeploymentSection(
+        name="test",
+        template=extra_template,
+        context=lambda services, deployment: {"note": f"priority {deployment.priority}"},
     )
-    page = client.get(f"/deployments/{created.id}").text
-    assert '<p id="from-extra">chat: priority 50</p>' in page
+    services = Services(host=host, tokens=tokens, fleet=fleet)
+    with_section = create_app(services, [FLEET_ROUTES, Routes(name="test", sections=(section,))])
+    without = create_app(services, [FLEET_ROUTES])
+    token = tokens.create("viewer", "victor")
+    with TestClient(with_section) as one, TestClient(without) as other:
+        one.headers["Authorization"] = other.headers["Authorization"] = f"Bearer {token}"
+        assert (
+            '<p id="from-extra">chat: priority 50</p>' in one.get(f"/deployments/{created.id}").text
+        )
+        # The section belongs to the app it was given to, not to the process.
+        assert 'id="from-extra"' not in other.get(f"/deployments/{created.id}").text
+
+
+def test_an_app_refuses_routes_whose_service_it_lacks(host: Host, tokens: Tokens) -> None:
+    with pytest.raises(ValueError, match=r"the fleet routes need services\.fleet"):
+        create_app(Services(host=host, tokens=tokens), [FLEET_ROUTES])
 
 
 def test_the_insights_and_audit_pages_list_what_happened(client: TestClient, fleet: Fleet) -> None:

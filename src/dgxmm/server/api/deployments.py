@@ -9,36 +9,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Query
+from pydantic import Field
 
-from dgxmm.fleet import Deployment, DeploymentState, Fleet
+from dgxmm.fleet import Deployment, DeploymentState
 from dgxmm.fleet.rollups import MINUTE_US
-from dgxmm.server.deps import Admin, HostDep, PathId, QueryId, QueryInstant, Viewer
+from dgxmm.server.bodies import Body
+from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryInstant, Viewer
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
 
-__all__ = ["FleetDep", "deployment_json", "get_fleet", "router"]
+__all__ = ["deployment_json", "router"]
 
 router = APIRouter(prefix="/api/deployments", tags=["deployments"])
 
 DAY_US = 24 * 60 * MINUTE_US
 
 
-def get_fleet(request: Request) -> Fleet:
-    """Return the app's fleet."""
-    fleet: Fleet = request.app.state.fleet
-    return fleet
-
-
-FleetDep = Annotated[Fleet, Depends(get_fleet)]
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class CreateDeployment(_Body):
+class CreateDeployment(Body):
     """A new deployment: a process (command, port) or an external server (base_url)."""
 
     name: str = Field(max_length=200)
@@ -56,7 +44,7 @@ class CreateDeployment(_Body):
     startup_timeout_s: float | None = None
 
 
-class UpdateDeployment(_Body):
+class UpdateDeployment(Body):
     """The fields to change; what is not given stays as it is."""
 
     name: str | None = Field(default=None, max_length=200)
@@ -74,7 +62,7 @@ class UpdateDeployment(_Body):
     startup_timeout_s: float | None = None
 
 
-class ActionBody(_Body):
+class ActionBody(Body):
     """``{"plan": false}``: a start or wake that does not fit evicts nothing (409 instead)."""
 
     plan: bool | None = None

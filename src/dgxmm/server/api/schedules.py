@@ -2,34 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter
+from pydantic import Field
 
 from dgxmm.decider.schedule import ScheduleService
 from dgxmm.errors import NotFound
-from dgxmm.server.deps import Admin, PathId, Viewer
+from dgxmm.server.bodies import Body
+from dgxmm.server.deps import Admin, PathId, SchedulesDep, Viewer
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["schedules"])
 
 
-def get_schedules(request: Request) -> ScheduleService:
-    """Return the app's schedule service."""
-    service: ScheduleService = request.app.state.schedules
-    return service
-
-
-Schedules = Annotated[ScheduleService, Depends(get_schedules)]
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class NewSchedule(_Body):
+class NewSchedule(Body):
     """A schedule: what, which days (Monday 1 ... Sunday 64), at what local time, in which zone."""
 
     action: str = Field(max_length=20)
@@ -39,7 +27,7 @@ class NewSchedule(_Body):
     enabled: bool = True
 
 
-class ScheduleChange(_Body):
+class ScheduleChange(Body):
     """The fields of a schedule to change."""
 
     action: str | None = Field(default=None, max_length=20)
@@ -49,14 +37,14 @@ class ScheduleChange(_Body):
     enabled: bool | None = None
 
 
-class PausedAll(_Body):
+class PausedAll(Body):
     """``{"paused_all": true|false}``."""
 
     paused_all: bool
 
 
 @router.get("/api/deployments/{deployment_id}/schedules")
-def list_schedules(deployment_id: PathId, schedules: Schedules, _: Viewer) -> dict[str, Any]:
+def list_schedules(deployment_id: PathId, schedules: SchedulesDep, _: Viewer) -> dict[str, Any]:
     """A deployment's schedules, and whether all schedules are paused."""
     return {
         "paused_all": schedules.paused_all(),
@@ -66,7 +54,7 @@ def list_schedules(deployment_id: PathId, schedules: Schedules, _: Viewer) -> di
 
 @router.post("/api/deployments/{deployment_id}/schedules", status_code=201)
 def create_schedule(
-    deployment_id: PathId, body: NewSchedule, schedules: Schedules, who: Admin
+    deployment_id: PathId, body: NewSchedule, schedules: SchedulesDep, who: Admin
 ) -> dict[str, Any]:
     """Create a schedule; bad input answers 400 naming the field."""
     created = schedules.create(
@@ -86,7 +74,7 @@ def change_schedule(
     deployment_id: PathId,
     schedule_id: PathId,
     body: ScheduleChange,
-    schedules: Schedules,
+    schedules: SchedulesDep,
     who: Admin,
 ) -> dict[str, Any]:
     """Change some fields of a schedule."""
@@ -97,7 +85,7 @@ def change_schedule(
 
 @router.delete("/api/deployments/{deployment_id}/schedules/{schedule_id}")
 def delete_schedule(
-    deployment_id: PathId, schedule_id: PathId, schedules: Schedules, who: Admin
+    deployment_id: PathId, schedule_id: PathId, schedules: SchedulesDep, who: Admin
 ) -> dict[str, Any]:
     """Remove a schedule."""
     _owned(schedules, deployment_id, schedule_id)
@@ -106,13 +94,13 @@ def delete_schedule(
 
 
 @router.get("/api/schedules/paused-all")
-def get_paused_all(schedules: Schedules, _: Viewer) -> dict[str, Any]:
+def get_paused_all(schedules: SchedulesDep, _: Viewer) -> dict[str, Any]:
     """Whether every schedule is paused."""
     return {"paused_all": schedules.paused_all()}
 
 
 @router.put("/api/schedules/paused-all")
-def put_paused_all(body: PausedAll, schedules: Schedules, who: Admin) -> dict[str, Any]:
+def put_paused_all(body: PausedAll, schedules: SchedulesDep, who: Admin) -> dict[str, Any]:
     """Pause or resume every schedule."""
     schedules.set_paused_all(body.paused_all, actor=who.actor)
     return {"paused_all": schedules.paused_all()}

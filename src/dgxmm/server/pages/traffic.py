@@ -1,7 +1,6 @@
 """The page of a deployment's traffic: the heat map of its week, and its schedule proposals.
 
-``proposal_routers()`` returns the API and this page, and adds a link to the page on every
-deployment's page (a ``DeploymentExtra``).
+``SECTION`` is the link to this page that the layer adds to every deployment's page.
 """
 
 from __future__ import annotations
@@ -12,49 +11,43 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.decider.proposal_rows import ProposalStatus
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.schedule import ScheduleService
 from dgxmm.decider.week import down_intervals
 from dgxmm.fleet import Deployment
-from dgxmm.server import api_proposals
-from dgxmm.server.deps import PathId
-from dgxmm.server.fleet_pages import DeploymentExtra, add_deployment_extra
-from dgxmm.server.heatmap import proposal_intervals, traffic_heatmap
+from dgxmm.server.deps import FleetDep, HostDep, PathId, ProposalsDep, SchedulesDep
 from dgxmm.server.job_list import iso
-from dgxmm.server.pages import render_page
+from dgxmm.server.pages.render import render_page
+from dgxmm.server.routes import DeploymentSection
+from dgxmm.server.services import Services
+from dgxmm.server.svg.heatmap import proposal_intervals, traffic_heatmap
 
-__all__ = ["TRAFFIC_EXTRA", "proposal_routers", "router"]
+__all__ = ["SECTION", "router"]
 
 router = APIRouter(include_in_schema=False)
 
 
-def _extra_context(request: Request, deployment: Deployment) -> dict[str, Any]:
-    proposals: ProposalService = request.app.state.proposals
+def _section_context(services: Services, deployment: Deployment) -> dict[str, Any]:
+    proposals = services.proposals
+    assert proposals is not None  # the proposals' routes need the service
     return {"open": len(proposals.list(deployment.id, status=ProposalStatus.OPEN))}
 
 
-TRAFFIC_EXTRA = DeploymentExtra(
-    name="traffic",
-    template="traffic_extra.html",
-    context=_extra_context,
-    order=20,
-    needs="proposals",
+SECTION = DeploymentSection(
+    name="traffic", template="traffic_extra.html", context=_section_context, order=20
 )
 
 
-def proposal_routers() -> list[APIRouter]:
-    """Return the proposals' API and page, and link the page from each deployment's page."""
-    add_deployment_extra(TRAFFIC_EXTRA)
-    return [api_proposals.router, router]
-
-
 @router.get("/deployments/{deployment_id}/traffic", response_class=HTMLResponse)
-def traffic_page(request: Request, deployment_id: PathId) -> Response:
+def traffic_page(
+    request: Request,
+    deployment_id: PathId,
+    *,
+    proposals: ProposalsDep,
+    schedules: SchedulesDep,
+    fleet: FleetDep,
+    host: HostDep,
+) -> Response:
     """A deployment's week as a heat map, with its schedules' and proposals' sleep windows."""
-    proposals: ProposalService = request.app.state.proposals
-    schedules: ScheduleService = request.app.state.schedules
-    deployment = request.app.state.fleet.deployments.get(deployment_id)
-    host = request.app.state.host
+    deployment = fleet.deployments.get(deployment_id)
     profile = proposals.profiles.profile(deployment_id)
     everything = proposals.list(deployment_id)
     open_ones = [p for p in everything if p.status is ProposalStatus.OPEN]

@@ -6,8 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from dgxmm.server.api_deployments import FleetDep
-from dgxmm.server.deps import Admin, HostDep, QueryId
+from dgxmm.server.deps import Admin, FleetDep, HostDep, QueryId
 from dgxmm.server.job_list import iso
 
 __all__ = ["router"]

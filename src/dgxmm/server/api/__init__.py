@@ -1,0 +1,26 @@
+"""The JSON API, one module per noun of its URLs: ``/api/<noun>`` is ``api/<noun>.py``.
+
+Each module has a ``router``; ``server/app.py`` hands them to the app in a layer's ``Routes``.
+"""
+
+from dgxmm.server.api import audit as audit
+from dgxmm.server.api import deployments as deployments
+from dgxmm.server.api import insights as insights
+from dgxmm.server.api import jobs as jobs
+from dgxmm.server.api import proposals as proposals
+from dgxmm.server.api import queries as queries
+from dgxmm.server.api import schedules as schedules
+from dgxmm.server.api import store as store
+from dgxmm.server.api import traffic as traffic
+
+__all__ = [
+    "audit",
+    "deployments",
+    "insights",
+    "jobs",
+    "proposals",
+    "queries",
+    "schedules",
+    "store",
+    "traffic",
+]

@@ -1,0 +1,53 @@
+"""The Audit page: who did what, newest first (admins only, like ``GET /api/audit``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from dgxmm.server.deps import FleetDep, HostDep, QueryId, identify
+from dgxmm.server.job_list import iso
+from dgxmm.server.pages.render import render_page
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+PAGE_ROWS = 100
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit_page(
+    request: Request,
+    *,
+    fleet: FleetDep,
+    host: HostDep,
+    before: QueryId = None,
+    subject: Annotated[str | None, Query(max_length=50)] = None,
+    actor: Annotated[str | None, Query(max_length=200)] = None,
+) -> Response:
+    """Who did what, newest first (admins only, like ``GET /api/audit``)."""
+    who = identify(request)
+    if who is not None and not who.is_admin:
+        return render_page(request, "audit.html", rows=[], forbidden=True, filters={})
+    rows = fleet.audit.list(
+        limit=PAGE_ROWS, before_id=before, subject=subject or None, actor=actor or None
+    )
+    return render_page(
+        request,
+        "audit.html",
+        rows=[
+            {
+                "a": row,
+                "at": iso(row.at_us, host),
+                "detail": json.dumps(row.detail, indent=1) if row.detail is not None else "",
+            }
+            for row in rows
+        ],
+        forbidden=False,
+        filters={"subject": subject or "", "actor": actor or ""},
+        older=rows[-1].id if len(rows) == PAGE_ROWS else None,
+    )

@@ -1,0 +1,101 @@
+"""The Deployments page and a deployment's page, with the sections other layers add to it.
+
+Server-rendered like the other pages; their buttons call the JSON API (``static/fleet.js``).
+Each ``DeploymentSection`` of the app's routes (the schedules' week strip, the traffic
+profile's link) is a template of ``server/templates`` included with ``deployment`` and
+``extra`` (what its ``context`` function returned) in its context.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from dgxmm.fleet import BackendKind, Deployment
+from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep
+from dgxmm.server.host import Host
+from dgxmm.server.job_list import iso
+from dgxmm.server.pages.render import render_page
+from dgxmm.server.svg.gpu_bars import gpu_bar
+from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
+from dgxmm.time_units import DAY_US
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+def _row(deployment: Deployment, host: Host) -> dict[str, Any]:
+    return {
+        "d": deployment,
+        "state_since": iso(deployment.state_since, host),
+        "last_request": iso(deployment.last_request_at, host),
+    }
+
+
+@router.get("/deployments", response_class=HTMLResponse)
+def deployments_page(request: Request, fleet: FleetDep, host: HostDep) -> Response:
+    """Every deployment: its state, the GPU memory it holds, its last request, its actions."""
+    gpus = fleet.gpus()
+    return render_page(
+        request,
+        "deployments.html",
+        rows=[_row(d, host) for d in fleet.deployments.list()],
+        gpus=[
+            {"gpu": gpu, "held": sum(h.gib for h in held), "svg": gpu_bar(gpu, held)}
+            for gpu, held in gpus
+        ],
+        inventory=fleet.inventory,
+    )
+
+
+@router.get("/deployments/{deployment_id}", response_class=HTMLResponse)
+def deployment_page(
+    request: Request,
+    deployment_id: PathId,
+    services: ServicesDep,
+    fleet: FleetDep,
+    sections: SectionsDep,
+) -> Response:
+    """One deployment: its facts, actions, traffic over the last day and week, events."""
+    host = services.host
+    deployment = fleet.deployments.get(deployment_id)
+    now = host.clock.now_us()
+    width, count, _ = WINDOWS["week"]
+    rollups = fleet.metrics.rollups(deployment_id, now - now % width - count * width, now + 1)
+    charts = {
+        f"{window}_{measure}": traffic_chart(
+            rollups, window=window, measure=measure, now_us=now, zone=host.time_zone
+        )
+        for window in WINDOWS
+        for measure in ("requests", "latency")
+    }
+    extras = [
+        {
+            "name": section.name,
+            "template": section.template,
+            "context": dict(section.context(services, deployment)) if section.context else {},
+        }
+        for section in sections
+    ]
+    log = (
+        fleet.backends.run_dir(deployment_id) / "server.log"
+        if deployment.backend is BackendKind.PROCESS
+        else None
+    )
+    return render_page(
+        request,
+        "deployment.html",
+        row=_row(deployment, host),
+        d=deployment,
+        deployment=deployment,
+        charts=charts,
+        requests_day=sum(r.requests for r in rollups if r.minute_us > now - DAY_US),
+        requests_week=sum(r.requests for r in rollups),
+        events=[{"e": e, "at": iso(e.at_us, host)} for e in fleet.events.list(deployment_id)],
+        extras=extras,
+        log=log,
+        gpus={gpu.index: gpu for gpu in fleet.inventory.gpus},
+    )

@@ -1,0 +1,56 @@
+"""The jobs pages: the job list (system jobs first) and the form that defines a user job."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from dgxmm.errors import NotFound
+from dgxmm.server.deps import HostDep
+from dgxmm.server.job_list import job_rows
+from dgxmm.server.pages.render import render_page
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+PRESETS = [
+    ("every minute", "* * * * *"),
+    ("every 5 minutes", "*/5 * * * *"),
+    ("every 15 minutes", "*/15 * * * *"),
+    ("hourly", "0 * * * *"),
+    ("daily at 03:00", "0 3 * * *"),
+    ("weekdays at 03:00", "0 3 * * 1-5"),
+    ("Sundays at 04:00", "0 4 * * 0"),
+    ("first of the month at 02:00", "0 2 1 * *"),
+]
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+def jobs_page(request: Request, host: HostDep) -> Response:
+    """Scheduled jobs: every job, the system jobs first."""
+    return render_page(request, "jobs.html", jobs=job_rows(host))
+
+
+@router.get("/jobs/new", response_class=HTMLResponse)
+def job_form(request: Request, host: HostDep, edit: str | None = None) -> Response:
+    """The form that defines (or, with ?edit=name, redefines) a user job."""
+    job: dict[str, Any] = {"enabled": True}
+    if edit:
+        try:
+            job = dict(host.store.job(edit).definition)
+        except NotFound:
+            return Response(f"no job named {edit!r}", status_code=404)
+    args = job.get("args")
+    return render_page(
+        request,
+        "job_form.html",
+        job=job,
+        args_text=json.dumps(args, indent=2) if args is not None else "{}",
+        editing=edit,
+        presets=PRESETS,
+        queries=host.store.queries(),
+    )

@@ -1,0 +1,57 @@
+"""Logging in and out: the token form, the HttpOnly cookie, and the start page."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+
+from dgxmm.server.deps import COOKIE, TokensDep
+from dgxmm.server.pages.render import templates
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/")
+def home() -> Response:
+    """Start at the job list."""
+    return RedirectResponse("/jobs", status_code=303)
+
+
+@router.get("/login")
+def login_form(request: Request, next: str = "/jobs", error: str | None = None) -> Response:
+    """Ask for a token."""
+    return templates.TemplateResponse(
+        request, "login.html", {"next": _local(next), "error": error, "who": None, "page": "login"}
+    )
+
+
+@router.post("/login")
+async def login(request: Request, tokens: TokensDep) -> Response:
+    """Check a token and keep it in an HttpOnly cookie."""
+    form = parse_qs((await request.body()).decode(errors="replace"))
+    token = (form.get("token") or [""])[0].strip()
+    target = _local((form.get("next") or ["/jobs"])[0])
+    if tokens.identify(token) is None:
+        return RedirectResponse(
+            f"/login?next={quote(target)}&error=that+token+is+not+valid", status_code=303
+        )
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    """Forget the login cookie."""
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+def _local(target: str) -> str:
+    """Only follow redirects to our own pages."""
+    return target if target.startswith("/") and not target.startswith("//") else "/jobs"

@@ -1,0 +1,65 @@
+"""The page of a deployment's schedules: the week strip, the list, and the admin's forms.
+
+``SECTION`` is the week strip this layer adds to every deployment's page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from dgxmm.decider.days import describe_days
+from dgxmm.fleet import Deployment
+from dgxmm.server.deps import FleetDep, HostDep, PathId, SchedulesDep
+from dgxmm.server.job_list import iso
+from dgxmm.server.pages.render import render_page
+from dgxmm.server.routes import DeploymentSection
+from dgxmm.server.services import Services
+from dgxmm.server.svg.week_strip import week_strip
+
+__all__ = ["SECTION", "router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+def _section_context(services: Services, deployment: Deployment) -> dict[str, Any]:
+    schedules = services.schedules
+    assert schedules is not None  # the schedules' routes need the service
+    rows = schedules.list(deployment.id)
+    return {"strip": week_strip(rows), "count": len(rows), "paused_all": schedules.paused_all()}
+
+
+SECTION = DeploymentSection(
+    name="schedules", template="schedules_extra.html", context=_section_context, order=10
+)
+
+
+@router.get("/deployments/{deployment_id}/schedules", response_class=HTMLResponse)
+def schedules_page(
+    request: Request,
+    deployment_id: PathId,
+    *,
+    schedules: SchedulesDep,
+    fleet: FleetDep,
+    host: HostDep,
+) -> Response:
+    """A deployment's schedules as a week strip, with their last run and result."""
+    deployment = fleet.deployments.get(deployment_id)
+    rows = schedules.list(deployment_id)
+    return render_page(
+        request,
+        "schedules.html",
+        deployment=deployment,
+        schedules=[
+            {
+                **row.to_json(),
+                "days_text": describe_days(row.days),
+                "last_run": iso(row.last_run_at, host),
+            }
+            for row in rows
+        ],
+        strip=week_strip(rows),
+        paused_all=schedules.paused_all(),
+    )

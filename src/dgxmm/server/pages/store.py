@@ -1,0 +1,31 @@
+"""The store page: the database, its recent journal, and its operations."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from dgxmm.server.deps import HostDep
+from dgxmm.server.job_list import iso
+from dgxmm.server.pages.render import render_page
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/store", response_class=HTMLResponse)
+def store_page(request: Request, host: HostDep) -> Response:
+    """The store and its operations."""
+    store = host.store
+    version = store.catalog_version()
+    return render_page(
+        request,
+        "store.html",
+        store=store,
+        version=version,
+        journal=[
+            {**entry.to_json(), "at": iso(entry.at_us, host)}
+            for entry in reversed(store.journal(after_version=max(0, version - 20)))
+        ],
+    )

@@ -1,0 +1,28 @@
+"""The services an app serves, as one typed, frozen object on ``app.state.services``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dgxmm.decider.proposals import ProposalService
+from dgxmm.decider.schedule import ScheduleService
+from dgxmm.fleet import Fleet
+from dgxmm.server.auth import Tokens
+from dgxmm.server.host import Host
+
+__all__ = ["Services"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Services:
+    """The host and tokens every app has, and the fleet and decider services it may have.
+
+    An app built without one of the optional services serves none of the routes that need it
+    (``create_app`` refuses such routes), so a route never finds its service missing.
+    """
+
+    host: Host
+    tokens: Tokens
+    fleet: Fleet | None = None
+    schedules: ScheduleService | None = None
+    proposals: ProposalService | None = None
