@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 from pg_cluster import PgCluster, find_pg_bin
-from support import need
+from support import StandinProcess, need
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +42,21 @@ def pg_url(pg_cluster: PgCluster) -> Iterator[str]:
         yield pg_cluster.url(name)
     finally:
         pg_cluster.drop_database(name)
+
+
+@pytest.fixture
+def standin(tmp_path: Path) -> Iterator[Callable[..., StandinProcess]]:
+    """Start stand-ins with extra arguments; every one is killed after the test."""
+    started: list[StandinProcess] = []
+
+    def start(*args: str, model: str = "standin-model") -> StandinProcess:
+        process = StandinProcess(tmp_path, *args, model=model)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
 
 
 # Machines here are shared and noisy: how long an example takes is not what any property

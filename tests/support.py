@@ -5,18 +5,24 @@ Import as `from support import need, at` (tests/ is on pytest's pythonpath)."""
 from __future__ import annotations
 
 import os
+import select
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
+import httpx
 import pytest
 
 from dgxmm.clock import to_us
+from dgxmm.fleet.metrics.prometheus import parse_exposition
 
 IN_CI = os.environ.get("CI") == "true"
 
@@ -61,7 +67,7 @@ def serving(app: Any) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
+STANDIN = (sys.executable, "-m", "dgxmm.standin")
 
 
 def standin_keys(
@@ -88,3 +94,77 @@ def standin_keys(
         "startup_timeout_s": timeout,
         **more,
     }
+
+
+T = TypeVar("T")
+
+# Generous: the machine is shared and noisy. Nothing here asserts how long anything took.
+PATIENCE_S = 60.0
+
+
+def wait_for(check: Callable[[], T | None], what: str, timeout_s: float = PATIENCE_S) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout_s:g} s waiting for {what}")
+        time.sleep(0.05)
+
+
+class StandinProcess:
+    """A stand-in started by the test itself (for the external backend and endpoint tests)."""
+
+    def __init__(self, log_dir: Path, *args: str, model: str = "standin-model") -> None:
+        self.model = model
+        self.log_path = log_dir / f"standin-{time.monotonic_ns()}.log"
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [*STANDIN, "--port", "0", "--model", model, *args],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+            )
+        self.first_line = self._read_line()
+        marker = "listening on "
+        if marker not in self.first_line:
+            self.kill()
+            raise AssertionError(f"the stand-in did not start: {self.first_line!r}")
+        self.base_url = self.first_line.split(marker, 1)[1].split()[0]
+        self.client = httpx.Client(base_url=self.base_url, timeout=PATIENCE_S, trust_env=False)
+
+    def _read_line(self) -> str:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], PATIENCE_S)
+        if not ready:
+            return "(nothing printed)"
+        return self.process.stdout.readline().decode()
+
+    def metrics(self) -> dict[str, float]:
+        """Return the /metrics samples summed by name (plus name{label=value} for labels)."""
+        page = parse_exposition(self.client.get("/metrics").text)
+        totals: dict[str, float] = {}
+        for series in page.series:
+            totals[series.name] = totals.get(series.name, 0.0) + series.value
+            for key, value in series.labels:
+                if key not in ("model_name", "engine"):
+                    name = f"{series.name}{{{key}={value}}}"
+                    totals[name] = totals.get(name, 0.0) + series.value
+        return totals
+
+    def terminate(self) -> int:
+        """Send SIGTERM and return the exit code."""
+        self.client.close()
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=PATIENCE_S)
+
+    def kill(self) -> None:
+        """Kill the process if it still runs."""
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=PATIENCE_S)
+        if self.process.stdout is not None:
+            self.process.stdout.close()

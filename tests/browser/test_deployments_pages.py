@@ -16,7 +16,7 @@ from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import FLEET_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
-STANDIN = (sys.executable, "-m", "dgxmm.fleet.standin")
+STANDIN = (sys.executable, "-m", "dgxmm.standin")
 
 
 @dataclass

@@ -4,7 +4,7 @@
 that answers ``/health``, ``/is_sleeping``, ``/v1/models`` and ``/v1/chat/completions`` with
 the message content a test sets, and keeps the chat requests it got.
 
-``Standin``: the project's stand-in server (``python -m dgxmm.fleet.standin``) as a real
+``Standin``: the project's stand-in server (``python -m dgxmm.standin``) as a real
 process, which can be put to sleep over HTTP.
 """
 
@@ -94,7 +94,7 @@ class ChatServer:
 
 
 class Standin:
-    """``python -m dgxmm.fleet.standin`` on a port it picks, until ``stop()``."""
+    """``python -m dgxmm.standin`` on a port it picks, until ``stop()``."""
 
     def __init__(self, model: str = "standin-model") -> None:
         self.process = subprocess.Popen(

@@ -6,24 +6,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fleetkit import STANDIN, TEST_TIMEOUTS, StandinProcess, ensure_gone, free_port
+from fleetkit import TEST_TIMEOUTS, ensure_gone
+from support import STANDIN, free_port
 
 from dgxmm.fleet import ProcessBackend, ProcessSpec
-
-
-@pytest.fixture
-def standin(tmp_path: Path) -> Iterator[Callable[..., StandinProcess]]:
-    """Start stand-ins with extra arguments; every one is killed after the test."""
-    started: list[StandinProcess] = []
-
-    def start(*args: str, model: str = "standin-model") -> StandinProcess:
-        process = StandinProcess(tmp_path, *args, model=model)
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.kill()
 
 
 @pytest.fixture

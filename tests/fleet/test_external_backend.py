@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from fleetkit import PATIENCE_S, TEST_TIMEOUTS, StandinProcess, free_port
+from fleetkit import TEST_TIMEOUTS
+from support import PATIENCE_S, StandinProcess, free_port
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import BackendError, DefinitionError, ServerGone

@@ -15,7 +15,7 @@ import pytest
 from dgxmm.clock import ManualClock
 from dgxmm.errors import BackendError, ServerGone
 from dgxmm.fleet import Health, HttpTimeouts
-from dgxmm.fleet.client import ModelServerClient
+from dgxmm.fleet.backends.client import ModelServerClient
 
 Answer = Callable[[httpx.Request], httpx.Response]
 

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fleetkit import PATIENCE_S, free_port, pid_exists, wait_for
+from fleetkit import pid_exists
+from support import PATIENCE_S, free_port, wait_for
 
 from dgxmm.errors import BackendError, Conflict, DefinitionError, ServerGone
 from dgxmm.fleet import (
@@ -27,7 +28,7 @@ from dgxmm.fleet import (
     StopOutcome,
     wait_until_healthy,
 )
-from dgxmm.fleet.pidfile import read_pid_file
+from dgxmm.fleet.backends.pidfile import read_pid_file
 
 Make = Callable[..., ProcessBackend]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import Series, parse_exposition
-from dgxmm.fleet.prometheus import format_series, format_value
+from dgxmm.standin.exposition import format_series, format_value
 
 VLLM_PAGE = """\
 # HELP python_gc_objects_collected_total Objects collected during gc

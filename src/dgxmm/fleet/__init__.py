@@ -5,124 +5,73 @@
 - ``deployment`` / ``deployments`` / ``definition``: the typed row, the repository, checks.
 - ``deployer`` / ``fit`` / ``recorder`` / ``reattach``: actions under per-deployment locks,
   the fit check and eviction plans, how actions are written down, finding servers again.
-- ``events`` / ``audit`` / ``insights`` / ``rollups``: what happened, who did what, what a
-  person should know, per-minute metrics and request activity.
+- ``events`` / ``audit`` / ``insights``: what happened, who did what, what a person should
+  know.
 - ``config`` / ``demo``: the GPUs of ``config.json``; ``dgxmm serve --demo``.
-- ``backend``: the ``Backend`` protocol, health and stop outcomes, the start-up gate
-  ``wait_until_healthy``.
-- ``process`` / ``external``: the two backends; ``client``: vLLM's HTTP surface via httpx.
-- ``metrics`` / ``prometheus``: ``/metrics`` read into a ``MetricsSample``; deltas.
+- ``backends/``: the ``Backend`` protocol, the registry, the process and external backends,
+  the HTTP client of vLLM's surface, pid files.
+- ``metrics/``: ``/metrics`` read into a ``MetricsSample``, the Prometheus text format,
+  per-minute rollups, and ``Metrics``, the service that samples and rolls up.
 - ``inventory``: the machine's GPUs, from NVML or the configuration.
-- ``standin``: ``python -m dgxmm.fleet.standin``, a stand-in for vLLM.
 
-Names are re-exported lazily (PEP 562): ``python -m dgxmm.fleet.standin`` imports this
-package first, and the stand-in must start fast, without httpx and its dependencies.
+The stand-in model server is its own package, ``dgxmm.standin``.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from dgxmm.fleet.audit import Audit, AuditEntry
-    from dgxmm.fleet.backend import (
-        Backend,
-        BackendKind,
-        Health,
-        HealthCheck,
-        HttpTimeouts,
-        StopOutcome,
-        wait_until_healthy,
-    )
-    from dgxmm.fleet.config import configured_gpus, discover_inventory
-    from dgxmm.fleet.demo import Demo, prepare_demo_gpus
-    from dgxmm.fleet.deployer import Deployer
-    from dgxmm.fleet.deployment import Deployment, DeploymentState
-    from dgxmm.fleet.deployments import DeploymentRepo
-    from dgxmm.fleet.events import Event, EventAction, EventOutcome, Events
-    from dgxmm.fleet.external import ExternalBackend
-    from dgxmm.fleet.fit import Eviction, EvictionAction, Fit, GpuFit, Holding, Plan
-    from dgxmm.fleet.insights import Insight, Insights, Severity
-    from dgxmm.fleet.inventory import (
-        Gpu,
-        GpuInventory,
-        InventorySource,
-        NvmlReader,
-        NvmlReading,
-        parse_gpu_config,
-        read_nvml,
-    )
-    from dgxmm.fleet.metrics import (
-        MetricsDelta,
-        MetricsSample,
-        SleepState,
-        delta_between,
-        sample_from_text,
-    )
-    from dgxmm.fleet.process import ProcessBackend, ProcessSpec
-    from dgxmm.fleet.prometheus import Exposition, Series, parse_exposition
-    from dgxmm.fleet.recorder import ActionResult
-    from dgxmm.fleet.rollups import Metrics, Rollup
-    from dgxmm.fleet.service import METRICS_PURGE, METRICS_ROLLUP, Fleet, RemovalHook
-
-_HOMES = {
-    "Audit": "audit",
-    "AuditEntry": "audit",
-    "configured_gpus": "config",
-    "discover_inventory": "config",
-    "Deployer": "deployer",
-    "Demo": "demo",
-    "prepare_demo_gpus": "demo",
-    "Deployment": "deployment",
-    "DeploymentState": "deployment",
-    "DeploymentRepo": "deployments",
-    "Event": "events",
-    "EventAction": "events",
-    "EventOutcome": "events",
-    "Events": "events",
-    "Eviction": "fit",
-    "EvictionAction": "fit",
-    "Fit": "fit",
-    "GpuFit": "fit",
-    "Holding": "fit",
-    "Plan": "fit",
-    "Insight": "insights",
-    "Insights": "insights",
-    "Severity": "insights",
-    "ActionResult": "recorder",
-    "Metrics": "rollups",
-    "Rollup": "rollups",
-    "METRICS_PURGE": "service",
-    "METRICS_ROLLUP": "service",
-    "Fleet": "service",
-    "RemovalHook": "service",
-    "Backend": "backend",
-    "BackendKind": "backend",
-    "Health": "backend",
-    "HealthCheck": "backend",
-    "HttpTimeouts": "backend",
-    "StopOutcome": "backend",
-    "wait_until_healthy": "backend",
-    "ExternalBackend": "external",
-    "Gpu": "inventory",
-    "GpuInventory": "inventory",
-    "InventorySource": "inventory",
-    "NvmlReader": "inventory",
-    "NvmlReading": "inventory",
-    "parse_gpu_config": "inventory",
-    "read_nvml": "inventory",
-    "MetricsDelta": "metrics",
-    "MetricsSample": "metrics",
-    "SleepState": "metrics",
-    "delta_between": "metrics",
-    "sample_from_text": "metrics",
-    "ProcessBackend": "process",
-    "ProcessSpec": "process",
-    "Exposition": "prometheus",
-    "Series": "prometheus",
-    "parse_exposition": "prometheus",
-}
+from dgxmm.fleet.audit import Audit as Audit
+from dgxmm.fleet.audit import AuditEntry as AuditEntry
+from dgxmm.fleet.backends import Backend as Backend
+from dgxmm.fleet.backends import BackendKind as BackendKind
+from dgxmm.fleet.backends import ExternalBackend as ExternalBackend
+from dgxmm.fleet.backends import Health as Health
+from dgxmm.fleet.backends import HealthCheck as HealthCheck
+from dgxmm.fleet.backends import HttpTimeouts as HttpTimeouts
+from dgxmm.fleet.backends import ProcessBackend as ProcessBackend
+from dgxmm.fleet.backends import ProcessSpec as ProcessSpec
+from dgxmm.fleet.backends import StopOutcome as StopOutcome
+from dgxmm.fleet.backends import wait_until_healthy as wait_until_healthy
+from dgxmm.fleet.config import configured_gpus as configured_gpus
+from dgxmm.fleet.config import discover_inventory as discover_inventory
+from dgxmm.fleet.demo import Demo as Demo
+from dgxmm.fleet.demo import prepare_demo_gpus as prepare_demo_gpus
+from dgxmm.fleet.deployer import Deployer as Deployer
+from dgxmm.fleet.deployment import Deployment as Deployment
+from dgxmm.fleet.deployment import DeploymentState as DeploymentState
+from dgxmm.fleet.deployments import DeploymentRepo as DeploymentRepo
+from dgxmm.fleet.events import Event as Event
+from dgxmm.fleet.events import EventAction as EventAction
+from dgxmm.fleet.events import EventOutcome as EventOutcome
+from dgxmm.fleet.events import Events as Events
+from dgxmm.fleet.fit import Eviction as Eviction
+from dgxmm.fleet.fit import EvictionAction as EvictionAction
+from dgxmm.fleet.fit import Fit as Fit
+from dgxmm.fleet.fit import GpuFit as GpuFit
+from dgxmm.fleet.fit import Holding as Holding
+from dgxmm.fleet.fit import Plan as Plan
+from dgxmm.fleet.insights import Insight as Insight
+from dgxmm.fleet.insights import Insights as Insights
+from dgxmm.fleet.insights import Severity as Severity
+from dgxmm.fleet.inventory import Gpu as Gpu
+from dgxmm.fleet.inventory import GpuInventory as GpuInventory
+from dgxmm.fleet.inventory import InventorySource as InventorySource
+from dgxmm.fleet.inventory import NvmlReader as NvmlReader
+from dgxmm.fleet.inventory import NvmlReading as NvmlReading
+from dgxmm.fleet.inventory import parse_gpu_config as parse_gpu_config
+from dgxmm.fleet.inventory import read_nvml as read_nvml
+from dgxmm.fleet.metrics import Exposition as Exposition
+from dgxmm.fleet.metrics import MetricsDelta as MetricsDelta
+from dgxmm.fleet.metrics import MetricsSample as MetricsSample
+from dgxmm.fleet.metrics import Rollup as Rollup
+from dgxmm.fleet.metrics import Series as Series
+from dgxmm.fleet.metrics import SleepState as SleepState
+from dgxmm.fleet.metrics import delta_between as delta_between
+from dgxmm.fleet.metrics import parse_exposition as parse_exposition
+from dgxmm.fleet.metrics import sample_from_text as sample_from_text
+from dgxmm.fleet.metrics.metrics import Metrics as Metrics
+from dgxmm.fleet.recorder import ActionResult as ActionResult
+from dgxmm.fleet.service import METRICS_PURGE as METRICS_PURGE
+from dgxmm.fleet.service import METRICS_ROLLUP as METRICS_ROLLUP
+from dgxmm.fleet.service import Fleet as Fleet
+from dgxmm.fleet.service import RemovalHook as RemovalHook
 
 __all__ = [
     "METRICS_PURGE",
@@ -181,16 +130,3 @@ __all__ = [
     "sample_from_text",
     "wait_until_healthy",
 ]
-
-
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'dgxmm.fleet' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"dgxmm.fleet.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from dgxmm.errors import DefinitionError, ZoneError
-from dgxmm.fleet.backend import BackendKind
+from dgxmm.fleet.backends.external import check_base_url
+from dgxmm.fleet.backends.protocol import BackendKind
 from dgxmm.fleet.deployment import Deployment
-from dgxmm.fleet.external import check_base_url
 from dgxmm.fleet.inventory import GpuInventory
 from dgxmm.jobs import resolve_zone
 from dgxmm.store.definitions import check_name

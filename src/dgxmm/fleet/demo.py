@@ -2,7 +2,7 @@
 
 - Where NVML finds no GPU and ``config.json`` lists none, two pretend GPUs are written into
   ``config.json`` (and said so), so that the fit check has something to count.
-- Three process deployments run the stand-in (``python -m dgxmm.fleet.standin``) on free
+- Three process deployments run the stand-in (``python -m dgxmm.standin``) on free
   local ports, with different priorities, memory and latency; they are created once and
   found by name on later runs (a stopped one gets a free port again).
 - They are started on a thread of their own (the server answers meanwhile), and a thread per
@@ -180,7 +180,7 @@ class Demo:
             command=[
                 sys.executable,
                 "-m",
-                "dgxmm.fleet.standin",
+                "dgxmm.standin",
                 "--port",
                 "{port}",
                 "--model",

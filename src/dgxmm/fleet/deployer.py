@@ -24,8 +24,8 @@ import threading
 from sqlalchemy import Engine
 
 from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
-from dgxmm.fleet.backend import StopOutcome, wait_until_healthy
-from dgxmm.fleet.backends import Backends
+from dgxmm.fleet.backends.protocol import StopOutcome, wait_until_healthy
+from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
 from dgxmm.fleet.events import EventAction, EventOutcome

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Row
 
-from dgxmm.fleet.backend import BackendKind
+from dgxmm.fleet.backends.protocol import BackendKind
 
 __all__ = ["AWAKE_STATES", "Deployment", "DeploymentState"]
 

@@ -17,8 +17,8 @@ metrics job marks it failed when its port refuses.
 from __future__ import annotations
 
 from dgxmm.errors import BackendError
-from dgxmm.fleet.backend import BackendKind, Health
-from dgxmm.fleet.backends import Backends
+from dgxmm.fleet.backends.protocol import BackendKind, Health
+from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployer import Deployer
 from dgxmm.fleet.deployment import DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo

@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 
 from dgxmm.errors import BackendError, Conflict, DoesNotFit
 from dgxmm.fleet.audit import Audit
-from dgxmm.fleet.backend import Backend, StopOutcome
+from dgxmm.fleet.backends.protocol import Backend, StopOutcome
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
 from dgxmm.fleet.events import Event, EventAction, EventOutcome, Events

@@ -20,8 +20,8 @@ from sqlalchemy import Connection, delete
 from dgxmm.clock import Clock
 from dgxmm.errors import DgxmmError
 from dgxmm.fleet.audit import Audit
-from dgxmm.fleet.backend import BackendKind, HttpTimeouts
-from dgxmm.fleet.backends import Backends
+from dgxmm.fleet.backends.protocol import BackendKind, HttpTimeouts
+from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployer import Deployer
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
@@ -29,9 +29,10 @@ from dgxmm.fleet.events import Events
 from dgxmm.fleet.fit import Holding, gpu_holdings
 from dgxmm.fleet.insights import Insights, Severity
 from dgxmm.fleet.inventory import Gpu, GpuInventory, InventorySource
+from dgxmm.fleet.metrics.metrics import Metrics
+from dgxmm.fleet.metrics.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING
 from dgxmm.fleet.reattach import reattach
 from dgxmm.fleet.recorder import ActionRecorder, ActionResult
-from dgxmm.fleet.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING, Metrics
 from dgxmm.fleet.tables import deployments as deployments_table
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, writing

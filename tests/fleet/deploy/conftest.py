@@ -17,7 +17,7 @@ from support import at
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
 from dgxmm.fleet import BackendKind, Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.fleet.pidfile import read_pid_file
+from dgxmm.fleet.backends.pidfile import read_pid_file
 from dgxmm.server import FLEET_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store
 

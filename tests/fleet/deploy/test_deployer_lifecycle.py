@@ -12,7 +12,7 @@ from fleetkit import pid_exists
 from deploy.deploykit import standin
 from dgxmm.errors import BackendError, Conflict, ServerGone
 from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
-from dgxmm.fleet.pidfile import read_pid_file
+from dgxmm.fleet.backends.pidfile import read_pid_file
 
 S = DeploymentState
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import httpx
-from fleetkit import wait_for
+from support import wait_for
 
 from deploy.deploykit import standin
 from dgxmm.errors import DgxmmError

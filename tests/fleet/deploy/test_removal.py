@@ -12,7 +12,7 @@ from deploy.deploykit import standin
 from dgxmm.decider.tables import deployment_schedules, schedule_proposals, traffic_profiles
 from dgxmm.errors import NotFound
 from dgxmm.fleet import Deployment, Fleet
-from dgxmm.fleet.pidfile import read_pid_file
+from dgxmm.fleet.backends.pidfile import read_pid_file
 from dgxmm.fleet.tables import audit_log, deployment_events, insights, metric_rollups
 from dgxmm.store import reading, writing
 

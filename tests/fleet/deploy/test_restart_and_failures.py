@@ -7,13 +7,14 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from fleetkit import pid_exists, wait_for
+from fleetkit import pid_exists
+from support import wait_for
 
 from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.errors import ServerGone
 from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
-from dgxmm.fleet.pidfile import read_pid_file
+from dgxmm.fleet.backends.pidfile import read_pid_file
 from dgxmm.store import writing
 
 S = DeploymentState

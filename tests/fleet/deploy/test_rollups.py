@@ -10,7 +10,7 @@ from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
 from dgxmm.fleet import Fleet
-from dgxmm.fleet.rollups import RETENTION_SETTING
+from dgxmm.fleet.metrics.rollups import RETENTION_SETTING
 from dgxmm.fleet.tables import metric_rollups
 from dgxmm.store import writing
 

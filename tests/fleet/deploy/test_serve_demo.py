@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import httpx
-from fleetkit import PATIENCE_S, free_port, pid_exists, wait_for
+from fleetkit import pid_exists
+from support import PATIENCE_S, free_port, wait_for
 
 from dgxmm.fleet import sample_from_text
-from dgxmm.fleet.pidfile import read_pid_file
+from dgxmm.fleet.backends.pidfile import read_pid_file
 
 
 def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Path) -> None:

@@ -13,17 +13,15 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from dgxmm.fleet import Deployment, DeploymentState
-from dgxmm.fleet.rollups import MINUTE_US
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryInstant, Viewer
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
+from dgxmm.time_units import DAY_US
 
 __all__ = ["deployment_json", "router"]
 
 router = APIRouter(prefix="/api/deployments", tags=["deployments"])
-
-DAY_US = 24 * 60 * MINUTE_US
 
 
 class CreateDeployment(Body):

@@ -1,6 +1,6 @@
 """A stand-in for vLLM's server, so tests, the demo and benchmarks run without a GPU.
 
-    python -m dgxmm.fleet.standin --port 8001 --model demo [--host 127.0.0.1]
+    python -m dgxmm.standin --port 8001 --model demo [--host 127.0.0.1]
         [--startup-delay S] [--latency MS] [--memory-gib G] [--max-num-seqs N]
 
 It answers like ``VLLM_SERVER_DEV_MODE=1 vllm serve MODEL --enable-sleep-mode`` on the parts
@@ -18,7 +18,7 @@ requests concurrently. SIGTERM and SIGINT shut it down cleanly (exit code 0).
 
 from __future__ import annotations
 
-from dgxmm.fleet.standin.engine import Engine, Phase, Refused, StandinConfig
-from dgxmm.fleet.standin.server import main
+from dgxmm.standin.engine import Engine, Phase, Refused, StandinConfig
+from dgxmm.standin.server import main
 
 __all__ = ["Engine", "Phase", "Refused", "StandinConfig", "main"]

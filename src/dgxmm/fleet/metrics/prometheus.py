@@ -1,9 +1,9 @@
-"""Read and write the Prometheus text exposition format, as much of it as model servers use.
+"""Read the Prometheus text exposition format, as much of it as model servers use.
 
 Enough of format 0.0.4 to read what vLLM's ``/metrics`` serves: ``# HELP`` / ``# TYPE`` and
 other comments, labels whose values carry ``\\\\``, ``\\"`` and ``\\n`` escapes (and a trailing
 comma), ``+Inf`` / ``-Inf`` / ``NaN`` values, optional timestamps, and OpenMetrics' ``# EOF``
-and exemplars (ignored). Standard library only: the stand-in server writes with it too.
+and exemplars (ignored). The stand-in server writes it with ``dgxmm.standin.exposition``.
 
 A line that cannot be read is refused with ``InvalidInput`` naming the line, never skipped:
 a sample silently dropped would read as zero traffic.
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dgxmm.errors import InvalidInput
 
-__all__ = ["Exposition", "Series", "format_series", "format_value", "parse_exposition"]
+__all__ = ["Exposition", "Series", "parse_exposition"]
 
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -170,22 +170,3 @@ def _parse_value(text: str) -> float:
 
 def _excerpt(line: str) -> str:
     return repr(line if len(line) <= 120 else line[:117] + "...")
-
-
-def format_value(value: float) -> str:
-    """Write a sample value as Prometheus does: ``+Inf``, ``-Inf``, ``NaN`` or a float."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(float(value))
-
-
-def format_series(name: str, labels: Iterable[tuple[str, str]], value: float) -> str:
-    """Write one sample line, escaping label values."""
-    pairs = ",".join(f'{key}="{_escape(val)}"' for key, val in labels)
-    return f"{name}{{{pairs}}} {format_value(value)}" if pairs else f"{name} {format_value(value)}"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

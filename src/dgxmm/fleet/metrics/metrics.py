@@ -1,4 +1,4 @@
-"""Metrics samples, request activity and the per-minute rollups built from them.
+"""``Metrics``: samples of deployments, their request activity, and the rollups built from them.
 
 Every sample of a deployment's ``/metrics`` (the ``metrics_rollup`` job's, once a minute, and
 ``sample_now``'s, on demand) does two things:
@@ -24,67 +24,37 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Engine, delete, insert, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, Conflict, InvalidInput, ServerGone
-from dgxmm.fleet.backend import Health
-from dgxmm.fleet.backends import Backends
+from dgxmm.fleet.backends.protocol import Health
+from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
 from dgxmm.fleet.insights import Insights, Severity
-from dgxmm.fleet.metrics import MetricsSample, delta_between
+from dgxmm.fleet.metrics.rollups import (
+    DEFAULT_RETENTION_DAYS,
+    RETENTION_SETTING,
+    Latency,
+    Rollup,
+    mean_of,
+)
+from dgxmm.fleet.metrics.sample import MetricsSample, delta_between
 from dgxmm.fleet.tables import metric_rollups
 from dgxmm.jobs import RunContext
 from dgxmm.store import reading, writing
 
-__all__ = ["RETENTION_SETTING", "Metrics", "Rollup"]
+__all__ = ["Metrics"]
 
 log = logging.getLogger(__name__)
 
 MINUTE_US = 60_000_000
 DAY_US = 24 * 60 * MINUTE_US
-DEFAULT_RETENTION_DAYS = 35
-RETENTION_SETTING = "fleet.rollup_retention_days"
 _SAMPLED = (DeploymentState.RUNNING, DeploymentState.SLEEPING)
 
 OnGone = Callable[[Deployment, str], None]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Rollup:
-    """One deployment's minute."""
-
-    deployment_id: int
-    minute_us: int  # the minute's start (UTC)
-    requests: int  # completed in the minute
-    mean_running: float
-    mean_waiting: float
-    mean_latency_s: float | None  # None when no request completed
-    samples: int
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the rollup as JSON values."""
-        return {
-            "minute_us": self.minute_us,
-            "requests": self.requests,
-            "mean_running": self.mean_running,
-            "mean_waiting": self.mean_waiting,
-            "mean_latency_s": self.mean_latency_s,
-            "samples": self.samples,
-        }
-
-
-@dataclass(slots=True)
-class _Latency:
-    """The latency sum and count of the minute being rolled up, for an exact mean."""
-
-    minute_us: int
-    sum_s: float
-    count: int
 
 
 class Metrics:
@@ -110,7 +80,7 @@ class Metrics:
         self._retention_days = retention_days
         self._lock = threading.Lock()
         self._previous: dict[int, MetricsSample] = {}
-        self._latency: dict[int, _Latency] = {}
+        self._latency: dict[int, Latency] = {}
 
     # -- samples ------------------------------------------------------------------------------
 
@@ -159,7 +129,7 @@ class Metrics:
                     # The minute's first sample here; a row already there is from before a
                     # restart, its mean weighted by its requests.
                     seeded = row is not None and row.mean_latency_s is not None
-                    latency = _Latency(
+                    latency = Latency(
                         minute_us=minute,
                         sum_s=row.mean_latency_s * row.requests if seeded and row else 0.0,
                         count=row.requests if seeded and row else 0,
@@ -172,8 +142,8 @@ class Metrics:
                 values = {
                     "requests": (row.requests if row is not None else 0)
                     + (delta.requests_finished if delta is not None else 0),
-                    "mean_running": _mean(row, "mean_running", sample.requests_running, samples),
-                    "mean_waiting": _mean(row, "mean_waiting", sample.requests_waiting, samples),
+                    "mean_running": mean_of(row, "mean_running", sample.requests_running, samples),
+                    "mean_waiting": mean_of(row, "mean_waiting", sample.requests_waiting, samples),
                     "mean_latency_s": latency.sum_s / latency.count if latency.count else None,
                     "samples": samples,
                 }
@@ -285,9 +255,3 @@ class Metrics:
             f"not recorded: {error}",
             key=f"metrics_unreadable:{deployment.id}",
         )
-
-
-def _mean(row: Any, column: str, value: float, samples: int) -> float:
-    """Return the mean of a column over ``samples`` samples, the newest being ``value``."""
-    before = float(getattr(row, column)) if row is not None else 0.0
-    return before + (value - before) / samples

@@ -20,7 +20,7 @@ from enum import Enum
 from typing import Protocol
 
 from dgxmm.errors import BackendError, InvalidInput, ServerGone
-from dgxmm.fleet.metrics import MetricsSample
+from dgxmm.fleet.metrics.sample import MetricsSample
 
 __all__ = [
     "Backend",

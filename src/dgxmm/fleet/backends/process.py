@@ -24,10 +24,8 @@ import httpx
 
 from dgxmm.clock import Clock, SystemClock, from_us
 from dgxmm.errors import BackendError, Conflict, DefinitionError, ServerGone
-from dgxmm.fleet.backend import BackendKind, Health, HealthCheck, HttpTimeouts, StopOutcome
-from dgxmm.fleet.client import ModelServerClient
-from dgxmm.fleet.metrics import MetricsSample
-from dgxmm.fleet.pidfile import (
+from dgxmm.fleet.backends.client import ModelServerClient
+from dgxmm.fleet.backends.pidfile import (
     PidRecord,
     boot_id,
     group_members,
@@ -37,6 +35,14 @@ from dgxmm.fleet.pidfile import (
     start_ticks,
     write_pid_file,
 )
+from dgxmm.fleet.backends.protocol import (
+    BackendKind,
+    Health,
+    HealthCheck,
+    HttpTimeouts,
+    StopOutcome,
+)
+from dgxmm.fleet.metrics.sample import MetricsSample
 
 __all__ = ["PORT_PLACEHOLDER", "ProcessBackend", "ProcessSpec"]
 

@@ -15,9 +15,9 @@ import httpx
 
 from dgxmm.clock import Clock, SystemClock
 from dgxmm.errors import DefinitionError
-from dgxmm.fleet.backend import BackendKind, HealthCheck, HttpTimeouts, StopOutcome
-from dgxmm.fleet.client import ModelServerClient
-from dgxmm.fleet.metrics import MetricsSample
+from dgxmm.fleet.backends.client import ModelServerClient
+from dgxmm.fleet.backends.protocol import BackendKind, HealthCheck, HttpTimeouts, StopOutcome
+from dgxmm.fleet.metrics.sample import MetricsSample
 
 __all__ = ["ExternalBackend", "check_base_url"]
 

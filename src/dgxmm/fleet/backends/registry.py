@@ -13,10 +13,10 @@ import threading
 from pathlib import Path
 
 from dgxmm.clock import Clock
-from dgxmm.fleet.backend import Backend, BackendKind, HttpTimeouts
+from dgxmm.fleet.backends.external import ExternalBackend
+from dgxmm.fleet.backends.process import ProcessBackend, ProcessSpec
+from dgxmm.fleet.backends.protocol import Backend, BackendKind, HttpTimeouts
 from dgxmm.fleet.deployment import Deployment
-from dgxmm.fleet.external import ExternalBackend
-from dgxmm.fleet.process import ProcessBackend, ProcessSpec
 
 __all__ = ["Backends", "run_dir_of"]
 

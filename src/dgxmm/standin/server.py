@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
-from dgxmm.fleet.standin.engine import SLEEP_MODES, Engine, Phase, Refused, StandinConfig
+from dgxmm.standin.engine import SLEEP_MODES, Engine, Phase, Refused, StandinConfig
 
 __all__ = ["Handler", "StandinServer", "main"]
 
@@ -215,7 +215,7 @@ _ERROR_TYPES = {
 
 def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
     parser = argparse.ArgumentParser(
-        prog="python -m dgxmm.fleet.standin",
+        prog="python -m dgxmm.standin",
         description="A stand-in for a vLLM server started with VLLM_SERVER_DEV_MODE=1 and "
         "--enable-sleep-mode. No model runs: replies are a fixed sentence.",
     )

@@ -1,6 +1,6 @@
 """The stand-in model server, over real HTTP on loopback, one endpoint at a time.
 
-Each test starts its own `python -m dgxmm.fleet.standin` process. No test asserts how long
+Each test starts its own `python -m dgxmm.standin` process. No test asserts how long
 anything took: where order matters (a sleep that waits for a request in flight), the test
 reads what the server counted.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from fleetkit import PATIENCE_S, StandinProcess, wait_for
+from support import PATIENCE_S, StandinProcess, wait_for
 
 from dgxmm.fleet import parse_exposition
 

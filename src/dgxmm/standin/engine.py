@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from http import HTTPStatus
 
-from dgxmm.fleet.prometheus import format_series
+from dgxmm.standin.exposition import format_series
 
 __all__ = [
     "FINISH_REASONS",

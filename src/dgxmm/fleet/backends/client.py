@@ -14,8 +14,8 @@ import httpx
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, InvalidInput, ServerGone
-from dgxmm.fleet.backend import Health, HealthCheck, HttpTimeouts
-from dgxmm.fleet.metrics import MetricsSample, sample_from_text
+from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts
+from dgxmm.fleet.metrics.sample import MetricsSample, sample_from_text
 
 __all__ = ["ModelServerClient"]
 

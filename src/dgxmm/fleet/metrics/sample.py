@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from dgxmm.errors import InvalidInput
-from dgxmm.fleet.prometheus import Exposition, parse_exposition
+from dgxmm.fleet.metrics.prometheus import Exposition, parse_exposition
 
 __all__ = [
     "LATENCY_METRIC",

@@ -1,0 +1,45 @@
+"""How dgxmm drives model servers: the ``Backend`` protocol and the backends behind it.
+
+- ``protocol``: ``Backend``, ``BackendKind``, health and stop outcomes, the start-up gate.
+- ``registry``: ``Backends``, the backend of each deployment, built on demand.
+- ``process`` / ``external``: a server dgxmm launches and owns, or one already running.
+- ``client``: vLLM's HTTP surface, through httpx; ``pidfile``: finding our processes again.
+"""
+
+from dgxmm.fleet.backends.client import ModelServerClient as ModelServerClient
+from dgxmm.fleet.backends.external import ExternalBackend as ExternalBackend
+from dgxmm.fleet.backends.external import check_base_url as check_base_url
+from dgxmm.fleet.backends.pidfile import PidRecord as PidRecord
+from dgxmm.fleet.backends.pidfile import read_pid_file as read_pid_file
+from dgxmm.fleet.backends.process import PORT_PLACEHOLDER as PORT_PLACEHOLDER
+from dgxmm.fleet.backends.process import ProcessBackend as ProcessBackend
+from dgxmm.fleet.backends.process import ProcessSpec as ProcessSpec
+from dgxmm.fleet.backends.protocol import Backend as Backend
+from dgxmm.fleet.backends.protocol import BackendKind as BackendKind
+from dgxmm.fleet.backends.protocol import Health as Health
+from dgxmm.fleet.backends.protocol import HealthCheck as HealthCheck
+from dgxmm.fleet.backends.protocol import HttpTimeouts as HttpTimeouts
+from dgxmm.fleet.backends.protocol import StopOutcome as StopOutcome
+from dgxmm.fleet.backends.protocol import wait_until_healthy as wait_until_healthy
+from dgxmm.fleet.backends.registry import Backends as Backends
+from dgxmm.fleet.backends.registry import run_dir_of as run_dir_of
+
+__all__ = [
+    "PORT_PLACEHOLDER",
+    "Backend",
+    "BackendKind",
+    "Backends",
+    "ExternalBackend",
+    "Health",
+    "HealthCheck",
+    "HttpTimeouts",
+    "ModelServerClient",
+    "PidRecord",
+    "ProcessBackend",
+    "ProcessSpec",
+    "StopOutcome",
+    "check_base_url",
+    "read_pid_file",
+    "run_dir_of",
+    "wait_until_healthy",
+]
