@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from sqlalchemy import insert  # noqa: E402
 
 from dgxmm.clock import ManualClock  # noqa: E402
-from dgxmm.decider.schedule import ScheduleService  # noqa: E402
+from dgxmm.decider.schedules.service import ScheduleService  # noqa: E402
 from dgxmm.decider.tables import deployment_schedules  # noqa: E402
 from dgxmm.fleet import DeploymentState  # noqa: E402
 from dgxmm.fleet.tables import deployments  # noqa: E402

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support import serving
 
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store

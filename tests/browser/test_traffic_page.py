@@ -15,8 +15,8 @@ from sqlalchemy import insert
 from support import at, serving
 
 from dgxmm.clock import ManualClock
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.proposals.service import ProposalService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.tables import deployments, metric_rollups
 from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Services, Tokens, create_app

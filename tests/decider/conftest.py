@@ -14,8 +14,8 @@ from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.profiles import ProfileService
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.proposals.service import ProposalService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.store import Store

@@ -15,7 +15,7 @@ import pytest
 from support import at, standin_keys
 
 from dgxmm.clock import ManualClock
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy
 from dgxmm.fleet import BackendKind, Fleet, Gpu, GpuInventory, HttpTimeouts, InventorySource
 from dgxmm.store import Store

@@ -12,10 +12,10 @@ from support import at
 from traffickit import Minute, add_deployment, add_minutes, hours, idle_days, store_profile
 
 from dgxmm.clock import ManualClock
-from dgxmm.decider.proposal_rows import ProposalStatus
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.run_report import Outcome
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.proposals.report import Outcome
+from dgxmm.decider.proposals.rows import ProposalStatus
+from dgxmm.decider.proposals.service import ProposalService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Conflict, InvalidInput, NotFound
 from dgxmm.fleet import Fleet
 from dgxmm.store import Store

@@ -12,8 +12,8 @@ from support import at
 from traffickit import DAY_US, add_deployment, add_minutes, office_hours, weekly_traffic
 
 from dgxmm.clock import ManualClock
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.proposals.service import ProposalService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store

@@ -8,9 +8,9 @@ from traffickit import DAY_US, add_deployment, add_minutes, office_hours, weekly
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.profiles import ProfileService
-from dgxmm.decider.proposal_rows import ProposalStatus
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.proposals.rows import ProposalStatus
+from dgxmm.decider.proposals.service import ProposalService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.store import Store
 
 SUNDAY_02 = 6 * 24 + 2

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from traffickit import hours
 
-from dgxmm.decider.candidates import (
+from dgxmm.decider.profiles import HourProfile
+from dgxmm.decider.proposals.candidates import (
     Candidate,
     DeploymentFacts,
     Skip,
@@ -17,7 +18,6 @@ from dgxmm.decider.candidates import (
     make_candidates,
     skip_reason,
 )
-from dgxmm.decider.profiles import HourProfile
 from dgxmm.decider.traffic import MinuteSeries, days_of_data
 
 FACTS = DeploymentFacts(

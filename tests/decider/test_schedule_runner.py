@@ -13,7 +13,7 @@ from sqlalchemy import func, insert, select
 from support import at
 
 from dgxmm.decider.days import ALL_DAYS, mask_of
-from dgxmm.decider.schedule import PAUSED_ALL, ResultKind
+from dgxmm.decider.schedules.service import PAUSED_ALL, ResultKind
 from dgxmm.decider.tables import deployment_schedules, traffic_profiles
 from dgxmm.fleet.tables import audit_log, deployment_events, insights
 from dgxmm.store import reading, writing

@@ -9,9 +9,9 @@ import pytest
 from support import at
 
 from dgxmm.decider.days import ALL_DAYS, mask_of
-from dgxmm.decider.schedule_rows import Schedule, ScheduleAction
-from dgxmm.decider.slots import due_slot, parse_time, slot_on
-from dgxmm.decider.week import WEEK_MINUTES, down_intervals
+from dgxmm.decider.schedules.rows import Schedule, ScheduleAction
+from dgxmm.decider.schedules.slots import due_slot, parse_time, slot_on
+from dgxmm.decider.schedules.week import WEEK_MINUTES, down_intervals
 from dgxmm.errors import DefinitionError
 
 BERLIN = ZoneInfo("Europe/Berlin")

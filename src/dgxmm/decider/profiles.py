@@ -2,7 +2,7 @@
 
 ``traffic_profiles`` holds 168 rows per deployment, one per local hour of the week in the
 deployment's zone (0: Monday 00:00-00:59). Each row, over the rollups of the 30 days before
-the build (``traffic.py`` says how a minute becomes requests per minute):
+the build (``decider/traffic.py`` says how a minute becomes requests per minute):
 
 - ``rpm_p50`` / ``rpm_p95``: the nearest-rank percentiles of the requests per minute of the
   hour's observed minutes (the smallest value at least half / 95 % of them do not exceed),

@@ -11,8 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Query, Request
 
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
 from dgxmm.server.auth import Identity, Tokens
 from dgxmm.server.host import Host

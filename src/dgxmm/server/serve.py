@@ -15,8 +15,8 @@ from pathlib import Path
 
 import uvicorn
 
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.proposals.service import ProposalService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
 from dgxmm.jobs import resolve_zone

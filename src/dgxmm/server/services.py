@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgxmm.decider.proposals import ProposalService
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
 from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from dgxmm.decider.proposal_rows import ProposalStatus
+from dgxmm.decider.proposals.rows import ProposalStatus
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, PathId, ProposalsDep, Viewer
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from dgxmm.decider.schedule import ScheduleService
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import NotFound
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, PathId, SchedulesDep, Viewer

@@ -10,8 +10,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.decider.proposal_rows import ProposalStatus
-from dgxmm.decider.week import down_intervals
+from dgxmm.decider.proposals.rows import ProposalStatus
+from dgxmm.decider.schedules.week import down_intervals
 from dgxmm.fleet import Deployment
 from dgxmm.server.deps import FleetDep, HostDep, PathId, ProposalsDep, SchedulesDep
 from dgxmm.server.job_list import iso

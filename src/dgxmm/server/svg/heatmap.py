@@ -16,7 +16,7 @@ from html import escape
 
 from dgxmm.decider.days import DAY_NAMES, days_in
 from dgxmm.decider.profiles import HourProfile
-from dgxmm.decider.proposal_rows import Proposal
+from dgxmm.decider.proposals.rows import Proposal
 
 __all__ = ["Interval", "proposal_intervals", "traffic_heatmap"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from html import escape
 
 from dgxmm.decider.days import DAY_NAMES
-from dgxmm.decider.schedule_rows import Schedule
-from dgxmm.decider.slots import parse_time
-from dgxmm.decider.week import down_intervals
+from dgxmm.decider.schedules.rows import Schedule
+from dgxmm.decider.schedules.slots import parse_time
+from dgxmm.decider.schedules.week import down_intervals
 
 __all__ = ["week_strip"]
 

@@ -1,6 +1,6 @@
 """One run of the proposer for one deployment: windows, decisions, and the rows they make.
 
-``ProposalService.propose`` (``proposals.py``) asks the decision model once per run and hands
+``ProposalService.propose`` (``service.py``) asks the decision model once per run and hands
 each deployment to ``Proposer.run``, which reads the profile, decides each candidate (the
 model, or the rules when it cannot be asked) and records the result in one transaction.
 """
@@ -17,7 +17,8 @@ from zoneinfo import ZoneInfo
 import numpy as np
 from sqlalchemy import Connection, Engine, Row, delete, select
 
-from dgxmm.decider.candidates import (
+from dgxmm.decider.profiles import WINDOW_DAYS, TrafficProfile, read_profile
+from dgxmm.decider.proposals.candidates import (
     RULES_PRIORITY_BELOW,
     STRONG_WEEKS,
     Candidate,
@@ -29,9 +30,9 @@ from dgxmm.decider.candidates import (
     make_candidates,
     skip_reason,
 )
-from dgxmm.decider.models import DecisionModel
-from dgxmm.decider.profiles import WINDOW_DAYS, TrafficProfile, read_profile
-from dgxmm.decider.proposal_rows import (
+from dgxmm.decider.proposals.decision_models import DecisionModel
+from dgxmm.decider.proposals.report import Considered, DeploymentRun, Outcome
+from dgxmm.decider.proposals.rows import (
     Proposal,
     ProposalSource,
     ProposalStatus,
@@ -39,7 +40,6 @@ from dgxmm.decider.proposal_rows import (
     insert_proposal,
     read_proposal,
 )
-from dgxmm.decider.run_report import Considered, DeploymentRun, Outcome
 from dgxmm.decider.tables import deployment_schedules, schedule_proposals
 from dgxmm.decider.traffic import DAY_US, WEEK_HOURS, days_of_data, read_minutes
 from dgxmm.errors import CannotDecide, NotFound

@@ -23,8 +23,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sqlalchemy import Engine, func, select
 
-from dgxmm.decider.candidates import FEATURES, Candidate
-from dgxmm.decider.models import Decision, ModelKind, Readiness
+from dgxmm.decider.proposals.candidates import FEATURES, Candidate
+from dgxmm.decider.proposals.decision_models import Decision, ModelKind, Readiness
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import CannotDecide
 from dgxmm.store import reading

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from dgxmm.decider.proposal_rows import Proposal
+from dgxmm.decider.proposals.rows import Proposal
 
 __all__ = ["Considered", "DeploymentRun", "Outcome", "ProposalRun"]
 

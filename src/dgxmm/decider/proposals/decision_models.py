@@ -2,10 +2,10 @@
 
 One interface, two models:
 
-- ``feedback`` (``feedback.py``): a small scikit-learn classifier trained on the features
+- ``feedback`` (``feedback_model.py``): a small scikit-learn classifier trained on the features
   of past proposals and the admins' decisions on them; not ready until it has 20 accepted
   and 20 dismissed proposals to learn from;
-- ``openai`` (``chat.py``): any OpenAI-compatible chat endpoint (one of the managed
+- ``openai`` (``chat_model.py``): any OpenAI-compatible chat endpoint (one of the managed
   deployments, say) asked for a JSON verdict; not ready while it is down or asleep.
 
 A model answers ``Decision(propose, confidence, reason)``; the proposer proposes when it
@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from dgxmm.decider.candidates import Candidate
+from dgxmm.decider.proposals.candidates import Candidate
 from dgxmm.errors import InvalidInput
 
 __all__ = [

@@ -31,8 +31,8 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import Connection
 
 from dgxmm.clock import Clock
-from dgxmm.decider.schedule_rows import Schedule, ScheduleAction, ScheduleRows, checked_changes
-from dgxmm.decider.slots import (
+from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows, checked_changes
+from dgxmm.decider.schedules.slots import (
     DEFER_WINDOW_US,
     MINUTE_US,
     Slot,

@@ -11,11 +11,16 @@ from chatkit import ChatServer, Standin
 from sqlalchemy import insert, update
 from traffickit import add_deployment, hours
 
-from dgxmm.decider.candidates import Candidate, DeploymentFacts, idle_windows, make_candidates
-from dgxmm.decider.chat import ChatModel, parse_verdict
-from dgxmm.decider.feedback import FeedbackModel
-from dgxmm.decider.models import Decision, Endpoint
-from dgxmm.decider.proposals import ProposalService
+from dgxmm.decider.proposals.candidates import (
+    Candidate,
+    DeploymentFacts,
+    idle_windows,
+    make_candidates,
+)
+from dgxmm.decider.proposals.chat_model import ChatModel, parse_verdict
+from dgxmm.decider.proposals.decision_models import Decision, Endpoint
+from dgxmm.decider.proposals.feedback_model import FeedbackModel
+from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import CannotDecide
 from dgxmm.fleet.tables import deployments

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, select
 
-from dgxmm.decider.candidates import Candidate
-from dgxmm.decider.models import Decision, Endpoint, ModelKind, Readiness
+from dgxmm.decider.proposals.candidates import Candidate
+from dgxmm.decider.proposals.decision_models import Decision, Endpoint, ModelKind, Readiness
 from dgxmm.errors import CannotDecide
 from dgxmm.fleet.tables import deployments
 from dgxmm.store import reading

@@ -30,9 +30,9 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from dgxmm.clock import Clock
-from dgxmm.decider.chat import ChatModel
-from dgxmm.decider.feedback import FeedbackModel
-from dgxmm.decider.models import (
+from dgxmm.decider.profiles import ProfileService
+from dgxmm.decider.proposals.chat_model import ChatModel
+from dgxmm.decider.proposals.decision_models import (
     MODEL_SETTING,
     DecisionModel,
     ModelKind,
@@ -40,17 +40,17 @@ from dgxmm.decider.models import (
     Readiness,
     parse_settings,
 )
-from dgxmm.decider.profiles import ProfileService
-from dgxmm.decider.proposal_rows import (
+from dgxmm.decider.proposals.feedback_model import FeedbackModel
+from dgxmm.decider.proposals.proposer import Proposer, deployment_facts, has_deployment
+from dgxmm.decider.proposals.report import ProposalRun
+from dgxmm.decider.proposals.rows import (
     Proposal,
     ProposalStatus,
     change_proposal,
     read_proposal,
 )
-from dgxmm.decider.proposing import Proposer, deployment_facts, has_deployment
-from dgxmm.decider.run_report import ProposalRun
-from dgxmm.decider.schedule import ScheduleService
-from dgxmm.decider.schedule_rows import Schedule
+from dgxmm.decider.schedules.rows import Schedule
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import Conflict, NotFound
 from dgxmm.fleet import Fleet

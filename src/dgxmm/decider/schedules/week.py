@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dgxmm.decider.days import days_in
-from dgxmm.decider.schedule_rows import Schedule
-from dgxmm.decider.slots import parse_time
+from dgxmm.decider.schedules.rows import Schedule
+from dgxmm.decider.schedules.slots import parse_time
 
 __all__ = ["WEEK_MINUTES", "down_intervals"]
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 
 from dgxmm.decider.days import ALL_DAYS
-from dgxmm.decider.slots import parse_time
+from dgxmm.decider.schedules.slots import parse_time
 from dgxmm.decider.tables import deployment_schedules
 from dgxmm.errors import DefinitionError, NotFound
 from dgxmm.fleet.tables import deployments
