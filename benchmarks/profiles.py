@@ -31,9 +31,10 @@ from sqlalchemy import insert
 
 from dgxmm.clock import ManualClock, to_us
 from dgxmm.decider.profiles import ProfileService
-from dgxmm.decider.traffic import MINUTE_US, local_seconds
+from dgxmm.decider.traffic import local_seconds
 from dgxmm.fleet.tables import deployments
 from dgxmm.store import Store, writing
+from dgxmm.time_units import MINUTE_US
 
 ZONES = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "UTC", "Australia/Sydney"]
 # A window with two DST changes in it: Berlin's on 2026-10-25, New York's on 2026-11-01.

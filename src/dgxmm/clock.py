@@ -1,6 +1,6 @@
 """The wall clock, injected: services read ``clock.now_us()``, tests move a ``ManualClock``.
 
-Like ``errors.py`` this module sits outside the layers and imports nothing of ours. The jobs
+Like ``errors.py`` this module sits outside the layers; it imports only ``time_units``. The jobs
 engine never reads any clock; everything above it gets one of these.
 """
 
@@ -10,6 +10,8 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
+
+from dgxmm.time_units import DAY_US, SECOND_US
 
 __all__ = ["Clock", "ManualClock", "SystemClock", "from_us", "to_us"]
 
@@ -49,7 +51,7 @@ class ManualClock:
 
     def advance(self, delta: timedelta | int) -> int:
         """Move the clock forward by ``delta`` (timedelta or microseconds); return the new time."""
-        step = delta if isinstance(delta, int) else round(delta.total_seconds() * 1_000_000)
+        step = delta if isinstance(delta, int) else round(delta.total_seconds() * SECOND_US)
         with self._lock:
             self._now += step
             return self._now
@@ -60,7 +62,7 @@ def to_us(at: datetime) -> int:
     if at.tzinfo is None or at.utcoffset() is None:
         raise ValueError(f"naive datetime {at.isoformat()}: give it a time zone")
     delta = at - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return delta.days * DAY_US + delta.seconds * SECOND_US + delta.microseconds
 
 
 def from_us(at_us: int, zone: object = UTC) -> datetime:

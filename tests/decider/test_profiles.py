@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 from support import at
 from traffickit import (
-    DAY_US,
-    MINUTE_US,
     Minute,
     add_deployment,
     add_minutes,
@@ -24,6 +22,7 @@ from dgxmm.decider.traffic import requests_per_minute
 from dgxmm.errors import NotFound
 from dgxmm.jobs import JobLimits, RunContext
 from dgxmm.store import Store
+from dgxmm.time_units import DAY_US, MINUTE_US
 
 MONDAY_10 = 10  # hours of the week, local
 TUESDAY_09 = 24 + 9

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from support import at
-from traffickit import DAY_US, add_deployment, add_minutes, office_hours, weekly_traffic
+from traffickit import add_deployment, add_minutes, office_hours, weekly_traffic
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.proposals.service import ProposalService
@@ -17,6 +17,7 @@ from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Services, Tokens, create_app
 from dgxmm.store import Store
+from dgxmm.time_units import DAY_US
 
 ZONE = "Europe/Berlin"
 

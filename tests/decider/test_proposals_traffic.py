@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from support import at
-from traffickit import DAY_US, add_deployment, add_minutes, office_hours, weekly_traffic
+from traffickit import add_deployment, add_minutes, office_hours, weekly_traffic
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.profiles import ProfileService
@@ -12,6 +12,7 @@ from dgxmm.decider.proposals.rows import ProposalStatus
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.store import Store
+from dgxmm.time_units import DAY_US
 
 SUNDAY_02 = 6 * 24 + 2
 ZONE = "Europe/Berlin"

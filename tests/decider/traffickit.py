@@ -20,9 +20,7 @@ from dgxmm.decider.profiles import HourProfile
 from dgxmm.decider.tables import traffic_profiles
 from dgxmm.fleet.tables import deployments, metric_rollups
 from dgxmm.store import Store, writing
-
-MINUTE_US = 60_000_000
-DAY_US = 1440 * MINUTE_US
+from dgxmm.time_units import MINUTE_US
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,12 @@ from sqlalchemy import Connection, delete, insert, select
 
 from dgxmm.clock import Clock
 from dgxmm.decider.tables import traffic_profiles
-from dgxmm.decider.traffic import DAY_US, WEEK_HOURS, MinuteSeries, hour_of_week, read_minutes
+from dgxmm.decider.traffic import WEEK_HOURS, MinuteSeries, hour_of_week, read_minutes
 from dgxmm.errors import NotFound
 from dgxmm.fleet.tables import deployments
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext, resolve_zone
 from dgxmm.store import Store, reading, writing
+from dgxmm.time_units import DAY_US
 
 __all__ = [
     "MIN_WEEK_MINUTES",
@@ -218,8 +219,8 @@ class ProfileService:
                 JobKind.SYSTEM,
                 CronSchedule.parse("20 0 * * *"),
                 self._run_job,
-                description="rebuilds each deployment's traffic profile from the last 30 days "
-                "of rollups",
+                description="rebuilds each deployment's traffic profile from the last "
+                f"{WINDOW_DAYS} days of rollups",
             )
         ]
 

@@ -34,11 +34,10 @@ from sqlalchemy import BigInteger, ColumnElement, Connection, Text, cast, func, 
 
 from dgxmm.fleet.tables import metric_rollups
 from dgxmm.jobs import zone_clock
+from dgxmm.time_units import DAY_US, MINUTE_US, SECOND_US
 
 __all__ = [
-    "DAY_US",
     "FALLBACK_LATENCY_S",
-    "MINUTE_US",
     "MIN_DAY_MINUTES",
     "WEEK_HOURS",
     "MinuteSeries",
@@ -49,8 +48,6 @@ __all__ = [
     "requests_per_minute",
 ]
 
-MINUTE_US = 60_000_000
-DAY_US = 24 * 60 * MINUTE_US
 WEEK_HOURS = 168
 FALLBACK_LATENCY_S = 60.0
 MIN_DAY_MINUTES = 12 * 60  # a local day with at least this many observed minutes has data
@@ -199,15 +196,15 @@ def read_minutes(
         order = np.argsort(minutes, kind="stable")
         minute_us = minutes[order] * MINUTE_US
         counts = requests[order]
-        flight = in_flight[order] / 1_000_000
+        flight = in_flight[order] / SECOND_US
         yield (
             deployment_id,
             MinuteSeries(
                 minute_us=minute_us,
-                wall_s=local_seconds(minute_us // 1_000_000, zone),
+                wall_s=local_seconds(minute_us // SECOND_US, zone),
                 requests=counts,
                 in_flight=flight,
-                rpm=requests_per_minute(counts, flight, latency[order] / 1_000_000),
+                rpm=requests_per_minute(counts, flight, latency[order] / SECOND_US),
             ),
         )
 
@@ -225,7 +222,7 @@ def _columns(connection: Connection, where: list[ColumnElement[bool]]) -> list[I
 
     def micro(value: ColumnElement[Any]) -> ColumnElement[Any]:
         # Rounds half up (the values are never negative), without a function call per row.
-        return value * 1_000_000 + 0.5
+        return value * SECOND_US + 0.5
 
     query = select(
         joined(r.deployment_id),

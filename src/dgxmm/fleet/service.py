@@ -183,7 +183,8 @@ class Fleet:
                 JobKind.SYSTEM,
                 CronSchedule.parse("30 3 * * *"),
                 self._purge,
-                description="deletes metric rollups older than the retention (35 days)",
+                description="deletes metric rollups older than the retention "
+                f"({RETENTION_SETTING}, {DEFAULT_RETENTION_DAYS} days by default)",
             ),
         ]
 

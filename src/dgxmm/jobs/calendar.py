@@ -6,7 +6,7 @@ operations where ``datetime.date`` would build an object per step.
 
 from __future__ import annotations
 
-__all__ = ["civil_from_days", "days_from_civil", "days_in_month", "is_leap"]
+__all__ = ["civil_from_days", "days_from_civil", "days_in_month", "is_leap", "weekday_of"]
 
 _DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
@@ -46,3 +46,8 @@ def civil_from_days(days: int) -> tuple[int, int, int]:
     day = day_of_year - (153 * mp + 2) // 5 + 1
     month = mp + 3 if mp < 10 else mp - 9
     return year_of_era + era * 400 + (month <= 2), month, day
+
+
+def weekday_of(days: int) -> int:
+    """Return the weekday of a day number as cron counts it: Sunday 0 ... Saturday 6."""
+    return (days + 4) % 7  # day 0, 1970-01-01, was a Thursday

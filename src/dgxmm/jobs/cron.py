@@ -22,14 +22,14 @@ from enum import Enum
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import CronError
-from dgxmm.jobs.calendar import civil_from_days, days_from_civil, days_in_month
+from dgxmm.jobs.calendar import civil_from_days, days_from_civil, days_in_month, weekday_of
 from dgxmm.jobs.zones import zone_clock
+from dgxmm.time_units import SECOND_US
 
 __all__ = ["CronSchedule", "FireTime"]
 
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
-_US = 1_000_000
 
 
 class _Field(Enum):
@@ -214,7 +214,7 @@ class CronSchedule:
         at = after_us
         for _ in range(n):
             at, moved = self._next(at, info)
-            local = datetime.fromtimestamp(at // _US, info)
+            local = datetime.fromtimestamp(at // SECOND_US, info)
             times.append(FireTime(at_us=at, local=local, moved=moved))
         return times
 
@@ -224,7 +224,7 @@ class CronSchedule:
             return False
         if month not in self._months:
             return False
-        weekday = (days_from_civil(year, month, day) + 4) % 7
+        weekday = weekday_of(days_from_civil(year, month, day))
         return self._day_matches(day, weekday)
 
     def _day_matches(self, day: int, weekday: int) -> bool:
@@ -235,7 +235,7 @@ class CronSchedule:
 
     def _next(self, after_us: int, zone: ZoneInfo | str) -> tuple[int, bool]:
         clock = zone_clock(zone)
-        after_s = after_us // _US
+        after_s = after_us // SECOND_US
         wall = clock.wall(after_s)
         # Every wall time up to the one shown at after_s maps to an instant <= after_s, so
         # the answer is the first matching wall minute after it whose instant is later still.
@@ -243,8 +243,8 @@ class CronSchedule:
         while True:
             w = self._next_wall(w)
             t, moved = clock.instant(w)
-            if t * _US > after_us:
-                return t * _US, moved
+            if t * SECOND_US > after_us:
+                return t * SECOND_US, moved
             # Only in the second pass of a repeated hour: the first occurrence is behind us.
             w += 60
 
@@ -272,7 +272,7 @@ class CronSchedule:
             return False
         if rule is _DayRule.ANY:
             return True
-        return self._day_matches(day, (days + 4) % 7)
+        return self._day_matches(day, weekday_of(days))
 
     def _next_day_after(self, days: int) -> int:
         """Return the first matching day after day number ``days``."""
@@ -304,7 +304,7 @@ class CronSchedule:
         if rule is _DayRule.DAY_OF_MONTH:
             d = next_day[day]
             return d if 0 < d <= last else -1
-        by_weekday = day + weekday_step[(first + day - 1 + 4) % 7]
+        by_weekday = day + weekday_step[weekday_of(first + day - 1)]
         if rule is _DayRule.WEEKDAY:
             return by_weekday if by_weekday <= last else -1
         if rule is _DayRule.EITHER:
@@ -313,7 +313,7 @@ class CronSchedule:
             return min(candidates) if candidates else -1
         d = next_day[day]  # BOTH: an allowed day-of-month that falls on an allowed weekday
         while 0 < d <= last:
-            if (first + d - 1 + 4) % 7 in self._weekdays:
+            if weekday_of(first + d - 1) in self._weekdays:
                 return d
             d = next_day[d + 1]
         return -1

@@ -23,6 +23,7 @@ from dgxmm.errors import (
     TimeoutExceeded,
 )
 from dgxmm.jobs.cron import CronSchedule
+from dgxmm.time_units import SECOND_US
 
 __all__ = [
     "Action",
@@ -38,7 +39,6 @@ __all__ = [
 ]
 
 Timer = Callable[[], float]
-_US = 1_000_000
 
 
 class JobKind(Enum):
@@ -281,7 +281,7 @@ class JobRun:
             outcome = Outcome.SUCCEEDED
         with self._lock:
             self._context = None
-        return self._result(outcome, round(elapsed * _US), error, detail, public)
+        return self._result(outcome, round(elapsed * SECOND_US), error, detail, public)
 
     def abandon(self, reason: str) -> RunResult:
         """Give the run up: a failed run with ``reason``.
@@ -303,7 +303,7 @@ class JobRun:
             context.abandon(reason)
             elapsed = context.elapsed()
         error = f"abandoned: {reason}"
-        return self._result(Outcome.FAILED, round(elapsed * _US), error, None, error)
+        return self._result(Outcome.FAILED, round(elapsed * SECOND_US), error, None, error)
 
     @property
     def is_abandoned(self) -> bool:

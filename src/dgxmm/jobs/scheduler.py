@@ -39,10 +39,10 @@ from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import Job, JobKind, JobRun, RunResult, SkipReason, Timer
 from dgxmm.jobs.stats import SkipRecord, WorkloadStats
 from dgxmm.jobs.zones import resolve_zone
+from dgxmm.time_units import SECOND_US
 
 __all__ = ["JobState", "Scheduler"]
 
-_US = 1_000_000
 # How many times a long run may have passed over before the overlap count stops counting.
 _OVERLAP_COUNT_CAP = 1000
 
@@ -85,7 +85,7 @@ class Scheduler:
         self.stats = stats
         if stats is not None:
             stats.time_zone = self.time_zone  # day buckets start at this zone's midnight
-        self._max_lateness = round(max_lateness.total_seconds() * _US)
+        self._max_lateness = round(max_lateness.total_seconds() * SECOND_US)
         self._timer = timer
         self._entries: dict[str, _Entry] = {}
         self._heap: list[tuple[int, int, int, _Entry]] = []
@@ -251,7 +251,7 @@ class Scheduler:
                 self._skip(job.name, at, SkipReason.DISABLED)
                 self._plan(entry, now)
             elif now - at > self._max_lateness:
-                late = (now - at) / _US
+                late = (now - at) / SECOND_US
                 self._skip(job.name, at, SkipReason.MISSED, f"no tick until {late:.0f} s later")
                 self._plan(entry, now)
             elif job.group is not None and job.group in self._busy:

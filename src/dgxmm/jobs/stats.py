@@ -24,21 +24,19 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.jobs.job import Outcome, RunResult, SkipReason
 from dgxmm.jobs.zones import resolve_zone, zone_clock
+from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US
 
 __all__ = ["Bucket", "LastRun", "Override", "RunCounts", "SkipRecord", "Tier", "WorkloadStats"]
 
-_MINUTE: Final = 60_000_000
-_HOUR: Final = 60 * _MINUTE
-_DAY: Final = 24 * _HOUR
 _FORMAT: Final = 1
 
 
 class Tier(Enum):
     """A series of buckets: its width and how long it is kept."""
 
-    MINUTES = ("minutes", _MINUTE, 2 * _DAY)
-    HOURS = ("hours", _HOUR, 90 * _DAY)
-    DAYS = ("days", _DAY, 3 * 366 * _DAY)
+    MINUTES = ("minutes", MINUTE_US, 2 * DAY_US)
+    HOURS = ("hours", HOUR_US, 90 * DAY_US)
+    DAYS = ("days", DAY_US, 3 * 366 * DAY_US)
 
     def __init__(self, label: str, width_us: int, keep_us: int) -> None:
         self.label = label
@@ -178,12 +176,12 @@ class WorkloadStats:
         if day[0] <= at_us < day[1] and day[2] is self.time_zone:
             return day[0]
         clock = zone_clock(self.time_zone)
-        wall = clock.wall(at_us // 1_000_000)
+        wall = clock.wall(at_us // SECOND_US)
         midnight = wall - wall % 86400
         start, _ = clock.instant(midnight)  # a gap at midnight: its end
         end, _ = clock.instant(midnight + 86400)
-        self._day = (start * 1_000_000, end * 1_000_000, self.time_zone)
-        return start * 1_000_000
+        self._day = (start * SECOND_US, end * SECOND_US, self.time_zone)
+        return start * SECOND_US
 
     def record_skip(self, skip: SkipRecord) -> None:
         """Count a skipped time by its reason."""
@@ -220,9 +218,9 @@ class WorkloadStats:
             minutes = job.series[Tier.MINUTES]
             hours = job.series[Tier.HOURS]
             return RunCounts(
-                last_hour=_count_since(minutes, now_us - _HOUR, now_us),
-                last_two_days=_count_since(minutes, now_us - 2 * _DAY, now_us),
-                last_90_days=_count_since(hours, now_us - 90 * _DAY, now_us),
+                last_hour=_count_since(minutes, now_us - HOUR_US, now_us),
+                last_two_days=_count_since(minutes, now_us - 2 * DAY_US, now_us),
+                last_90_days=_count_since(hours, now_us - 90 * DAY_US, now_us),
             )
 
     def last_run(self, name: str) -> LastRun | None:

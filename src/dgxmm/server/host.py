@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dgxmm.clock import Clock, SystemClock
+from dgxmm.clock import Clock
 from dgxmm.errors import Conflict
 from dgxmm.jobs import Job, JobRun, RunResult, Scheduler, Timer, resolve_zone
 from dgxmm.store import JobDefinition, NotScheduled, Store
@@ -48,7 +48,7 @@ class Host:
         stop_grace_seconds: float = 10.0,
     ) -> None:
         self.store = store
-        self.clock = clock or SystemClock()
+        self.clock = clock or store.clock
         self.time_zone = resolve_zone(time_zone, field="time_zone")
         self.tick_seconds = tick_seconds
         self.scheduler = Scheduler(self.time_zone, stats=store.workload_stats, timer=timer)

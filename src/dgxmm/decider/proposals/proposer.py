@@ -41,11 +41,12 @@ from dgxmm.decider.proposals.rows import (
     read_proposal,
 )
 from dgxmm.decider.tables import deployment_schedules, schedule_proposals
-from dgxmm.decider.traffic import DAY_US, WEEK_HOURS, days_of_data, read_minutes
+from dgxmm.decider.traffic import WEEK_HOURS, days_of_data, read_minutes
 from dgxmm.errors import CannotDecide, NotFound
 from dgxmm.fleet.tables import deployments
 from dgxmm.jobs import resolve_zone
 from dgxmm.store import reading, writing
+from dgxmm.time_units import DAY_US
 
 __all__ = [
     "DISMISSAL_BLOCKS_US",
@@ -258,7 +259,7 @@ class Proposer:
                     notes.add(
                         candidate.description,
                         Outcome.BLOCKED,
-                        "it was dismissed less than 7 days ago",
+                        f"it was dismissed less than {DISMISSAL_BLOCKS_US // DAY_US} days ago",
                     )
                     continue
                 values = _values(verdict)

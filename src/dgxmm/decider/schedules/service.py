@@ -34,7 +34,6 @@ from dgxmm.clock import Clock
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows, checked_changes
 from dgxmm.decider.schedules.slots import (
     DEFER_WINDOW_US,
-    MINUTE_US,
     Slot,
     due_slot,
     local_today,
@@ -44,6 +43,7 @@ from dgxmm.errors import DgxmmError, DoesNotFit, InvalidInput
 from dgxmm.fleet import Deployment, DeploymentState, Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext, resolve_zone
 from dgxmm.store import Store, writing
+from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = ["PAUSED_ALL", "ResultKind", "ScheduleService", "SlotRun"]
 
@@ -273,7 +273,10 @@ class ScheduleService:
             if since is None or since < slot.at_us:
                 since = now  # the first deferral of this slot, if it is deferred now
             if now - since >= DEFER_WINDOW_US:
-                reason = "busy: not quiet within 60 minutes of its first deferral"
+                reason = (
+                    f"busy: not quiet within {DEFER_WINDOW_US // MINUTE_US} minutes "
+                    "of its first deferral"
+                )
                 return _Outcome(kind=ResultKind.SKIPPED, reason=reason)
             if state is DeploymentState.RUNNING:  # asleep, nothing can be running
                 busy = self._busy(deployment, now)
@@ -319,7 +322,10 @@ class ScheduleService:
             )
         last = self._fleet.metrics.last_request_at(deployment.id)
         if last is not None and now - last < QUIET_US:
-            return f"a request {max(0, now - last) // 1_000_000} s ago (quiet needs 10 minutes)"
+            return (
+                f"a request {max(0, now - last) // SECOND_US} s ago "
+                f"(quiet needs {QUIET_US // MINUTE_US} minutes)"
+            )
         return None
 
     def _bring_up(self, schedule: Schedule, actor: str) -> _Outcome:

@@ -19,6 +19,7 @@ from dgxmm.decider.days import day_bit
 from dgxmm.errors import DefinitionError
 from dgxmm.jobs import zone_clock
 from dgxmm.jobs.calendar import civil_from_days, days_from_civil
+from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = [
     "DEFER_WINDOW_US",
@@ -30,7 +31,6 @@ __all__ = [
     "slot_on",
 ]
 
-MINUTE_US = 60_000_000
 LATE_WINDOW_US = 15 * MINUTE_US
 DEFER_WINDOW_US = 60 * MINUTE_US
 _TIME = re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d")
@@ -57,12 +57,12 @@ def slot_on(day: date, time: tuple[int, int], zone: ZoneInfo) -> Slot:
     """Return the slot of ``day`` at local ``time`` in ``zone``, by the DST rule."""
     wall = days_from_civil(day.year, day.month, day.day) * 86400 + time[0] * 3600 + time[1] * 60
     at, moved = zone_clock(zone).instant(wall)
-    return Slot(day=day, at_us=at * 1_000_000, moved=moved)
+    return Slot(day=day, at_us=at * SECOND_US, moved=moved)
 
 
 def local_today(now_us: int, zone: ZoneInfo) -> date:
     """Return the local date at ``now_us`` in ``zone``."""
-    wall = zone_clock(zone).wall(now_us // 1_000_000)
+    wall = zone_clock(zone).wall(now_us // SECOND_US)
     return date(*civil_from_days(wall // 86400))
 
 

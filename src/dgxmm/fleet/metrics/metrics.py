@@ -45,13 +45,12 @@ from dgxmm.fleet.metrics.sample import MetricsSample, delta_between
 from dgxmm.fleet.tables import metric_rollups
 from dgxmm.jobs import RunContext
 from dgxmm.store import reading, writing
+from dgxmm.time_units import DAY_US, MINUTE_US
 
 __all__ = ["Metrics"]
 
 log = logging.getLogger(__name__)
 
-MINUTE_US = 60_000_000
-DAY_US = 24 * 60 * MINUTE_US
 _SAMPLED = (DeploymentState.RUNNING, DeploymentState.SLEEPING)
 
 OnGone = Callable[[Deployment, str], None]

@@ -14,14 +14,14 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us
 from dgxmm.fleet import Rollup
+from dgxmm.time_units import MINUTE_US
 
 __all__ = ["WINDOWS", "traffic_chart"]
 
-_MINUTE = 60_000_000
 # name: (bucket width, buckets, label format)
 WINDOWS = {
-    "day": (10 * _MINUTE, 144, "%H:%M"),
-    "week": (60 * _MINUTE, 168, "%a %H:00"),
+    "day": (10 * MINUTE_US, 144, "%H:%M"),
+    "week": (60 * MINUTE_US, 168, "%a %H:00"),
 }
 _WIDTH, _HEIGHT, _PAD = 720, 120, 44
 
