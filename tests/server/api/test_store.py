@@ -17,7 +17,7 @@ from pg_cluster import PgCluster
 from support import free_port
 
 from dgxmm.clock import ManualClock
-from dgxmm.server import Host, Tokens, create_app
+from dgxmm.server import Host, Services, Tokens, create_app
 from dgxmm.store import Store
 
 
@@ -164,7 +164,7 @@ def pg_client(pg_store: Store, clock: ManualClock) -> Iterator[TestClient]:
     host = Host(pg_store, time_zone="Europe/Berlin", clock=clock, stop_grace_seconds=5)
     tokens = Tokens(pg_store.engine, clock)
     try:
-        with TestClient(create_app(host, tokens)) as made:
+        with TestClient(create_app(Services(host=host, tokens=tokens))) as made:
             made.headers["Authorization"] = f"Bearer {tokens.create('admin', 'alice')}"
             yield made
     finally:
