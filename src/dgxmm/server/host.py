@@ -16,13 +16,18 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict
-from dgxmm.jobs import Job, JobRun, RunResult, Scheduler, Timer, resolve_zone
+from dgxmm.jobs import CronSchedule, Job, JobRun, RunResult, Scheduler, Timer, resolve_zone
 from dgxmm.store import JobDefinition, NotScheduled, Store
 
-__all__ = ["Host"]
+__all__ = ["Host", "RowParts"]
+
+# The parts of a user job's row in the job list that follow from its definition alone, and its
+# parsed schedule (``server/job_list.py``).
+RowParts = tuple[dict[str, Any], CronSchedule | None]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +66,9 @@ class Host:
             self.scheduler.add(job)
         self._catalog_version: int | None = None
         self._definitions: tuple[int, list[JobDefinition]] | None = None
+        # Kept here, with the store they come from, by (name, version): a new version of a job
+        # is a new key, and another store's job of the same name is another host's.
+        self.row_parts: dict[tuple[str, int], RowParts] = {}
         self._finished: queue.Queue[RunResult] = queue.Queue()
         self._waiters: dict[int, _Waiter] = {}
         self._workers: dict[int, threading.Thread] = {}

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.clock import from_us
 from dgxmm.errors import CronError, NotFound
 from dgxmm.jobs import CronSchedule, JobKind, JobState
-from dgxmm.server.host import Host
+from dgxmm.server.host import Host, RowParts
 from dgxmm.store import JobDefinition
 
 __all__ = ["iso", "job_rows"]
@@ -120,20 +120,18 @@ def _system_row(host: Host, state: JobState, builtin: str, now: int) -> dict[str
 
 def _user_row(host: Host, job: JobDefinition, state: JobState | None, now: int) -> dict[str, Any]:
     row = _common(host, job.name, state, now)
-    fixed, schedule = _user_fields(job)
+    fixed, schedule = _user_fields(host, job)
     row.update(fixed)
     next_at = _next(host, state, schedule, now) if job.served else None
     row["next_at"] = iso(next_at, host)
     return row
 
 
-_fixed: dict[tuple[str, int], tuple[dict[str, Any], CronSchedule | None]] = {}
-
-
-def _user_fields(job: JobDefinition) -> tuple[dict[str, Any], CronSchedule | None]:
-    """Return what a user job's row takes from its definition, kept per (name, version)."""
+def _user_fields(host: Host, job: JobDefinition) -> RowParts:
+    """Return what a user job's row takes from its definition, kept on the host by version."""
+    cache = host.row_parts
     key = (job.name, job.version)
-    found = _fixed.get(key)
+    found = cache.get(key)
     if found is not None:
         return found
     definition = job.definition
@@ -170,7 +168,7 @@ def _user_fields(job: JobDefinition) -> tuple[dict[str, Any], CronSchedule | Non
         "defined_by": job.defined_by,
         "version": job.version,
     }
-    if len(_fixed) > 20_000:
-        _fixed.clear()
-    _fixed[key] = (fields, schedule)
+    if len(cache) > 20_000:
+        cache.clear()
+    cache[key] = (fields, schedule)
     return fields, schedule

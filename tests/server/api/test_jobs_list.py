@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from apikit import define
 from fastapi.testclient import TestClient
 from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.server import Host
+from dgxmm.server.job_list import job_rows
+from dgxmm.store import Store
 
 
 def test_it_lists_system_jobs_first_then_user_jobs_by_name(client: TestClient) -> None:
@@ -87,3 +91,23 @@ def test_it_lists_a_job_it_does_not_run_with_the_reason(client: TestClient, host
 
 def test_it_lets_a_viewer_read(viewer: TestClient) -> None:
     assert viewer.get("/api/jobs").status_code == 200
+
+
+def test_two_stores_in_one_process_each_list_their_own_schedules(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """The job list's rows are kept per store: a job named alike elsewhere is another job."""
+    rows = {}
+    for place, schedule in (("one", "0 1 * * *"), ("two", "30 5 * * 1")):
+        store = Store.open(tmp_path / f"{place}.db", clock=clock)
+        host = Host(store, time_zone="Europe/Berlin", clock=clock)
+        try:
+            store.define_job(name="nightly", schedule=schedule, action="checkpoint")
+            assert store.job("nightly").version == 1  # the same name and version in both
+            rows[place] = {row["name"]: row for row in job_rows(host)}["nightly"]
+        finally:
+            host.stop()
+            store.close()
+    assert rows["one"]["schedule"] == "0 1 * * *"
+    assert rows["two"]["schedule"] == "30 5 * * 1"
+    assert rows["two"]["schedule_description"] == "at 05:30, on Monday"
