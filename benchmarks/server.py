@@ -60,7 +60,7 @@ def free_port() -> int:
 def prepare(data: Path, jobs: int) -> str:
     """Define the jobs and a long query job; return an admin token."""
     sys.path.insert(0, str(ROOT / "src"))
-    from dgxmm.server import Tokens
+    from dgxmm.server import Role, Tokens
     from dgxmm.store import Store
 
     store = Store.open(data / "dgxmm.db", data_dir=data)
@@ -79,7 +79,7 @@ def prepare(data: Path, jobs: int) -> str:
             name="long_query", schedule="0 0 1 1 *", action="query", query="count_up",
             args={"n": 10**10}, timeout_ms=600_000,
         )  # fmt: skip
-        return Tokens(store.engine, store.clock).create("admin", "bench")
+        return Tokens(store.engine, store.clock).create(Role.ADMIN, "bench")
     finally:
         store.close()
 

@@ -10,7 +10,7 @@ import pytest
 from browserkit import Live
 from support import need, serving
 
-from dgxmm.server import Host, Services, Tokens, create_app
+from dgxmm.server import Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -35,7 +35,7 @@ def browser() -> Iterator[object]:
 def live(tmp_path: Path) -> Iterator[Live]:
     store = Store.open(tmp_path / "dgxmm.db")
     tokens = Tokens(store.engine, store.clock)
-    token = tokens.create("admin", "alice")
+    token = tokens.create(Role.ADMIN, "alice")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2)
     host.start()
     with serving(create_app(Services(host=host, tokens=tokens))) as base:

@@ -13,7 +13,7 @@ import pytest
 from support import free_port, serving
 
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.server import FLEET_ROUTES, Host, Services, Tokens, create_app
+from dgxmm.server import FLEET_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store
 
 STANDIN = (sys.executable, "-m", "dgxmm.standin")
@@ -35,7 +35,7 @@ def live_fleet(tmp_path: Path) -> Iterator[LiveFleet]:
     )
     fleet = Fleet(store, inventory=inventory, stop_grace_s=5.0)
     tokens = Tokens(store.engine, store.clock)
-    token = tokens.create("admin", "alice")
+    token = tokens.create(Role.ADMIN, "alice")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2, system_jobs=fleet.system_jobs())
     host.start()
     app = create_app(Services(host=host, tokens=tokens, fleet=fleet), [FLEET_ROUTES])

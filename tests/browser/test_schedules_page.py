@@ -12,7 +12,7 @@ from support import serving
 
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Services, Tokens, create_app
+from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store
 
 
@@ -32,7 +32,7 @@ def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
     services = Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules)
     app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES])
     with serving(app) as base:
-        yield {"base": base, "token": tokens.create("admin", "alice"),
+        yield {"base": base, "token": tokens.create(Role.ADMIN, "alice"),
                "deployment": deployment.id, "schedules": schedules}  # fmt: skip
     host.stop()
     fleet.close()

@@ -19,7 +19,7 @@ from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.tables import deployments, metric_rollups
-from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Services, Tokens, create_app
+from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store, writing
 
 ZONE = "Europe/Berlin"
@@ -81,7 +81,7 @@ def live_traffic(tmp_path: Path) -> Iterator[LiveTraffic]:
     schedules = ScheduleService(store, fleet, clock=clock)
     proposals = ProposalService(store, fleet, schedules, clock=clock)
     tokens = Tokens(store.engine, clock)
-    token = tokens.create("admin", "alice")
+    token = tokens.create(Role.ADMIN, "alice")
     host = Host(store, time_zone=ZONE, clock=clock)
     deployment = _office_month(store, clock.now_us())
     app = create_app(

@@ -15,7 +15,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Services, Tokens, create_app
+from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store
 from dgxmm.time_units import DAY_US
 
@@ -58,8 +58,8 @@ def env(tmp_path: Path) -> Iterator[Env]:
     now = clock.now_us()
     add_minutes(store, deployment, weekly_traffic(ZONE, now - 30 * DAY_US, now, busy=office_hours))
     with TestClient(app) as admin, TestClient(app) as viewer:
-        admin.headers["Authorization"] = f"Bearer {tokens.create('admin', 'alice')}"
-        viewer.headers["Authorization"] = f"Bearer {tokens.create('viewer', 'victor')}"
+        admin.headers["Authorization"] = f"Bearer {tokens.create(Role.ADMIN, 'alice')}"
+        viewer.headers["Authorization"] = f"Bearer {tokens.create(Role.VIEWER, 'victor')}"
         yield Env(store, clock, proposals, schedules, admin, viewer, deployment)
     host.stop()
     fleet.close()

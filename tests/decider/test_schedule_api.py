@@ -12,7 +12,7 @@ from schedulekit import kit as kit  # noqa: PLC0414  (the fixture)
 from sqlalchemy import select
 
 from dgxmm.fleet.tables import audit_log
-from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Services, Tokens, create_app
+from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import reading
 
 
@@ -24,8 +24,8 @@ def clients(kit: Kit) -> Iterator[tuple[TestClient, TestClient, int]]:
     app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES])
     deployment = kit.deployment("api", start=False)
     with TestClient(app) as admin, TestClient(app) as viewer:
-        admin.headers["Authorization"] = f"Bearer {tokens.create('admin', 'alice')}"
-        viewer.headers["Authorization"] = f"Bearer {tokens.create('viewer', 'victor')}"
+        admin.headers["Authorization"] = f"Bearer {tokens.create(Role.ADMIN, 'alice')}"
+        viewer.headers["Authorization"] = f"Bearer {tokens.create(Role.VIEWER, 'victor')}"
         yield admin, viewer, deployment
     host.stop()
 
@@ -168,3 +168,9 @@ def test_it_refuses_an_id_no_row_can_have(clients: tuple[TestClient, TestClient,
     assert (response.status_code, response.json()["field"]) == (422, "schedule_id")
     response = admin.get("/api/insights", params={"deployment_id": huge})
     assert (response.status_code, response.json()["field"]) == (422, "deployment_id")
+
+
+def test_openapi_lists_the_schedule_actions(clients: tuple[TestClient, TestClient, int]) -> None:
+    admin, _, _ = clients
+    schemas = admin.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["ScheduleAction"]["enum"] == ["sleep", "wake", "stop", "start"]

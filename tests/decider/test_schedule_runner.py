@@ -13,8 +13,10 @@ from sqlalchemy import func, insert, select
 from support import at
 
 from dgxmm.decider.days import ALL_DAYS, mask_of
+from dgxmm.decider.schedules import ScheduleAction
 from dgxmm.decider.schedules.service import PAUSED_ALL, ResultKind
 from dgxmm.decider.tables import deployment_schedules, traffic_profiles
+from dgxmm.fleet import InsightKind, Severity
 from dgxmm.fleet.tables import audit_log, deployment_events, insights
 from dgxmm.store import reading, writing
 
@@ -47,7 +49,7 @@ def audits(kit: Kit, action: str) -> int:
 def test_it_puts_a_quiet_deployment_to_sleep_and_records_it(kit: Kit) -> None:
     deployment = kit.deployment("quiet")
     schedule = kit.schedules.create(
-        deployment, action="sleep", days=ALL_DAYS, time="12:05", actor="user:alice"
+        deployment, action=ScheduleAction.SLEEP, days=ALL_DAYS, time="12:05", actor="user:alice"
     )
     assert kit.schedules.run_pass(at("2026-06-03T12:04:59+02:00")) == []  # not due yet
     (run,) = kit.schedules.run_pass(at("2026-06-03T12:05:30+02:00"))
@@ -64,7 +66,7 @@ def test_it_puts_a_quiet_deployment_to_sleep_and_records_it(kit: Kit) -> None:
 def test_it_does_nothing_while_every_schedule_is_paused(kit: Kit) -> None:
     deployment = kit.deployment("paused")
     kit.schedules.create(
-        deployment, action="sleep", days=ALL_DAYS, time="12:05", actor="user:alice"
+        deployment, action=ScheduleAction.SLEEP, days=ALL_DAYS, time="12:05", actor="user:alice"
     )
     kit.schedules.set_paused_all(True, actor="user:alice")
     assert kit.store.get_setting(PAUSED_ALL) is True
@@ -78,7 +80,9 @@ def test_it_does_nothing_while_every_schedule_is_paused(kit: Kit) -> None:
 
 def test_it_runs_fifteen_minutes_late_but_not_sixteen(kit: Kit) -> None:
     deployment = kit.deployment("late", start=False)
-    kit.schedules.create(deployment, action="start", days=ALL_DAYS, time="12:00", actor="user:a")
+    kit.schedules.create(
+        deployment, action=ScheduleAction.START, days=ALL_DAYS, time="12:00", actor="user:a"
+    )
     assert kit.schedules.run_pass(at("2026-06-03T12:16:00+02:00")) == []
     assert kit.state(deployment) == "stopped"
     (run,) = kit.schedules.run_pass(at("2026-06-04T12:15:00+02:00"))
@@ -89,7 +93,7 @@ def test_it_runs_fifteen_minutes_late_but_not_sixteen(kit: Kit) -> None:
 def test_it_runs_a_slot_once_per_local_day_also_across_a_restart(kit: Kit) -> None:
     deployment = kit.deployment("once", start=False)
     schedule = kit.schedules.create(
-        deployment, action="start", days=ALL_DAYS, time="12:00", actor="user:a"
+        deployment, action=ScheduleAction.START, days=ALL_DAYS, time="12:00", actor="user:a"
     )
     assert len(kit.schedules.run_pass(at("2026-06-03T12:00:10+02:00"))) == 1
     kit.fleet.deployer.stop(deployment, actor="user:bob")
@@ -103,7 +107,7 @@ def test_it_runs_a_slot_once_per_local_day_also_across_a_restart(kit: Kit) -> No
 def test_it_follows_the_dst_rule_on_new_yorks_spring_day(kit: Kit) -> None:
     deployment = kit.deployment("ny", start=False)
     kit.schedules.create(
-        deployment, action="start", days=ALL_DAYS, time="02:30",
+        deployment, action=ScheduleAction.START, days=ALL_DAYS, time="02:30",
         time_zone="America/New_York", actor="user:a",
     )  # fmt: skip
     # 02:30 does not exist on 2026-03-08 in New York: the slot is at 03:00 EDT.
@@ -115,7 +119,7 @@ def test_it_follows_the_dst_rule_on_new_yorks_spring_day(kit: Kit) -> None:
 def test_it_defers_a_busy_sleep_and_does_it_once_quiet_within_the_hour(kit: Kit) -> None:
     deployment = kit.deployment("busy", "--latency", "3000")
     schedule = kit.schedules.create(
-        deployment, action="sleep", days=ALL_DAYS, time="12:05", actor="user:a"
+        deployment, action=ScheduleAction.SLEEP, days=ALL_DAYS, time="12:05", actor="user:a"
     )
     kit.clock.set(at("2026-06-03T12:05:00+02:00"))
     request = kit.chat_in_background(deployment)
@@ -149,7 +153,7 @@ def test_it_defers_a_busy_sleep_and_does_it_once_quiet_within_the_hour(kit: Kit)
 def test_it_skips_a_sleep_still_busy_after_sixty_minutes(kit: Kit) -> None:
     deployment = kit.deployment("always_busy")
     schedule = kit.schedules.create(
-        deployment, action="sleep", days=ALL_DAYS, time="12:05", actor="user:a"
+        deployment, action=ScheduleAction.SLEEP, days=ALL_DAYS, time="12:05", actor="user:a"
     )
     kinds = []
     for minute in ("12:05", "12:25", "12:45", "13:05", "13:06"):
@@ -169,7 +173,9 @@ def test_it_skips_a_wake_that_does_not_fit_with_one_insight(kit: Kit) -> None:
     big = kit.deployment("big", awake=60.0, asleep=10.0, priority=10)
     kit.fleet.deployer.sleep(big, actor="user:a")
     kit.deployment("blocker", awake=60.0, priority=10)  # 60 + 10 of 80 GiB: big cannot wake
-    schedule = kit.schedules.create(big, action="wake", days=ALL_DAYS, time="12:05", actor="user:a")
+    schedule = kit.schedules.create(
+        big, action=ScheduleAction.WAKE, days=ALL_DAYS, time="12:05", actor="user:a"
+    )
     (run,) = kit.schedules.run_pass(at("2026-06-03T12:05:00+02:00"))
     assert run.kind is ResultKind.SKIPPED
     assert run.result.startswith("skipped: it does not fit")
@@ -189,8 +195,12 @@ def test_it_wakes_and_starts_when_it_fits(kit: Kit) -> None:
     sleeper = kit.deployment("sleeper")
     kit.fleet.deployer.sleep(sleeper, actor="user:a")
     stopped = kit.deployment("stopped_one", start=False)
-    kit.schedules.create(sleeper, action="wake", days=ALL_DAYS, time="12:05", actor="user:a")
-    kit.schedules.create(stopped, action="start", days=ALL_DAYS, time="12:05", actor="user:a")
+    kit.schedules.create(
+        sleeper, action=ScheduleAction.WAKE, days=ALL_DAYS, time="12:05", actor="user:a"
+    )
+    kit.schedules.create(
+        stopped, action=ScheduleAction.START, days=ALL_DAYS, time="12:05", actor="user:a"
+    )
     runs = kit.schedules.run_pass(at("2026-06-03T12:05:00+02:00"))
     assert [run.kind for run in runs] == [ResultKind.DONE, ResultKind.DONE]
     assert (kit.state(sleeper), kit.state(stopped)) == ("running", "running")
@@ -200,7 +210,7 @@ def test_it_wakes_and_starts_when_it_fits(kit: Kit) -> None:
 def test_it_wakes_a_stopped_deployment_only_when_a_schedule_stopped_it(kit: Kit) -> None:
     by_schedule = kit.deployment("by_schedule")
     stopper = kit.schedules.create(
-        by_schedule, action="stop", days=WEDNESDAY, time="12:00", actor="user:a"
+        by_schedule, action=ScheduleAction.STOP, days=WEDNESDAY, time="12:00", actor="user:a"
     )
     kit.clock.set(at("2026-06-03T12:20:00+02:00"))  # quiet: no request ever
     (stop,) = kit.schedules.run_pass(at("2026-06-03T12:00:30+02:00"))
@@ -219,7 +229,7 @@ def test_it_wakes_a_stopped_deployment_only_when_a_schedule_stopped_it(kit: Kit)
         )  # fmt: skip
     for deployment in (by_schedule, by_user, no_actor):
         kit.schedules.create(
-            deployment, action="wake", days=WEDNESDAY, time="12:30", actor="user:a"
+            deployment, action=ScheduleAction.WAKE, days=WEDNESDAY, time="12:30", actor="user:a"
         )
     runs = {
         run.deployment_id: run for run in kit.schedules.run_pass(at("2026-06-03T12:30:00+02:00"))
@@ -237,13 +247,13 @@ def test_it_wakes_a_stopped_deployment_only_when_a_schedule_stopped_it(kit: Kit)
 def test_it_pauses_sleep_and_wake_schedules_after_a_failed_sleep(kit: Kit) -> None:
     deployment = kit.deployment("doomed")
     sleep = kit.schedules.create(
-        deployment, action="sleep", days=ALL_DAYS, time="12:05", actor="user:a"
+        deployment, action=ScheduleAction.SLEEP, days=ALL_DAYS, time="12:05", actor="user:a"
     )
     wake = kit.schedules.create(
-        deployment, action="wake", days=ALL_DAYS, time="20:00", actor="user:a"
+        deployment, action=ScheduleAction.WAKE, days=ALL_DAYS, time="20:00", actor="user:a"
     )
     stop = kit.schedules.create(
-        deployment, action="stop", days=ALL_DAYS, time="23:00", actor="user:a"
+        deployment, action=ScheduleAction.STOP, days=ALL_DAYS, time="23:00", actor="user:a"
     )
     pid = kit.fleet.backends.of(kit.fleet.deployments.get(deployment)).pid
     assert pid is not None
@@ -267,13 +277,16 @@ def test_it_pauses_sleep_and_wake_schedules_after_a_failed_sleep(kit: Kit) -> No
 def test_it_audits_and_deletes_schedules_profile_and_insights_with_the_deployment(kit: Kit) -> None:
     deployment = kit.deployment("gone", start=False)
     first = kit.schedules.create(
-        deployment, action="start", days=ALL_DAYS, time="08:00", actor="user:a"
+        deployment, action=ScheduleAction.START, days=ALL_DAYS, time="08:00", actor="user:a"
     )
     second = kit.schedules.create(
-        deployment, action="stop", days=ALL_DAYS, time="20:00", actor="user:a"
+        deployment, action=ScheduleAction.STOP, days=ALL_DAYS, time="20:00", actor="user:a"
     )
     kit.fleet.insights.raise_insight(
-        "note", deployment_id=deployment, severity="info", message="about to go"
+        InsightKind.METRICS_UNREADABLE,
+        deployment_id=deployment,
+        severity=Severity.INFO,
+        message="about to go",
     )
     with writing(kit.store.engine) as connection:
         connection.execute(

@@ -11,7 +11,7 @@ from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
-from dgxmm.server import Host, Services, Tokens, create_app
+from dgxmm.server import Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store
 
 START = "2026-06-01T10:00:30+02:00"
@@ -51,12 +51,12 @@ def tokens(store: Store) -> Tokens:
 
 @pytest.fixture
 def admin_token(tokens: Tokens) -> str:
-    return tokens.create("admin", "alice")
+    return tokens.create(Role.ADMIN, "alice")
 
 
 @pytest.fixture
 def viewer_token(tokens: Tokens) -> str:
-    return tokens.create("viewer", "victor")
+    return tokens.create(Role.VIEWER, "victor")
 
 
 @pytest.fixture

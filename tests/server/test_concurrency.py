@@ -17,7 +17,7 @@ import pytest
 from support import serving
 
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
-from dgxmm.server import Host, Services, Tokens, create_app
+from dgxmm.server import Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store
 
 
@@ -33,7 +33,7 @@ def ten_seconds(context: RunContext) -> str:
 def served(tmp_path: Path) -> Iterator[tuple[str, str, Host]]:
     store = Store.open(tmp_path / "dgxmm.db")
     tokens = Tokens(store.engine, store.clock)
-    token = tokens.create("admin", "load")
+    token = tokens.create(Role.ADMIN, "load")
     for i in range(50):
         store.define_job(name=f"job{i:02d}", schedule=f"{i} 3 * * *", action="checkpoint")
     slow = Job("ten_seconds", JobKind.SYSTEM, CronSchedule.parse("0 0 1 1 *"), ten_seconds)

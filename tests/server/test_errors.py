@@ -118,3 +118,11 @@ def test_it_refuses_a_path_that_cannot_name_a_file(client: TestClient, directory
     )
     assert response.status_code in (400, 422), response.text
     assert response.json()["field"] == "directory"
+
+
+def test_openapi_lists_the_values_of_every_enum_field(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["JobAction"]["enum"] == ["query", "checkpoint", "backup"]
+    assert schemas["RunOn"]["enum"] == ["primary", "replica"]
+    define = schemas["DefineJob"]["properties"]
+    assert define["action"] == {"$ref": "#/components/schemas/JobAction"}

@@ -107,10 +107,11 @@ def token_create(
     db: DbOption = None,
 ) -> None:
     """Create a token and print it (it is shown only this once)."""
-    from dgxmm.server.auth import Tokens  # refuses a role that is not admin or viewer
+    from dgxmm.server.auth import Role, Tokens
 
+    chosen = Role.named(role)  # refuses a role that is not admin or viewer
     with open_store(data, db) as store:
-        created = Tokens(store.engine, store.clock).create(role, name or role)
+        created = Tokens(store.engine, store.clock).create(chosen, name or chosen.value)
     typer.echo(created)
 
 

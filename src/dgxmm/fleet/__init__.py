@@ -18,7 +18,9 @@ The stand-in model server is its own package, ``dgxmm.standin``.
 """
 
 from dgxmm.fleet.audit import Audit as Audit
+from dgxmm.fleet.audit import AuditAction as AuditAction
 from dgxmm.fleet.audit import AuditEntry as AuditEntry
+from dgxmm.fleet.audit import AuditSubject as AuditSubject
 from dgxmm.fleet.backends import Backend as Backend
 from dgxmm.fleet.backends import BackendKind as BackendKind
 from dgxmm.fleet.backends import ExternalBackend as ExternalBackend
@@ -48,6 +50,7 @@ from dgxmm.fleet.fit import GpuFit as GpuFit
 from dgxmm.fleet.fit import Holding as Holding
 from dgxmm.fleet.fit import Plan as Plan
 from dgxmm.fleet.insights import Insight as Insight
+from dgxmm.fleet.insights import InsightKind as InsightKind
 from dgxmm.fleet.insights import Insights as Insights
 from dgxmm.fleet.insights import Severity as Severity
 from dgxmm.fleet.inventory import Gpu as Gpu
@@ -78,7 +81,9 @@ __all__ = [
     "METRICS_ROLLUP",
     "ActionResult",
     "Audit",
+    "AuditAction",
     "AuditEntry",
+    "AuditSubject",
     "Backend",
     "BackendKind",
     "Demo",
@@ -104,6 +109,7 @@ __all__ = [
     "Holding",
     "HttpTimeouts",
     "Insight",
+    "InsightKind",
     "Insights",
     "InventorySource",
     "Metrics",

@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_STARTUP_TIMEOUT_S",
     "FIELDS",
     "RUN_FIELDS",
+    "check_backend",
     "check_definition",
     "columns_of",
     "current_keys",
@@ -93,7 +94,7 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
     for key in keys:
         if key not in FIELDS:
             raise DefinitionError(key, "is not a deployment field")
-    backend = _backend(keys.get("backend"))
+    backend = check_backend(keys.get("backend"))
     values: dict[str, Any] = {
         "name": check_name(keys.get("name"), kind="deployment"),
         "model": _text(keys.get("model"), "model", 200),
@@ -143,7 +144,8 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
     return values
 
 
-def _backend(value: Any) -> BackendKind:
+def check_backend(value: Any) -> BackendKind:
+    """Return the backend a definition names (``DefinitionError`` for another)."""
     try:
         return BackendKind(value)
     except ValueError:

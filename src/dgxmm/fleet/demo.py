@@ -29,7 +29,7 @@ import httpx
 from dgxmm.errors import DgxmmError, NotFound
 from dgxmm.fleet.config import configured_gpus, write_gpus
 from dgxmm.fleet.deployment import Deployment, DeploymentState
-from dgxmm.fleet.insights import Severity
+from dgxmm.fleet.insights import InsightKind, Severity
 from dgxmm.fleet.inventory import Gpu, NvmlReader, read_nvml
 from dgxmm.fleet.service import Fleet
 
@@ -140,7 +140,7 @@ class Demo:
             self._threads.append(thread)
             thread.start()
         self._fleet.insights.raise_insight(
-            "demo",
+            InsightKind.DEMO,
             deployment_id=None,
             severity=Severity.INFO,
             message="Demo: three stand-in deployments (demo-chat, demo-code, demo-batch) "

@@ -15,8 +15,14 @@ from sqlalchemy import Connection, Engine, insert, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
-from dgxmm.fleet.audit import Audit
-from dgxmm.fleet.definition import RUN_FIELDS, check_definition, columns_of, current_keys
+from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
+from dgxmm.fleet.definition import (
+    RUN_FIELDS,
+    check_backend,
+    check_definition,
+    columns_of,
+    current_keys,
+)
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.events import EventAction, EventOutcome, Events
 from dgxmm.fleet.inventory import GpuInventory
@@ -97,8 +103,8 @@ class DeploymentRepo:
             )
             self._audit.record(
                 actor=actor,
-                action="deployment.create",
-                subject="deployment",
+                action=AuditAction.DEPLOYMENT_CREATE,
+                subject=AuditSubject.DEPLOYMENT,
                 subject_id=created.id,
                 detail={"after": created.to_json()},
                 connection=connection,
@@ -111,7 +117,7 @@ class DeploymentRepo:
             before = self.get(deployment_id, connection=connection)
             current = current_keys(before)
             merged = {**current, **keys}
-            if "backend" in keys and keys["backend"] != current["backend"]:
+            if "backend" in keys and check_backend(keys["backend"]) is not before.backend:
                 # A new backend drops the other backend's fields unless they were given.
                 for field in ("command", "port", "environment", "base_url"):
                     if field not in keys:
@@ -144,8 +150,8 @@ class DeploymentRepo:
             )
             self._audit.record(
                 actor=actor,
-                action="deployment.update",
-                subject="deployment",
+                action=AuditAction.DEPLOYMENT_UPDATE,
+                subject=AuditSubject.DEPLOYMENT,
                 subject_id=deployment_id,
                 detail={"changed": changed, "before": before.to_json(), "after": after.to_json()},
                 connection=connection,

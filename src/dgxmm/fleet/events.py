@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import Connection, Engine, Row, insert, select
 
@@ -82,21 +82,6 @@ class Event:
         )
 
 
-E = TypeVar("E", bound=StrEnum)
-
-
-def _enum(kind: type[E], value: object, field: str) -> E:
-    if isinstance(value, kind):
-        return value
-    if isinstance(value, str):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    known = ", ".join(member.value for member in kind)
-    raise InvalidInput(field, f"{value!r} is not one of {known}")
-
-
 class Events:
     """Writes and reads deployment events."""
 
@@ -107,10 +92,10 @@ class Events:
     def record(
         self,
         deployment_id: int,
-        action: EventAction | str,
+        action: EventAction,
         *,
         actor: str | None,
-        outcome: EventOutcome | str,
+        outcome: EventOutcome,
         detail: str | None = None,
         connection: Connection | None = None,
     ) -> Event:
@@ -118,9 +103,9 @@ class Events:
         values = {
             "deployment_id": deployment_id,
             "at_us": self._clock.now_us(),
-            "action": _enum(EventAction, action, "action").value,
+            "action": action.value,
             "actor": actor,
-            "outcome": _enum(EventOutcome, outcome, "outcome").value,
+            "outcome": outcome.value,
             "detail": detail,
         }
         if connection is None:
@@ -141,9 +126,9 @@ class Events:
     def latest(
         self,
         deployment_id: int,
-        action: EventAction | str,
+        action: EventAction,
         *,
-        outcome: EventOutcome | str | None = EventOutcome.DONE,
+        outcome: EventOutcome | None = EventOutcome.DONE,
     ) -> Event | None:
         """Return the newest event of ``action`` that ended with ``outcome`` (None: any).
 
@@ -152,12 +137,10 @@ class Events:
         """
         query = select(deployment_events).where(
             deployment_events.c.deployment_id == deployment_id,
-            deployment_events.c.action == _enum(EventAction, action, "action").value,
+            deployment_events.c.action == action.value,
         )
         if outcome is not None:
-            query = query.where(
-                deployment_events.c.outcome == _enum(EventOutcome, outcome, "outcome").value
-            )
+            query = query.where(deployment_events.c.outcome == outcome.value)
         query = query.order_by(deployment_events.c.id.desc())  # ids follow the order written
         with reading(self._engine) as connection:
             row = connection.execute(query.limit(1)).first()

@@ -18,16 +18,27 @@ from sqlalchemy import Connection, Engine, Row, delete, insert, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.fleet.audit import Audit
+from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.deployment import Deployment
 from dgxmm.fleet.tables import deployments, insights
 from dgxmm.store import Dialect, reading, writing
 
-__all__ = ["Insight", "Insights", "Severity"]
+__all__ = ["Insight", "InsightKind", "Insights", "Severity"]
 
 # Serializes "is there an open one with this key?" and the insert on PostgreSQL, where two
 # instances may share the database; SQLite's write transaction already takes the lock.
 _PG_LOCK = 0x64677878_0001
+
+
+class InsightKind(StrEnum):
+    """What an insight is about."""
+
+    DEMO = "demo"  # dgxmm serve --demo is running
+    DEPLOYMENT_FAILED = "deployment_failed"
+    INVENTORY = "inventory"  # how the GPUs were found
+    METRICS_UNREADABLE = "metrics_unreadable"
+    SCHEDULE_DOES_NOT_FIT = "schedule_does_not_fit"
+    SCHEDULE_FAILED = "schedule_failed"
 
 
 class Severity(StrEnum):
@@ -43,7 +54,7 @@ class Insight:
     """One row of ``insights``."""
 
     id: int
-    kind: str
+    kind: InsightKind
     deployment_id: int | None
     severity: Severity
     message: str
@@ -61,7 +72,7 @@ class Insight:
         """Return the insight as JSON values."""
         return {
             "id": self.id,
-            "kind": self.kind,
+            "kind": self.kind.value,
             "deployment_id": self.deployment_id,
             "severity": self.severity.value,
             "message": self.message,
@@ -76,7 +87,7 @@ class Insight:
         """Read an ``insights`` row."""
         return cls(
             id=int(row.id),
-            kind=row.kind,
+            kind=InsightKind(row.kind),
             deployment_id=None if row.deployment_id is None else int(row.deployment_id),
             severity=Severity(row.severity),
             message=row.message,
@@ -98,22 +109,14 @@ class Insights:
 
     def raise_insight(
         self,
-        kind: str,
+        kind: InsightKind,
         *,
         deployment_id: int | None,
-        severity: Severity | str,
+        severity: Severity,
         message: str,
         key: str | None = None,
     ) -> Insight | None:
         """Write an insight; return None when an open one with the same key exists."""
-        if not isinstance(kind, str) or not kind or len(kind) > 50:
-            raise InvalidInput("kind", f"{kind!r} is not an insight kind (1-50 characters)")
-        try:
-            level = Severity(severity)
-        except ValueError:
-            raise InvalidInput(
-                "severity", f"{severity!r} is not info, warning or critical"
-            ) from None
         if not isinstance(message, str) or not message:
             raise InvalidInput("message", "an insight needs a message")
         if key is not None and (not isinstance(key, str) or not key or len(key) > 200):
@@ -133,9 +136,9 @@ class Insights:
                     return None
             inserted = connection.execute(
                 insert(insights).values(
-                    kind=kind,
+                    kind=kind.value,
                     deployment_id=deployment_id,
-                    severity=level.value,
+                    severity=severity.value,
                     message=message,
                     key=key,
                     created_at=self._clock.now_us(),
@@ -179,10 +182,10 @@ class Insights:
             )
             self._audit.record(
                 actor=actor,
-                action="insight.dismiss",
-                subject="insight",
+                action=AuditAction.INSIGHT_DISMISS,
+                subject=AuditSubject.INSIGHT,
                 subject_id=insight_id,
-                detail={"kind": found.kind, "deployment": found.deployment_id},
+                detail={"kind": found.kind.value, "deployment": found.deployment_id},
                 connection=connection,
             )
             return self._get(connection, insight_id)

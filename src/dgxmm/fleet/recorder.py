@@ -16,15 +16,27 @@ from typing import Any, NoReturn
 from sqlalchemy import Engine
 
 from dgxmm.errors import BackendError, Conflict, DoesNotFit
-from dgxmm.fleet.audit import Audit
+from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.backends.protocol import Backend, StopOutcome
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
 from dgxmm.fleet.events import Event, EventAction, EventOutcome, Events
-from dgxmm.fleet.insights import Insights, Severity
+from dgxmm.fleet.insights import InsightKind, Insights, Severity
 from dgxmm.store import writing
 
 __all__ = ["KEEP", "ActionRecorder", "ActionResult"]
+
+# The audit action of each event action the recorder writes.
+_AUDITED = {
+    EventAction.CREATE: AuditAction.DEPLOYMENT_CREATE,
+    EventAction.UPDATE: AuditAction.DEPLOYMENT_UPDATE,
+    EventAction.START: AuditAction.DEPLOYMENT_START,
+    EventAction.STOP: AuditAction.DEPLOYMENT_STOP,
+    EventAction.SLEEP: AuditAction.DEPLOYMENT_SLEEP,
+    EventAction.WAKE: AuditAction.DEPLOYMENT_WAKE,
+    EventAction.FAILED: AuditAction.DEPLOYMENT_FAILED,
+    EventAction.REATTACH: AuditAction.DEPLOYMENT_REATTACH,
+}
 
 KEEP: Any = object()  # leave last_error as it is
 
@@ -101,8 +113,8 @@ class ActionRecorder:
             )
             self._audit.record(
                 actor=actor,
-                action=f"deployment.{action.value}",
-                subject="deployment",
+                action=_AUDITED[action],
+                subject=AuditSubject.DEPLOYMENT,
                 subject_id=deployment.id,
                 detail={
                     "name": deployment.name,
@@ -159,7 +171,7 @@ class ActionRecorder:
             deployment, action, outcome, actor, detail, state=DeploymentState.FAILED, error=detail
         )
         self._insights.raise_insight(
-            "deployment_failed",
+            InsightKind.DEPLOYMENT_FAILED,
             deployment_id=deployment.id,
             severity=Severity.CRITICAL,
             message=f"{deployment.name} failed ({action.value}, {actor}): {detail}",

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, delete
 
 from dgxmm.clock import Clock
 from dgxmm.errors import DgxmmError
-from dgxmm.fleet.audit import Audit
+from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.backends.protocol import BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployer import Deployer
@@ -27,7 +27,7 @@ from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
 from dgxmm.fleet.events import Events
 from dgxmm.fleet.fit import Holding, gpu_holdings
-from dgxmm.fleet.insights import Insights, Severity
+from dgxmm.fleet.insights import InsightKind, Insights, Severity
 from dgxmm.fleet.inventory import Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.metrics.metrics import Metrics
 from dgxmm.fleet.metrics.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING
@@ -130,8 +130,8 @@ class Fleet:
             with writing(self.store.engine) as connection:
                 self.audit.record(
                     actor=actor,
-                    action="deployment.remove",
-                    subject="deployment",
+                    action=AuditAction.DEPLOYMENT_REMOVE,
+                    subject=AuditSubject.DEPLOYMENT,
                     subject_id=deployment_id,
                     detail={"before": deployment.to_json()},
                     connection=connection,
@@ -212,7 +212,7 @@ class Fleet:
         inventory = self.inventory
         if not inventory.gpus:
             self.insights.raise_insight(
-                "inventory",
+                InsightKind.INVENTORY,
                 deployment_id=None,
                 severity=Severity.WARNING,
                 message="No GPU is known: NVML found none and config.json lists none "
@@ -221,7 +221,7 @@ class Fleet:
             )
         elif inventory.source is InventorySource.NVML and inventory.note:
             self.insights.raise_insight(
-                "inventory",
+                InsightKind.INVENTORY,
                 deployment_id=None,
                 severity=Severity.INFO,
                 message=f"GPU inventory: {inventory.note}.",

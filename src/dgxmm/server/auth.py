@@ -34,6 +34,14 @@ class Role(StrEnum):
     ADMIN = "admin"
     VIEWER = "viewer"
 
+    @classmethod
+    def named(cls, text: str) -> Role:
+        """Return the role a command line names (``InvalidInput`` for another)."""
+        try:
+            return cls(text)
+        except ValueError:
+            raise InvalidInput("role", f"{text!r} is not a role (admin or viewer)") from None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Identity:
@@ -60,12 +68,8 @@ class Tokens:
         self._engine = engine
         self._clock = clock
 
-    def create(self, role: Role | str, name: str) -> str:
+    def create(self, role: Role, name: str) -> str:
         """Create a token and return it; it is never shown again."""
-        try:
-            role = Role(role)
-        except ValueError:
-            raise InvalidInput("role", f"{role!r} is not a role (admin or viewer)") from None
         if not name or len(name) > 200 or not name.isprintable():
             raise InvalidInput("name", "a token needs a printable name of 1-200 characters")
         token = _PREFIX + secrets.token_urlsafe(32)

@@ -1,7 +1,9 @@
 """Request bodies of the API, checked by pydantic at the edge (wrong types answer 422).
 
 Strict: a number in quotes or a string for a boolean is a wrong type, and unknown fields are
-refused, each naming the field. What the engine checks (a cron text, a known action, the
+refused, each naming the field. Enum fields take their values (``Field(strict=False)``: in
+strict mode pydantic wants an enum instance, which JSON cannot carry); ``/openapi.json``
+lists the values. What the engine checks (a cron text, a known action, the
 arguments against the query's parameters) answers 400 with the field.
 """
 
@@ -10,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from dgxmm.store import JobAction, RunOn
 
 __all__ = [
     "BackupBody",
@@ -40,14 +44,14 @@ class DefineJob(Body):
 
     name: str = Field(min_length=1, max_length=200)
     schedule: str = Field(max_length=200)
-    action: str = Field(max_length=100)
+    action: JobAction = Field(strict=False)  # an enum's value is a JSON string
     query: str | None = Field(default=None, max_length=200)
     args: dict[str, Any] | None = None
     path: str | None = Field(default=None, max_length=4096)
     enabled: bool | None = None
     timeout_ms: int | None = None
     memory_limit: int | None = None
-    run_on: str | None = Field(default=None, max_length=100)
+    run_on: RunOn | None = Field(default=None, strict=False)
     description: str | None = Field(default=None, max_length=10_000)
 
 

@@ -71,6 +71,13 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     ]
     field = ".".join(location) or None
     kind = first.get("type", "")
+    if kind == "enum" and isinstance(first.get("input"), str):
+        # A text outside an enum is refused like the engine refuses one: 400 naming the
+        # field and the allowed values, which /openapi.json lists too.
+        context = first.get("ctx")
+        allowed = context.get("expected") if isinstance(context, dict) else None
+        message = f"{field}: {first.get('input')!r} is not one of {allowed}"
+        return JSONResponse(error_body("invalid", message, field), status_code=400)
     if kind == "json_invalid":
         context = first.get("ctx")
         reason = context.get("error") if isinstance(context, dict) else None

@@ -18,7 +18,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
 from dgxmm.fleet import BackendKind, Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.backends.pidfile import read_pid_file
-from dgxmm.server import FLEET_ROUTES, Host, Services, Tokens, create_app
+from dgxmm.server import FLEET_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store
 
 START = "2026-06-01T10:00:30+00:00"
@@ -100,7 +100,7 @@ def tokens(store: Store) -> Tokens:
     return Tokens(store.engine, store.clock)
 
 
-def _client(host: Host, tokens: Tokens, fleet: Fleet, role: str, name: str) -> TestClient:
+def _client(host: Host, tokens: Tokens, fleet: Fleet, role: Role, name: str) -> TestClient:
     app = create_app(Services(host=host, tokens=tokens, fleet=fleet), [FLEET_ROUTES])
     client = TestClient(app)
     client.headers["Authorization"] = f"Bearer {tokens.create(role, name)}"
@@ -110,12 +110,12 @@ def _client(host: Host, tokens: Tokens, fleet: Fleet, role: str, name: str) -> T
 @pytest.fixture
 def client(host: Host, tokens: Tokens, fleet: Fleet) -> Iterator[TestClient]:
     """An admin's API client (alice)."""
-    with _client(host, tokens, fleet, "admin", "alice") as made:
+    with _client(host, tokens, fleet, Role.ADMIN, "alice") as made:
         yield made
 
 
 @pytest.fixture
 def viewer(host: Host, tokens: Tokens, fleet: Fleet) -> Iterator[TestClient]:
     """A viewer's API client (victor)."""
-    with _client(host, tokens, fleet, "viewer", "victor") as made:
+    with _client(host, tokens, fleet, Role.VIEWER, "victor") as made:
         yield made

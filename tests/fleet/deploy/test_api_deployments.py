@@ -151,3 +151,16 @@ def test_it_serves_rollups_from_the_rollup_job(client: TestClient, fleet: Fleet)
     fleet.metrics.rollup_all()
     rollups = client.get(f"/api/deployments/{made['id']}/rollups").json()["rollups"]
     assert [(r["requests"], r["samples"]) for r in rollups] == [(0, 1)]
+
+
+def test_openapi_lists_backends_and_audit_values(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["BackendKind"]["enum"] == ["process", "external"]
+    assert "deployment.remove" in schemas["AuditAction"]["enum"]
+    assert schemas["AuditSubject"]["enum"] == [
+        "deployment",
+        "insight",
+        "proposal",
+        "schedule",
+        "setting",
+    ]

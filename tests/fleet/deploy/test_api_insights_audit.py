@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from deploy.deploykit import standin
-from dgxmm.fleet import Fleet
+from dgxmm.fleet import Fleet, InsightKind, Severity
 from dgxmm.jobs import Outcome
 from dgxmm.server import Host
 
@@ -15,7 +15,10 @@ def test_it_lists_and_dismisses_insights(
 ) -> None:
     llama = fleet.deployments.create(actor="user:alice", **standin("llama"))
     raised = fleet.insights.raise_insight(
-        "deployment_failed", deployment_id=llama.id, severity="critical", message="it failed"
+        InsightKind.DEPLOYMENT_FAILED,
+        deployment_id=llama.id,
+        severity=Severity.CRITICAL,
+        message="it failed",
     )
     assert raised is not None
     [shown] = viewer.get("/api/insights").json()["insights"]

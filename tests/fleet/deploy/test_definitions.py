@@ -8,7 +8,7 @@ import pytest
 
 from deploy.deploykit import standin
 from dgxmm.errors import Conflict, DefinitionError, NotFound
-from dgxmm.fleet import BackendKind, DeploymentState, EventAction, Fleet
+from dgxmm.fleet import AuditAction, BackendKind, DeploymentState, EventAction, Fleet
 
 
 def external(name: str = "remote", **extra: Any) -> dict[str, Any]:
@@ -98,12 +98,12 @@ def test_it_changes_fields_and_records_what_changed(fleet: Fleet) -> None:
     changed = fleet.deployments.update(created.id, "user:bob", priority=80, name="llama-70b")
     assert (changed.priority, changed.name) == (80, "llama-70b")
     assert fleet.events.list(created.id)[0].detail == "changed name, priority"
-    audit = fleet.audit.list(action="deployment.update")[0]
+    audit = fleet.audit.list(action=AuditAction.DEPLOYMENT_UPDATE)[0]
     assert (audit.actor, audit.detail["changed"]) == ("user:bob", ["name", "priority"])
     assert audit.detail["before"]["priority"] == 50
     # Nothing changed: nothing written.
     assert fleet.deployments.update(created.id, "user:bob", priority=80) == changed
-    assert len(fleet.audit.list(action="deployment.update")) == 1
+    assert len(fleet.audit.list(action=AuditAction.DEPLOYMENT_UPDATE)) == 1
     with pytest.raises(NotFound):
         fleet.deployments.update(999, "user:bob", priority=1)
 

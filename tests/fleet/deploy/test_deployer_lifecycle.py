@@ -11,7 +11,7 @@ from fleetkit import pid_exists
 
 from deploy.deploykit import standin
 from dgxmm.errors import BackendError, Conflict, ServerGone
-from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
+from dgxmm.fleet import AuditSubject, DeploymentState, EventAction, EventOutcome, Fleet
 from dgxmm.fleet.backends.pidfile import read_pid_file
 
 S = DeploymentState
@@ -66,7 +66,9 @@ def test_it_starts_sleeps_wakes_and_stops_a_real_server(fleet: Fleet) -> None:
         (EventAction.WAKE, "user:bob", EventOutcome.DONE),
         (EventAction.STOP, "user:alice", EventOutcome.DONE),
     ]
-    audit = [(a.action, a.actor) for a in reversed(fleet.audit.list(subject="deployment"))]
+    audit = [
+        (a.action, a.actor) for a in reversed(fleet.audit.list(subject=AuditSubject.DEPLOYMENT))
+    ]
     assert audit == [
         ("deployment.create", "user:alice"),
         ("deployment.start", "user:alice"),
@@ -74,7 +76,7 @@ def test_it_starts_sleeps_wakes_and_stops_a_real_server(fleet: Fleet) -> None:
         ("deployment.wake", "user:bob"),
         ("deployment.stop", "user:alice"),
     ]
-    assert fleet.events.latest(created.id, "stop") == fleet.events.list(created.id)[0]
+    assert fleet.events.latest(created.id, EventAction.STOP) == fleet.events.list(created.id)[0]
 
 
 def test_it_fails_the_gate_of_a_server_that_never_gets_healthy(fleet: Fleet) -> None:
@@ -151,10 +153,10 @@ def test_it_skips_a_start_of_a_running_deployment(fleet: Fleet) -> None:
     # "Who stopped it" asks the stop that was done, not a later skipped one.
     fleet.deployer.stop(created.id, actor="schedule:3")
     fleet.deployer.stop(created.id, actor="user:alice")
-    latest = fleet.events.latest(created.id, "stop")
+    latest = fleet.events.latest(created.id, EventAction.STOP)
     assert latest is not None
     assert latest.actor == "schedule:3"
-    any_outcome = fleet.events.latest(created.id, "stop", outcome=None)
+    any_outcome = fleet.events.latest(created.id, EventAction.STOP, outcome=None)
     assert any_outcome is not None
     assert any_outcome.actor == "user:alice"
 

@@ -9,6 +9,7 @@ import pytest
 from deploy.deploykit import standin
 from dgxmm.errors import DoesNotFit
 from dgxmm.fleet import (
+    AuditAction,
     BackendKind,
     Deployment,
     DeploymentState,
@@ -202,7 +203,7 @@ def test_it_refuses_a_start_that_does_not_fit_without_plans(fleet: Fleet) -> Non
         EventOutcome.SKIPPED,
     )
     assert "10 GiB short" in (event.detail or "")
-    assert fleet.audit.list(action="deployment.start")[0].actor == "schedule:4"
+    assert fleet.audit.list(action=AuditAction.DEPLOYMENT_START)[0].actor == "schedule:4"
 
 
 def test_a_manual_start_evicts_what_its_plan_shows(fleet: Fleet) -> None:

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
-from dgxmm.fleet import Fleet
+from dgxmm.fleet import Fleet, InsightKind, Severity
 from dgxmm.server import (
     FLEET_ROUTES,
     DeploymentSection,
@@ -21,6 +21,7 @@ from dgxmm.server import (
     Tokens,
     create_app,
 )
+from dgxmm.server.auth import Role
 from dgxmm.server.pages.render import templates
 
 
@@ -99,7 +100,7 @@ def test_other_parts_add_sections_to_a_deployments_page(
     services = Services(host=host, tokens=tokens, fleet=fleet)
     with_section = create_app(services, [FLEET_ROUTES, Routes(name="test", sections=(section,))])
     without = create_app(services, [FLEET_ROUTES])
-    token = tokens.create("viewer", "victor")
+    token = tokens.create(Role.VIEWER, "victor")
     with TestClient(with_section) as one, TestClient(without) as other:
         one.headers["Authorization"] = other.headers["Authorization"] = f"Bearer {token}"
         assert (
@@ -117,7 +118,10 @@ def test_an_app_refuses_routes_whose_service_it_lacks(host: Host, tokens: Tokens
 def test_the_insights_and_audit_pages_list_what_happened(client: TestClient, fleet: Fleet) -> None:
     created = fleet.deployments.create(actor="user:a", **standin("chat"))
     fleet.insights.raise_insight(
-        "note", deployment_id=created.id, severity="warning", message="look here"
+        InsightKind.METRICS_UNREADABLE,
+        deployment_id=created.id,
+        severity=Severity.WARNING,
+        message="look here",
     )
     insights = client.get("/insights").text
     assert "look here" in insights

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource, Severity
+from dgxmm.fleet import (
+    AuditAction,
+    AuditSubject,
+    Fleet,
+    Gpu,
+    GpuInventory,
+    InsightKind,
+    InventorySource,
+    Severity,
+)
 from dgxmm.fleet.config import configured_gpus, discover_inventory, write_gpus
 from dgxmm.fleet.inventory import NvmlReading
 from dgxmm.store import Store
@@ -13,12 +22,20 @@ from dgxmm.store import Store
 
 def test_an_insight_with_a_key_is_raised_once_while_it_is_open(fleet: Fleet) -> None:
     first = fleet.insights.raise_insight(
-        "disk", deployment_id=None, severity="warning", message="disk is filling", key="disk:1"
+        InsightKind.INVENTORY,
+        deployment_id=None,
+        severity=Severity.WARNING,
+        message="disk is filling",
+        key="disk:1",
     )
     assert first is not None
     assert first.severity is Severity.WARNING
     again = fleet.insights.raise_insight(
-        "disk", deployment_id=None, severity="warning", message="disk is filling", key="disk:1"
+        InsightKind.INVENTORY,
+        deployment_id=None,
+        severity=Severity.WARNING,
+        message="disk is filling",
+        key="disk:1",
     )
     assert again is None
     assert [i.id for i in fleet.insights.list()] == [first.id]
@@ -27,7 +44,7 @@ def test_an_insight_with_a_key_is_raised_once_while_it_is_open(fleet: Fleet) -> 
     assert (dismissed.is_open, dismissed.dismissed_by) == (False, "user:alice")
     assert fleet.insights.list() == []
     assert [i.id for i in fleet.insights.list(include_dismissed=True)] == [first.id]
-    audit = fleet.audit.list(action="insight.dismiss")[0]
+    audit = fleet.audit.list(action=AuditAction.INSIGHT_DISMISS)[0]
     assert (audit.actor, audit.subject, audit.subject_id) == (
         "user:alice",
         "insight",
@@ -36,16 +53,24 @@ def test_an_insight_with_a_key_is_raised_once_while_it_is_open(fleet: Fleet) -> 
     # Dismissing again changes nothing; once dismissed, the key may be raised anew.
     assert fleet.insights.dismiss(first.id, "user:bob").dismissed_by == "user:alice"
     assert fleet.insights.raise_insight(
-        "disk", deployment_id=None, severity="critical", message="full", key="disk:1"
+        InsightKind.INVENTORY,
+        deployment_id=None,
+        severity=Severity.CRITICAL,
+        message="full",
+        key="disk:1",
     )
 
 
 def test_it_refuses_what_an_insight_cannot_be(fleet: Fleet) -> None:
     with pytest.raises(InvalidInput) as refused:
-        fleet.insights.raise_insight("x", deployment_id=None, severity="loud", message="m")
-    assert refused.value.field == "severity"
+        fleet.insights.raise_insight(
+            InsightKind.INVENTORY, deployment_id=None, severity=Severity.INFO, message=""
+        )
+    assert refused.value.field == "message"
     with pytest.raises(NotFound):
-        fleet.insights.raise_insight("x", deployment_id=42, severity="info", message="m")
+        fleet.insights.raise_insight(
+            InsightKind.DEMO, deployment_id=42, severity=Severity.INFO, message="m"
+        )
     with pytest.raises(NotFound):
         fleet.insights.dismiss(42, "user:alice")
 
@@ -54,8 +79,8 @@ def test_the_audit_list_is_newest_first_and_filters(fleet: Fleet) -> None:
     for n in range(5):
         fleet.audit.record(
             actor=f"user:{'alice' if n % 2 else 'bob'}",
-            action="thing.poke",
-            subject="thing",
+            action=AuditAction.DEPLOYMENT_UPDATE,
+            subject=AuditSubject.DEPLOYMENT,
             subject_id=n,
             detail={"n": n},
         )

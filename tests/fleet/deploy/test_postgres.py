@@ -12,7 +12,7 @@ from fleetkit import TEST_TIMEOUTS
 from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict
-from dgxmm.fleet import DeploymentState, EventAction, Fleet, GpuInventory
+from dgxmm.fleet import DeploymentState, EventAction, Fleet, GpuInventory, InsightKind, Severity
 from dgxmm.store import Store
 
 pytestmark = pytest.mark.postgres
@@ -46,17 +46,25 @@ def test_the_fleet_keeps_its_rows_on_postgresql(pg_fleet: Fleet, clock: ManualCl
     assert fleet.metrics.last_request_at(created.id) == clock.now_us()
     fleet.deployer.sleep(created.id, actor="schedule:1")
     assert fleet.deployments.get(created.id).state is DeploymentState.SLEEPING
-    latest = fleet.events.latest(created.id, "sleep")
+    latest = fleet.events.latest(created.id, EventAction.SLEEP)
     assert latest is not None
     assert (latest.action, latest.actor) == (EventAction.SLEEP, "schedule:1")
 
     key = f"note:{created.id}"
     first = fleet.insights.raise_insight(
-        "note", deployment_id=created.id, severity="info", message="m", key=key
+        InsightKind.METRICS_UNREADABLE,
+        deployment_id=created.id,
+        severity=Severity.INFO,
+        message="m",
+        key=key,
     )
     assert first is not None
     again = fleet.insights.raise_insight(
-        "note", deployment_id=created.id, severity="info", message="m", key=key
+        InsightKind.METRICS_UNREADABLE,
+        deployment_id=created.id,
+        severity=Severity.INFO,
+        message="m",
+        key=key,
     )
     assert again is None
 

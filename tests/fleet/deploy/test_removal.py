@@ -11,7 +11,7 @@ from sqlalchemy import Connection, func, select
 from deploy.deploykit import standin
 from dgxmm.decider.tables import deployment_schedules, schedule_proposals, traffic_profiles
 from dgxmm.errors import NotFound
-from dgxmm.fleet import Deployment, Fleet
+from dgxmm.fleet import AuditAction, Deployment, Fleet, InsightKind, Severity
 from dgxmm.fleet.backends.pidfile import read_pid_file
 from dgxmm.fleet.tables import audit_log, deployment_events, insights, metric_rollups
 from dgxmm.store import reading, writing
@@ -36,9 +36,17 @@ def test_it_stops_audits_runs_its_hooks_and_removes_every_row(fleet: Fleet) -> N
     assert record is not None
     fleet.metrics.rollup_all()
     fleet.insights.raise_insight(
-        "note", deployment_id=created.id, severity="info", message="about llama"
+        InsightKind.METRICS_UNREADABLE,
+        deployment_id=created.id,
+        severity=Severity.INFO,
+        message="about llama",
     )
-    fleet.insights.raise_insight("note", deployment_id=kept.id, severity="info", message="kept")
+    fleet.insights.raise_insight(
+        InsightKind.METRICS_UNREADABLE,
+        deployment_id=kept.id,
+        severity=Severity.INFO,
+        message="kept",
+    )
     now = fleet.clock.now_us()
     with writing(fleet.store.engine) as connection:  # as the schedule runner writes them
         connection.execute(
@@ -98,11 +106,11 @@ def test_it_stops_audits_runs_its_hooks_and_removes_every_row(fleet: Fleet) -> N
     ):
         assert count(fleet, table, created.id) == 0, table.name
     assert [i.message for i in fleet.insights.list()] == ["kept"]
-    removal = fleet.audit.list(action="deployment.remove")[0]
+    removal = fleet.audit.list(action=AuditAction.DEPLOYMENT_REMOVE)[0]
     assert (removal.actor, removal.subject_id) == ("user:alice", str(created.id))
     assert removal.detail["before"]["name"] == "llama"
     # Its process was stopped as an audited stop by the same actor.
-    assert fleet.audit.list(action="deployment.stop")[0].actor == "user:alice"
+    assert fleet.audit.list(action=AuditAction.DEPLOYMENT_STOP)[0].actor == "user:alice"
 
 
 def test_a_hook_that_fails_removes_nothing(fleet: Fleet) -> None:
@@ -115,4 +123,4 @@ def test_a_hook_that_fails_removes_nothing(fleet: Fleet) -> None:
     with pytest.raises(RuntimeError, match="not today"):
         fleet.remove(created.id, actor="user:alice")
     assert fleet.deployments.get(created.id).name == "llama"
-    assert fleet.audit.list(action="deployment.remove") == []
+    assert fleet.audit.list(action=AuditAction.DEPLOYMENT_REMOVE) == []

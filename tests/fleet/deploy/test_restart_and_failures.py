@@ -113,7 +113,7 @@ def test_the_rollup_job_finds_a_killed_server_and_marks_it_failed(
         "system",
         EventOutcome.DONE,
     )
-    assert fleet.events.latest(created.id, "failed") == event
+    assert fleet.events.latest(created.id, EventAction.FAILED) == event
     [insight] = fleet.insights.list()
     assert (insight.kind, insight.severity.value) == ("deployment_failed", "critical")
     # Seen again next minute: still one insight, no second event.

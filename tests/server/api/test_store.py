@@ -17,7 +17,7 @@ from pg_cluster import PgCluster
 from support import free_port
 
 from dgxmm.clock import ManualClock
-from dgxmm.server import Host, Services, Tokens, create_app
+from dgxmm.server import Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store
 
 
@@ -165,7 +165,7 @@ def pg_client(pg_store: Store, clock: ManualClock) -> Iterator[TestClient]:
     tokens = Tokens(pg_store.engine, clock)
     try:
         with TestClient(create_app(Services(host=host, tokens=tokens))) as made:
-            made.headers["Authorization"] = f"Bearer {tokens.create('admin', 'alice')}"
+            made.headers["Authorization"] = f"Bearer {tokens.create(Role.ADMIN, 'alice')}"
             yield made
     finally:
         host.stop()

@@ -49,11 +49,11 @@ from dgxmm.decider.proposals.rows import (
     change_proposal,
     read_proposal,
 )
-from dgxmm.decider.schedules.rows import Schedule
+from dgxmm.decider.schedules.rows import Schedule, ScheduleAction
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import Conflict, NotFound
-from dgxmm.fleet import Fleet
+from dgxmm.fleet import AuditAction, AuditSubject, Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, reading, writing
 
@@ -94,8 +94,8 @@ class ProposalService:
         self._store.set_setting(MODEL_SETTING, settings.to_json(), actor=actor)
         self._fleet.audit.record(
             actor=actor,
-            action="proposals.model",
-            subject="setting",
+            action=AuditAction.PROPOSALS_MODEL,
+            subject=AuditSubject.SETTING,
             subject_id=MODEL_SETTING,
             detail=settings.to_json(),
         )
@@ -212,8 +212,8 @@ class ProposalService:
                     connection=connection,
                 )
                 for action, days, at in (
-                    ("sleep", proposal.sleep_days, proposal.sleep_time),
-                    ("wake", proposal.wake_days, proposal.wake_time),
+                    (ScheduleAction.SLEEP, proposal.sleep_days, proposal.sleep_time),
+                    (ScheduleAction.WAKE, proposal.wake_days, proposal.wake_time),
                 )
             ]
             change_proposal(
@@ -224,7 +224,7 @@ class ProposalService:
             self._audit(
                 connection,
                 actor,
-                "proposal.accept",
+                AuditAction.PROPOSAL_ACCEPT,
                 proposal,
                 {"schedules": [schedule.id for schedule in made]},
             )
@@ -234,7 +234,7 @@ class ProposalService:
         """Mark the proposal dismissed (not made again for 7 days); audited."""
         with writing(self._store.engine) as connection:
             proposal = self._decide_row(connection, proposal_id, ProposalStatus.DISMISSED, actor)
-            self._audit(connection, actor, "proposal.dismiss", proposal, None)
+            self._audit(connection, actor, AuditAction.PROPOSAL_DISMISS, proposal, None)
             return read_proposal(connection, proposal_id)
 
     def _decide_row(
@@ -254,7 +254,12 @@ class ProposalService:
         return proposal
 
     def _audit(
-        self, connection: Connection, actor: str, action: str, proposal: Proposal, more: Any
+        self,
+        connection: Connection,
+        actor: str,
+        action: AuditAction,
+        proposal: Proposal,
+        more: Any,
     ) -> None:
         detail = {"deployment": proposal.deployment_id, "proposal": proposal.description}
         if more:
@@ -262,7 +267,7 @@ class ProposalService:
         self._fleet.audit.record(
             actor=actor,
             action=action,
-            subject="proposal",
+            subject=AuditSubject.PROPOSAL,
             subject_id=proposal.id,
             detail=detail,
             connection=connection,

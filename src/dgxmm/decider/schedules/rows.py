@@ -13,6 +13,7 @@ from dgxmm.decider.days import ALL_DAYS
 from dgxmm.decider.schedules.slots import parse_time
 from dgxmm.decider.tables import deployment_schedules
 from dgxmm.errors import DefinitionError, NotFound
+from dgxmm.fleet import AuditAction, EventAction
 from dgxmm.fleet.tables import deployments
 from dgxmm.jobs import resolve_zone
 from dgxmm.store import reading
@@ -32,6 +33,30 @@ class ScheduleAction(StrEnum):
     def quiets(self) -> bool:
         """Tell whether the action takes the deployment down (and so checks traffic first)."""
         return self in (ScheduleAction.SLEEP, ScheduleAction.STOP)
+
+    @property
+    def event(self) -> EventAction:
+        """The deployment event the action is written down as."""
+        return _EVENTS[self]
+
+    @property
+    def audited(self) -> AuditAction:
+        """The audit action of a slot that ran it."""
+        return _AUDITED[self]
+
+
+_EVENTS = {
+    ScheduleAction.SLEEP: EventAction.SLEEP,
+    ScheduleAction.WAKE: EventAction.WAKE,
+    ScheduleAction.STOP: EventAction.STOP,
+    ScheduleAction.START: EventAction.START,
+}
+_AUDITED = {
+    ScheduleAction.SLEEP: AuditAction.SCHEDULE_SLEEP,
+    ScheduleAction.WAKE: AuditAction.SCHEDULE_WAKE,
+    ScheduleAction.STOP: AuditAction.SCHEDULE_STOP,
+    ScheduleAction.START: AuditAction.SCHEDULE_START,
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -40,7 +40,17 @@ from dgxmm.decider.schedules.slots import (
     parse_time,
 )
 from dgxmm.errors import DgxmmError, DoesNotFit, InvalidInput
-from dgxmm.fleet import Deployment, DeploymentState, Fleet
+from dgxmm.fleet import (
+    AuditAction,
+    AuditSubject,
+    Deployment,
+    DeploymentState,
+    EventAction,
+    EventOutcome,
+    Fleet,
+    InsightKind,
+    Severity,
+)
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext, resolve_zone
 from dgxmm.store import Store, writing
 from dgxmm.time_units import MINUTE_US, SECOND_US
@@ -58,6 +68,11 @@ class ResultKind(StrEnum):
     DEFERRED = "deferred"
     SKIPPED = "skipped"
     FAILED = "failed"
+
+    @property
+    def event(self) -> EventOutcome:
+        """The outcome of the deployment event that records it."""
+        return EventOutcome(self.value)  # the same four words
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,7 +118,7 @@ class ScheduleService:
         self,
         deployment_id: int,
         *,
-        action: str,
+        action: ScheduleAction,
         days: int,
         time: str,
         time_zone: str | None = None,
@@ -137,7 +152,9 @@ class ScheduleService:
                 "updated_at": now,
             },
         )
-        self._audit(connection, actor, "schedule.create", schedule, after=schedule.to_json())
+        self._audit(
+            connection, actor, AuditAction.SCHEDULE_CREATE, schedule, after=schedule.to_json()
+        )
         return schedule
 
     def get(self, schedule_id: int) -> Schedule:
@@ -163,7 +180,7 @@ class ScheduleService:
             self._audit(
                 connection,
                 actor,
-                "schedule.update",
+                AuditAction.SCHEDULE_UPDATE,
                 after,
                 before=before.to_json(),
                 after=after.to_json(),
@@ -174,7 +191,9 @@ class ScheduleService:
         """Remove a schedule; audited."""
         with writing(self._store.engine) as connection:
             before = self._rows.get(schedule_id, connection=connection)
-            self._audit(connection, actor, "schedule.delete", before, before=before.to_json())
+            self._audit(
+                connection, actor, AuditAction.SCHEDULE_DELETE, before, before=before.to_json()
+            )
             self._rows.remove(connection, schedule_id)
 
     def paused_all(self) -> bool:
@@ -187,8 +206,9 @@ class ScheduleService:
             raise InvalidInput("paused_all", f"{on!r} is not true or false")
         self._store.set_setting(PAUSED_ALL, on, actor=actor)
         self._fleet.audit.record(
-            actor=actor, action="schedules.pause_all" if on else "schedules.resume_all",
-            subject="setting", subject_id=PAUSED_ALL, detail={"paused_all": on},
+            actor=actor,
+            action=AuditAction.SCHEDULES_PAUSE_ALL if on else AuditAction.SCHEDULES_RESUME_ALL,
+            subject=AuditSubject.SETTING, subject_id=PAUSED_ALL, detail={"paused_all": on},
         )  # fmt: skip
 
     # -- the runner ---------------------------------------------------------------------------
@@ -298,9 +318,9 @@ class ScheduleService:
                 deployer.start(deployment.id, actor=actor, plans=False)
         except DoesNotFit as refused:
             self._fleet.insights.raise_insight(
-                "schedule_does_not_fit",
+                InsightKind.SCHEDULE_DOES_NOT_FIT,
                 deployment_id=deployment.id,
-                severity="warning",
+                severity=Severity.WARNING,
                 message=(
                     f"Schedule {schedule.id} could not {schedule.action.value} "
                     f"{deployment.name}: {refused}"
@@ -342,7 +362,7 @@ class ScheduleService:
         if wake and state is not DeploymentState.SLEEPING:
             # Woken from stopped only when a schedule stopped it; a stop with no actor
             # (older events) counts as not stopped by a schedule.
-            stop = self._fleet.events.latest(deployment.id, "stop")
+            stop = self._fleet.events.latest(deployment.id, EventAction.STOP)
             by = stop.actor if stop is not None else None
             if by is None or not by.startswith("schedule:"):
                 who = by or "someone unknown (the stop names no actor)"
@@ -367,11 +387,11 @@ class ScheduleService:
             self._rows.change(connection, schedule.id, values)
             if not outcome.acted:  # the deployer writes the event of an action it ran
                 fleet.events.record(
-                    schedule.deployment_id, schedule.action.value, actor=actor,
-                    outcome=run.kind.value, detail=run.reason, connection=connection,
+                    schedule.deployment_id, schedule.action.event, actor=actor,
+                    outcome=run.kind.event, detail=run.reason, connection=connection,
                 )  # fmt: skip
             fleet.audit.record(
-                actor=actor, action=f"schedule.{schedule.action.value}", subject="deployment",
+                actor=actor, action=schedule.action.audited, subject=AuditSubject.DEPLOYMENT,
                 subject_id=str(schedule.deployment_id),
                 detail={"schedule": schedule.id, "day": run.day, "result": run.result},
                 connection=connection,
@@ -380,9 +400,9 @@ class ScheduleService:
                 self._pause(connection, schedule, run, now)
         if pause:
             fleet.insights.raise_insight(
-                "schedule_failed",
+                InsightKind.SCHEDULE_FAILED,
                 deployment_id=schedule.deployment_id,
-                severity="critical",
+                severity=Severity.CRITICAL,
                 message=(
                     f"Schedule {schedule.id} failed to {schedule.action.value} deployment "
                     f"{schedule.deployment_id}: {run.reason}. Its sleep and wake schedules are "
@@ -400,7 +420,9 @@ class ScheduleService:
                     schedule.id,
                     {"enabled": False, "paused_reason": reason, "updated_at": now},
                 )
-                self._audit(connection, "system", "schedule.pause", schedule, detail=reason)
+                self._audit(
+                    connection, "system", AuditAction.SCHEDULE_PAUSE, schedule, detail=reason
+                )
 
     # -- removal ------------------------------------------------------------------------------
 
@@ -408,7 +430,7 @@ class ScheduleService:
         """Audit each of a removed deployment's schedules (the rows go by ON DELETE CASCADE)."""
         for schedule in self._rows.list(deployment.id, connection=connection):
             self._audit(
-                connection, actor, "schedule.delete", schedule,
+                connection, actor, AuditAction.SCHEDULE_DELETE, schedule,
                 before=schedule.to_json(), detail="its deployment was removed",
             )  # fmt: skip
 
@@ -416,7 +438,7 @@ class ScheduleService:
         self,
         connection: Connection,
         actor: str,
-        action: str,
+        action: AuditAction,
         schedule: Schedule,
         *,
         before: Any = None,
@@ -426,7 +448,7 @@ class ScheduleService:
         self._fleet.audit.record(
             actor=actor,
             action=action,
-            subject="schedule",
+            subject=AuditSubject.SCHEDULE,
             subject_id=str(schedule.id),
             detail={"deployment": schedule.deployment_id, "before": before, "after": after,
                     "note": detail},

@@ -33,7 +33,7 @@ from dgxmm.fleet.backends.protocol import Health
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
-from dgxmm.fleet.insights import Insights, Severity
+from dgxmm.fleet.insights import InsightKind, Insights, Severity
 from dgxmm.fleet.metrics.rollups import (
     DEFAULT_RETENTION_DAYS,
     RETENTION_SETTING,
@@ -247,7 +247,7 @@ class Metrics:
     def _unreadable(self, deployment: Deployment, error: BackendError) -> None:
         log.warning("metrics of deployment %s: %s", deployment.name, error)
         self._insights.raise_insight(
-            "metrics_unreadable",
+            InsightKind.METRICS_UNREADABLE,
             deployment_id=deployment.id,
             severity=Severity.WARNING,
             message=f"The metrics of {deployment.name} cannot be read, so its traffic is "

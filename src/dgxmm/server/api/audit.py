@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from dgxmm.fleet import AuditAction, AuditSubject
 from dgxmm.server.deps import Admin, FleetDep, HostDep, QueryId
 from dgxmm.server.job_list import iso
 
@@ -22,10 +23,10 @@ def list_audit(
     *,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before: QueryId = None,
-    subject: Annotated[str | None, Query(max_length=50)] = None,
+    subject: AuditSubject | None = None,
     subject_id: Annotated[str | None, Query(max_length=100)] = None,
     actor: Annotated[str | None, Query(max_length=200)] = None,
-    action: Annotated[str | None, Query(max_length=100)] = None,
+    action: AuditAction | None = None,
 ) -> dict[str, Any]:
     """Audit rows, newest first; ``before`` (a row id) pages back."""
     rows = fleet.audit.list(

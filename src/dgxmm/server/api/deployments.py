@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from dgxmm.fleet import Deployment, DeploymentState
+from dgxmm.fleet import BackendKind, Deployment, DeploymentState
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryInstant, Viewer
 from dgxmm.server.host import Host
@@ -29,7 +29,7 @@ class CreateDeployment(Body):
 
     name: str = Field(max_length=200)
     model: str = Field(max_length=1000)
-    backend: str = Field(max_length=50)
+    backend: BackendKind = Field(strict=False)
     command: list[str] | None = None
     port: int | None = None
     environment: dict[str, str] | None = None
@@ -47,7 +47,7 @@ class UpdateDeployment(Body):
 
     name: str | None = Field(default=None, max_length=200)
     model: str | None = Field(default=None, max_length=1000)
-    backend: str | None = Field(default=None, max_length=50)
+    backend: BackendKind | None = Field(default=None, strict=False)
     command: list[str] | None = None
     port: int | None = None
     environment: dict[str, str] | None = None

@@ -34,7 +34,7 @@ def list_jobs(host: HostDep, _: Viewer) -> Response:
 @router.post("/define")
 def define_job(body: DefineJob, host: HostDep, who: Admin) -> dict[str, Any]:
     """Define or replace a user job; a refused one answers 400 naming the field."""
-    keys = body.model_dump(exclude_unset=True)
+    keys = body.model_dump(mode="json", exclude_unset=True)  # the spec's keys, as JSON values
     host.store.define_job(actor=who.actor, **keys)
     host.sync()
     return job_row(host, body.name)

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from dgxmm.decider.proposals.rows import ProposalStatus
+from dgxmm.decider.proposals import ModelKind, ProposalStatus
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, PathId, ProposalsDep, Viewer
 
@@ -33,7 +33,7 @@ class ModelBody(Body):
     """The decision model's settings; a key left out takes its default."""
 
     enabled: bool | None = None
-    model: str | None = Field(default=None, max_length=40)
+    model: ModelKind | None = Field(default=None, strict=False)
     threshold: float | None = None
     endpoint: EndpointBody | None = None
 

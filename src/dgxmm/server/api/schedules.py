@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from dgxmm.decider.schedules.service import ScheduleService
+from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.errors import NotFound
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, PathId, SchedulesDep, Viewer
@@ -20,7 +20,7 @@ router = APIRouter(tags=["schedules"])
 class NewSchedule(Body):
     """A schedule: what, which days (Monday 1 ... Sunday 64), at what local time, in which zone."""
 
-    action: str = Field(max_length=20)
+    action: ScheduleAction = Field(strict=False)
     days: int
     time: str = Field(max_length=10)
     time_zone: str | None = Field(default=None, max_length=100)  # default: the deployment's
@@ -30,7 +30,7 @@ class NewSchedule(Body):
 class ScheduleChange(Body):
     """The fields of a schedule to change."""
 
-    action: str | None = Field(default=None, max_length=20)
+    action: ScheduleAction | None = Field(default=None, strict=False)
     days: int | None = None
     time: str | None = Field(default=None, max_length=10)
     time_zone: str | None = Field(default=None, max_length=100)

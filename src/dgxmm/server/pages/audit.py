@@ -8,6 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from dgxmm.errors import InvalidInput
+from dgxmm.fleet import AuditSubject
 from dgxmm.server.deps import FleetDep, HostDep, QueryId, identify
 from dgxmm.server.job_list import iso
 from dgxmm.server.pages.render import render_page
@@ -32,10 +34,9 @@ def audit_page(
     """Who did what, newest first (admins only, like ``GET /api/audit``)."""
     who = identify(request)
     if who is not None and not who.is_admin:
-        return render_page(request, "audit.html", rows=[], forbidden=True, filters={})
-    rows = fleet.audit.list(
-        limit=PAGE_ROWS, before_id=before, subject=subject or None, actor=actor or None
-    )
+        return render_page(request, "audit.html", rows=[], forbidden=True, filters={}, subjects=[])
+    chosen = _subject(subject)
+    rows = fleet.audit.list(limit=PAGE_ROWS, before_id=before, subject=chosen, actor=actor or None)
     return render_page(
         request,
         "audit.html",
@@ -48,6 +49,18 @@ def audit_page(
             for row in rows
         ],
         forbidden=False,
-        filters={"subject": subject or "", "actor": actor or ""},
+        filters={"subject": chosen.value if chosen else "", "actor": actor or ""},
+        subjects=[s.value for s in AuditSubject],
         older=rows[-1].id if len(rows) == PAGE_ROWS else None,
     )
+
+
+def _subject(text: str | None) -> AuditSubject | None:
+    """The form's subject: empty is any; the filter's menu offers only known ones."""
+    if not text:
+        return None
+    try:
+        return AuditSubject(text)
+    except ValueError:
+        known = ", ".join(s.value for s in AuditSubject)
+        raise InvalidInput("subject", f"{text!r} is not one of {known}") from None
