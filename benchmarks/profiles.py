@@ -32,6 +32,7 @@ from sqlalchemy import insert
 from dgxmm.clock import ManualClock, to_us
 from dgxmm.decider.profiles import ProfileService
 from dgxmm.decider.traffic import local_seconds
+from dgxmm.fleet import Fleet, GpuInventory, InventorySource
 from dgxmm.fleet.tables import deployments
 from dgxmm.store import Store, writing
 from dgxmm.time_units import MINUTE_US
@@ -111,7 +112,8 @@ def measure(target: str, data_dir: Path, count: int, days: int, repeats: int) ->
     try:
         print(f"{store.dialect}: {count} deployments, {days} days of minute rollups")
         fill(store, count, days, now_us)
-        service = ProfileService(store)
+        fleet = Fleet(store, inventory=GpuInventory(gpus=(), source=InventorySource.CONFIGURATION))
+        service = ProfileService(store, fleet.deployments)
         times = []
         for run in range(repeats):
             wall, cpu = time.perf_counter(), time.process_time()

@@ -57,9 +57,11 @@ def profile_store(
 
 
 @pytest.fixture
-def profile_service(profile_store: Store, profile_clock: ManualClock) -> ProfileService:
+def profile_service(
+    profile_store: Store, profile_fleet: Fleet, profile_clock: ManualClock
+) -> ProfileService:
     """Traffic profiles on the test's store."""
-    return ProfileService(profile_store, clock=profile_clock)
+    return ProfileService(profile_store, profile_fleet.deployments, clock=profile_clock)
 
 
 @pytest.fixture

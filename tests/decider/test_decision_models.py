@@ -23,6 +23,7 @@ from dgxmm.decider.proposals.feedback_model import FeedbackModel
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import CannotDecide
+from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.tables import deployments
 from dgxmm.store import Store, writing
 
@@ -133,15 +134,28 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
+def fleet(sqlite_store: Store) -> Iterator[Fleet]:
+    """The fleet whose deployments the chat model may name (it drives none of them)."""
+    inventory = GpuInventory(
+        gpus=(Gpu(index=0, name="H100", memory_gib=80.0),), source=InventorySource.CONFIGURATION
+    )
+    made = Fleet(sqlite_store, inventory=inventory)
+    yield made
+    made.close()
+
+
+@pytest.fixture
 def chat() -> Iterator[ChatServer]:
     server = ChatServer()
     yield server
     server.close()
 
 
-def test_it_asks_a_chat_endpoint_for_a_json_verdict(sqlite_store: Store, chat: ChatServer) -> None:
+def test_it_asks_a_chat_endpoint_for_a_json_verdict(
+    sqlite_store: Store, fleet: Fleet, chat: ChatServer
+) -> None:
     chat.verdict(True, 0.9, "nobody works at night")
-    model = ChatModel(Endpoint(base_url=chat.base_url), engine=sqlite_store.engine)
+    model = ChatModel(Endpoint(base_url=chat.base_url), deployments=fleet.deployments)
     try:
         readiness = model.ready()
         assert readiness
@@ -163,9 +177,13 @@ def test_it_asks_a_chat_endpoint_for_a_json_verdict(sqlite_store: Store, chat: C
     assert question["evidence"]["hours"] == 9
 
 
-def test_it_uses_the_model_name_it_was_given(sqlite_store: Store, chat: ChatServer) -> None:
+def test_it_uses_the_model_name_it_was_given(
+    sqlite_store: Store, fleet: Fleet, chat: ChatServer
+) -> None:
     chat.content = '```json\n{"propose": false, "confidence": 0.6, "reason": "busy"}\n```'
-    model = ChatModel(Endpoint(base_url=chat.base_url, model="other"), engine=sqlite_store.engine)
+    model = ChatModel(
+        Endpoint(base_url=chat.base_url, model="other"), deployments=fleet.deployments
+    )
     try:
         assert model.decide(_candidate(9)) == Decision(propose=False, confidence=0.6, reason="busy")
     finally:
@@ -200,11 +218,11 @@ def test_an_answer_around_the_json_is_read() -> None:
     )
 
 
-def test_it_is_not_ready_while_the_endpoint_is_down(sqlite_store: Store) -> None:
+def test_it_is_not_ready_while_the_endpoint_is_down(sqlite_store: Store, fleet: Fleet) -> None:
     closed = ChatServer()
     url = closed.base_url
     closed.close()
-    model = ChatModel(Endpoint(base_url=url), engine=sqlite_store.engine)
+    model = ChatModel(Endpoint(base_url=url), deployments=fleet.deployments)
     try:
         readiness = model.ready()
         assert not readiness
@@ -215,9 +233,9 @@ def test_it_is_not_ready_while_the_endpoint_is_down(sqlite_store: Store) -> None
         model.close()
 
 
-def test_it_is_not_ready_while_a_real_standin_sleeps(sqlite_store: Store) -> None:
+def test_it_is_not_ready_while_a_real_standin_sleeps(sqlite_store: Store, fleet: Fleet) -> None:
     standin = Standin()
-    model = ChatModel(Endpoint(base_url=standin.base_url), engine=sqlite_store.engine)
+    model = ChatModel(Endpoint(base_url=standin.base_url), deployments=fleet.deployments)
     try:
         standin.sleep()
         readiness = model.ready()
@@ -234,7 +252,7 @@ def test_it_is_not_ready_while_a_real_standin_sleeps(sqlite_store: Store) -> Non
 
 
 def test_a_managed_deployment_is_asked_only_while_it_runs(
-    sqlite_store: Store, chat: ChatServer
+    sqlite_store: Store, fleet: Fleet, chat: ChatServer
 ) -> None:
     chat.verdict(True, 0.75)
     judge = add_deployment(sqlite_store, "judge")
@@ -244,7 +262,7 @@ def test_a_managed_deployment_is_asked_only_while_it_runs(
             .where(deployments.c.id == judge)
             .values(base_url=chat.base_url, state="sleeping")
         )
-    model = ChatModel(Endpoint(deployment="judge"), engine=sqlite_store.engine)
+    model = ChatModel(Endpoint(deployment="judge"), deployments=fleet.deployments)
     try:
         assert model.ready().reason == "the chat endpoint's deployment 'judge' is sleeping"
         with writing(sqlite_store.engine) as connection:
@@ -253,7 +271,7 @@ def test_a_managed_deployment_is_asked_only_while_it_runs(
             )
         assert model.ready()
         assert model.decide(_candidate(9)).confidence == 0.75
-        missing = ChatModel(Endpoint(deployment="nobody"), engine=sqlite_store.engine)
+        missing = ChatModel(Endpoint(deployment="nobody"), deployments=fleet.deployments)
         assert missing.ready().reason == "the chat endpoint's deployment 'nobody' does not exist"
         missing.close()
     finally:

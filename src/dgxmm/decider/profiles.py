@@ -32,8 +32,7 @@ from sqlalchemy import Connection, delete, insert, select
 from dgxmm.clock import Clock
 from dgxmm.decider.tables import traffic_profiles
 from dgxmm.decider.traffic import WEEK_HOURS, MinuteSeries, hour_of_week, read_minutes
-from dgxmm.errors import NotFound
-from dgxmm.fleet.tables import deployments
+from dgxmm.fleet import DeploymentRepo
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext, resolve_zone
 from dgxmm.store import Store, reading, writing
 from dgxmm.time_units import DAY_US
@@ -158,8 +157,11 @@ def build_hours(series: MinuteSeries) -> list[HourProfile]:
 class ProfileService:
     """Builds and reads the deployments' traffic profiles."""
 
-    def __init__(self, store: Store, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self, store: Store, deployments: DeploymentRepo, *, clock: Clock | None = None
+    ) -> None:
         self._store = store
+        self._deployments = deployments
         self._clock = clock or store.clock
 
     def rebuild(
@@ -177,14 +179,13 @@ class ProfileService:
         """
         now = self._clock.now_us() if now_us is None else now_us
         since = now - WINDOW_DAYS * DAY_US
-        query = select(deployments.c.id, deployments.c.time_zone).order_by(deployments.c.id)
-        if deployment_id is not None:
-            query = query.where(deployments.c.id == deployment_id)
+        found = (
+            [self._deployments.get(deployment_id)]
+            if deployment_id is not None
+            else sorted(self._deployments.list(), key=lambda d: d.id)
+        )
+        targets = [(d.id, d.time_zone) for d in found]
         engine = self._store.engine
-        with reading(engine) as connection:
-            targets = [(int(row.id), str(row.time_zone)) for row in connection.execute(query)]
-        if deployment_id is not None and not targets:
-            raise NotFound("deployment", deployment_id)
         zones = {target: resolve_zone(zone, field="time_zone") for target, zone in targets}
         built: dict[int, list[HourProfile]] = {}
         with reading(engine) as connection:
@@ -195,21 +196,18 @@ class ProfileService:
         # One write transaction for all: one commit (one fsync on SQLite), and 168 rows a
         # deployment take the write lock for milliseconds.
         with writing(engine) as connection:
-            return [
-                target
-                for target, hours in built.items()
-                if _replace(connection, target, hours, now)
-            ]
+            rebuilt = []
+            for target, hours in built.items():
+                if self._deployments.exists(target, connection=connection):  # else removed
+                    _replace(connection, target, hours, now)
+                    rebuilt.append(target)
+            return rebuilt
 
     def profile(self, deployment_id: int) -> TrafficProfile:
         """Return a deployment's profile (no hours before its first build); ``NotFound``."""
         with reading(self._store.engine) as connection:
-            zone = connection.execute(
-                select(deployments.c.time_zone).where(deployments.c.id == deployment_id)
-            ).scalar_one_or_none()
-            if zone is None:
-                raise NotFound("deployment", deployment_id)
-            return read_profile(connection, deployment_id, str(zone))
+            zone = self._deployments.get(deployment_id, connection=connection).time_zone
+            return read_profile(connection, deployment_id, zone)
 
     def system_jobs(self) -> builtins.list[Job]:
         """Return ``traffic_profiles``, a system job daily at 00:20."""
@@ -256,13 +254,8 @@ def read_profile(connection: Connection, deployment_id: int, time_zone: str) -> 
 
 def _replace(
     connection: Connection, deployment_id: int, hours: list[HourProfile], now: int
-) -> bool:
-    """Replace a deployment's rows; False when the deployment is gone."""
-    exists = connection.execute(
-        select(deployments.c.id).where(deployments.c.id == deployment_id)
-    ).first()
-    if exists is None:
-        return False
+) -> None:
+    """Replace a deployment's rows."""
     connection.execute(
         delete(traffic_profiles).where(traffic_profiles.c.deployment_id == deployment_id)
     )
@@ -283,4 +276,3 @@ def _replace(
             for hour in hours
         ],
     )
-    return True

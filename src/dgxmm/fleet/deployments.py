@@ -61,6 +61,14 @@ class DeploymentRepo:
             raise NotFound("deployment", deployment_id)
         return Deployment.from_row(row)
 
+    def exists(self, deployment_id: int, *, connection: Connection | None = None) -> bool:
+        """Tell whether the deployment exists (inside ``connection``'s transaction if given)."""
+        query = select(deployments.c.id).where(deployments.c.id == deployment_id)
+        if connection is not None:
+            return connection.execute(query).first() is not None
+        with reading(self._engine) as owned:
+            return owned.execute(query).first() is not None
+
     def by_name(self, name: str) -> Deployment:
         """Return the deployment with this name (``NotFound``)."""
         with reading(self._engine) as connection:

@@ -71,7 +71,8 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     ]
     field = ".".join(location) or None
     kind = first.get("type", "")
-    if kind == "enum" and isinstance(first.get("input"), str):
+    in_body = tuple(first.get("loc", ()))[:1] == ("body",)
+    if kind == "enum" and in_body and isinstance(first.get("input"), str):
         # A text outside an enum is refused like the engine refuses one: 400 naming the
         # field and the allowed values, which /openapi.json lists too.
         context = first.get("ctx")

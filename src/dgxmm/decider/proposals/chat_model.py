@@ -22,13 +22,11 @@ import math
 from typing import Any
 
 import httpx
-from sqlalchemy import Engine, select
 
 from dgxmm.decider.proposals.candidates import Candidate
 from dgxmm.decider.proposals.decision_models import Decision, Endpoint, ModelKind, Readiness
-from dgxmm.errors import CannotDecide
-from dgxmm.fleet.tables import deployments
-from dgxmm.store import reading
+from dgxmm.errors import CannotDecide, NotFound
+from dgxmm.fleet import DeploymentRepo, DeploymentState
 
 __all__ = ["SYSTEM_PROMPT", "ChatModel", "parse_verdict"]
 
@@ -83,11 +81,11 @@ class ChatModel:
         self,
         endpoint: Endpoint,
         *,
-        engine: Engine,
+        deployments: DeploymentRepo,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._endpoint = endpoint
-        self._engine = engine
+        self._deployments = deployments
         # trust_env=False: the endpoint is addressed directly, never through a proxy that
         # would turn "connection refused" into a proxy's error page.
         self._client = httpx.Client(
@@ -138,18 +136,16 @@ class ChatModel:
         if self._endpoint.base_url is not None:
             return self._endpoint.base_url
         name = self._endpoint.deployment
-        d = deployments.c
-        with reading(self._engine) as connection:
-            row = connection.execute(
-                select(d.backend, d.base_url, d.port, d.state).where(d.name == name)
-            ).first()
-        if row is None:
-            raise CannotDecide(f"the chat endpoint's deployment {name!r} does not exist")
-        if row.state != "running":
-            raise CannotDecide(f"the chat endpoint's deployment {name!r} is {row.state}")
-        if row.backend == "external":
-            return str(row.base_url).rstrip("/")
-        return f"http://127.0.0.1:{row.port}"
+        assert name is not None  # an endpoint names a base URL or a deployment
+        try:
+            deployment = self._deployments.by_name(name)
+        except NotFound:
+            raise CannotDecide(f"the chat endpoint's deployment {name!r} does not exist") from None
+        if deployment.state is not DeploymentState.RUNNING:
+            raise CannotDecide(
+                f"the chat endpoint's deployment {name!r} is {deployment.state.value}"
+            )
+        return deployment.url.rstrip("/")
 
     def _probe(self, base: str) -> None:
         health = self._get(f"{base}/health")

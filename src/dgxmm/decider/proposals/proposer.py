@@ -15,7 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
-from sqlalchemy import Connection, Engine, Row, delete, select
+from sqlalchemy import Engine, delete, select
 
 from dgxmm.decider.profiles import WINDOW_DAYS, TrafficProfile, read_profile
 from dgxmm.decider.proposals.candidates import (
@@ -40,10 +40,11 @@ from dgxmm.decider.proposals.rows import (
     insert_proposal,
     read_proposal,
 )
-from dgxmm.decider.tables import deployment_schedules, schedule_proposals
+from dgxmm.decider.schedules import Schedule, ScheduleAction, ScheduleService
+from dgxmm.decider.tables import schedule_proposals
 from dgxmm.decider.traffic import WEEK_HOURS, days_of_data, read_minutes
-from dgxmm.errors import CannotDecide, NotFound
-from dgxmm.fleet.tables import deployments
+from dgxmm.errors import CannotDecide
+from dgxmm.fleet import DeploymentRepo
 from dgxmm.jobs import resolve_zone
 from dgxmm.store import reading, writing
 from dgxmm.time_units import DAY_US
@@ -54,7 +55,6 @@ __all__ = [
     "Proposer",
     "Traffic",
     "deployment_facts",
-    "has_deployment",
 ]
 
 MIN_DAYS = 7
@@ -89,8 +89,12 @@ class _Notes:
 class Proposer:
     """Makes one deployment's proposals from its stored profile."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, deployments: DeploymentRepo, schedules: ScheduleService
+    ) -> None:
         self._engine = engine
+        self._deployments = deployments
+        self._schedules = schedules
 
     def traffic(self, deployments: Sequence[DeploymentFacts]) -> dict[int, Traffic]:
         """Read each deployment's profile, and from the rollups it was built from its days of
@@ -230,11 +234,9 @@ class Proposer:
         """Write the run's proposals and withdraw the open ones it did not make again."""
         p = schedule_proposals.c
         with writing(self._engine) as connection:
-            if not has_deployment(connection, facts.id):
+            if not self._deployments.exists(facts.id, connection=connection):
                 return []
-            schedules = connection.execute(
-                select(deployment_schedules).where(deployment_schedules.c.deployment_id == facts.id)
-            ).all()
+            schedules = self._schedules.list(facts.id, connection=connection)
             mine = [
                 Proposal.from_row(row)
                 for row in connection.execute(
@@ -293,28 +295,25 @@ class Proposer:
 
 
 def deployment_facts(
-    engine: Engine, deployment_id: int | None = None
+    repo: DeploymentRepo, deployment_id: int | None = None
 ) -> builtins.list[DeploymentFacts]:
-    """Return the facts of one deployment (or all); ``NotFound`` for an unknown one."""
-    d = deployments.c
-    query = select(deployments).order_by(d.id)
-    if deployment_id is not None:
-        query = query.where(d.id == deployment_id)
-    with reading(engine) as connection:
-        rows = connection.execute(query).all()
-    if deployment_id is not None and not rows:
-        raise NotFound("deployment", deployment_id)
+    """Return the facts of one deployment (or all, by id); ``NotFound`` for an unknown one."""
+    found = (
+        [repo.get(deployment_id)]
+        if deployment_id is not None
+        else sorted(repo.list(), key=lambda d: d.id)
+    )
     return [
         DeploymentFacts(
-            id=int(row.id),
-            name=str(row.name),
-            priority=int(row.priority),
-            time_zone=str(row.time_zone),
-            gpus=len(json.loads(row.gpus)),
-            memory_gib_awake=float(row.memory_gib_awake),
-            memory_gib_asleep=float(row.memory_gib_asleep),
+            id=d.id,
+            name=d.name,
+            priority=d.priority,
+            time_zone=d.time_zone,
+            gpus=len(d.gpus),
+            memory_gib_awake=d.memory_gib_awake,
+            memory_gib_asleep=d.memory_gib_asleep,
         )
-        for row in rows
+        for d in found
     ]
 
 
@@ -340,27 +339,21 @@ def _values(verdict: _Verdict) -> dict[str, Any]:
     }
 
 
-def _covered(candidate: Candidate, schedules: Sequence[Row[Any]]) -> bool:
+def _covered(candidate: Candidate, schedules: Sequence[Schedule]) -> bool:
     """Tell whether schedules with the candidate's days, times and zone exist already."""
 
-    def has(action: str, days: int, at: str) -> bool:
+    def has(action: ScheduleAction, days: int, at: str) -> bool:
         return any(
-            row.action == action
-            and row.at_time == at
-            and row.time_zone == candidate.deployment.time_zone
-            and row.days & days == days
-            for row in schedules
+            schedule.action is action
+            and schedule.time == at
+            and schedule.time_zone == candidate.deployment.time_zone
+            and schedule.days & days == days
+            for schedule in schedules
         )
 
-    return has("sleep", candidate.sleep_days, candidate.sleep_time) and has(
-        "wake", candidate.wake_days, candidate.wake_time
+    return has(ScheduleAction.SLEEP, candidate.sleep_days, candidate.sleep_time) and has(
+        ScheduleAction.WAKE, candidate.wake_days, candidate.wake_time
     )
-
-
-def has_deployment(connection: Connection, deployment_id: int) -> bool:
-    """Tell whether the deployment exists."""
-    found = connection.execute(select(deployments.c.id).where(deployments.c.id == deployment_id))
-    return found.first() is not None
 
 
 def _window_text(window: Window) -> str:

@@ -41,7 +41,7 @@ from dgxmm.decider.proposals.decision_models import (
     parse_settings,
 )
 from dgxmm.decider.proposals.feedback_model import FeedbackModel
-from dgxmm.decider.proposals.proposer import Proposer, deployment_facts, has_deployment
+from dgxmm.decider.proposals.proposer import Proposer, deployment_facts
 from dgxmm.decider.proposals.report import ProposalRun
 from dgxmm.decider.proposals.rows import (
     Proposal,
@@ -78,9 +78,9 @@ class ProposalService:
         self._fleet = fleet
         self._schedules = schedules
         self._clock = clock or store.clock
-        self.profiles = profiles or ProfileService(store, clock=self._clock)
+        self.profiles = profiles or ProfileService(store, fleet.deployments, clock=self._clock)
         self._feedback = FeedbackModel(store.engine)
-        self._proposer = Proposer(store.engine)
+        self._proposer = Proposer(store.engine, fleet.deployments, schedules)
 
     # -- the decision model's settings --------------------------------------------------------
 
@@ -145,7 +145,7 @@ class ProposalService:
         asked = model if readiness else None
         runs = []
         try:
-            targets = deployment_facts(self._store.engine, deployment_id)
+            targets = deployment_facts(self._fleet.deployments, deployment_id)
             traffic = self._proposer.traffic(targets)
             for facts in targets:
                 if context is not None:
@@ -171,7 +171,7 @@ class ProposalService:
 
     def _model_for(self, settings: ModelSettings) -> DecisionModel:
         if settings.model is ModelKind.OPENAI and settings.endpoint is not None:
-            return ChatModel(settings.endpoint, engine=self._store.engine)
+            return ChatModel(settings.endpoint, deployments=self._fleet.deployments)
         return self._feedback
 
     def list(
@@ -183,7 +183,7 @@ class ProposalService:
         if status is not None:
             query = query.where(p.status == status.value)
         with reading(self._store.engine) as connection:
-            if not has_deployment(connection, deployment_id):
+            if not self._fleet.deployments.exists(deployment_id, connection=connection):
                 raise NotFound("deployment", deployment_id)
             rows = connection.execute(query.order_by(p.id.desc())).all()
         return [Proposal.from_row(row) for row in rows]

@@ -13,8 +13,7 @@ from dgxmm.decider.days import ALL_DAYS
 from dgxmm.decider.schedules.slots import parse_time
 from dgxmm.decider.tables import deployment_schedules
 from dgxmm.errors import DefinitionError, NotFound
-from dgxmm.fleet import AuditAction, EventAction
-from dgxmm.fleet.tables import deployments
+from dgxmm.fleet import AuditAction, DeploymentRepo, EventAction
 from dgxmm.jobs import resolve_zone
 from dgxmm.store import reading
 
@@ -158,17 +157,13 @@ def _row(row: Any) -> Schedule:
 class ScheduleRows:
     """Reads and writes schedules in the store's database."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, deployments: DeploymentRepo) -> None:
         self._engine = engine
+        self._deployments = deployments
 
     def deployment_zone(self, connection: Connection, deployment_id: int) -> str:
         """Return a deployment's zone; ``NotFound`` when there is no such deployment."""
-        zone = connection.execute(
-            select(deployments.c.time_zone).where(deployments.c.id == deployment_id)
-        ).scalar_one_or_none()
-        if zone is None:
-            raise NotFound("deployment", deployment_id)
-        return str(zone)
+        return self._deployments.get(deployment_id, connection=connection).time_zone
 
     def insert(self, connection: Connection, values: dict[str, Any]) -> Schedule:
         """Insert a schedule and return it."""

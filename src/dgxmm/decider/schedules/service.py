@@ -109,7 +109,7 @@ class ScheduleService:
         self._store = store
         self._fleet = fleet
         self._clock = clock or store.clock
-        self._rows = ScheduleRows(store.engine)
+        self._rows = ScheduleRows(store.engine, fleet.deployments)
         fleet.add_removal_hook(self._before_removal)
 
     # -- admin changes ------------------------------------------------------------------------
@@ -161,9 +161,11 @@ class ScheduleService:
         """Return one schedule (``NotFound``)."""
         return self._rows.get(schedule_id)
 
-    def list(self, deployment_id: int | None = None) -> list[Schedule]:
+    def list(
+        self, deployment_id: int | None = None, *, connection: Connection | None = None
+    ) -> list[Schedule]:
         """Return the schedules of a deployment (or all), oldest first."""
-        return self._rows.list(deployment_id)
+        return self._rows.list(deployment_id, connection=connection)
 
     def update(self, schedule_id: int, *, actor: str, **changes: Any) -> Schedule:
         """Change a schedule's action, days, time, zone or switch; switching on un-pauses it."""
