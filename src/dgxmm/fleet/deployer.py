@@ -24,10 +24,10 @@ import threading
 from sqlalchemy import Engine
 
 from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
-from dgxmm.fleet.backends.protocol import StopOutcome, wait_until_healthy
+from dgxmm.fleet.backends.protocol import Backend, StopOutcome, wait_until_healthy
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployment import Deployment, DeploymentState
-from dgxmm.fleet.deployments import DeploymentRepo
+from dgxmm.fleet.deployments import KEEP, DeploymentRepo
 from dgxmm.fleet.events import EventAction, EventOutcome
 from dgxmm.fleet.fit import EvictionAction, Fit, Plan, check_fit, make_plan
 from dgxmm.fleet.inventory import GpuInventory
@@ -44,6 +44,15 @@ _STOPPED_HOW = {
     "not own it)",
 }
 S = DeploymentState
+
+# What a start or a wake does not do, by the state the deployment is in already.
+_UP_ALREADY: dict[EventAction, dict[DeploymentState, str]] = {
+    EventAction.START: {
+        S.RUNNING: "it is already running",
+        S.SLEEPING: "it is started and asleep; wake it to serve",
+    },
+    EventAction.WAKE: {S.RUNNING: "it is already awake"},
+}
 
 
 class Deployer:
@@ -91,91 +100,19 @@ class Deployer:
 
     def start(self, deployment_id: int, *, actor: str, plans: bool = True) -> ActionResult:
         """Start a stopped or failed deployment and wait for the start-up gate."""
-        with self.lock(deployment_id):
-            deployment = self._deployments.get(deployment_id)
-            if deployment.state is S.RUNNING:
-                return self._rec.record(
-                    deployment,
-                    EventAction.START,
-                    EventOutcome.SKIPPED,
-                    actor,
-                    "it is already running",
-                )
-            if deployment.state is S.SLEEPING:
-                return self._rec.record(
-                    deployment,
-                    EventAction.START,
-                    EventOutcome.SKIPPED,
-                    actor,
-                    "it is started and asleep; wake it to serve",
-                )
-            evictions = self._make_room(deployment, EventAction.START, actor, plans)
-            with self._startup:
-                deployment = self._fitted(deployment_id, EventAction.START, actor)
-                backend = self._backends.of(deployment)
-                with writing(self._engine) as connection:
-                    self._deployments.set_state(connection, deployment_id, S.STARTING)
-                try:
-                    backend.start()
-                    took = wait_until_healthy(backend, deployment.startup_timeout_s)
-                except Exception as error:
-                    self._rec.fail(deployment, EventAction.START, actor, str(error), backend)
-                    raise
-                self._rec.restarted(deployment_id)
-                return self._rec.record(
-                    deployment,
-                    EventAction.START,
-                    EventOutcome.DONE,
-                    actor,
-                    f"healthy after {took:.1f} s",
-                    state=S.RUNNING,
-                    error=None,
-                    evictions=evictions,
-                )
-
-    def stop(self, deployment_id: int, *, actor: str) -> ActionResult:
-        """Stop a deployment: SIGTERM, then SIGKILL after the grace period, for a process."""
-        return self._stop(deployment_id, actor, None)
-
-    def sleep(self, deployment_id: int, *, actor: str) -> ActionResult:
-        """Put a running deployment to sleep (level 1) once its requests in flight finish."""
-        return self._sleep(deployment_id, actor, None)
+        return self._bring_up(deployment_id, EventAction.START, actor=actor, plans=plans)
 
     def wake(self, deployment_id: int, *, actor: str, plans: bool = True) -> ActionResult:
         """Wake a sleeping deployment and wait for the start-up gate."""
-        with self.lock(deployment_id):
-            deployment = self._deployments.get(deployment_id)
-            if deployment.state is S.RUNNING:
-                return self._rec.record(
-                    deployment, EventAction.WAKE, EventOutcome.SKIPPED, actor, "it is already awake"
-                )
-            if deployment.state is not S.SLEEPING:
-                self._rec.refuse(
-                    deployment,
-                    EventAction.WAKE,
-                    actor,
-                    Conflict,
-                    f"it is {deployment.state.value}, not asleep: start it instead",
-                )
-            evictions = self._make_room(deployment, EventAction.WAKE, actor, plans)
-            with self._startup:
-                deployment = self._fitted(deployment_id, EventAction.WAKE, actor)
-                backend = self._backends.of(deployment)
-                try:
-                    backend.wake()
-                    took = wait_until_healthy(backend, deployment.startup_timeout_s)
-                except Exception as error:
-                    self._rec.fail(deployment, EventAction.WAKE, actor, str(error), backend)
-                    raise
-                return self._rec.record(
-                    deployment,
-                    EventAction.WAKE,
-                    EventOutcome.DONE,
-                    actor,
-                    f"awake and healthy after {took:.1f} s",
-                    state=S.RUNNING,
-                    evictions=evictions,
-                )
+        return self._bring_up(deployment_id, EventAction.WAKE, actor=actor, plans=plans)
+
+    def stop(self, deployment_id: int, *, actor: str) -> ActionResult:
+        """Stop a deployment: SIGTERM, then SIGKILL after the grace period, for a process."""
+        return self._take_down(deployment_id, EventAction.STOP, actor=actor)
+
+    def sleep(self, deployment_id: int, *, actor: str) -> ActionResult:
+        """Put a running deployment to sleep (level 1) once its requests in flight finish."""
+        return self._take_down(deployment_id, EventAction.SLEEP, actor=actor)
 
     def mark_failed(
         self, deployment_id: int, reason: str, *, actor: str = "system", wait: bool = True
@@ -201,71 +138,123 @@ class Deployer:
 
     # -- inside -------------------------------------------------------------------------------
 
-    def _stop(self, deployment_id: int, actor: str, why: str | None) -> ActionResult:
+    def _bring_up(
+        self, deployment_id: int, action: EventAction, *, actor: str, plans: bool
+    ) -> ActionResult:
+        """Start or wake: make room, pass the start-up gate (one at a time), write it down."""
+        waking = action is EventAction.WAKE
         with self.lock(deployment_id):
             deployment = self._deployments.get(deployment_id)
-            if deployment.state is S.STOPPED:
+            already = _UP_ALREADY[action].get(deployment.state)
+            if already is not None:
                 return self._rec.record(
-                    deployment,
-                    EventAction.STOP,
-                    EventOutcome.SKIPPED,
-                    actor,
-                    "it is already stopped",
+                    deployment=deployment,
+                    action=action,
+                    outcome=EventOutcome.SKIPPED,
+                    actor=actor,
+                    detail=already,
                 )
-            backend = self._backends.of(deployment)
-            with writing(self._engine) as connection:
-                self._deployments.set_state(connection, deployment_id, S.STOPPING)
-            try:
-                outcome = backend.stop()
-            except Exception as error:
-                self._rec.fail(deployment, EventAction.STOP, actor, str(error), backend, stop=False)
-                raise
-            self._rec.restarted(deployment_id)
-            detail = _STOPPED_HOW[outcome] + (f": {why}" if why else "")
-            return self._rec.record(
-                deployment,
-                EventAction.STOP,
-                EventOutcome.DONE,
-                actor,
-                detail,
-                state=S.STOPPED,
-                error=None,
-            )
-
-    def _sleep(self, deployment_id: int, actor: str, why: str | None) -> ActionResult:
-        with self.lock(deployment_id):
-            deployment = self._deployments.get(deployment_id)
-            if deployment.state is S.SLEEPING:
-                return self._rec.record(
-                    deployment,
-                    EventAction.SLEEP,
-                    EventOutcome.SKIPPED,
-                    actor,
-                    "it is already asleep",
-                )
-            if deployment.state is not S.RUNNING:
+            if waking and deployment.state is not S.SLEEPING:
                 self._rec.refuse(
                     deployment,
-                    EventAction.SLEEP,
+                    action,
+                    actor,
+                    Conflict,
+                    f"it is {deployment.state.value}, not asleep: start it instead",
+                )
+            evictions = self._make_room(deployment, action, actor, plans)
+            with self._startup:
+                deployment = self._fitted(deployment_id, action, actor)
+                backend = self._backends.of(deployment)
+                if not waking:
+                    with writing(self._engine) as connection:
+                        self._deployments.set_state(connection, deployment_id, S.STARTING)
+                try:
+                    if waking:
+                        backend.wake()
+                    else:
+                        backend.start()
+                    took = wait_until_healthy(backend, deployment.startup_timeout_s)
+                except Exception as error:
+                    self._rec.fail(deployment, action, actor, str(error), backend)
+                    raise
+                if not waking:
+                    self._rec.restarted(deployment_id)  # a new server: its counters start anew
+                return self._rec.record(
+                    deployment=deployment,
+                    action=action,
+                    outcome=EventOutcome.DONE,
+                    actor=actor,
+                    detail=f"{'awake and healthy' if waking else 'healthy'} after {took:.1f} s",
+                    state=S.RUNNING,
+                    # A new server clears the last error; a woken one keeps it on record.
+                    error=KEEP if waking else None,
+                    evictions=evictions,
+                )
+
+    def _take_down(
+        self, deployment_id: int, action: EventAction, *, actor: str, why: str | None = None
+    ) -> ActionResult:
+        """Stop or sleep (``why``: the plan that evicts it); write it down."""
+        sleeping = action is EventAction.SLEEP
+        with self.lock(deployment_id):
+            deployment = self._deployments.get(deployment_id)
+            if deployment.state is (S.SLEEPING if sleeping else S.STOPPED):
+                return self._rec.record(
+                    deployment=deployment,
+                    action=action,
+                    outcome=EventOutcome.SKIPPED,
+                    actor=actor,
+                    detail=f"it is already {'asleep' if sleeping else 'stopped'}",
+                )
+            if sleeping and deployment.state is not S.RUNNING:
+                self._rec.refuse(
+                    deployment,
+                    action,
                     actor,
                     Conflict,
                     f"it is {deployment.state.value}: only a running deployment sleeps",
                 )
             backend = self._backends.of(deployment)
-            try:
-                backend.sleep(level=1)
-            except ServerGone as error:
-                self._rec.fail(deployment, EventAction.SLEEP, actor, str(error), backend)
-                raise
-            except Exception as error:  # the server is there but did not sleep: still running
-                self._rec.record(
-                    deployment, EventAction.SLEEP, EventOutcome.FAILED, actor, str(error)
-                )
-                raise
-            detail = "asleep (level 1)" + (f": {why}" if why else "")
+            if sleeping:
+                state, how = S.SLEEPING, self._sleep_backend(deployment, backend, actor)
+            else:
+                with writing(self._engine) as connection:
+                    self._deployments.set_state(connection, deployment_id, S.STOPPING)
+                try:
+                    outcome = backend.stop()
+                except Exception as error:
+                    self._rec.fail(deployment, action, actor, str(error), backend, stop=False)
+                    raise
+                self._rec.restarted(deployment_id)
+                state, how = S.STOPPED, _STOPPED_HOW[outcome]
             return self._rec.record(
-                deployment, EventAction.SLEEP, EventOutcome.DONE, actor, detail, state=S.SLEEPING
+                deployment=deployment,
+                action=action,
+                outcome=EventOutcome.DONE,
+                actor=actor,
+                detail=how + (f": {why}" if why else ""),
+                state=state,
+                error=KEEP if sleeping else None,  # a stopped server's last error is over
             )
+
+    def _sleep_backend(self, deployment: Deployment, backend: Backend, actor: str) -> str:
+        """Ask the server to sleep; say how it went (a gone server leaves it failed)."""
+        try:
+            backend.sleep(level=1)
+        except ServerGone as error:
+            self._rec.fail(deployment, EventAction.SLEEP, actor, str(error), backend)
+            raise
+        except Exception as error:  # the server is there but did not sleep: still running
+            self._rec.record(
+                deployment=deployment,
+                action=EventAction.SLEEP,
+                outcome=EventOutcome.FAILED,
+                actor=actor,
+                detail=str(error),
+            )
+            raise
+        return "asleep (level 1)"
 
     def _make_room(
         self, deployment: Deployment, action: EventAction, actor: str, plans: bool
@@ -283,17 +272,19 @@ class Deployer:
         done = []
         for eviction in plan.evictions:
             try:
-                if eviction.action is EvictionAction.SLEEP:
-                    done.append(self._sleep(eviction.deployment_id, actor, why))
-                else:
-                    done.append(self._stop(eviction.deployment_id, actor, why))
+                taken = (
+                    EventAction.SLEEP
+                    if eviction.action is EvictionAction.SLEEP
+                    else EventAction.STOP
+                )
+                done.append(self._take_down(eviction.deployment_id, taken, actor=actor, why=why))
             except DgxmmError as error:
                 self._rec.record(
-                    deployment,
-                    action,
-                    EventOutcome.FAILED,
-                    actor,
-                    f"could not make room: {eviction.action.value} of "
+                    deployment=deployment,
+                    action=action,
+                    outcome=EventOutcome.FAILED,
+                    actor=actor,
+                    detail=f"could not make room: {eviction.action.value} of "
                     f"{eviction.name} failed: {error}",
                 )
                 raise

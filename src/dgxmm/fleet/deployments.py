@@ -9,7 +9,8 @@ time and count from the next action.
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from enum import Enum
+from typing import Any, Final
 
 from sqlalchemy import Connection, Engine, insert, select, update
 
@@ -29,9 +30,16 @@ from dgxmm.fleet.inventory import GpuInventory
 from dgxmm.fleet.tables import deployments
 from dgxmm.store import reading, writing
 
-__all__ = ["DeploymentRepo"]
+__all__ = ["KEEP", "DeploymentRepo", "Keep"]
 
-_UNSET = object()
+
+class Keep(Enum):
+    """A typed "leave it as it is", for a field that may also be set to None."""
+
+    KEEP = "keep"
+
+
+KEEP: Final = Keep.KEEP
 _AT_REST = (DeploymentState.STOPPED, DeploymentState.FAILED)
 
 
@@ -188,11 +196,11 @@ class DeploymentRepo:
         deployment_id: int,
         state: DeploymentState,
         *,
-        error: Any = _UNSET,
+        error: str | Keep | None = KEEP,
     ) -> Deployment:
         """Move a deployment to ``state`` (now); ``error`` sets or clears ``last_error``."""
         values: dict[str, Any] = {"state": state.value, "state_since": self._now()}
-        if error is not _UNSET:
+        if error is not KEEP:
             values["last_error"] = error
         connection.execute(
             update(deployments).where(deployments.c.id == deployment_id).values(**values)

@@ -50,11 +50,11 @@ def reattach(
         if check.health is Health.GONE:
             if deployment.state is S.STOPPING:
                 return rec.record(
-                    deployment,
-                    EventAction.REATTACH,
-                    EventOutcome.DONE,
-                    ACTOR,
-                    "its stop had finished",
+                    deployment=deployment,
+                    action=EventAction.REATTACH,
+                    outcome=EventOutcome.DONE,
+                    actor=ACTOR,
+                    detail="its stop had finished",
                     state=S.STOPPED,
                     error=None,
                 )
@@ -78,11 +78,11 @@ def reattach(
         if deployment.state in (S.STOPPING, S.STOPPED, S.FAILED):
             if deployment.backend is BackendKind.EXTERNAL:
                 return rec.record(
-                    deployment,
-                    EventAction.REATTACH,
-                    EventOutcome.DONE,
-                    ACTOR,
-                    "its stop had finished",
+                    deployment=deployment,
+                    action=EventAction.REATTACH,
+                    outcome=EventOutcome.DONE,
+                    actor=ACTOR,
+                    detail="its stop had finished",
                     state=S.STOPPED,
                 )
             outcome = backend.stop()
@@ -94,11 +94,11 @@ def reattach(
             )
             state = S.STOPPED if deployment.state is S.STOPPING else None
             return rec.record(
-                deployment,
-                EventAction.REATTACH,
-                EventOutcome.DONE,
-                ACTOR,
-                f"{why} ({outcome.value})",
+                deployment=deployment,
+                action=EventAction.REATTACH,
+                outcome=EventOutcome.DONE,
+                actor=ACTOR,
+                detail=f"{why} ({outcome.value})",
                 state=state,
             )
         if not check.is_healthy:
@@ -111,10 +111,10 @@ def reattach(
             f" (it was recorded {deployment.state.value})" if found is not deployment.state else ""
         )
         return rec.record(
-            deployment,
-            EventAction.REATTACH,
-            EventOutcome.DONE,
-            ACTOR,
-            detail,
+            deployment=deployment,
+            action=EventAction.REATTACH,
+            outcome=EventOutcome.DONE,
+            actor=ACTOR,
+            detail=detail,
             state=found if found is not deployment.state else None,
         )

@@ -19,12 +19,12 @@ from dgxmm.errors import BackendError, Conflict, DoesNotFit
 from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.backends.protocol import Backend, StopOutcome
 from dgxmm.fleet.deployment import Deployment, DeploymentState
-from dgxmm.fleet.deployments import DeploymentRepo
+from dgxmm.fleet.deployments import KEEP, DeploymentRepo, Keep
 from dgxmm.fleet.events import Event, EventAction, EventOutcome, Events
 from dgxmm.fleet.insights import InsightKind, Insights, Severity
 from dgxmm.store import writing
 
-__all__ = ["KEEP", "ActionRecorder", "ActionResult"]
+__all__ = ["ActionRecorder", "ActionResult"]
 
 # The audit action of each event action the recorder writes.
 _AUDITED = {
@@ -37,8 +37,6 @@ _AUDITED = {
     EventAction.FAILED: AuditAction.DEPLOYMENT_FAILED,
     EventAction.REATTACH: AuditAction.DEPLOYMENT_REATTACH,
 }
-
-KEEP: Any = object()  # leave last_error as it is
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,21 +84,24 @@ class ActionRecorder:
 
     def record(
         self,
+        *,
         deployment: Deployment,
         action: EventAction,
         outcome: EventOutcome,
         actor: str,
         detail: str | None,
-        *,
         state: DeploymentState | None = None,
-        error: str | None = KEEP,
+        error: str | Keep | None = KEEP,
         evictions: tuple[ActionResult, ...] = (),
     ) -> ActionResult:
-        """Write the state, the event and the audit row in one transaction."""
+        """Write the state, the event and the audit row in one transaction.
+
+        ``state`` moves the deployment; with it, ``error`` sets or clears its last error
+        (``KEEP`` leaves it as it is).
+        """
         with writing(self._engine) as connection:
             if state is not None:
-                kept = {} if error is KEEP else {"error": error}
-                after = self._deployments.set_state(connection, deployment.id, state, **kept)
+                after = self._deployments.set_state(connection, deployment.id, state, error=error)
             else:
                 after = self._deployments.get(deployment.id, connection=connection)
             event = self._events.record(
@@ -143,7 +144,13 @@ class ActionRecorder:
         reason: str,
     ) -> NoReturn:
         """Write a ``skipped`` event and raise ``error`` with the reason."""
-        self.record(deployment, action, EventOutcome.SKIPPED, actor, reason)
+        self.record(
+            deployment=deployment,
+            action=action,
+            outcome=EventOutcome.SKIPPED,
+            actor=actor,
+            detail=reason,
+        )
         verb = "does not fit" if error is DoesNotFit else f"cannot {action.value}"
         raise error(f"deployment {deployment.name!r} {verb}: {reason}")
 
@@ -168,7 +175,13 @@ class ActionRecorder:
                 detail += f"; stopping its process failed too: {error}"
         self.restarted(deployment.id)
         result = self.record(
-            deployment, action, outcome, actor, detail, state=DeploymentState.FAILED, error=detail
+            deployment=deployment,
+            action=action,
+            outcome=outcome,
+            actor=actor,
+            detail=detail,
+            state=DeploymentState.FAILED,
+            error=detail,
         )
         self._insights.raise_insight(
             InsightKind.DEPLOYMENT_FAILED,

@@ -113,7 +113,13 @@ class _JobSeries:
         self.last_skip: SkipRecord | None = None
 
 
-_KEEP: Final = object()
+class _Keep(Enum):
+    """A typed "leave it as it is" for an override that None restores."""
+
+    KEEP = "keep"
+
+
+_KEEP: Final = _Keep.KEEP
 
 
 class WorkloadStats:
@@ -247,8 +253,8 @@ class WorkloadStats:
         self,
         name: str,
         *,
-        schedule: str | object | None = _KEEP,
-        enabled: bool | object | None = _KEEP,
+        schedule: str | _Keep | None = _KEEP,
+        enabled: bool | _Keep | None = _KEEP,
     ) -> None:
         """Change a job's overridden schedule and/or switch; None restores the built-in one."""
         with self._changing():
