@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import pytest
@@ -25,6 +25,18 @@ from dgxmm.clock import to_us
 from dgxmm.fleet.metrics.prometheus import parse_exposition
 
 IN_CI = os.environ.get("CI") == "true"
+
+
+class Answer(Protocol):
+    """What a test reads of an HTTP answer (the test client's and httpx's alike)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def json(self) -> Any: ...
 
 
 def need(condition: bool, reason: str) -> None:

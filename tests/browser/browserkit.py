@@ -1,4 +1,4 @@
-"""What the browser tests share besides fixtures (import: `from browserkit import Live`)."""
+"""What the browser tests share besides fixtures (import: `from browser.browserkit import Live`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browserkit import Live
+from browser.browserkit import Live
 from support import need, serving
 
 from dgxmm.server import Host, Role, Services, Tokens, create_app

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from browserkit import Live
+from browser.browserkit import Live
 
 
 def test_it_defines_a_job_through_the_form_with_a_live_preview(page: Any, live: Live) -> None:

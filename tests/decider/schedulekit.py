@@ -1,6 +1,6 @@
 """Fixtures of the schedule runner's tests: a store, a fleet of real stand-in servers, the
 schedule service, all on a manual clock. Import the fixtures into a test module with
-``from schedulekit import *`` (pytest puts this folder on sys.path)."""
+``from decider.schedulekit import ...`` (tests/ is on pytest's pythonpath)."""
 
 from __future__ import annotations
 

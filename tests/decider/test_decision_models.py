@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chatkit import ChatServer, Standin
+from decider.chatkit import ChatServer, Standin
+from decider.traffickit import add_deployment, hours
 from sqlalchemy import insert, update
-from traffickit import add_deployment, hours
 
 from dgxmm.decider.proposals.candidates import (
     Candidate,
@@ -96,7 +96,7 @@ def test_feedback_learns_what_the_admins_accept(profile_store: Store) -> None:
 def test_the_feedback_models_verdict_meets_the_threshold(
     profile_store: Store, proposals: ProposalService, profile_clock: object
 ) -> None:
-    from traffickit import idle_days, store_profile
+    from decider.traffickit import idle_days, store_profile
 
     deployment = add_deployment(profile_store, priority=95)  # the rules would not propose
     _decided(profile_store, deployment, accepted=20, dismissed=20)
@@ -115,7 +115,8 @@ def test_the_feedback_models_verdict_meets_the_threshold(
     run = proposals.propose(deployment)
     assert run.model == "feedback"
     (made,) = [p for p in proposals.list(deployment) if p.status.value == "open"]
-    assert (made.source, made.confidence) == ("feedback", pytest.approx(confidence))
+    assert made.source == "feedback"
+    assert made.confidence == pytest.approx(confidence)
 
     proposals.set_settings({"threshold": min(1.0, confidence + 1e-6)}, actor="user:alice")
     (run_again,) = proposals.propose(deployment).deployments

@@ -6,8 +6,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from support import at
-from traffickit import (
+from decider.traffickit import (
     Minute,
     add_deployment,
     add_minutes,
@@ -15,6 +14,7 @@ from traffickit import (
     office_hours,
     weekly_traffic,
 )
+from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.profiles import ProfileService

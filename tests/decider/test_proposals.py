@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
-from chatkit import ChatServer
+from decider.chatkit import ChatServer
+from decider.traffickit import Minute, add_deployment, add_minutes, hours, idle_days, store_profile
 from support import at
-from traffickit import Minute, add_deployment, add_minutes, hours, idle_days, store_profile
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.proposals.report import Outcome

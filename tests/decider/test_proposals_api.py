@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from decider.traffickit import add_deployment, add_minutes, office_hours, weekly_traffic
 from fastapi.testclient import TestClient
-from support import at
-from traffickit import add_deployment, add_minutes, office_hours, weekly_traffic
+from support import Answer, at
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.proposals.service import ProposalService
@@ -66,10 +67,10 @@ def env(tmp_path: Path) -> Iterator[Env]:
     store.close()
 
 
-def _ok(response: object) -> dict[str, object]:
-    assert response.status_code == 200, response.text  # type: ignore[attr-defined]
-    body: dict[str, object] = response.json()  # type: ignore[attr-defined]
-    return body
+def _ok(response: Answer) -> Any:
+    """The JSON body of a 200 answer (its shape is what the test asserts)."""
+    assert response.status_code == 200, response.text
+    return response.json()
 
 
 def test_it_rebuilds_and_reads_a_profile(env: Env) -> None:
@@ -113,10 +114,10 @@ def test_it_answers_errors_in_the_projects_shape(env: Env) -> None:
 
 def test_an_admin_accepts_a_proposal_over_http(env: Env) -> None:
     answer = _ok(env.admin.post("/api/traffic/rebuild", json={"propose": True}))
-    (run,) = answer["proposals"]["deployments"]  # type: ignore[index]
+    (run,) = answer["proposals"]["deployments"]
     assert len(run["open"]) == 2
     listed = _ok(env.viewer.get(f"/api/deployments/{env.deployment}/proposals?status=open"))
-    weeknights = next(p for p in listed["proposals"] if p["sleep"]["days"] == 15)  # type: ignore[union-attr]
+    weeknights = next(p for p in listed["proposals"] if p["sleep"]["days"] == 15)
     assert (
         weeknights["description"]
         == "sleep Monday to Thursday at 22:00, wake Tuesday to Friday at 06:45"
@@ -125,8 +126,8 @@ def test_an_admin_accepts_a_proposal_over_http(env: Env) -> None:
     assert env.viewer.post(f"/api/proposals/{weeknights['id']}/accept").status_code == 403
 
     accepted = _ok(env.admin.post(f"/api/proposals/{weeknights['id']}/accept"))
-    assert accepted["proposal"]["status"] == "accepted"  # type: ignore[index]
-    assert [(s["action"], s["days"], s["time"], s["creator"]) for s in accepted["schedules"]] == [  # type: ignore[union-attr]
+    assert accepted["proposal"]["status"] == "accepted"
+    assert [(s["action"], s["days"], s["time"], s["creator"]) for s in accepted["schedules"]] == [
         ("sleep", 15, "22:00", "user:alice"),
         ("wake", 30, "06:45", "user:alice"),
     ]
@@ -144,9 +145,9 @@ def test_an_admin_accepts_a_proposal_over_http(env: Env) -> None:
 
 def test_an_admin_dismisses_a_proposal_over_http(env: Env) -> None:
     env.admin.post("/api/traffic/rebuild", json={"propose": True})
-    (first, *_) = _ok(env.viewer.get(f"/api/deployments/{env.deployment}/proposals"))["proposals"]  # type: ignore[misc]
+    (first, *_) = _ok(env.viewer.get(f"/api/deployments/{env.deployment}/proposals"))["proposals"]
     dismissed = _ok(env.admin.post(f"/api/proposals/{first['id']}/dismiss"))
-    assert dismissed["proposal"]["status"] == "dismissed"  # type: ignore[index]
+    assert dismissed["proposal"]["status"] == "dismissed"
     assert env.admin.post(f"/api/proposals/{first['id']}/dismiss").status_code == 409
     assert env.schedules.list(env.deployment) == []
 
@@ -160,7 +161,7 @@ def test_the_model_settings_over_http(env: Env) -> None:
         "endpoint": None,
     }
     assert shown["ready"] is False
-    assert "20 accepted and 20 dismissed" in shown["reason"]  # type: ignore[operator]
+    assert "20 accepted and 20 dismissed" in shown["reason"]
 
     put = {
         "model": "openai",
@@ -184,7 +185,7 @@ def test_the_model_settings_over_http(env: Env) -> None:
     assert refused.json()["field"] == "threshold"
     assert env.admin.put("/api/proposals/model", json={"threshold": "high"}).status_code == 422
     assert env.admin.put("/api/proposals/model", json={"colour": "blue"}).status_code == 422
-    assert _ok(env.viewer.get("/api/proposals/model"))["settings"]["model"] == "openai"  # type: ignore[index]
+    assert _ok(env.viewer.get("/api/proposals/model"))["settings"]["model"] == "openai"
 
 
 def test_the_page_draws_the_week_and_the_proposals(env: Env) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from decider.traffickit import add_deployment, add_minutes, office_hours, weekly_traffic
 from support import at
-from traffickit import add_deployment, add_minutes, office_hours, weekly_traffic
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.profiles import ProfileService

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from traffickit import hours
+from decider.traffickit import hours
 
 from dgxmm.decider.profiles import HourProfile
 from dgxmm.decider.proposals.candidates import (

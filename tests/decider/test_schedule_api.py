@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from decider.schedulekit import Kit
+from decider.schedulekit import kit as kit  # noqa: PLC0414  (the fixture)
 from fastapi.testclient import TestClient
-from schedulekit import Kit
-from schedulekit import kit as kit  # noqa: PLC0414  (the fixture)
 from sqlalchemy import select
 
 from dgxmm.fleet.tables import audit_log

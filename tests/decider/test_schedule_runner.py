@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import signal
 
-from schedulekit import Kit, wait_until
-from schedulekit import kit as kit  # noqa: PLC0414  (the fixture, registered by its own name)
+from decider.schedulekit import Kit, wait_until
+from decider.schedulekit import kit as kit  # noqa: PLC0414  (the fixture, registered by its own name)
 from sqlalchemy import func, insert, select
 from support import at
 
@@ -16,7 +16,7 @@ from dgxmm.decider.days import ALL_DAYS, mask_of
 from dgxmm.decider.schedules import ScheduleAction
 from dgxmm.decider.schedules.service import PAUSED_ALL, ResultKind
 from dgxmm.decider.tables import deployment_schedules, traffic_profiles
-from dgxmm.fleet import InsightKind, Severity
+from dgxmm.fleet import InsightKind, ProcessBackend, Severity
 from dgxmm.fleet.tables import audit_log, deployment_events, insights
 from dgxmm.store import reading, writing
 
@@ -255,7 +255,9 @@ def test_it_pauses_sleep_and_wake_schedules_after_a_failed_sleep(kit: Kit) -> No
     stop = kit.schedules.create(
         deployment, action=ScheduleAction.STOP, days=ALL_DAYS, time="23:00", actor="user:a"
     )
-    pid = kit.fleet.backends.of(kit.fleet.deployments.get(deployment)).pid
+    backend = kit.fleet.backends.of(kit.fleet.deployments.get(deployment))
+    assert isinstance(backend, ProcessBackend)
+    pid = backend.pid
     assert pid is not None
     os.kill(pid, signal.SIGKILL)  # the model server dies just before the slot
     kit.clock.set(at("2026-06-03T12:30:00+02:00"))
@@ -264,8 +266,9 @@ def test_it_pauses_sleep_and_wake_schedules_after_a_failed_sleep(kit: Kit) -> No
     paused = {s.id: s for s in kit.schedules.list(deployment)}
     assert paused[sleep.id].enabled is False
     assert paused[wake.id].enabled is False
-    assert paused[sleep.id].paused_reason is not None
-    assert paused[sleep.id].paused_reason.startswith(f"paused: schedule {sleep.id} failed to sleep")
+    reason = paused[sleep.id].paused_reason
+    assert reason is not None
+    assert reason.startswith(f"paused: schedule {sleep.id} failed to sleep")
     assert paused[stop.id].enabled is True  # only sleep and wake schedules pause
     with reading(kit.store.engine) as connection:
         kinds = connection.execute(select(insights.c.kind, insights.c.severity)).all()

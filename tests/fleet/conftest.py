@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fleetkit import TEST_TIMEOUTS, ensure_gone
+from fleet.fleetkit import TEST_TIMEOUTS, ensure_gone
 from support import STANDIN, free_port
 
 from dgxmm.fleet import ProcessBackend, ProcessSpec

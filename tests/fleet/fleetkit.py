@@ -1,6 +1,6 @@
 """Helpers for the fleet tests: free ports, stand-in processes, polling without timing.
 
-Import as `from fleetkit import ...` (pytest puts this folder on sys.path)."""
+Import as `from fleet.fleetkit import ...` (tests/ is on pytest's pythonpath)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from fleetkit import TEST_TIMEOUTS
+from fleet.fleetkit import TEST_TIMEOUTS
 from support import PATIENCE_S, StandinProcess, free_port
 
 from dgxmm.clock import ManualClock

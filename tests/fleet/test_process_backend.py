@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fleetkit import pid_exists
+from fleet.fleetkit import pid_exists
 from support import PATIENCE_S, free_port, wait_for
 
 from dgxmm.errors import BackendError, Conflict, DefinitionError, ServerGone

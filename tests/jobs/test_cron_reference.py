@@ -334,11 +334,13 @@ def field_items(draw: st.DrawFn, field: RefField, hot: tuple[int, ...] = ()) -> 
     if kind == "start_step":
         return f"{first}/{draw(st.integers(1, span))}"
     if kind == "value":
-        if field.names and draw(st.booleans()):
+        by_name: bool = draw(st.booleans())
+        if field.names and by_name:
             return draw(names_in_any_case(field.names))
         return str(first)
     last = draw(st.integers(first, field.high))
-    if field.names and draw(st.booleans()):
+    named: bool = draw(st.booleans())
+    if field.names and named:
         a = field.names[min(first - field.first_name_value, len(field.names) - 1)]
         b = field.names[min(last - field.first_name_value, len(field.names) - 1)]
         if field.names.index(a) <= field.names.index(b):

@@ -12,6 +12,7 @@ from dgxmm.jobs import (
     CronSchedule,
     Job,
     JobKind,
+    JobRun,
     Outcome,
     RunContext,
     RunResult,
@@ -50,13 +51,16 @@ def test_it_runs_jobs_on_workers_while_the_host_keeps_ticking() -> None:
     host = threading.current_thread().name
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="job") as workers:
 
+        def work(run: JobRun) -> None:
+            finished.put(run.run())
+
         def tick(now: int) -> list[str]:
             """One host tick: take finished runs back, hand due runs to workers."""
             while not finished.empty():
                 scheduler.finish(finished.get_nowait())
             started = scheduler.start_due(now)
             for run in started:
-                workers.submit(lambda run=run: finished.put(run.run()))
+                workers.submit(work, run)
             return [run.name for run in started]
 
         done: list[str] = []

@@ -1,4 +1,4 @@
-"""Helpers of the API tests (import: `from apikit import define`)."""
+"""Helpers of the API tests (import: `from server.apikit import define`)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def test_it_answers_a_body_over_one_mebibyte_with_413(client: TestClient, store:
 def test_it_answers_413_for_a_streamed_body_without_a_length(
     client: TestClient, store: Store
 ) -> None:
-    def chunks() -> object:
+    def chunks() -> Iterator[bytes]:
         yield b'{"name": "x", "description": "'
         for _ in range(20):
             yield b"b" * 65536

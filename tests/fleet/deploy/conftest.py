@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from fleetkit import TEST_TIMEOUTS, ensure_gone
+from fleet.fleetkit import TEST_TIMEOUTS, ensure_gone
 from support import at
 
 from dgxmm.clock import ManualClock

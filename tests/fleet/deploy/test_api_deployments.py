@@ -6,8 +6,8 @@ import sys
 from typing import Any
 
 from fastapi.testclient import TestClient
+from fleet.deploy.deploykit import standin
 
-from deploy.deploykit import standin
 from dgxmm.fleet import Fleet
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from fleet.deploy.deploykit import standin
 
-from deploy.deploykit import standin
 from dgxmm.fleet import Fleet, InsightKind, Severity
 from dgxmm.jobs import Outcome
 from dgxmm.server import Host

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fleet.deploy.deploykit import standin
 
-from deploy.deploykit import standin
 from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.fleet import AuditAction, BackendKind, DeploymentState, EventAction, Fleet
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fleetkit import pid_exists
+from fleet.deploy.deploykit import standin
+from fleet.fleetkit import pid_exists
 
-from deploy.deploykit import standin
 from dgxmm.errors import BackendError, Conflict, ServerGone
 from dgxmm.fleet import AuditSubject, DeploymentState, EventAction, EventOutcome, Fleet
 from dgxmm.fleet.backends.pidfile import read_pid_file

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 import httpx
+from fleet.deploy.deploykit import standin
 from support import wait_for
 
-from deploy.deploykit import standin
 from dgxmm.errors import DgxmmError
 from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
 from dgxmm.fleet.recorder import ActionResult

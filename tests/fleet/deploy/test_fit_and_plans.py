@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from fleet.deploy.deploykit import standin
 
-from deploy.deploykit import standin
 from dgxmm.errors import DoesNotFit
 from dgxmm.fleet import (
     AuditAction,

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from fleet.deploy.deploykit import standin
 
-from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.fleet import Fleet, InsightKind, Severity
 from dgxmm.server import (

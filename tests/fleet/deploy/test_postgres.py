@@ -7,9 +7,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fleetkit import TEST_TIMEOUTS
+from fleet.deploy.deploykit import standin
+from fleet.fleetkit import TEST_TIMEOUTS
 
-from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict
 from dgxmm.fleet import DeploymentState, EventAction, Fleet, GpuInventory, InsightKind, Severity

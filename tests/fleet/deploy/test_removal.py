@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fleetkit import pid_exists
+from fleet.deploy.deploykit import standin
+from fleet.fleetkit import pid_exists
 from sqlalchemy import Connection, func, select
 
-from deploy.deploykit import standin
 from dgxmm.decider.tables import deployment_schedules, schedule_proposals, traffic_profiles
 from dgxmm.errors import NotFound
 from dgxmm.fleet import AuditAction, Deployment, Fleet, InsightKind, Severity

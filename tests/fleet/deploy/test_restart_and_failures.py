@@ -7,10 +7,10 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from fleetkit import pid_exists
+from fleet.deploy.deploykit import standin
+from fleet.fleetkit import pid_exists
 from support import wait_for
 
-from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.errors import ServerGone
 from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet

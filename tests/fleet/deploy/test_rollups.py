@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from fleet.deploy.deploykit import standin
 from support import at
 
-from deploy.deploykit import standin
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
 from dgxmm.fleet import Fleet

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
-from fleetkit import pid_exists
+from fleet.fleetkit import pid_exists
 from support import PATIENCE_S, free_port, wait_for
 
 from dgxmm.fleet import sample_from_text

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from apikit import define
 from fastapi.testclient import TestClient
+from server.apikit import define
 
 from dgxmm.server import Host
 from dgxmm.store import Store

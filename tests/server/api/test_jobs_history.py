@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from apikit import define
 from fastapi.testclient import TestClient
+from server.apikit import define
 from support import at
 
 from dgxmm.clock import ManualClock
@@ -83,7 +83,7 @@ def test_it_previews_in_the_hosts_zone_by_default(client: TestClient) -> None:
     ids=["bad-cron", "bad-zone", "n-zero", "n-big", "n-text"],
 )
 def test_it_refuses_a_bad_preview(
-    client: TestClient, params: dict[str, object], status: int, field: str
+    client: TestClient, params: dict[str, str | int], status: int, field: str
 ) -> None:
     response = client.get("/api/jobs/preview", params=params)
     assert response.status_code == status

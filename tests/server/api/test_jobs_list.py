@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from apikit import define
 from fastapi.testclient import TestClient
+from server.apikit import define
 from support import at
 
 from dgxmm.clock import ManualClock

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from apikit import define
 from fastapi.testclient import TestClient
+from server.apikit import define
 
 from dgxmm.server import Host
 from dgxmm.store import Store

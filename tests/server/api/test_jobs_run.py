@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from apikit import define
 from fastapi.testclient import TestClient
+from server.apikit import define
 from sqlalchemy import text
 
 from dgxmm.server import Host

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from apikit import define
 from fastapi.testclient import TestClient
 from pg_cluster import PgCluster
+from server.apikit import define
 from support import free_port
 
 from dgxmm.clock import ManualClock

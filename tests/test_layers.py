@@ -1,0 +1,127 @@
+"""The house rules of docs/architecture.md: no module imports a layer above its own.
+
+Every ``import`` of a ``dgxmm`` module counts, at the top of a file, inside a function, or
+under ``TYPE_CHECKING``: a late import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import dgxmm
+
+SRC = Path(dgxmm.__file__).parent
+
+# Outside the layers: imported by any of them, importing only each other.
+FOUNDATION = ("dgxmm.errors", "dgxmm.time_units", "dgxmm.clock")
+# Lowest first: each layer may import the foundation and the layers before it.
+LAYERS = (
+    "dgxmm.jobs",
+    "dgxmm.places",  # the machine's zone and data directory (reads dgxmm.jobs' zones)
+    "dgxmm.store",
+    "dgxmm.fleet",
+    "dgxmm.decider",
+    "dgxmm.server",
+    "dgxmm.cli",
+    "dgxmm.__main__",
+)
+# Imports nothing of ours at all: it runs as its own process and must start fast.
+ALONE = ("dgxmm.standin",)
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _home(module: str, homes: tuple[str, ...]) -> str | None:
+    for home in homes:
+        if module == home or module.startswith(home + "."):
+            return home
+    return None
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}:{node.lineno}: a relative import"
+            assert node.module is not None
+            found.append((node.lineno, node.module))
+    return [(line, name) for line, name in found if name == "dgxmm" or name.startswith("dgxmm.")]
+
+
+def _refusal(importer: str, imported: str) -> str | None:
+    """Say why ``importer`` may not import ``imported``, or None when it may."""
+    if imported == "dgxmm":
+        return None  # the package itself: its version
+    if _home(importer, ALONE):
+        return None if _home(imported, ALONE) else "the stand-in imports nothing of ours"
+    if _home(imported, ALONE):
+        return "only a process started with python -m runs the stand-in"
+    if _home(importer, FOUNDATION):
+        return None if _home(imported, FOUNDATION) else "the foundation imports no layer"
+    if _home(imported, FOUNDATION):
+        return None
+    mine, theirs = _home(importer, LAYERS), _home(imported, LAYERS)
+    assert mine is not None, f"{importer} is in no layer: add it to LAYERS or FOUNDATION"
+    assert theirs is not None, f"{imported} is in no layer: add it to LAYERS or FOUNDATION"
+    if LAYERS.index(theirs) > LAYERS.index(mine):
+        return f"{mine} is below {theirs}"
+    return None
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    broken = []
+    for path in sorted(SRC.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue  # Alembic's scripts: they import the store, which is their layer
+        importer = _module_of(path)
+        for line, imported in _imports(path):
+            why = _refusal(importer, imported)
+            if why is not None:
+                broken.append(f"{path.relative_to(SRC.parent)}:{line} imports {imported}: {why}")
+    assert broken == []
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "refused"),
+    [
+        ("dgxmm.store.store", "dgxmm.jobs", False),
+        ("dgxmm.jobs.cron", "dgxmm.store", True),
+        ("dgxmm.fleet.service", "dgxmm.decider.schedules", True),
+        ("dgxmm.decider.profiles", "dgxmm.fleet", False),
+        ("dgxmm.server.app", "dgxmm.cli.main", True),
+        ("dgxmm.jobs.cron", "dgxmm.time_units", False),
+        ("dgxmm.clock", "dgxmm.jobs", True),
+        ("dgxmm.standin.engine", "dgxmm.errors", True),
+        ("dgxmm.fleet.demo", "dgxmm.standin", True),
+    ],
+    ids=[
+        "store-jobs",
+        "jobs-store",
+        "fleet-decider",
+        "decider-fleet",
+        "server-cli",
+        "jobs-foundation",
+        "foundation-jobs",
+        "standin-errors",
+        "fleet-standin",
+    ],
+)
+def test_the_rule_refuses_what_it_should(importer: str, imported: str, refused: bool) -> None:
+    assert (_refusal(importer, imported) is not None) is refused
+
+
+def test_it_sees_imports_inside_functions(tmp_path: Path) -> None:
+    module = tmp_path / "late.py"
+    module.write_text("def f() -> None:\n    from dgxmm.server import Host\n")
+    assert _imports(module) == [(2, "dgxmm.server")]
