@@ -5,8 +5,7 @@ schedule service, all on a manual clock. Import the fixtures into a test module 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +19,11 @@ from dgxmm.errors import Busy
 from dgxmm.fleet import BackendKind, Fleet, Gpu, GpuInventory, HttpTimeouts, InventorySource
 from dgxmm.store import Store
 
-__all__ = ["Kit", "kit", "standin_keys", "wait_until"]
+__all__ = ["Kit", "kit", "standin_keys"]
 
 TIMEOUTS = HttpTimeouts(connect_s=5.0, probe_s=10.0, metrics_s=20.0, action_s=120.0)
 # A Wednesday; Berlin is at +02:00 in June.
 START = "2026-06-03T12:00:00+02:00"
-
-
-def wait_until(check: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    """Poll until ``check()`` holds; fail naming ``what`` (no duration is asserted)."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {timeout_s:g} s waiting for {what}")
-        time.sleep(0.05)
 
 
 class Kit:

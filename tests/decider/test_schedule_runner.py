@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import signal
 
-from decider.schedulekit import Kit, wait_until
+from decider.schedulekit import Kit
 from decider.schedulekit import kit as kit  # noqa: PLC0414  (the fixture, registered by its own name)
 from sqlalchemy import func, insert, select
-from support import at
+from support import at, wait_for
 
 from dgxmm.decider.days import ALL_DAYS, mask_of
 from dgxmm.decider.schedules import ScheduleAction
@@ -123,7 +123,7 @@ def test_it_defers_a_busy_sleep_and_does_it_once_quiet_within_the_hour(kit: Kit)
     )
     kit.clock.set(at("2026-06-03T12:05:00+02:00"))
     request = kit.chat_in_background(deployment)
-    wait_until(
+    wait_for(
         lambda: kit.fleet.metrics.sample_now(deployment).requests_running == 1,
         "the request to be in flight",
     )

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from support import at
+from support import at, wait_for
 
 from dgxmm.clock import ManualClock
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.server import Host
 from dgxmm.store import Store
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
 
 
 def test_it_picks_up_a_defined_changed_and_dropped_job_at_its_next_tick(
@@ -31,13 +21,13 @@ def test_it_picks_up_a_defined_changed_and_dropped_job_at_its_next_tick(
     host.start()
     try:
         store.define_job(name="cp", schedule="* * * * *", action="checkpoint")
-        assert wait_until(lambda: "cp" in [job.name for job in host.scheduler.jobs()])
+        wait_for(lambda: "cp" in [job.name for job in host.scheduler.jobs()], "cp to be planned")
         clock.set(at("2026-06-01T10:01:00+02:00"))
-        assert wait_until(lambda: store.workload_stats.last_run("cp") is not None)
+        wait_for(lambda: store.workload_stats.last_run("cp"), "a run of cp")
         store.define_job(name="cp", schedule="0 4 * * *", action="checkpoint")
-        assert wait_until(lambda: str(host.scheduler.get("cp").schedule) == "0 4 * * *")
+        wait_for(lambda: str(host.scheduler.get("cp").schedule) == "0 4 * * *", "the new schedule")
         store.drop_job("cp")
-        assert wait_until(lambda: "cp" not in [job.name for job in host.scheduler.jobs()])
+        wait_for(lambda: "cp" not in [job.name for job in host.scheduler.jobs()], "cp to go")
         assert host.running
     finally:
         host.stop()
