@@ -9,6 +9,7 @@ import pytest
 from fleet.fleetkit import TEST_TIMEOUTS, ensure_gone
 from support import STANDIN, free_port
 
+from dgxmm.clock import SystemClock
 from dgxmm.fleet import ProcessBackend, ProcessSpec
 
 
@@ -34,6 +35,7 @@ def process_backend(tmp_path: Path) -> Iterator[Callable[..., ProcessBackend]]:
             run_dir=run_dir or tmp_path / name,
             timeouts=TEST_TIMEOUTS,
             stop_grace_s=stop_grace_s,
+            clock=SystemClock(),
         )
         made.append(backend)
         return backend

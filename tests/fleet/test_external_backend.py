@@ -8,7 +8,7 @@ import pytest
 from fleet.fleetkit import TEST_TIMEOUTS
 from support import PATIENCE_S, StandinProcess, free_port
 
-from dgxmm.clock import ManualClock
+from dgxmm.clock import ManualClock, SystemClock
 from dgxmm.errors import BackendError, DefinitionError, ServerGone
 from dgxmm.fleet import (
     BackendKind,
@@ -29,7 +29,9 @@ def external() -> Iterator[Make]:
     made: list[ExternalBackend] = []
 
     def make(url: str, clock: ManualClock | None = None) -> ExternalBackend:
-        backend = ExternalBackend(name="remote", base_url=url, timeouts=TEST_TIMEOUTS, clock=clock)
+        backend = ExternalBackend(
+            name="remote", base_url=url, timeouts=TEST_TIMEOUTS, clock=clock or SystemClock()
+        )
         made.append(backend)
         return backend
 

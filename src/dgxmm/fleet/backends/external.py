@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from dgxmm.clock import Clock, SystemClock
+from dgxmm.clock import Clock
 from dgxmm.errors import DefinitionError
 from dgxmm.fleet.backends.client import ModelServerClient
 from dgxmm.fleet.backends.protocol import BackendKind, HealthCheck, HttpTimeouts, StopOutcome
@@ -45,12 +45,12 @@ class ExternalBackend:
         name: str,
         base_url: str,
         timeouts: HttpTimeouts | None = None,
-        clock: Clock | None = None,
+        clock: Clock,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.name = name
         self._base_url = check_base_url(base_url)
-        self._clock = clock or SystemClock()
+        self._clock = clock  # the fleet's: the store's clock, or a test's
         self._client = ModelServerClient(
             self._base_url,
             server=str(self),

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import httpx
 
-from dgxmm.clock import Clock, SystemClock, from_us
+from dgxmm.clock import Clock, from_us
 from dgxmm.errors import BackendError, Conflict, DefinitionError, ServerGone
 from dgxmm.fleet.backends.client import ModelServerClient
 from dgxmm.fleet.backends.pidfile import (
@@ -97,14 +97,14 @@ class ProcessBackend:
         run_dir: Path,
         timeouts: HttpTimeouts | None = None,
         stop_grace_s: float = 30.0,
-        clock: Clock | None = None,
+        clock: Clock,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
         self.run_dir = run_dir
         self.stop_grace_s = stop_grace_s
-        self._clock = clock or SystemClock()
+        self._clock = clock  # the fleet's: the store's clock, or a test's
         self._client = ModelServerClient(
             spec.base_url,
             server=str(self),
