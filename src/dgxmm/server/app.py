@@ -31,6 +31,7 @@ JOBS_ROUTES = Routes(
         api.queries.router,
         api.store.router,
         pages.login.router,
+        pages.api_docs.router,
         pages.jobs.router,
         pages.workload.router,
         pages.queries.router,
@@ -77,7 +78,7 @@ def create_app(services: Services, routes: Sequence[Routes] = ()) -> FastAPI:
         title="dgxmm",
         version=__version__,
         description="Model-serving deployments and the scheduled work around them.",
-        docs_url="/api/docs",
+        docs_url=None,  # pages/api_docs.py: Swagger UI would load its script from a CDN
         redoc_url=None,
         openapi_url="/openapi.json",
     )

@@ -34,6 +34,7 @@ __all__ = [
     "TokensDep",
     "Viewer",
     "identify",
+    "is_same_origin",
     "require_admin",
     "require_viewer",
     "services_of",
@@ -97,13 +98,18 @@ def identify(request: Request) -> Identity | None:
         return tokens.identify(credential.strip())
     cookie = request.cookies.get(COOKIE)
     if cookie:
-        if request.method not in ("GET", "HEAD") and not _same_origin(request):
+        if request.method not in ("GET", "HEAD") and not is_same_origin(request):
             return None  # a cookie only counts for writes that come from our own pages
         return tokens.identify(cookie)
     return None
 
 
-def _same_origin(request: Request) -> bool:
+def is_same_origin(request: Request) -> bool:
+    """Tell whether a request comes from our own pages, or from no browser page at all.
+
+    A browser names the page's origin on every POST (``Origin``), or at least whether it is
+    another site's (``Sec-Fetch-Site``); a request with neither is a program (curl, the CLI).
+    """
     origin = request.headers.get("origin")
     if origin is None:
         return request.headers.get("sec-fetch-site") in (None, "same-origin")

@@ -31,8 +31,12 @@ def _iso(at_us: int, zone: ZoneInfo) -> str:
     return from_us(at_us, zone).isoformat()
 
 
-def job_rows(host: Host) -> list[dict[str, Any]]:
-    """Return every job's row: system jobs first, then user jobs by name."""
+def job_rows(host: Host, *, full_errors: bool) -> list[dict[str, Any]]:
+    """Return every job's row: system jobs first, then user jobs by name.
+
+    ``full_errors`` (for admins) shows a failed run's whole error; otherwise its public form,
+    which never carries a value the run read (``RunResult.public_error``).
+    """
     now = host.clock.now_us()
     definitions = {job.name: job for job in host.definitions()}
     with host.lock:
@@ -43,24 +47,26 @@ def job_rows(host: Host) -> list[dict[str, Any]]:
             if state.job.kind is JobKind.SYSTEM
         }
     rows = [
-        _system_row(host, state, builtin[name], now)
+        _system_row(host, state, builtin[name], now, full_errors)
         for name, state in states.items()
         if state.job.kind is JobKind.SYSTEM
     ]
     for name in sorted(definitions):
-        rows.append(_user_row(host, definitions[name], states.get(name), now))
+        rows.append(_user_row(host, definitions[name], states.get(name), now, full_errors))
     return rows
 
 
-def job_row(host: Host, name: str) -> dict[str, Any]:
+def job_row(host: Host, name: str, *, full_errors: bool) -> dict[str, Any]:
     """Return one job's row (``NotFound``)."""
-    for row in job_rows(host):
+    for row in job_rows(host, full_errors=full_errors):
         if row["name"] == name:
             return row
     raise NotFound("job", name)
 
 
-def _common(host: Host, name: str, state: JobState | None, now: int) -> dict[str, Any]:
+def _common(
+    host: Host, name: str, state: JobState | None, now: int, full_errors: bool
+) -> dict[str, Any]:
     stats = host.scheduler.stats
     assert stats is not None
     last = stats.last_run(name)
@@ -77,7 +83,7 @@ def _common(host: Host, name: str, state: JobState | None, now: int) -> dict[str
             "started_at": iso(last.started_at, host),
             "duration_ms": round(last.duration_us / 1000, 3),
             "outcome": last.outcome.value,
-            "error": last.error,
+            "error": last.error if full_errors else last.public_error,
             "detail": last.detail,
         },
         "runs": {
@@ -100,9 +106,11 @@ def _next(
     return schedule.next_after(now, host.time_zone)  # picked up, planned at the next tick
 
 
-def _system_row(host: Host, state: JobState, builtin: str, now: int) -> dict[str, Any]:
+def _system_row(
+    host: Host, state: JobState, builtin: str, now: int, full_errors: bool
+) -> dict[str, Any]:
     job = state.job
-    row = _common(host, job.name, state, now)
+    row = _common(host, job.name, state, now, full_errors)
     next_at = _next(host, state, job.schedule, now)
     row.update(
         kind="system",
@@ -118,8 +126,10 @@ def _system_row(host: Host, state: JobState, builtin: str, now: int) -> dict[str
     return row
 
 
-def _user_row(host: Host, job: JobDefinition, state: JobState | None, now: int) -> dict[str, Any]:
-    row = _common(host, job.name, state, now)
+def _user_row(
+    host: Host, job: JobDefinition, state: JobState | None, now: int, full_errors: bool
+) -> dict[str, Any]:
+    row = _common(host, job.name, state, now, full_errors)
     fixed, schedule = _user_fields(host, job)
     row.update(fixed)
     next_at = _next(host, state, schedule, now) if job.served else None

@@ -104,7 +104,7 @@ def test_two_stores_in_one_process_each_list_their_own_schedules(
         try:
             store.define_job(name="nightly", schedule=schedule, action="checkpoint")
             assert store.job("nightly").version == 1  # the same name and version in both
-            rows[place] = {row["name"]: row for row in job_rows(host)}["nightly"]
+            rows[place] = {row["name"]: row for row in job_rows(host, full_errors=True)}["nightly"]
         finally:
             host.stop()
             store.close()

@@ -5,6 +5,7 @@ sends it with the login cookie), so the pages add no second way to change anythi
 module has a ``router``; ``render`` renders a template for a logged-in person.
 """
 
+from dgxmm.server.pages import api_docs as api_docs
 from dgxmm.server.pages import audit as audit
 from dgxmm.server.pages import deployments as deployments
 from dgxmm.server.pages import insights as insights
@@ -18,6 +19,7 @@ from dgxmm.server.pages import traffic as traffic
 from dgxmm.server.pages import workload as workload
 
 __all__ = [
+    "api_docs",
     "audit",
     "deployments",
     "insights",

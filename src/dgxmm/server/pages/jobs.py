@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.errors import NotFound
-from dgxmm.server.deps import HostDep
+from dgxmm.server.deps import HostDep, identify
 from dgxmm.server.job_list import job_rows
 from dgxmm.server.pages.render import render_page
 
@@ -32,7 +32,9 @@ PRESETS = [
 @router.get("/jobs", response_class=HTMLResponse)
 def jobs_page(request: Request, host: HostDep) -> Response:
     """Scheduled jobs: every job, the system jobs first."""
-    return render_page(request, "jobs.html", jobs=job_rows(host))
+    who = identify(request)
+    rows = job_rows(host, full_errors=who is not None and who.is_admin)
+    return render_page(request, "jobs.html", jobs=rows)
 
 
 @router.get("/jobs/new", response_class=HTMLResponse)

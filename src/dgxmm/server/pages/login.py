@@ -7,7 +7,8 @@ from urllib.parse import parse_qs, quote
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from dgxmm.server.deps import COOKIE, TokensDep
+from dgxmm.errors import Forbidden
+from dgxmm.server.deps import COOKIE, TokensDep, is_same_origin
 from dgxmm.server.pages.render import templates
 
 __all__ = ["router"]
@@ -31,7 +32,13 @@ def login_form(request: Request, next: str = "/jobs", error: str | None = None) 
 
 @router.post("/login")
 async def login(request: Request, tokens: TokensDep) -> Response:
-    """Check a token and keep it in an HttpOnly cookie."""
+    """Check a token and keep it in an HttpOnly cookie; only from our own login page.
+
+    Login CSRF: another site's page could post its own token here and have our cookie set,
+    so that the person then works (and defines jobs) as the attacker without noticing.
+    """
+    if not is_same_origin(request):
+        raise Forbidden("login: a login from another site's page is refused (Origin)")
     form = parse_qs((await request.body()).decode(errors="replace"))
     token = (form.get("token") or [""])[0].strip()
     target = _local((form.get("next") or ["/jobs"])[0])

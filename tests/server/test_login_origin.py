@@ -1,0 +1,50 @@
+"""Login CSRF: only our own login page, or a program, may set the login cookie."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dgxmm.server import Host, Services, Tokens, create_app
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param({"Origin": "http://evil.example"}, id="foreign-origin"),
+        pytest.param({"Origin": "null"}, id="opaque-origin"),
+        pytest.param({"Origin": "http://testserver.evil.example"}, id="lookalike-origin"),
+        pytest.param({"Sec-Fetch-Site": "cross-site"}, id="no-origin-cross-site"),
+        pytest.param({"Sec-Fetch-Site": "same-site"}, id="no-origin-sibling-site"),
+    ],
+)
+def test_it_refuses_a_login_from_another_sites_page(
+    host: Host, tokens: Tokens, admin_token: str, headers: dict[str, str]
+) -> None:
+    with TestClient(create_app(Services(host=host, tokens=tokens))) as browser:
+        response = browser.post(
+            "/login", data={"token": admin_token}, headers=headers, follow_redirects=False
+        )
+        assert response.status_code == 403
+        assert "set-cookie" not in response.headers
+        assert "another site" in response.json()["message"]
+        assert browser.cookies.get("dgxmm_token") is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param({"Origin": "http://testserver"}, id="our-own-page"),
+        pytest.param({"Sec-Fetch-Site": "same-origin"}, id="same-origin-fetch"),
+        pytest.param({}, id="a-program"),
+    ],
+)
+def test_it_logs_in_from_our_own_page_or_a_program(
+    host: Host, tokens: Tokens, admin_token: str, headers: dict[str, str]
+) -> None:
+    with TestClient(create_app(Services(host=host, tokens=tokens))) as browser:
+        response = browser.post(
+            "/login", data={"token": admin_token}, headers=headers, follow_redirects=False
+        )
+        assert response.status_code == 303
+        assert "httponly" in response.headers["set-cookie"].lower()
