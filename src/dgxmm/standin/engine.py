@@ -10,11 +10,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from http import HTTPStatus
 
 from dgxmm.standin.exposition import format_series
+from dgxmm.standin.faults import Faults
 
 __all__ = [
     "FINISH_REASONS",
@@ -93,6 +94,7 @@ class StandinConfig:
     latency_ms: float = 100.0
     memory_gib: float = 16.0
     max_num_seqs: int = 256  # vLLM's flag: requests beyond it wait
+    faults: Faults = field(default_factory=Faults)  # switched by POST /dgxmm/faults
 
 
 class Engine:
@@ -114,6 +116,17 @@ class Engine:
         self._buckets = [0] * len(LATENCY_BUCKETS)
         self._latency_sum = 0.0
         self._latency_count = 0
+        self._faults = config.faults
+
+    def faults(self) -> Faults:
+        """Return the faults switched on now."""
+        with self._cond:
+            return self._faults
+
+    def set_faults(self, faults: Faults) -> None:
+        """Switch faults on or off."""
+        with self._cond:
+            self._faults = faults
 
     def phase(self) -> Phase:
         """Return the phase now (the start-up delay ends by itself)."""

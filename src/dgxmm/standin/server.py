@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import socket
 import sys
@@ -23,6 +24,7 @@ from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
 from dgxmm.standin.engine import SLEEP_MODES, Engine, Phase, Refused, StandinConfig
+from dgxmm.standin.faults import Faults
 
 __all__ = ["Handler", "StandinServer", "main"]
 
@@ -65,7 +67,7 @@ class Handler(BaseHTTPRequestHandler):
                 known = any(path == url.path for _, path in _ROUTES)
                 status = HTTPStatus.METHOD_NOT_ALLOWED if known else HTTPStatus.NOT_FOUND
                 raise Refused(status, f"{method} {url.path}: {status.phrase}")
-            if self._engine.phase() is Phase.STARTING:
+            if self._engine.phase() is Phase.STARTING and not url.path.startswith("/dgxmm/"):
                 if url.path == "/health":
                     self._send(HTTPStatus.SERVICE_UNAVAILABLE, b"", "text/plain")
                     return
@@ -179,11 +181,20 @@ def _sleep(handler: Handler, query: Query, body: bytes) -> None:
         raise Refused(HTTPStatus.BAD_REQUEST, f"level: {level_text!r} is not 1 or 2")
     if mode not in SLEEP_MODES:
         raise Refused(HTTPStatus.BAD_REQUEST, f"mode: {mode!r} is not one of {SLEEP_MODES}")
+    faults = handler._engine.faults()
+    time.sleep(faults.sleep_hang_s)  # a hung sleep: it finishes, but late
+    if faults.sleep_error:
+        raise Refused(HTTPStatus.INTERNAL_SERVER_ERROR, "sleep failed (a fault mode)")
     handler._engine.sleep(int(level_text), mode)
     handler._send(HTTPStatus.OK, b"", "text/plain")
 
 
 def _wake_up(handler: Handler, query: Query, body: bytes) -> None:
+    faults = handler._engine.faults()
+    if faults.die_on_wake:  # as a server that runs out of memory while waking does
+        print("dgxmm stand-in: dying during a wake (a fault mode)", file=sys.stderr, flush=True)
+        os._exit(3)
+    time.sleep(faults.wake_hang_s)
     handler._engine.wake()  # vLLM's "tags" (wake only weights or KV cache) are ignored
     handler._send(HTTPStatus.OK, b"", "text/plain")
 
@@ -193,8 +204,22 @@ def _is_sleeping(handler: Handler, query: Query, body: bytes) -> None:
 
 
 def _metrics(handler: Handler, query: Query, body: bytes) -> None:
+    engine = handler._engine
+    while engine.faults().metrics_silent:  # hold the request until the fault is off
+        time.sleep(0.05)
+    time.sleep(engine.faults().metrics_delay_s)
     text = handler._engine.render_metrics().encode()
     handler._send(HTTPStatus.OK, text, "text/plain; version=0.0.4; charset=utf-8")
+
+
+def _faults(handler: Handler, query: Query, body: bytes) -> None:
+    engine = handler._engine
+    if body:
+        try:
+            engine.set_faults(engine.faults().changed(json.loads(body)))
+        except ValueError as err:
+            raise Refused(HTTPStatus.BAD_REQUEST, str(err)) from None
+    handler._send_json(HTTPStatus.OK, engine.faults().to_json())
 
 
 _ROUTES: dict[tuple[str, str], Callable[[Handler, Query, bytes], None]] = {
@@ -205,11 +230,14 @@ _ROUTES: dict[tuple[str, str], Callable[[Handler, Query, bytes], None]] = {
     ("POST", "/sleep"): _sleep,
     ("POST", "/wake_up"): _wake_up,
     ("GET", "/is_sleeping"): _is_sleeping,
+    ("GET", "/dgxmm/faults"): _faults,  # not vLLM's: the fault modes
+    ("POST", "/dgxmm/faults"): _faults,
 }
 _ERROR_TYPES = {
     HTTPStatus.BAD_REQUEST: "BadRequestError",
     HTTPStatus.NOT_FOUND: "NotFoundError",
     HTTPStatus.SERVICE_UNAVAILABLE: "ServiceUnavailableError",
+    HTTPStatus.INTERNAL_SERVER_ERROR: "InternalServerError",
 }
 
 
@@ -227,10 +255,17 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
     add("--latency", type=float, default=100.0, metavar="MS", help="time per chat completion")
     add("--memory-gib", type=float, default=16.0, metavar="G", help="GPU memory to pretend")
     add("--max-num-seqs", type=int, default=256, metavar="N", help="requests served at once")
+    add("--hang-sleep", type=float, default=0.0, metavar="S", help="fault: /sleep answers late")
+    add("--hang-wake", type=float, default=0.0, metavar="S", help="fault: /wake_up answers late")
+    add("--fail-sleep", action="store_true", help="fault: /sleep answers 500")
+    add("--die-on-wake", action="store_true", help="fault: exit during /wake_up")
+    add("--silent-metrics", action="store_true", help="fault: /metrics never answers")
+    add("--slow-metrics", type=float, default=0.0, metavar="S", help="fault: /metrics is late")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port: {args.port} is out of range 0-65535")
-    for flag in ("startup_delay", "latency", "memory_gib"):
+    for flag in ("startup_delay", "latency", "memory_gib", "hang_sleep", "hang_wake",
+                 "slow_metrics"):  # fmt: skip
         if not getattr(args, flag) >= 0:
             parser.error(f"--{flag.replace('_', '-')}: must be 0 or more")
     if args.max_num_seqs < 1:
@@ -243,6 +278,14 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
         latency_ms=args.latency,
         memory_gib=args.memory_gib,
         max_num_seqs=args.max_num_seqs,
+        faults=Faults(
+            sleep_hang_s=args.hang_sleep,
+            wake_hang_s=args.hang_wake,
+            sleep_error=args.fail_sleep,
+            die_on_wake=args.die_on_wake,
+            metrics_silent=args.silent_metrics,
+            metrics_delay_s=args.slow_metrics,
+        ),
     )
 
 

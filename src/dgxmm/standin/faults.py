@@ -1,0 +1,50 @@
+"""The stand-in's fault modes: how a real model server misbehaves, on demand.
+
+Real vLLM servers take minutes to start, hang on ``/sleep``, die during a wake or answer
+500; tests and benchmarks drive dgxmm through those faults with real processes. Each fault
+is set on the command line and can be switched at run time: ``GET /dgxmm/faults`` shows
+them, ``POST /dgxmm/faults`` with a JSON object of some of the fields below changes those.
+The start-up delay is the command line's ``--startup-delay``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Faults"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Faults:
+    """The faults switched on; all off by default."""
+
+    sleep_hang_s: float = 0.0  # /sleep holds its answer this long, then sleeps
+    wake_hang_s: float = 0.0  # /wake_up holds its answer this long, then wakes
+    sleep_error: bool = False  # /sleep answers 500 and stays awake
+    die_on_wake: bool = False  # the process exits during /wake_up, without answering
+    metrics_silent: bool = False  # /metrics does not answer while this is on
+    metrics_delay_s: float = 0.0  # /metrics answers this late
+
+    def changed(self, values: object) -> Faults:
+        """Return these faults with ``values`` (a JSON object) applied (ValueError: the field)."""
+        if not isinstance(values, dict):
+            raise ValueError("faults: give a JSON object of fault names and values")
+        kinds = {field.name: field.type for field in dataclasses.fields(self)}
+        checked: dict[str, Any] = {}
+        for name, value in values.items():
+            kind = kinds.get(name)
+            if kind is None:
+                raise ValueError(f"{name}: not a fault (known: {', '.join(kinds)})")
+            if kind == "bool":
+                if not isinstance(value, bool):
+                    raise ValueError(f"{name}: {value!r} is not true or false")
+            elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{name}: {value!r} is not a number of seconds, 0 or more")
+            checked[name] = value
+        return dataclasses.replace(self, **checked)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the faults as a JSON object."""
+        return dataclasses.asdict(self)
