@@ -38,6 +38,7 @@ class Kit:
             source=InventorySource.CONFIGURATION,
         )
         self.fleets: list[Fleet] = []
+        self.services: list[ScheduleService] = []
         self.fleet, self.schedules = self.restart()
 
     def restart(self) -> tuple[Fleet, ScheduleService]:
@@ -46,6 +47,7 @@ class Kit:
                       http_timeouts=TIMEOUTS, stop_grace_s=5.0)  # fmt: skip
         self.fleets.append(fleet)
         self.fleet, self.schedules = fleet, ScheduleService(self.store, fleet, clock=self.clock)
+        self.services.append(self.schedules)
         return self.fleet, self.schedules
 
     def deployment(self, name: str, *args: str, start: bool = True, **keys: Any) -> int:
@@ -87,6 +89,9 @@ class Kit:
         for deployment in last.deployments.list():
             if deployment.backend is BackendKind.PROCESS:
                 last.backends.of(deployment).stop(grace_s=2.0)
+        for schedules in self.services:  # actions under way meet their stopped servers
+            assert schedules.drain(timeout_s=60), "a schedule's action outlived its server"
+            schedules.close()
         for fleet in self.fleets:
             fleet.close()
         try:

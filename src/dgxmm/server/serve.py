@@ -128,6 +128,7 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
             demo.stop()
         for result in host.stop():
             say(f"dgxmm: gave up job {result.name}: {result.error}")
+        schedules.close()  # scheduled actions under way finish on their threads
         fleet.close()
         try:
             store.close()

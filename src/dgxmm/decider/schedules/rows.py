@@ -206,8 +206,8 @@ class ScheduleRows:
         """Return what the runner needs to tell whether each switched-on schedule is due."""
         table = deployment_schedules
         query = select(
-            table.c.id, table.c.days, table.c.at_time, table.c.time_zone,
-            table.c.last_run_day, table.c.deferred_since,
+            table.c.id, table.c.deployment_id, table.c.days, table.c.at_time,
+            table.c.time_zone, table.c.last_run_day, table.c.deferred_since,
         ).where(table.c.enabled.is_(True)).order_by(table.c.id)  # fmt: skip
         with reading(self._engine) as connection:
             return list(connection.execute(query))

@@ -1,0 +1,421 @@
+"""The schedule runner: a pass that only decides, and actions that run beside it.
+
+A pass (``start_pass``) reads the switched-on schedules, finds the slots due at its planned
+minute (the job's scheduled time, not the moment the pass began: a pass that starts at
+22:15:03 still runs the 22:00 slot) and hands each deployment's slot to a bounded pool of
+worker threads. It never waits for a model server, so it takes well under a second whatever
+the actions take, and a deployment whose start takes minutes delays no other deployment.
+
+- **One action per deployment**: a deployment whose action is still under way is left out of
+  the pass (its slot stays due; the next pass looks again), and a worker takes the
+  deployment's lock without waiting: when a manual action holds it, the slot is
+  ``skipped: an action on it is under way``.
+- **The latest slot wins**: of one deployment's slots due in one pass only the latest acts;
+  the earlier ones are recorded ``superseded`` (a 12:05 sleep and a 12:00 wake due together
+  leave it asleep, not woken straight back up).
+- **Skipped, not failed**: the state is read under the lock, and a state that changed under
+  the runner (stopped, asleep, already awake, refused by the deployer) is ``skipped: <reason>``.
+  Only a model server that was asked and failed makes a run ``failed``, which pauses the
+  deployment's sleep and wake schedules.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
+from dataclasses import dataclass
+from datetime import date
+from enum import StrEnum
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Connection
+
+from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows
+from dgxmm.decider.schedules.slots import (
+    DEFER_WINDOW_US,
+    Slot,
+    due_slot,
+    local_today,
+    parse_time,
+)
+from dgxmm.errors import BackendError, Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
+from dgxmm.fleet import (
+    AuditSubject,
+    Deployment,
+    DeploymentState,
+    EventAction,
+    EventOutcome,
+    Fleet,
+    InsightKind,
+    Severity,
+)
+from dgxmm.jobs import resolve_zone
+from dgxmm.store import Store, writing
+from dgxmm.time_units import MINUTE_US, SECOND_US
+
+__all__ = ["ACTION_WORKERS", "PendingRun", "ResultKind", "ScheduleRunner", "SlotRun"]
+
+QUIET_US = 10 * MINUTE_US  # no request activity for this long before a sleep or stop
+# Deployments acted on at once. Start-ups still go one at a time (the deployer's start-up
+# gate), but sleeps, stops and a hung server's wait no longer queue behind them.
+ACTION_WORKERS = 32
+
+# Pauses a deployment's sleep and wake schedules after a failure: (connection, failed, reason).
+PauseAudit = Callable[[Connection, Schedule, str], None]
+
+
+class ResultKind(StrEnum):
+    """How a slot's run ended."""
+
+    DONE = "done"
+    DEFERRED = "deferred"
+    SKIPPED = "skipped"
+    SUPERSEDED = "superseded"  # a later slot of the same deployment acted in the same pass
+    FAILED = "failed"
+
+    @property
+    def event(self) -> EventOutcome:
+        """The outcome of the deployment event that records it."""
+        if self is ResultKind.SUPERSEDED:
+            return EventOutcome.SKIPPED  # nothing was done
+        return EventOutcome(self.value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Outcome:
+    kind: ResultKind
+    reason: str | None = None
+    deferred_since: int | None = None
+    acted: bool = False  # the deployer ran the action (and wrote its event)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlotRun:
+    """One slot the runner handled."""
+
+    schedule_id: int
+    deployment_id: int
+    action: ScheduleAction
+    day: str
+    kind: ResultKind
+    reason: str | None = None
+
+    @property
+    def result(self) -> str:
+        """The result as the schedule records it: done, deferred, skipped: ..., failed: ..."""
+        if self.kind in (ResultKind.SKIPPED, ResultKind.SUPERSEDED, ResultKind.FAILED):
+            return f"{self.kind.value}: {self.reason}"
+        return self.kind.value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingRun:
+    """A slot a pass handed on; ``future`` gives its run (None: another worker recorded it)."""
+
+    schedule_id: int
+    deployment_id: int
+    action: ScheduleAction
+    future: Future[SlotRun | None]
+
+    def describe(self) -> str:
+        """Say how it stands: its result, or that its action is under way."""
+        if self.future.done() and self.future.exception() is None:
+            run = self.future.result()
+            if run is not None:
+                return f"schedule {self.schedule_id}: {run.result}"
+        return f"schedule {self.schedule_id}: {self.action.value} under way"
+
+
+class ScheduleRunner:
+    """Finds due slots and runs their actions on a bounded pool; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        fleet: Fleet,
+        rows: ScheduleRows,
+        *,
+        pause_audit: PauseAudit,
+        workers: int = ACTION_WORKERS,
+    ) -> None:
+        self._store = store
+        self._fleet = fleet
+        self._rows = rows
+        self._pause_audit = pause_audit
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="schedule-action")
+        self._guard = threading.Lock()
+        self._acting: dict[int, Future[SlotRun | None]] = {}  # deployment id -> its action
+
+    def start_pass(self, now: int) -> list[PendingRun]:
+        """Hand every slot due at the planned minute ``now`` to a worker; do not wait."""
+        due: dict[int, list[tuple[Any, Slot]]] = {}
+        zones: dict[str, tuple[ZoneInfo, date]] = {}
+        for row in self._rows.runnable():  # light rows first: most slots are not due
+            known = zones.get(row.time_zone)
+            if known is None:
+                zone = resolve_zone(row.time_zone)
+                known = zones[row.time_zone] = (zone, local_today(now, zone))
+            slot = due_slot(
+                days=row.days,
+                time=parse_time(row.at_time),
+                zone=known[0],
+                now_us=now,
+                last_run_day=row.last_run_day,
+                deferred_since=row.deferred_since,
+                today=known[1],
+            )
+            if slot is not None:
+                due.setdefault(row.deployment_id, []).append((row, slot))
+        pending: list[PendingRun] = []
+        for deployment_id, slots in due.items():
+            with self._guard:
+                if deployment_id in self._acting:
+                    continue  # its action is under way; the slot stays due for the next pass
+            slots.sort(key=lambda found: (found[1].at_us, found[0].id))
+            *earlier, (last_row, last_slot) = slots
+            latest = self._rows.get(last_row.id)
+            for row, slot in earlier:
+                pending.append(self._supersede(self._rows.get(row.id), slot, latest, now))
+            with self._guard:  # the worker forgets itself under the same guard: never before
+                future = self._pool.submit(self._work, latest, last_slot, now)
+                self._acting[deployment_id] = future
+            pending.append(
+                PendingRun(
+                    schedule_id=latest.id,
+                    deployment_id=deployment_id,
+                    action=latest.action,
+                    future=future,
+                )
+            )
+        return pending
+
+    def drain(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the actions under way; tell whether all finished."""
+        with self._guard:
+            running = list(self._acting.values())
+        _, left = wait_all(running, timeout=timeout_s)
+        return not left
+
+    def close(self) -> None:
+        """Take no more actions; those under way finish on their threads."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- one slot -----------------------------------------------------------------------------
+
+    def _supersede(self, schedule: Schedule, slot: Slot, latest: Schedule, now: int) -> PendingRun:
+        reason = f"schedule {latest.id}'s {latest.action.value} at {latest.time} is later"
+        run = self._slot_run(schedule, slot, _Outcome(kind=ResultKind.SUPERSEDED, reason=reason))
+        self._record(schedule, run, now, _Outcome(kind=run.kind, reason=reason))
+        done: Future[SlotRun | None] = Future()
+        done.set_result(run)
+        return PendingRun(
+            schedule_id=schedule.id,
+            deployment_id=schedule.deployment_id,
+            action=schedule.action,
+            future=done,
+        )
+
+    def _work(self, schedule: Schedule, slot: Slot, now: int) -> SlotRun | None:
+        try:
+            return self._run(schedule, slot, now)
+        finally:
+            with self._guard:
+                self._acting.pop(schedule.deployment_id, None)
+
+    def _run(self, schedule: Schedule, slot: Slot, now: int) -> SlotRun | None:
+        try:
+            fresh = self._rows.get(schedule.id)
+        except NotFound:
+            return None  # removed since the pass read it
+        if not fresh.enabled or fresh.last_run_day == slot.day.isoformat():
+            return None  # paused since, or an earlier worker recorded this slot already
+        actor = f"schedule:{schedule.id}"
+        lock = self._fleet.deployer.lock(schedule.deployment_id)
+        if not lock.acquire(blocking=False):  # a manual action: never queue behind it
+            outcome = _Outcome(kind=ResultKind.SKIPPED, reason="an action on it is under way")
+        else:
+            try:
+                if fresh.action.quiets:
+                    outcome = self._quiet_down(fresh, slot, now, actor)
+                else:
+                    outcome = self._bring_up(fresh, actor)
+            except DgxmmError as error:  # before the deployer acted: no event of its own
+                outcome = _Outcome(kind=ResultKind.FAILED, reason=str(error))
+            finally:
+                lock.release()
+        run = self._slot_run(fresh, slot, outcome)
+        self._record(fresh, run, now, outcome)
+        return run
+
+    @staticmethod
+    def _slot_run(schedule: Schedule, slot: Slot, outcome: _Outcome) -> SlotRun:
+        return SlotRun(
+            schedule_id=schedule.id,
+            deployment_id=schedule.deployment_id,
+            action=schedule.action,
+            day=slot.day.isoformat(),
+            kind=outcome.kind,
+            reason=outcome.reason,
+        )
+
+    def _quiet_down(self, schedule: Schedule, slot: Slot, now: int, actor: str) -> _Outcome:
+        """Sleep or stop once quiet; the caller holds the deployment's lock."""
+        deployment = self._fleet.deployments.get(schedule.deployment_id)
+        state = deployment.state
+        if schedule.action is ScheduleAction.SLEEP and state is not DeploymentState.RUNNING:
+            return _Outcome(kind=ResultKind.SKIPPED, reason=_not_for(deployment, "put to sleep"))
+        if schedule.action is ScheduleAction.STOP and state not in (
+            DeploymentState.RUNNING,
+            DeploymentState.SLEEPING,
+        ):
+            return _Outcome(kind=ResultKind.SKIPPED, reason=_not_for(deployment, "stopped"))
+        since = schedule.deferred_since
+        if since is None or since < slot.at_us:
+            since = now  # the first deferral of this slot, if it is deferred now
+        if now - since >= DEFER_WINDOW_US:
+            reason = (
+                f"busy: not quiet within {DEFER_WINDOW_US // MINUTE_US} minutes "
+                "of its first deferral"
+            )
+            return _Outcome(kind=ResultKind.SKIPPED, reason=reason)
+        if state is DeploymentState.RUNNING:  # asleep, nothing can be running
+            busy = self._busy(deployment, now)
+            if busy is not None:
+                return _Outcome(kind=ResultKind.DEFERRED, reason=busy, deferred_since=since)
+        return self._act(schedule, deployment, actor)
+
+    def _busy(self, deployment: Deployment, now: int) -> str | None:
+        """Say why the deployment is not quiet, or None: a fresh sample, then the activity."""
+        try:
+            sample = self._fleet.metrics.sample_now(deployment.id)
+        except ServerGone:
+            raise  # the deployment has failed: a real failure
+        except BackendError as error:  # unreadable is not quiet; try again at the next pass
+            return f"its metrics could not be read: {error}"
+        if not sample.is_idle:
+            return (
+                f"{sample.requests_running} request(s) running, {sample.requests_waiting} waiting"
+            )
+        last = self._fleet.metrics.last_request_at(deployment.id)
+        if last is not None and now - last < QUIET_US:
+            return (
+                f"a request {max(0, now - last) // SECOND_US} s ago "
+                f"(quiet needs {QUIET_US // MINUTE_US} minutes)"
+            )
+        return None
+
+    def _bring_up(self, schedule: Schedule, actor: str) -> _Outcome:
+        """Wake or start; the caller holds the deployment's lock, so the state holds."""
+        deployment = self._fleet.deployments.get(schedule.deployment_id)
+        state = deployment.state
+        wake = schedule.action is ScheduleAction.WAKE
+        skipped = ResultKind.SKIPPED
+        if state is DeploymentState.RUNNING:
+            return _Outcome(kind=skipped, reason="it is already awake and running")
+        if state is DeploymentState.SLEEPING and not wake:
+            return _Outcome(kind=skipped, reason="it is asleep; a start does not wake it")
+        if state in (DeploymentState.STARTING, DeploymentState.STOPPING):
+            return _Outcome(kind=skipped, reason=f"it is {state.value}")
+        if wake and state is not DeploymentState.SLEEPING:
+            # Woken from stopped only when a schedule stopped it; a stop with no actor
+            # (older events) counts as not stopped by a schedule.
+            stop = self._fleet.events.latest(deployment.id, EventAction.STOP)
+            by = stop.actor if stop is not None else None
+            if by is None or not by.startswith("schedule:"):
+                who = by or "someone unknown (the stop names no actor)"
+                return _Outcome(kind=skipped, reason=f"it was stopped by {who}, not by a schedule")
+        return self._act(schedule, deployment, actor)
+
+    def _act(self, schedule: Schedule, deployment: Deployment, actor: str) -> _Outcome:
+        """Ask the deployer; it writes the event (done, failed, or skipped when it refuses)."""
+        deployer = self._fleet.deployer
+        try:
+            if schedule.action is ScheduleAction.SLEEP:
+                result = deployer.sleep(deployment.id, actor=actor)
+            elif schedule.action is ScheduleAction.STOP:
+                result = deployer.stop(deployment.id, actor=actor)
+            elif deployment.state is DeploymentState.SLEEPING:
+                result = deployer.wake(deployment.id, actor=actor, plans=False)
+            else:
+                result = deployer.start(deployment.id, actor=actor, plans=False)
+        except DoesNotFit as refused:
+            self._fleet.insights.raise_insight(
+                InsightKind.SCHEDULE_DOES_NOT_FIT,
+                deployment_id=deployment.id,
+                severity=Severity.WARNING,
+                message=(
+                    f"Schedule {schedule.id} could not {schedule.action.value} "
+                    f"{deployment.name}: {refused}"
+                ),
+                key=f"schedule:{schedule.id}:does-not-fit",
+            )
+            reason = f"it does not fit: {refused}"
+            return _Outcome(kind=ResultKind.SKIPPED, reason=reason, acted=True)
+        except Conflict as refused:  # the deployer found a state that rules it out
+            return _Outcome(kind=ResultKind.SKIPPED, reason=str(refused), acted=True)
+        except DgxmmError as error:
+            return _Outcome(kind=ResultKind.FAILED, reason=str(error), acted=True)
+        if result.outcome is EventOutcome.SKIPPED:  # its own event says so: so does the run
+            return _Outcome(kind=ResultKind.SKIPPED, reason=result.detail, acted=True)
+        return _Outcome(kind=ResultKind.DONE, acted=True)
+
+    # -- records ------------------------------------------------------------------------------
+
+    def _record(self, schedule: Schedule, run: SlotRun, now: int, outcome: _Outcome) -> None:
+        fleet = self._fleet
+        actor = f"schedule:{schedule.id}"
+        values: dict[str, Any] = {"last_run_at": now, "last_result": run.result}
+        if run.kind is ResultKind.DEFERRED:
+            values["deferred_since"] = outcome.deferred_since
+        else:
+            values["last_run_day"] = run.day
+            values["deferred_since"] = None
+        pause = run.kind is ResultKind.FAILED and schedule.action in (
+            ScheduleAction.SLEEP,
+            ScheduleAction.WAKE,
+        )
+        with writing(self._store.engine) as connection:
+            self._rows.change(connection, schedule.id, values)
+            if not outcome.acted:  # the deployer writes the event of an action it ran
+                fleet.events.record(
+                    schedule.deployment_id, schedule.action.event, actor=actor,
+                    outcome=run.kind.event, detail=run.reason, connection=connection,
+                )  # fmt: skip
+            fleet.audit.record(
+                actor=actor, action=schedule.action.audited, subject=AuditSubject.DEPLOYMENT,
+                subject_id=str(schedule.deployment_id),
+                detail={"schedule": schedule.id, "day": run.day, "result": run.result},
+                connection=connection,
+            )  # fmt: skip
+            if pause:
+                self._pause(connection, schedule, run, now)
+        if pause:
+            fleet.insights.raise_insight(
+                InsightKind.SCHEDULE_FAILED,
+                deployment_id=schedule.deployment_id,
+                severity=Severity.CRITICAL,
+                message=(
+                    f"Schedule {schedule.id} failed to {schedule.action.value} deployment "
+                    f"{schedule.deployment_id}: {run.reason}. Its sleep and wake schedules are "
+                    "paused until an admin switches them on again."
+                ),
+                key=f"schedule_failed:{schedule.deployment_id}:{run.day}",
+            )
+
+    def _pause(self, connection: Connection, failed: Schedule, run: SlotRun, now: int) -> None:
+        reason = f"paused: schedule {failed.id} failed to {failed.action.value} ({run.reason})"
+        for schedule in self._rows.list(failed.deployment_id, connection=connection):
+            if schedule.action in (ScheduleAction.SLEEP, ScheduleAction.WAKE) and schedule.enabled:
+                self._rows.change(
+                    connection,
+                    schedule.id,
+                    {"enabled": False, "paused_reason": reason, "updated_at": now},
+                )
+                self._pause_audit(connection, schedule, reason)
+
+
+def _not_for(deployment: Deployment, what: str) -> str:
+    return f"it is {deployment.state.value}, so it is not {what}"
