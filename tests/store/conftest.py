@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storekit import Place
+from store.storekit import Place
 from support import at
 
 from dgxmm.clock import ManualClock

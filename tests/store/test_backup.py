@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from pg_cluster import PgCluster
-from storekit import FakeTimer, Place, ctx, make_items, table_contents
+from store.storekit import FakeTimer, Place, ctx, make_items, table_contents
 
 from dgxmm.errors import BackupError, Conflict, TimeoutExceeded
 from dgxmm.jobs import JobRun, Outcome
@@ -191,11 +191,13 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
 
 
 def manifest(directory: Path, sequence: int) -> dict[str, Any]:
-    return json.loads((directory / f"{sequence:06d}" / "manifest.json").read_text())
+    read: dict[str, Any] = json.loads((directory / f"{sequence:06d}" / "manifest.json").read_text())
+    return read
 
 
 def page_list(directory: Path, sequence: int) -> list[list[Any]]:
-    return json.loads((directory / f"{sequence:06d}" / "pages.json").read_text())
+    read: list[list[Any]] = json.loads((directory / f"{sequence:06d}" / "pages.json").read_text())
+    return read
 
 
 def test_it_stores_only_the_pages_that_changed_since_the_last_run(

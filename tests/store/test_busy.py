@@ -11,7 +11,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from storekit import ctx, make_items, rows
+from store.storekit import ctx, make_items, rows
+from support import wait_for
 
 from dgxmm.errors import Busy
 from dgxmm.store import Store
@@ -31,18 +32,11 @@ def items_locked(store: Store) -> Iterator[None]:
     else:
         url = store.engine.url
         with psycopg.connect(
-            host=url.query["host"], user=url.username, dbname=url.database
-        ) as holder:
-            holder.execute("LOCK TABLE items IN ACCESS EXCLUSIVE MODE")
+            host=str(url.query["host"]), user=url.username, dbname=url.database
+        ) as locker:
+            locker.execute("LOCK TABLE items IN ACCESS EXCLUSIVE MODE")
             yield
-            holder.rollback()
-
-
-def wait_for(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, "the job never started"
-        time.sleep(0.01)
+            locker.rollback()
 
 
 def test_it_refuses_file_operations_while_a_user_job_runs(store: Store, tmp_path: Path) -> None:
@@ -53,7 +47,7 @@ def test_it_refuses_file_operations_while_a_user_job_runs(store: Store, tmp_path
     with items_locked(store):
         runner = threading.Thread(target=lambda: outcome.append(store.run_job("adder", ctx("a"))))
         runner.start()
-        wait_for(lambda: store.running_jobs() == ["adder"])
+        wait_for(lambda: store.running_jobs() == ["adder"], "the job to start")
         time.sleep(0.05)  # let the run reach its wait on the lock
         operations: dict[str, Callable[[], object]] = {
             "checkpoint": store.checkpoint,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storekit import make_items
+from store.storekit import make_items
 
 from dgxmm.errors import DefinitionError, Forbidden
 from dgxmm.store import Request, Store, Write

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from storekit import make_items
+from store.storekit import make_items
 
 from dgxmm.errors import DefinitionError, NotFound
 from dgxmm.jobs import JobLimits
@@ -28,7 +28,12 @@ def catalog(store: Store) -> Store:
 
 
 ARGS = {"label": "a", "n": 1, "ratio": 0.5, "flag": True, "at": "2026-03-29T02:30:00+01:00"}
-QUERY_JOB = {"name": "adder", "schedule": "0 3 * * *", "action": "query", "query": "add"}
+QUERY_JOB: dict[str, Any] = {
+    "name": "adder",
+    "schedule": "0 3 * * *",
+    "action": "query",
+    "query": "add",
+}
 
 
 def test_it_defines_a_query_job_with_its_effects(catalog: Store) -> None:
@@ -165,7 +170,13 @@ values = st.one_of(
 def test_it_accepts_arguments_only_when_each_matches_its_type(
     catalog: Store, args: dict[str, Any]
 ) -> None:
-    kinds = {"label": str, "n": int, "ratio": (int, float), "flag": bool, "at": str}
+    kinds: dict[str, type | tuple[type, ...]] = {
+        "label": str,
+        "n": int,
+        "ratio": (int, float),
+        "flag": bool,
+        "at": str,
+    }
     fits = set(args) == set(ARGS) and all(
         isinstance(args[k], kinds[k])
         and not (k in ("n", "ratio") and isinstance(args[k], bool))

@@ -43,6 +43,7 @@ def test_it_gives_every_catalog_change_a_new_version_and_a_journal_row(
 def test_it_keeps_settings_as_json_on_the_same_journal(store: Store) -> None:
     assert store.get_setting("schedules.paused_all", False) is False
     version = store.set_setting("schedules.paused_all", True, actor="admin")
+    assert version is not None
     assert store.get_setting("schedules.paused_all") is True
     assert store.set_setting("schedules.paused_all", True, actor="admin") is None  # unchanged
     store.set_setting("limits", {"a": [1, 2], "b": None}, actor="admin")

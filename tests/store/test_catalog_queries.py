@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from storekit import make_items
+from store.storekit import make_items
 
 from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.store import ParamType, Store

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import sqlalchemy as sa
-from storekit import Place, make_items, rows
+from store.storekit import Place, make_items, rows
 
 from dgxmm.store import Store, restore
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from pg_cluster import PgCluster
-from storekit import Place, make_items, table_contents
+from store.storekit import Place, make_items, table_contents
 
 from dgxmm.store import Store, restore
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from storekit import ctx, make_items, rows
+from store.storekit import ctx, make_items, rows
 
 from dgxmm.errors import Forbidden, NotAllowed
 from dgxmm.store import Create, Execute, Request, Store, Write

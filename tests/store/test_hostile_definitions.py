@@ -6,9 +6,10 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from storekit import make_items
+from store.storekit import make_items
 
 from dgxmm.errors import Busy, DefinitionError
 from dgxmm.store import Store
@@ -27,8 +28,9 @@ from dgxmm.store.database import CHANGE_BUSY_MS
 )
 def test_it_refuses_limits_no_run_can_hold(store: Store, key: str, value: int) -> None:
     store.define_query("q", None, "SELECT 1")
+    limits: dict[str, Any] = {key: value}
     with pytest.raises(DefinitionError) as refused:
-        store.define_job(name="j", schedule="* * * * *", action="query", query="q", **{key: value})
+        store.define_job(name="j", schedule="* * * * *", action="query", query="q", **limits)
     assert refused.value.field == key
     assert str(value) in refused.value.message
     assert store.jobs() == []

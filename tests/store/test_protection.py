@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 from sqlalchemy import inspect
-from storekit import Place, ctx, make_items, rows
+from store.storekit import Place, ctx, make_items, rows
 
 from dgxmm.errors import DefinitionError, NotAllowed
 from dgxmm.store import Store, TableOwner, Write

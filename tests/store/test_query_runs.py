@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from storekit import FakeTimer, add_audit_trigger, ctx, make_items, rows
+from store.storekit import FakeTimer, add_audit_trigger, ctx, make_items, rows
 
 from dgxmm.errors import (
     Abandoned,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from pg_cluster import PgCluster
-from storekit import make_items
+from store.storekit import make_items
 from support import free_port
 
 from dgxmm.errors import Conflict, InvalidInput

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from storekit import Place, make_items, rows
+from store.storekit import Place, make_items, rows
 
 from dgxmm.errors import BackupError, Conflict, InvalidInput
 from dgxmm.store import Store, restore

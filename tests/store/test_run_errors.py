@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storekit import make_items
+from store.storekit import make_items
 
 from dgxmm.jobs import Outcome
 from dgxmm.store import Store

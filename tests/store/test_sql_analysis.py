@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sqlglot.dialects.dialect import Dialect as Dialect_
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import TokenType  # type: ignore[attr-defined]
 
 from dgxmm.errors import DefinitionError
 from dgxmm.store import Dialect, StatementKind, analyze

@@ -10,7 +10,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from storekit import Place
+from store.storekit import Place
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import InvalidInput, StoreError
@@ -21,9 +21,7 @@ from dgxmm.store.database import MIGRATIONS
 def test_it_creates_the_schema_by_migration_on_open(store: Store) -> None:
     with store.engine.connect() as connection:
         version = connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
-        names = set(
-            connection.dialect.get_table_names(connection)  # type: ignore[attr-defined]
-        )
+        names = set(connection.dialect.get_table_names(connection))
     script = ScriptDirectory(str(MIGRATIONS))
     assert version == script.get_current_head()
     assert {"catalog_queries", "catalog_jobs", "catalog_journal", "settings", "change_log"} <= names

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from storekit import Place, ctx
+from store.storekit import Place, ctx
 from support import at
 
 from dgxmm.errors import Conflict
@@ -85,6 +85,7 @@ def test_it_writes_the_statistics_when_closed_without_a_scheduler(
     store.workload_stats.record_run(result)
     store.close()
     last = open_store().workload_stats.last_run("nightly")
+    assert last is not None
     assert (last.outcome, last.error) == (Outcome.FAILED, "boom")
 
 

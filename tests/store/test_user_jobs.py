@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 
 from sqlalchemy import update
-from storekit import make_items, rows
+from store.storekit import make_items, rows
 from support import at
 
 from dgxmm.clock import ManualClock
@@ -100,7 +100,9 @@ def test_it_runs_user_jobs_on_a_scheduler_the_host_ticks(store: Store, clock: Ma
     assert by_name["adder"].outcome is Outcome.SUCCEEDED
     assert rows(store, "SELECT label FROM items") == [("t",)]
     assert [c.job for c in store.changes()] == ["adder"]
-    assert store.workload_stats.last_run("adder").outcome is Outcome.SUCCEEDED
+    last = store.workload_stats.last_run("adder")
+    assert last is not None
+    assert last.outcome is Outcome.SUCCEEDED
     # A dropped job leaves the scheduler at the next sync; a new one joins it.
     store.drop_job("adder")
     store.define_job(name="cp", schedule="0 * * * *", action="checkpoint")
