@@ -339,3 +339,21 @@ def test_it_stores_only_the_tables_that_changed_on_postgresql(
             restore(tmp_path / "bk", pg_cluster.url(name))
     finally:
         pg_cluster.drop_database(name)
+
+
+def test_the_attic_is_carried_by_a_backup(
+    store: Store, tmp_path: Path, restore_target: str
+) -> None:
+    store.define_job(name="cp", schedule="*/10 * * * *", action="checkpoint", actor="al")
+    definition = store.job("cp").definition
+    store.drop_job("cp", actor="bob")
+    store.backup(tmp_path / "bk")
+    restore(tmp_path / "bk", restore_target)
+    restored = Store.open(restore_target, data_dir=tmp_path / "restored-data")
+    try:
+        assert restored.attic() == store.attic()
+        assert restored.attic()[0].dropped_by == "bob"
+        restored.restore_from_attic("job", "cp")
+        assert restored.job("cp").definition == definition
+    finally:
+        restored.close()

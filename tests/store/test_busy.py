@@ -43,6 +43,9 @@ def test_it_refuses_file_operations_while_a_user_job_runs(store: Store, tmp_path
     make_items(store)
     store.define_query("add", None, "INSERT INTO items (label) VALUES ('x')")
     store.define_job(name="adder", schedule="* * * * *", action="query", query="add")
+    store.define_job(name="gone", schedule="0 3 * * *", action="checkpoint")
+    store.drop_job("gone")
+    version = store.catalog_version()
     outcome: list[str] = []
     with items_locked(store):
         runner = threading.Thread(target=lambda: outcome.append(store.run_job("adder", ctx("a"))))
@@ -54,6 +57,9 @@ def test_it_refuses_file_operations_while_a_user_job_runs(store: Store, tmp_path
             "backup": lambda: store.backup(tmp_path / "bk"),
             "restore": lambda: store.restore(tmp_path / "bk", tmp_path / "restored.db"),
             "compact": store.compact,
+            "rollback": lambda: store.rollback(1),
+            "attic restore": lambda: store.restore_from_attic("job", "gone"),
+            "attic remove": lambda: store.remove_from_attic("job", "gone"),
             "close": store.close,
         }
         for name, operation in operations.items():
@@ -62,6 +68,9 @@ def test_it_refuses_file_operations_while_a_user_job_runs(store: Store, tmp_path
         assert not (tmp_path / "bk").exists()
         assert not (tmp_path / "restored.db").exists()
         assert [q.name for q in store.queries()] == ["add"]  # still open and answering
+        assert store.catalog_version() == version
+        assert [j.name for j in store.jobs()] == ["adder"]
+        assert [e.name for e in store.attic()] == ["gone"]
     runner.join(timeout=30)
     assert outcome == ["1 statement(s); 1 row(s) changed; 0 row(s) returned"]
     assert store.running_jobs() == []

@@ -118,7 +118,7 @@ def test_it_asks_the_importers_authorizer_for_the_effects(
     "document",
     [
         pytest.param({"format": 1, "kind": "something-else"}, id="kind"),
-        pytest.param({"format": 2, "kind": "dgxmm-catalog"}, id="format"),
+        pytest.param({"format": 3, "kind": "dgxmm-catalog"}, id="format"),
         pytest.param({"format": 1, "kind": "dgxmm-catalog", "jobs": {}}, id="jobs-not-list"),
     ],
 )

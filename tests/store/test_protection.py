@@ -26,6 +26,7 @@ OWNERS = {
     "settings": TableOwner.STORE,
     "change_log": TableOwner.STORE,
     "protected_tables": TableOwner.STORE,
+    "catalog_attic": TableOwner.STORE,
     "api_tokens": TableOwner.SERVER,
     "deployments": TableOwner.FLEET,
     "deployment_events": TableOwner.FLEET,

@@ -4,6 +4,7 @@ backups, system jobs and the workload sidecar. See ``docs/store.md``.
 """
 
 from dgxmm.store.analysis import Analysis, Statement, StatementKind, analyze
+from dgxmm.store.attic import AtticEntry
 from dgxmm.store.backup_dir import BackupResult, RestoreResult
 from dgxmm.store.catalog_file import ImportResult
 from dgxmm.store.changes import ChangeEntry, record_change
@@ -14,6 +15,8 @@ from dgxmm.store.journal import Change, JournalEntry, Subject
 from dgxmm.store.params import ParamType
 from dgxmm.store.protection import ProtectedTable, TableOwner
 from dgxmm.store.records import JobDefinition, SavedQuery
+from dgxmm.store.revival import Restored
+from dgxmm.store.rollback import RollbackResult, RollbackStep
 from dgxmm.store.schema import metadata
 from dgxmm.store.store import Store, restore
 from dgxmm.store.system_jobs import COMPACT, STATS_FLUSH, SYSTEM_JOB_NAMES
@@ -26,6 +29,7 @@ __all__ = [
     "SYSTEM_JOB_NAMES",
     "AllowAll",
     "Analysis",
+    "AtticEntry",
     "Authorizer",
     "BackupResult",
     "Change",
@@ -43,6 +47,9 @@ __all__ = [
     "ProtectedTable",
     "Request",
     "RestoreResult",
+    "Restored",
+    "RollbackResult",
+    "RollbackStep",
     "RunOn",
     "SavedQuery",
     "Statement",

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, select
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, Forbidden, NotFound
 from dgxmm.store.analysis import analyze
+from dgxmm.store.attic import DROPPED, keep
 from dgxmm.store.database import CHANGE_BUSY_MS, Dialect, reading, writing
 from dgxmm.store.definitions import (
     JobAction,
@@ -107,6 +108,7 @@ class Catalog:
         body: str,
         description: str | None,
         actor: str | None,
+        change: Change | None = None,
     ) -> SavedQuery:
         """Check and write a saved query inside the caller's change (version taken)."""
         check_name(name, kind="saved query")
@@ -131,7 +133,7 @@ class Catalog:
         refusal = write_refusal(analysis.writes, self._protected, self._dialect)
         if refusal is not None:
             raise DefinitionError("body", f"writes {refusal}")
-        before = self._query_row(connection, name)
+        before = self.find_query(connection, name)
         query = SavedQuery(
             name=name,
             params=checked,
@@ -162,7 +164,7 @@ class Catalog:
             actor=actor,
             subject=Subject.QUERY,
             name=name,
-            change=Change.DEFINE if before is None else Change.REPLACE,
+            change=change or (Change.DEFINE if before is None else Change.REPLACE),
             before=None if before is None else query_json(before),
             after=query_json(query),
         )
@@ -182,7 +184,7 @@ class Catalog:
     def query(self, name: str) -> SavedQuery:
         """Return one saved query; ``NotFound``."""
         with reading(self._engine) as connection:
-            found = self._query_row(connection, name)
+            found = self.find_query(connection, name)
         if found is None:
             raise NotFound("saved query", name)
         return found
@@ -194,10 +196,16 @@ class Catalog:
             self.remove_query(connection, version, name, actor)
 
     def remove_query(
-        self, connection: Connection, version: int, name: str, actor: str | None
+        self,
+        connection: Connection,
+        version: int,
+        name: str,
+        actor: str | None,
+        *,
+        why: str = DROPPED,
     ) -> None:
-        """Remove a saved query inside the caller's change."""
-        before = self._query_row(connection, name)
+        """Move a saved query to the attic inside the caller's change."""
+        before = self.find_query(connection, name)
         if before is None:
             raise NotFound("saved query", name)
         users = connection.execute(
@@ -212,10 +220,12 @@ class Catalog:
                 "them first"
             )
         connection.execute(catalog_queries.delete().where(catalog_queries.c.name == name))
+        at_us = self._clock.now_us()
+        keep(connection, before, version=version, actor=actor, at_us=at_us, why=why)
         write_entry(
             connection,
             version=version,
-            at_us=self._clock.now_us(),
+            at_us=at_us,
             actor=actor,
             subject=Subject.QUERY,
             name=name,
@@ -245,12 +255,13 @@ class Catalog:
         actor: str | None,
         authorizer: Authorizer | None,
         lenient: bool,
+        change: Change | None = None,
     ) -> JobDefinition:
         """Check and write a job inside the caller's change; ``lenient`` keeps unknown ones."""
         if not isinstance(keys, Mapping):
             raise DefinitionError("definition", "expected an object of job keys")
         definition = dict(keys)
-        text = _json_text(definition)
+        _json_text(definition)  # a value JSON cannot hold is refused first, naming its key
         effects: tuple[Request, ...] = ()
         try:
             spec = check_job(
@@ -265,7 +276,25 @@ class Catalog:
         else:
             effects = self._grant(connection, spec, actor, authorizer or self.authorizer)
         name = check_name(definition.get("name"))
-        before = self._job_row(connection, name)
+        return self.write_job(
+            connection, version, name, definition, effects, actor=actor, change=change
+        )
+
+    def write_job(
+        self,
+        connection: Connection,
+        version: int,
+        name: str,
+        definition: dict[str, Any],
+        effects: tuple[Request, ...],
+        *,
+        actor: str | None,
+        change: Change | None = None,
+        note: str | None = None,
+    ) -> JobDefinition:
+        """Write a checked job inside the caller's change; ``note`` goes to its journal row."""
+        text = _json_text(definition)
+        before = self.find_job(connection, name)
         query = definition.get("query")
         values = {
             "definition": text,
@@ -289,9 +318,9 @@ class Catalog:
             actor=actor,
             subject=Subject.JOB,
             name=name,
-            change=Change.DEFINE if before is None else Change.REPLACE,
+            change=change or (Change.DEFINE if before is None else Change.REPLACE),
             before=None if before is None else job_json(before),
-            after=job_json(job),
+            after=job_json(job) | ({} if note is None else {"switched_off": note}),
         )
         return job
 
@@ -301,10 +330,16 @@ class Catalog:
             rows = connection.execute(select(catalog_jobs).order_by(catalog_jobs.c.name))
             return [self._job_from_row(row) for row in rows]
 
+    def jobs_in(self, connection: Connection) -> list[str]:
+        """Return the names of the user jobs, inside the caller's transaction."""
+        return list(
+            connection.execute(select(catalog_jobs.c.name).order_by(catalog_jobs.c.name)).scalars()
+        )
+
     def job(self, name: str) -> JobDefinition:
         """Return one user job; ``NotFound``."""
         with reading(self._engine) as connection:
-            found = self._job_row(connection, name)
+            found = self.find_job(connection, name)
         if found is None:
             raise NotFound("job", name)
         return found
@@ -316,17 +351,25 @@ class Catalog:
             self.remove_job(connection, version, name, actor)
 
     def remove_job(
-        self, connection: Connection, version: int, name: str, actor: str | None
+        self,
+        connection: Connection,
+        version: int,
+        name: str,
+        actor: str | None,
+        *,
+        why: str = DROPPED,
     ) -> None:
-        """Remove a user job inside the caller's change."""
-        before = self._job_row(connection, name)
+        """Move a user job to the attic inside the caller's change."""
+        before = self.find_job(connection, name)
         if before is None:
             raise NotFound("job", name)
         connection.execute(catalog_jobs.delete().where(catalog_jobs.c.name == name))
+        at_us = self._clock.now_us()
+        keep(connection, before, version=version, actor=actor, at_us=at_us, why=why)
         write_entry(
             connection,
             version=version,
-            at_us=self._clock.now_us(),
+            at_us=at_us,
             actor=actor,
             subject=Subject.JOB,
             name=name,
@@ -340,7 +383,7 @@ class Catalog:
         if not isinstance(on, bool):
             raise DefinitionError("enabled", f"expected true or false, got {on!r}")
         with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
-            before = self._job_row(connection, name)
+            before = self.find_job(connection, name)
             if before is None:
                 raise NotFound("job", name)
             if before.enabled == on:
@@ -390,11 +433,11 @@ class Catalog:
 
     def load(self, connection: Connection, name: str) -> tuple[JobDefinition, SavedQuery | None]:
         """Return a job and (for a query job) its saved query as they are now."""
-        job = self._job_row(connection, name)
+        job = self.find_job(connection, name)
         if job is None:
             raise NotFound("job", name)
         query = job.definition.get("query")
-        saved = self._query_row(connection, query) if isinstance(query, str) else None
+        saved = self.find_query(connection, query) if isinstance(query, str) else None
         return job, saved
 
     # -- inside -------------------------------------------------------------------------------
@@ -406,7 +449,7 @@ class Catalog:
         requests: list[Request] = []
         if spec.action is JobAction.QUERY:
             assert spec.query is not None
-            saved = self._query_row(connection, spec.query)
+            saved = self.find_query(connection, spec.query)
             assert saved is not None  # check_job found it
             requests.append(Execute(query=spec.query))
             writes = analyze(saved.body, self._dialect).writes
@@ -425,16 +468,18 @@ class Catalog:
         return tuple(requests)
 
     def _params_of(self, connection: Connection, name: str) -> dict[str, ParamType] | None:
-        found = self._query_row(connection, name)
+        found = self.find_query(connection, name)
         return None if found is None else found.params
 
-    def _query_row(self, connection: Connection, name: str) -> SavedQuery | None:
+    def find_query(self, connection: Connection, name: str) -> SavedQuery | None:
+        """Return a saved query inside the caller's transaction, or None."""
         row = connection.execute(
             select(catalog_queries).where(catalog_queries.c.name == name)
         ).first()
         return None if row is None else query_from_row(row)
 
-    def _job_row(self, connection: Connection, name: str) -> JobDefinition | None:
+    def find_job(self, connection: Connection, name: str) -> JobDefinition | None:
+        """Return a user job inside the caller's transaction, or None."""
         row = connection.execute(select(catalog_jobs).where(catalog_jobs.c.name == name)).first()
         return None if row is None else self._job_from_row(row)
 

@@ -2,9 +2,16 @@
 
 ::
 
-    {"format": 1, "kind": "dgxmm-catalog", "catalog_version": 12, "exported_at_us": ...,
+    {"format": 2, "kind": "dgxmm-catalog", "catalog_version": 12, "exported_at_us": ...,
      "queries": [{"name", "params", "body", "description"}, ...],
-     "jobs": [<each job's definition exactly as written>, ...]}
+     "jobs": [<each job's definition exactly as written>, ...],
+     "attic": [{"kind", "name", "item", "defined_version", "defined_by", "defined_at",
+                "dropped_version", "dropped_by", "dropped_at", "why"}, ...]}
+
+Format 2 added the attic; a file of format 1 (no attic) still imports. The attic's entries
+are added to this store's attic unless it holds the same entry already (importing a file
+twice adds nothing); their versions are those of the store that exported them. An attic
+job's effects travel with it as a record only: a restore asks the authorizer again.
 
 Effects are not in the file: they are the rights of whoever defined a job here, so an import
 asks the importer's authorizer again. An import is one catalog change (one version, a journal
@@ -12,7 +19,7 @@ row per thing changed) and all or nothing: the first refused entry raises a
 ``DefinitionError`` whose field names it (``jobs[2].args``) and nothing changes. A job this
 version cannot read (written by a newer dgxmm) is imported as written and not served. With
 ``replace=True`` the catalog becomes exactly the file: queries and jobs missing from it are
-dropped.
+dropped (into the attic, like every drop).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from dgxmm.errors import DefinitionError, InvalidInput
+from dgxmm.store.attic import add_entry, read_attic
 from dgxmm.store.catalog import Catalog
 from dgxmm.store.database import CHANGE_BUSY_MS, reading, writing
 from dgxmm.store.effects import Authorizer
@@ -35,7 +43,8 @@ from dgxmm.store.journal import current_version, next_version
 
 __all__ = ["ImportResult", "export_catalog", "import_catalog"]
 
-_FORMAT = 1
+_FORMAT = 2
+_READS = (1, 2)  # format 1: before the attic
 _KIND = "dgxmm-catalog"
 
 
@@ -47,6 +56,7 @@ class ImportResult:
     queries: int  # defined or replaced
     jobs: int
     dropped: int  # removed because the file does not hold them (replace=True)
+    attic: int = 0  # attic entries added
 
 
 def export_catalog(
@@ -55,6 +65,7 @@ def export_catalog(
     """Return the catalog as a document; write it to ``path`` (atomically) when given."""
     with reading(engine) as connection:
         version = current_version(connection)
+        attic = read_attic(connection)
     document = {
         "format": _FORMAT,
         "kind": _KIND,
@@ -70,6 +81,10 @@ def export_catalog(
             for q in catalog.queries()
         ],
         "jobs": [job.definition for job in catalog.jobs()],
+        "attic": [
+            {key: value for key, value in entry.to_json().items() if key != "id"}
+            for entry in reversed(attic)  # oldest first, as they were dropped
+        ],
     }
     if path is not None:
         text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
@@ -90,11 +105,12 @@ def import_catalog(
     document = _read(source)
     queries = document.get("queries", [])
     jobs = document.get("jobs", [])
-    if not isinstance(queries, list) or not isinstance(jobs, list):
-        raise DefinitionError("catalog", "queries and jobs must be lists")
+    attic = document.get("attic", [])
+    if not isinstance(queries, list) or not isinstance(jobs, list) or not isinstance(attic, list):
+        raise DefinitionError("catalog", "queries, jobs and attic must be lists")
     query_names = {q.get("name") for q in queries if isinstance(q, Mapping)}
     job_names = {j.get("name") for j in jobs if isinstance(j, Mapping)}
-    dropped = 0
+    dropped = added = 0
     with writing(engine, busy_ms=CHANGE_BUSY_MS) as connection:
         version = next_version(connection)
         if replace:
@@ -125,7 +141,12 @@ def import_catalog(
                 if query not in query_names:
                     catalog.remove_query(connection, version, query, actor)
                     dropped += 1
-    return ImportResult(version=version, queries=len(queries), jobs=len(jobs), dropped=dropped)
+        for index, entry in enumerate(attic):
+            with _entry(f"attic[{index}]"):
+                added += add_entry(connection, entry)
+    return ImportResult(
+        version=version, queries=len(queries), jobs=len(jobs), dropped=dropped, attic=added
+    )
 
 
 def _read(source: Path | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -140,9 +161,10 @@ def _read(source: Path | Mapping[str, Any]) -> Mapping[str, Any]:
             raise DefinitionError("catalog", f"{source} is not JSON: {error}") from None
     if not isinstance(document, Mapping) or document.get("kind") != _KIND:
         raise DefinitionError("catalog", "not a dgxmm catalog file")
-    if document.get("format") != _FORMAT:
+    if document.get("format") not in _READS:
         raise DefinitionError(
-            "catalog", f"format {document.get('format')!r}: this version reads format {_FORMAT}"
+            "catalog",
+            f"format {document.get('format')!r}: this version reads formats 1 and {_FORMAT}",
         )
     return document
 

@@ -6,6 +6,10 @@ concurrent changes on PostgreSQL) and writes one journal row per thing it change
 what, and the thing before and after, as JSON. An import changes many things under one
 version. Settings (small JSON values such as ``schedules.paused_all``) are changed the same
 way, so the journal tells who changed them too.
+
+The journal is also the store's audit of its attic and its rollbacks: restoring from the
+attic, removing from it for good and rolling back are catalog changes with their actor, in
+the same transaction as what they change (``attic.py``, ``rollback.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Subject(Enum):
     QUERY = "query"
     JOB = "job"
     SETTING = "setting"
+    CATALOG = "catalog"  # the catalog as a whole: a rollback
 
 
 class Change(Enum):
@@ -50,6 +55,9 @@ class Change(Enum):
     ENABLE = "enable"
     DISABLE = "disable"
     SET = "set"  # a setting's value
+    RESTORE = "restore"  # brought back from the attic
+    REMOVE = "remove"  # removed from the attic for good (the live catalog is unchanged)
+    ROLLBACK = "rollback"  # the catalog put back as it was at a version (subject catalog)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,6 +24,7 @@ from sqlalchemy import (
 
 __all__ = [
     "NAME_LENGTH",
+    "catalog_attic",
     "catalog_jobs",
     "catalog_journal",
     "catalog_queries",
@@ -122,4 +123,20 @@ protected_tables = Table(
     Column("name", String(200), primary_key=True),
     Column("owner", String(20), nullable=False),  # protection.TableOwner
     Column("why", Text, nullable=False),
+)
+
+catalog_attic = Table(
+    "catalog_attic",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),  # query, job (journal.Subject)
+    Column("name", String(NAME_LENGTH), nullable=False, index=True),
+    Column("item", Text, nullable=False),  # JSON: as the journal writes the thing
+    Column("defined_version", BigInteger, nullable=False),  # catalog version of its definition
+    Column("defined_by", String(200)),
+    Column("defined_at", BigInteger, nullable=False),
+    Column("dropped_version", BigInteger, nullable=False),  # the change that moved it here
+    Column("dropped_by", String(200)),
+    Column("dropped_at", BigInteger, nullable=False),
+    Column("why", Text, nullable=False),  # dropped, replaced by a rollback, ...
 )

@@ -6,8 +6,10 @@ The library never ticks: a host gives ``system_jobs()`` and ``user_jobs()`` to a
 and re-syncs the user jobs whenever ``catalog_version()`` changes.
 
 While a user job runs, the operations that move, remove or write the store's files
-(``checkpoint``, ``backup``, ``restore``, ``compact``, ``close``) raise ``Busy`` and change
-nothing; a user job's own checkpoint or backup runs through the same code without that check.
+(``checkpoint``, ``backup``, ``restore``, ``compact``, ``close``), and those the spec lists
+beside them (``rollback``, the attic's ``restore_from_attic`` and ``remove_from_attic``),
+raise ``Busy`` and change nothing; a user job's own checkpoint or backup runs through the
+same code without that check.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dgxmm.errors import Busy, InvalidInput, NotAllowed, NotFound, StoreError
 from dgxmm.jobs import Job, RunContext, Scheduler, WorkloadStats
 from dgxmm.store import backup as sqlite_backup
 from dgxmm.store import backup_pg
+from dgxmm.store.attic import AtticEntry, attic_kind, read_attic
 from dgxmm.store.backup_dir import BackupResult, Progress, RestoreResult, no_progress
 from dgxmm.store.catalog import Catalog
 from dgxmm.store.catalog_file import ImportResult, export_catalog, import_catalog
@@ -55,6 +58,8 @@ from dgxmm.store.journal import (
 from dgxmm.store.protection import read_protected
 from dgxmm.store.records import JobDefinition, SavedQuery
 from dgxmm.store.recovery import LiveStore, path_errors, restore, store_files, user_path
+from dgxmm.store.revival import Restored, remove_entry, restore_entry
+from dgxmm.store.rollback import RollbackResult, roll_back
 from dgxmm.store.runs import run_query_job
 from dgxmm.store.schema import store_state
 from dgxmm.store.sidecar import Sidecar
@@ -291,6 +296,77 @@ class Store:
             authorizer=authorizer,
             replace=replace,
         )
+
+    # -- the attic and rollback (Busy while a user job runs) ------------------------------
+
+    def attic(self) -> list[AtticEntry]:
+        """Return the dropped and replaced queries and jobs, the most recently dropped first."""
+        with reading(self.engine) as connection:
+            return read_attic(connection)
+
+    def restore_from_attic(
+        self,
+        kind: str,
+        name: str,
+        *,
+        entry_id: int | None = None,
+        actor: str | None = None,
+        authorizer: Authorizer | None = None,
+    ) -> Restored:
+        """Bring a query or job back from the attic; ``Conflict`` while its name is taken."""
+        chosen = attic_kind(kind)
+        with self._files_lock:
+            self._refuse_while_user_jobs_run("attic restore")
+            return restore_entry(
+                self.catalog,
+                self.engine,
+                chosen,
+                name,
+                entry_id=entry_id,
+                actor=actor,
+                authorizer=authorizer,
+            )
+
+    def remove_from_attic(
+        self, kind: str, name: str, *, entry_id: int | None = None, actor: str | None = None
+    ) -> AtticEntry:
+        """Delete a query or job from the attic for good; return what was removed."""
+        chosen = attic_kind(kind)
+        with self._files_lock:
+            self._refuse_while_user_jobs_run("attic remove")
+            return remove_entry(
+                self.engine,
+                chosen,
+                name,
+                entry_id=entry_id,
+                actor=actor,
+                at_us=self.clock.now_us(),
+            )
+
+    def rollback(
+        self,
+        version: int,
+        *,
+        actor: str | None = None,
+        authorizer: Authorizer | None = None,
+        dry_run: bool = False,
+    ) -> RollbackResult:
+        """Put the catalog's definitions back as they were at ``version``, as one new change.
+
+        ``dry_run`` answers what it would change and changes nothing (also while a job runs).
+        """
+        with self._files_lock:
+            if not dry_run:
+                self._refuse_while_user_jobs_run("rollback")
+            return roll_back(
+                self.catalog,
+                self.engine,
+                to_version=version,
+                actor=actor,
+                authorizer=authorizer,
+                at_us=self.clock.now_us(),
+                dry_run=dry_run,
+            )
 
     # -- jobs for the scheduler ---------------------------------------------------------------
 
