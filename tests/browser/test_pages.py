@@ -117,3 +117,23 @@ def test_it_defines_a_saved_query_and_uses_the_store_page(
     page.fill("form[data-store=backup] input[name=directory]", str(tmp_path / "b"))
     page.click("form[data-store=backup] button")
     page.locator("#store-result").get_by_text('"method": "full"').wait_for()
+
+
+def test_it_restores_from_the_attic_and_previews_a_rollback_on_the_store_page(
+    page: Any, live: Live
+) -> None:
+    live.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    live.store.drop_job("cp", actor="alice")
+    page.goto("/store")
+    row = page.locator("tr[data-attic-name=cp]")
+    row.get_by_text("dropped").wait_for()
+    row.locator("button[data-attic=restore]").click()
+    page.locator("#attic").get_by_text("The attic is empty.").wait_for()
+    assert live.store.job("cp").definition["schedule"] == "0 3 * * *"
+    page.fill("#rollback-form input[name=version]", "0")
+    page.click("#rollback-form button[name=preview]")
+    page.locator("#store-result").get_by_text('"change": "drop"').wait_for()
+    assert [j.name for j in live.store.jobs()] == ["cp"]  # a preview changes nothing
+    page.click("#rollback-form button[name=apply]")
+    page.locator("tr[data-attic-name=cp]").wait_for()
+    assert live.store.jobs() == []

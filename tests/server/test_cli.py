@@ -155,3 +155,40 @@ def test_it_revokes_a_token(data: Path) -> None:
         assert Tokens(store.engine, store.clock).identify(token) is None
     finally:
         store.close()
+
+
+def test_it_lists_restores_and_removes_the_attic(data: Path) -> None:
+    where = ("--data", str(data))
+    dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action", "checkpoint", *where)
+    assert dgxmm("jobs", "drop", "cp", *where)[0] == 0
+    code, out, _ = dgxmm("attic", "list", "--json", *where)
+    assert [(e["kind"], e["name"], e["dropped_by"]) for e in json.loads(out)] == [
+        ("job", "cp", "cli")
+    ]
+    code, out, _ = dgxmm("attic", "restore", "job", "cp", *where)
+    assert (code, out) == (0, "restored job cp (catalog version 3)\n")
+    code, _, err = dgxmm("attic", "restore", "job", "cp", *where)
+    assert code == 1
+    assert "not found" in err.lower() or "attic" in err
+    assert dgxmm("jobs", "drop", "cp", *where)[0] == 0
+    code, out, _ = dgxmm("attic", "remove", "job", "cp", *where)
+    assert code == 0, out
+    assert dgxmm("attic", "list", *where)[1] == "the attic is empty\n"
+    assert dgxmm("attic", "remove", "setting", "cp", *where)[0] == 2
+
+
+def test_it_rolls_the_catalog_back_with_a_preview(data: Path) -> None:
+    where = ("--data", str(data))
+    dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action", "checkpoint", *where)
+    dgxmm("jobs", "drop", "cp", *where)
+    code, out, _ = dgxmm("catalog", "rollback", "1", "--dry-run", *where)
+    assert (code, out) == (0, "a rollback to version 1 would change:\ndefine job cp\n")
+    assert "cp" not in dgxmm("jobs", "list", *where)[1]
+    code, out, _ = dgxmm("catalog", "rollback", "1", "--json", *where)
+    assert (code, json.loads(out)["version"]) == (0, 3)
+    assert dgxmm("jobs", "list", *where)[1].startswith("cp\t")
+    code, out, _ = dgxmm("catalog", "rollback", "3", *where)
+    assert out == "nothing to change: the catalog is as it was at version 3\n"
+    code, _, err = dgxmm("catalog", "rollback", "9", *where)
+    assert code == 2
+    assert "version: 9 is out of range" in err

@@ -54,8 +54,8 @@ def test_it_keeps_a_dropped_job_and_query_and_restores_them_identical(
     assert (entry.defined_by, entry.defined_version) == ("al", 2)
     assert entry.dropped_at == at("2026-03-02T11:00:00+00:00")
 
-    store.restore_from_attic("query", "add", actor="carol")
-    restored = store.restore_from_attic("job", "adder", actor="carol")
+    store.restore_from_attic(Subject.QUERY, "add", actor="carol")
+    restored = store.restore_from_attic(Subject.JOB, "adder", actor="carol")
     assert (restored.version, restored.switched_off) == (6, None)
     assert store.query("add").to_json() | {"version": 0, "defined_by": None, "defined_at": 0} == (
         query.to_json() | {"version": 0, "defined_by": None, "defined_at": 0}
@@ -79,7 +79,7 @@ def test_it_refuses_a_restore_over_a_live_name_naming_it_and_changes_nothing(
     store.define_job(name="adder", schedule="0 4 * * *", action="checkpoint")
     version = store.catalog_version()
     with pytest.raises(Conflict) as refused:
-        store.restore_from_attic("job", "adder")
+        store.restore_from_attic(Subject.JOB, "adder")
     assert refused.value.field == "name"
     assert "job named adder is in the catalog" in refused.value.message
     assert store.catalog_version() == version
@@ -93,7 +93,7 @@ def test_it_restores_a_job_whose_query_is_gone_switched_off_with_the_reason(
     fill(store)
     store.drop_job("adder")
     store.drop_query("add")
-    restored = store.restore_from_attic("job", "adder", actor="carol")
+    restored = store.restore_from_attic(Subject.JOB, "adder", actor="carol")
     assert restored.switched_off is not None
     assert "add" in restored.switched_off
     job = store.job("adder")
@@ -116,7 +116,7 @@ def test_it_restores_a_job_switched_off_when_the_restorers_rights_are_refused(
         def allows(self, actor: str | None, request: Request) -> bool:
             return not isinstance(request, Write)
 
-    restored = store.restore_from_attic("job", "adder", actor="eve", authorizer=NoWrites())
+    restored = store.restore_from_attic(Subject.JOB, "adder", actor="eve", authorizer=NoWrites())
     assert restored.switched_off is not None
     assert "eve may not Write(items)" in restored.switched_off
     assert (store.job("adder").enabled, store.job("adder").effects) == (False, ())
@@ -128,7 +128,7 @@ def test_it_removes_an_entry_for_good(store: Store) -> None:
     store.define_job(name="adder", schedule="0 4 * * *", action="checkpoint")
     store.drop_job("adder")
     older, newer = store.attic()[1], store.attic()[0]
-    removed = store.remove_from_attic("job", "adder", actor="dan")
+    removed = store.remove_from_attic(Subject.JOB, "adder", actor="dan")
     assert removed == newer
     assert store.attic() == [older]
     last = store.journal()[-1]
@@ -139,12 +139,12 @@ def test_it_removes_an_entry_for_good(store: Store) -> None:
         Change.REMOVE,
         None,
     )
-    store.remove_from_attic("job", "adder", entry_id=older.id)
+    store.remove_from_attic(Subject.JOB, "adder", entry_id=older.id)
     assert store.attic() == []
     with pytest.raises(NotFound):
-        store.remove_from_attic("job", "adder")
+        store.remove_from_attic(Subject.JOB, "adder")
     with pytest.raises(InvalidInput) as refused:
-        store.remove_from_attic("setting", "adder")
+        store.remove_from_attic(Subject.SETTING, "adder")
     assert refused.value.field == "kind"
 
 
@@ -154,7 +154,7 @@ def test_it_restores_an_older_entry_by_its_id(store: Store) -> None:
     store.define_job(name="adder", schedule="0 4 * * *", action="checkpoint")
     store.drop_job("adder")
     older = store.attic()[1]
-    store.restore_from_attic("job", "adder", entry_id=older.id)
+    store.restore_from_attic(Subject.JOB, "adder", entry_id=older.id)
     assert store.job("adder").definition["action"] == "query"
     assert [e.item["definition"]["action"] for e in store.attic()] == ["checkpoint"]
 
@@ -192,7 +192,7 @@ def test_the_catalog_file_carries_the_attic(
             return [{k: v for k, v in e.to_json().items() if k != "id"} for e in entries]
 
         assert comparable(other.attic()) == comparable(store.attic())
-        other.restore_from_attic("job", "adder")
+        other.restore_from_attic(Subject.JOB, "adder")
         assert other.job("adder").definition == store.journal()[1].after["definition"]
     finally:
         other.close()

@@ -17,7 +17,7 @@ from store.storekit import FakeTimer, Place, ctx, make_items, table_contents
 
 from dgxmm.errors import BackupError, Conflict, TimeoutExceeded
 from dgxmm.jobs import JobRun, Outcome
-from dgxmm.store import Store, restore
+from dgxmm.store import Store, Subject, restore
 
 
 @pytest.fixture
@@ -353,7 +353,7 @@ def test_the_attic_is_carried_by_a_backup(
     try:
         assert restored.attic() == store.attic()
         assert restored.attic()[0].dropped_by == "bob"
-        restored.restore_from_attic("job", "cp")
+        restored.restore_from_attic(Subject.JOB, "cp")
         assert restored.job("cp").definition == definition
     finally:
         restored.close()

@@ -15,7 +15,7 @@ from store.storekit import ctx, make_items, rows
 from support import wait_for
 
 from dgxmm.errors import Busy
-from dgxmm.store import Store
+from dgxmm.store import Store, Subject
 
 
 @contextmanager
@@ -58,8 +58,8 @@ def test_it_refuses_file_operations_while_a_user_job_runs(store: Store, tmp_path
             "restore": lambda: store.restore(tmp_path / "bk", tmp_path / "restored.db"),
             "compact": store.compact,
             "rollback": lambda: store.rollback(1),
-            "attic restore": lambda: store.restore_from_attic("job", "gone"),
-            "attic remove": lambda: store.remove_from_attic("job", "gone"),
+            "attic restore": lambda: store.restore_from_attic(Subject.JOB, "gone"),
+            "attic remove": lambda: store.remove_from_attic(Subject.JOB, "gone"),
             "close": store.close,
         }
         for name, operation in operations.items():

@@ -1,4 +1,4 @@
-"""``dgxmm``: serve, and the jobs, queries, store, catalog, cron and token commands."""
+"""``dgxmm``: serve, and the jobs, queries, store, catalog, attic, cron and token commands."""
 
 from __future__ import annotations
 
@@ -133,12 +133,13 @@ def token_revoke(
 
 
 def _register() -> None:
-    from dgxmm.cli import jobs, queries, store_ops
+    from dgxmm.cli import attic, jobs, queries, store_ops
 
     app.add_typer(jobs.app, name="jobs")
     app.add_typer(queries.app, name="queries")
     app.add_typer(store_ops.store_app, name="store")
     app.add_typer(store_ops.catalog_app, name="catalog")
+    app.add_typer(attic.app, name="attic")
 
 
 _register()

@@ -1,4 +1,5 @@
-"""``dgxmm store`` (checkpoint, backup, restore, compact) and ``dgxmm catalog`` (export, import)."""
+"""``dgxmm store`` (checkpoint, backup, restore, compact); ``dgxmm catalog`` (export, import,
+rollback)."""
 
 from __future__ import annotations
 
@@ -125,3 +126,31 @@ def import_(
         + (f", removed {result.dropped}" if result.dropped else "")
         + f" (catalog version {result.version})"
     )
+
+
+@catalog_app.command("rollback")
+@handles_errors
+def rollback(
+    version: Annotated[int, typer.Argument(help="The catalog version to go back to.", min=0)],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would change; change nothing.")
+    ] = False,
+    data: DataOption = DEFAULT_DATA,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Put the definitions back as they were at VERSION, as one new catalog version."""
+    with open_store(data, db) as store:
+        result = store.rollback(version, actor="cli", dry_run=dry_run)
+    lines = [
+        f"{step.change.value} {step.kind.value} {step.name}"
+        + (f" ({step.switched_off})" if step.switched_off else "")
+        for step in result.steps
+    ]
+    if not lines:
+        head = f"nothing to change: the catalog is as it was at version {version}"
+    elif dry_run:
+        head = f"a rollback to version {version} would change:"
+    else:
+        head = f"rolled back to version {version} as catalog version {result.version}:"
+    out(result.to_json(), as_json, "\n".join([head, *lines]))

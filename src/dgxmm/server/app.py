@@ -30,6 +30,7 @@ JOBS_ROUTES = Routes(
         api.jobs.router,
         api.queries.router,
         api.store.router,
+        api.attic.router,
         pages.login.router,
         pages.api_docs.router,
         pages.jobs.router,

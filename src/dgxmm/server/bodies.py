@@ -9,13 +9,14 @@ arguments against the query's parameters) answers 400 with the field.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dgxmm.store import JobAction, RunOn
 
 __all__ = [
+    "AtticBody",
     "BackupBody",
     "Body",
     "DefineJob",
@@ -23,6 +24,7 @@ __all__ = [
     "EnableJob",
     "NameBody",
     "RestoreBody",
+    "RollbackBody",
     "ScheduleJob",
 ]
 
@@ -89,3 +91,17 @@ class RestoreBody(Body):
 
     directory: str = Field(min_length=1, max_length=4096)
     target: str = Field(min_length=1, max_length=4096)
+
+
+class AtticBody(Body):
+    """``{kind, name, id?}``: an entry of the attic, the most recently dropped unless ``id``."""
+
+    kind: Literal["query", "job"]
+    name: str = Field(min_length=1, max_length=200)
+    id: int | None = Field(default=None, ge=1, le=2**63 - 1)
+
+
+class RollbackBody(Body):
+    """``{version}``: the catalog version to put the definitions back as they were at."""
+
+    version: int = Field(ge=0, le=2**63 - 1)

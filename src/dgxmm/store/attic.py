@@ -75,12 +75,11 @@ class AtticEntry:
         }
 
 
-def attic_kind(value: object) -> Subject:
-    """Return the attic kind ``query`` or ``job``; ``InvalidInput`` naming ``kind``."""
-    for kind in ATTIC_KINDS:
-        if value is kind or value == kind.value:
-            return kind
-    raise InvalidInput("kind", f"{value!r} is not a kind of the attic (query or job)")
+def attic_kind(kind: Subject) -> Subject:
+    """Return ``kind`` when the attic holds things of it (query, job); else ``InvalidInput``."""
+    if kind not in ATTIC_KINDS:
+        raise InvalidInput("kind", f"{kind.value!r} is not a kind of the attic (query or job)")
+    return kind
 
 
 def keep(
@@ -148,10 +147,9 @@ def add_entry(connection: Connection, document: Mapping[str, Any]) -> bool:
     if not isinstance(document, Mapping):
         raise DefinitionError("", "expected an object")
     kind = _field(document, "kind", str)
-    try:
-        subject = attic_kind(kind)
-    except InvalidInput as error:
-        raise DefinitionError("kind", error.message) from None
+    if kind not in {k.value for k in ATTIC_KINDS}:
+        raise DefinitionError("kind", f"{kind!r} is not a kind of the attic (query or job)")
+    subject = Subject(kind)
     name = _field(document, "name", str)
     item = _field(document, "item", dict)
     values = {

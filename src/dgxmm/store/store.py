@@ -50,6 +50,7 @@ from dgxmm.store.effects import AllowAll, Authorizer, Create
 from dgxmm.store.files import make_private_dir
 from dgxmm.store.journal import (
     JournalEntry,
+    Subject,
     current_version,
     read_journal,
     read_setting,
@@ -306,7 +307,7 @@ class Store:
 
     def restore_from_attic(
         self,
-        kind: str,
+        kind: Subject,
         name: str,
         *,
         entry_id: int | None = None,
@@ -328,7 +329,7 @@ class Store:
             )
 
     def remove_from_attic(
-        self, kind: str, name: str, *, entry_id: int | None = None, actor: str | None = None
+        self, kind: Subject, name: str, *, entry_id: int | None = None, actor: str | None = None
     ) -> AtticEntry:
         """Delete a query or job from the attic for good; return what was removed."""
         chosen = attic_kind(kind)

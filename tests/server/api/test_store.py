@@ -64,6 +64,9 @@ def test_it_answers_409_and_changes_nothing_while_a_user_job_runs(
         json={"name": "add", "params": {}, "body": "INSERT INTO notes (label) VALUES ('x')"},
     )
     define(client, name="slow", schedule="0 3 * * *", action="query", query="add")
+    define(client, name="gone", schedule="0 3 * * *", action="checkpoint")
+    client.post("/api/jobs/drop", json={"name": "gone"})
+    version = client.get("/api/store").json()["catalog_version"]
     gate, inside = threading.Event(), threading.Event()
     job = host.scheduler.get("slow")
 
@@ -91,12 +94,17 @@ def test_it_answers_409_and_changes_nothing_while_a_user_job_runs(
                 "/api/store/restore",
                 {"directory": str(tmp_path / "b"), "target": str(tmp_path / "r.db")},
             ),
+            ("/api/store/rollback", {"version": 1}),
+            ("/api/attic/restore", {"kind": "job", "name": "gone"}),
+            ("/api/attic/remove", {"kind": "job", "name": "gone"}),
         ]:
             response = client.post(path, json=body) if body else client.post(path)
             assert response.status_code == 409, (path, response.text)
             assert "slow is running" in response.json()["message"]
         assert not (tmp_path / "b").exists()
         assert not (tmp_path / "r.db").exists()
+        assert client.get("/api/store").json()["catalog_version"] == version
+        assert [e["name"] for e in client.get("/api/attic").json()["attic"]] == ["gone"]
     finally:
         gate.set()
         runner.join(timeout=30)

@@ -3,6 +3,7 @@
 Each module has a ``router``; ``server/app.py`` hands them to the app in a layer's ``Routes``.
 """
 
+from dgxmm.server.api import attic as attic
 from dgxmm.server.api import audit as audit
 from dgxmm.server.api import deployments as deployments
 from dgxmm.server.api import insights as insights
@@ -14,6 +15,7 @@ from dgxmm.server.api import store as store
 from dgxmm.server.api import traffic as traffic
 
 __all__ = [
+    "attic",
     "audit",
     "deployments",
     "insights",

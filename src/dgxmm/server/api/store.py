@@ -1,12 +1,12 @@
-"""Store operations: checkpoint, backup, restore, compact (409 while a user job runs)."""
+"""Store operations: checkpoint, backup, restore, compact, rollback (409 while a user job runs)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
-from dgxmm.server.bodies import BackupBody, RestoreBody
+from dgxmm.server.bodies import BackupBody, RestoreBody, RollbackBody
 from dgxmm.server.deps import Admin, HostDep, Viewer
 from dgxmm.server.job_list import iso
 
@@ -31,9 +31,9 @@ def describe_store(host: HostDep, _: Viewer) -> dict[str, Any]:
                 "version": entry.version,
                 "at": iso(entry.at_us, host),
                 "actor": entry.actor,
-                "subject": str(entry.subject),
+                "subject": entry.subject.value,
                 "name": entry.name,
-                "change": str(entry.change),
+                "change": entry.change.value,
             }
             for entry in reversed(journal)
         ],
@@ -77,3 +77,20 @@ def restore(body: RestoreBody, host: HostDep, _: Admin) -> dict[str, Any]:
 def compact(host: HostDep, _: Admin) -> dict[str, Any]:
     """Rebuild the database compactly."""
     return {"operation": "compact", "detail": host.store.compact()}
+
+
+@router.post("/rollback")
+def rollback(
+    body: RollbackBody,
+    host: HostDep,
+    who: Admin,
+    dry_run: Annotated[bool, Query()] = False,
+) -> dict[str, Any]:
+    """Put the catalog's definitions back as they were at a version, as one new version.
+
+    ``?dry_run=true`` answers what it would change and changes nothing.
+    """
+    result = host.store.rollback(body.version, actor=who.actor, dry_run=dry_run)
+    if not dry_run:
+        host.sync()
+    return result.to_json()

@@ -1,10 +1,11 @@
-"""The store page: the database, its recent journal, and its operations."""
+"""The store page: the database, its recent journal, its operations, rollback and the attic."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from dgxmm.server.api.attic import entry_row
 from dgxmm.server.deps import HostDep
 from dgxmm.server.job_list import iso
 from dgxmm.server.pages.render import render_page
@@ -28,4 +29,5 @@ def store_page(request: Request, host: HostDep) -> Response:
             {**entry.to_json(), "at": iso(entry.at_us, host)}
             for entry in reversed(store.journal(after_version=max(0, version - 20)))
         ],
+        attic=[entry_row(entry, host) for entry in store.attic()],
     )

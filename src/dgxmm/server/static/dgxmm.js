@@ -237,6 +237,38 @@ function setupStore() {
       run(form.dataset.store, body, form);
     });
   });
+  const rollback = document.getElementById("rollback-form");
+  if (rollback) {
+    rollback.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearErrors(rollback);
+      const preview = event.submitter && event.submitter.name === "preview";
+      const body = { version: Number(rollback.elements.version.value) };
+      try {
+        const result = await api("POST", `/api/store/rollback${preview ? "?dry_run=true" : ""}`, body);
+        out.className = "";
+        out.textContent = JSON.stringify(result, null, 2);
+        if (!preview) setTimeout(() => location.reload(), 600);
+      } catch (error) {
+        out.textContent = error.message;
+        out.className = "error";
+        showError(rollback, error);
+      }
+    });
+  }
+  document.querySelectorAll("button[data-attic]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const row = button.closest("tr[data-attic-name]");
+      const operation = button.dataset.attic;
+      const { atticKind: kind, atticName: name, atticId: id } = row.dataset;
+      if (operation === "remove" && !confirm(`Remove ${kind} ${name} from the attic for good?`)) return;
+      try {
+        const result = await api("POST", `/api/attic/${operation}`, { kind, name, id: Number(id) });
+        flash(result.switched_off ? `restored ${name}, ${result.switched_off}` : `${operation}d ${kind} ${name}`);
+        setTimeout(() => location.reload(), 600);
+      } catch (error) { flash(error.message, "error"); }
+    });
+  });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
