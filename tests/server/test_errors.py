@@ -73,6 +73,10 @@ def test_it_publishes_its_openapi_document(client: TestClient) -> None:
         "/api/store/backup",
         "/api/store/restore",
         "/api/store/compact",
+        "/api/store/rollback",
+        "/api/attic",
+        "/api/attic/restore",
+        "/api/attic/remove",
     } <= paths
 
 
