@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storekit import make_items
+from store.storekit import make_items
 from support import at
 
 from dgxmm.clock import ManualClock

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from storekit import make_items
+from store.storekit import make_items
 
 from dgxmm.errors import InvalidInput
 from dgxmm.store import Change, Request, Store, Subject, Write
@@ -113,7 +113,7 @@ def test_it_refuses_a_version_it_does_not_have(store: Store) -> None:
     history(store)
     for version in (-1, 6, True):
         with pytest.raises(InvalidInput) as refused:
-            store.rollback(version)  # type: ignore[arg-type]
+            store.rollback(version)
         assert refused.value.field == "version"
     assert store.catalog_version() == 5
 
