@@ -299,6 +299,7 @@ class Store:
         )
 
     # -- the attic and rollback (Busy while a user job runs) ------------------------------
+    # Catalog changes, not file operations: they do not wait behind a backup's files lock.
 
     def attic(self) -> list[AtticEntry]:
         """Return the dropped and replaced queries and jobs, the most recently dropped first."""
@@ -316,33 +317,31 @@ class Store:
     ) -> Restored:
         """Bring a query or job back from the attic; ``Conflict`` while its name is taken."""
         chosen = attic_kind(kind)
-        with self._files_lock:
-            self._refuse_while_user_jobs_run("attic restore")
-            return restore_entry(
-                self.catalog,
-                self.engine,
-                chosen,
-                name,
-                entry_id=entry_id,
-                actor=actor,
-                authorizer=authorizer,
-            )
+        self._refuse_while_user_jobs_run("attic restore")
+        return restore_entry(
+            self.catalog,
+            self.engine,
+            chosen,
+            name,
+            entry_id=entry_id,
+            actor=actor,
+            authorizer=authorizer,
+        )
 
     def remove_from_attic(
         self, kind: Subject, name: str, *, entry_id: int | None = None, actor: str | None = None
     ) -> AtticEntry:
         """Delete a query or job from the attic for good; return what was removed."""
         chosen = attic_kind(kind)
-        with self._files_lock:
-            self._refuse_while_user_jobs_run("attic remove")
-            return remove_entry(
-                self.engine,
-                chosen,
-                name,
-                entry_id=entry_id,
-                actor=actor,
-                at_us=self.clock.now_us(),
-            )
+        self._refuse_while_user_jobs_run("attic remove")
+        return remove_entry(
+            self.engine,
+            chosen,
+            name,
+            entry_id=entry_id,
+            actor=actor,
+            at_us=self.clock.now_us(),
+        )
 
     def rollback(
         self,
@@ -356,18 +355,17 @@ class Store:
 
         ``dry_run`` answers what it would change and changes nothing (also while a job runs).
         """
-        with self._files_lock:
-            if not dry_run:
-                self._refuse_while_user_jobs_run("rollback")
-            return roll_back(
-                self.catalog,
-                self.engine,
-                to_version=version,
-                actor=actor,
-                authorizer=authorizer,
-                at_us=self.clock.now_us(),
-                dry_run=dry_run,
-            )
+        if not dry_run:
+            self._refuse_while_user_jobs_run("rollback")
+        return roll_back(
+            self.catalog,
+            self.engine,
+            to_version=version,
+            actor=actor,
+            authorizer=authorizer,
+            at_us=self.clock.now_us(),
+            dry_run=dry_run,
+        )
 
     # -- jobs for the scheduler ---------------------------------------------------------------
 
