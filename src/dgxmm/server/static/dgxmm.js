@@ -82,7 +82,7 @@ document.addEventListener("click", async (event) => {
     }
   } else if (action === "drop") {
     const row = jobRow(button);
-    if (!confirm(`Drop job ${row.dataset.job}?`)) return;
+    if (!confirm(`Drop job ${row.dataset.job}? It goes to the attic (Store page), where it can be restored.`)) return;
     try {
       await api("POST", "/api/jobs/drop", { name: row.dataset.job });
       row.remove();
@@ -90,7 +90,7 @@ document.addEventListener("click", async (event) => {
     } catch (error) { flash(error.message, "error"); }
   } else if (action === "drop-query") {
     const row = button.closest("tr[data-query]");
-    if (!confirm(`Drop query ${row.dataset.query}?`)) return;
+    if (!confirm(`Drop query ${row.dataset.query}? It goes to the attic (Store page), where it can be restored.`)) return;
     try {
       await api("POST", "/api/queries/drop", { name: row.dataset.query });
       row.remove();
