@@ -195,6 +195,7 @@ class Fleet:
 
     def close(self) -> None:
         """Close the HTTP clients; the model servers keep running."""
+        self.metrics.close()
         self.backends.close()
 
     def _gone(self, deployment: Deployment, why: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 import pytest
 from fleet.deploy.deploykit import standin
@@ -9,7 +11,7 @@ from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
-from dgxmm.fleet import Fleet
+from dgxmm.fleet import Fleet, HttpTimeouts
 from dgxmm.fleet.metrics.rollups import RETENTION_SETTING
 from dgxmm.fleet.tables import metric_rollups
 from dgxmm.store import writing
@@ -117,3 +119,25 @@ def test_the_purge_deletes_rollups_past_the_retention(fleet: Fleet, clock: Manua
 def test_the_fleet_gives_the_host_its_two_system_jobs(fleet: Fleet) -> None:
     jobs = {job.name: str(job.schedule) for job in fleet.system_jobs()}
     assert jobs == {"metrics_rollup": "* * * * *", "metrics_purge": "30 3 * * *"}
+
+
+def test_it_samples_the_others_while_one_target_hangs(
+    make_fleet: Callable[..., Fleet], clock: ManualClock
+) -> None:
+    fleet = make_fleet(http_timeouts=HttpTimeouts(connect_s=2.0, probe_s=5.0, metrics_s=1.0))
+    hung = fleet.deployments.create(
+        actor="user:a", **standin("hung", "--silent-metrics", awake=20.0)
+    )
+    slow = fleet.deployments.create(
+        actor="user:a", **standin("slow", "--slow-metrics", "0.2", awake=20.0)
+    )
+    fine = fleet.deployments.create(actor="user:a", **standin("fine", awake=20.0))
+    for deployment in (hung, slow, fine):
+        fleet.deployer.start(deployment.id, actor="user:a")
+    clock.set(at("2026-06-01T10:00:05+00:00"))
+    assert fleet.metrics.rollup_all() == "2 sampled, 1 unreadable"
+    minute = at("2026-06-01T10:00:00+00:00")
+    for sampled in (slow, fine):
+        assert [r.samples for r in fleet.metrics.rollups(sampled.id, minute, 2**62)] == [1]
+    assert fleet.metrics.rollups(hung.id, minute, 2**62) == []
+    assert fleet.deployments.get(hung.id).state.value == "running"  # unreadable, not failed

@@ -82,6 +82,11 @@ class HttpTimeouts:
     # POST /wake_up once the weights are back on the GPU: both can take minutes.
     action_s: float = 600.0
 
+    @property
+    def scrape_deadline_s(self) -> float:
+        """The longest one scrape may take: connecting, then the metrics page."""
+        return self.connect_s + self.metrics_s
+
     def __post_init__(self) -> None:
         for name in ("connect_s", "probe_s", "metrics_s", "action_s"):
             if not getattr(self, name) > 0:

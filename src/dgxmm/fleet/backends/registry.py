@@ -49,6 +49,11 @@ class Backends:
         # outlives it, and a Popen dropped while its child runs warns and is never reaped.
         self._retired: list[Backend] = []
 
+    @property
+    def timeouts(self) -> HttpTimeouts:
+        """How long each kind of request to a model server may take."""
+        return self._timeouts
+
     def of(self, deployment: Deployment) -> Backend:
         """Return the backend for a deployment as its row describes it."""
         key = _key_of(deployment)

@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
+from enum import Enum
 
-from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, delete, insert, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, Conflict, InvalidInput, ServerGone
@@ -54,6 +58,18 @@ log = logging.getLogger(__name__)
 _SAMPLED = (DeploymentState.RUNNING, DeploymentState.SLEEPING)
 
 OnGone = Callable[[Deployment, str], None]
+# Scrapes at once. More than the hung servers a fleet is likely to have at one time, so the
+# healthy ones are never left waiting for a free thread behind them.
+SCRAPE_WORKERS = 256
+
+
+class _Scrape(Enum):
+    """How one target's scrape went."""
+
+    SAMPLED = "sampled"
+    CHECKED = "checked"  # a sleeping deployment's health
+    GONE = "gone"
+    UNREADABLE = "unreadable"
 
 
 class Metrics:
@@ -80,6 +96,8 @@ class Metrics:
         self._lock = threading.Lock()
         self._previous: dict[int, MetricsSample] = {}
         self._latency: dict[int, Latency] = {}
+        self._scraping: set[int] = set()  # deployments whose scrape is under way
+        self._pool = ThreadPoolExecutor(max_workers=SCRAPE_WORKERS, thread_name_prefix="scrape")
 
     # -- samples ------------------------------------------------------------------------------
 
@@ -104,63 +122,74 @@ class Metrics:
 
     def record(self, deployment: Deployment, sample: MetricsSample) -> None:
         """Take a sample into the activity and, for a running deployment, its minute's rollup."""
+        self.record_all([(deployment, sample)])
+
+    def record_all(self, samples: list[tuple[Deployment, MetricsSample]]) -> None:
+        """Record samples as ``record`` does, in one transaction (one commit for a pass)."""
+        if not samples:
+            return
+        with self._lock, writing(self._engine) as connection:
+            for deployment, sample in samples:
+                self._record_one(connection, deployment, sample)
+
+    def _record_one(
+        self, connection: Connection, deployment: Deployment, sample: MetricsSample
+    ) -> None:
         minute = sample.taken_at_us - sample.taken_at_us % MINUTE_US
-        with self._lock:
-            previous = self._previous.get(deployment.id)
-            if previous is not None and sample.taken_at_us < previous.taken_at_us:
-                return  # an older sample that lost a race: its news is already counted
-            self._previous[deployment.id] = sample
-            delta = delta_between(previous, sample) if previous is not None else None
-            active = not sample.is_idle or (delta is not None and delta.requests_finished > 0)
-            latency = self._latency.get(deployment.id)
-            with writing(self._engine) as connection:
-                if active:
-                    self._deployments.note_request(connection, deployment.id, sample.taken_at_us)
-                if deployment.state is not DeploymentState.RUNNING:
-                    return
-                row = connection.execute(
-                    select(metric_rollups).where(
-                        metric_rollups.c.deployment_id == deployment.id,
-                        metric_rollups.c.minute_us == minute,
-                    )
-                ).first()
-                if latency is None or latency.minute_us != minute:
-                    # The minute's first sample here; a row already there is from before a
-                    # restart, its mean weighted by its requests.
-                    seeded = row is not None and row.mean_latency_s is not None
-                    latency = Latency(
-                        minute_us=minute,
-                        sum_s=row.mean_latency_s * row.requests if seeded and row else 0.0,
-                        count=row.requests if seeded and row else 0,
-                    )
-                    self._latency[deployment.id] = latency
-                if delta is not None:
-                    latency.sum_s += delta.latency_sum_s
-                    latency.count += delta.latency_count
-                samples = (row.samples if row is not None else 0) + 1
-                values = {
-                    "requests": (row.requests if row is not None else 0)
-                    + (delta.requests_finished if delta is not None else 0),
-                    "mean_running": mean_of(row, "mean_running", sample.requests_running, samples),
-                    "mean_waiting": mean_of(row, "mean_waiting", sample.requests_waiting, samples),
-                    "mean_latency_s": latency.sum_s / latency.count if latency.count else None,
-                    "samples": samples,
-                }
-                if row is None:
-                    connection.execute(
-                        insert(metric_rollups).values(
-                            deployment_id=deployment.id, minute_us=minute, **values
-                        )
-                    )
-                else:
-                    connection.execute(
-                        update(metric_rollups)
-                        .where(
-                            metric_rollups.c.deployment_id == deployment.id,
-                            metric_rollups.c.minute_us == minute,
-                        )
-                        .values(**values)
-                    )
+        previous = self._previous.get(deployment.id)
+        if previous is not None and sample.taken_at_us < previous.taken_at_us:
+            return  # an older sample that lost a race: its news is already counted
+        self._previous[deployment.id] = sample
+        delta = delta_between(previous, sample) if previous is not None else None
+        active = not sample.is_idle or (delta is not None and delta.requests_finished > 0)
+        latency = self._latency.get(deployment.id)
+        if active:
+            self._deployments.note_request(connection, deployment.id, sample.taken_at_us)
+        if deployment.state is not DeploymentState.RUNNING:
+            return
+        row = connection.execute(
+            select(metric_rollups).where(
+                metric_rollups.c.deployment_id == deployment.id,
+                metric_rollups.c.minute_us == minute,
+            )
+        ).first()
+        if latency is None or latency.minute_us != minute:
+            # The minute's first sample here; a row already there is from before a
+            # restart, its mean weighted by its requests.
+            seeded = row is not None and row.mean_latency_s is not None
+            latency = Latency(
+                minute_us=minute,
+                sum_s=row.mean_latency_s * row.requests if seeded and row else 0.0,
+                count=row.requests if seeded and row else 0,
+            )
+            self._latency[deployment.id] = latency
+        if delta is not None:
+            latency.sum_s += delta.latency_sum_s
+            latency.count += delta.latency_count
+        samples = (row.samples if row is not None else 0) + 1
+        values = {
+            "requests": (row.requests if row is not None else 0)
+            + (delta.requests_finished if delta is not None else 0),
+            "mean_running": mean_of(row, "mean_running", sample.requests_running, samples),
+            "mean_waiting": mean_of(row, "mean_waiting", sample.requests_waiting, samples),
+            "mean_latency_s": latency.sum_s / latency.count if latency.count else None,
+            "samples": samples,
+        }
+        if row is None:
+            connection.execute(
+                insert(metric_rollups).values(
+                    deployment_id=deployment.id, minute_us=minute, **values
+                )
+            )
+        else:
+            connection.execute(
+                update(metric_rollups)
+                .where(
+                    metric_rollups.c.deployment_id == deployment.id,
+                    metric_rollups.c.minute_us == minute,
+                )
+                .values(**values)
+            )
 
     def forget(self, deployment_id: int) -> None:
         """Drop the previous sample: the server was started or stopped, its counters begin again."""
@@ -204,33 +233,89 @@ class Metrics:
     def rollup_all(self, ctx: RunContext | None = None) -> str:
         """Sample every running deployment and check the sleeping ones (``metrics_rollup``).
 
-        A process found dead, or a server whose port refuses, marks its deployment failed.
+        The targets are scraped at once on a bounded pool, and the pass waits for each at most
+        its per-target timeout (the backends' connect and metrics timeouts): a hung or slow
+        server never delays the others, and one still unanswered at the deadline counts as
+        unreadable; it is not scraped again until its request ends. A process found dead, or
+        a server whose port refuses, marks its deployment failed.
         """
-        sampled = gone = unreadable = 0
-        for deployment in self._deployments.list():
-            if ctx is not None:
-                ctx.check()
+        if ctx is not None:
+            ctx.check()
+        targets = []
+        with self._lock:
+            for deployment in self._deployments.list():
+                if deployment.state in _SAMPLED and deployment.id not in self._scraping:
+                    self._scraping.add(deployment.id)
+                    targets.append(deployment)
+        # The targets wait in one queue that each pool thread empties: submitting one task
+        # per target would make this thread fight hundreds of busy workers for the GIL.
+        work = deque(targets)
+        results: dict[int, tuple[_Scrape, MetricsSample | None]] = {}
+
+        def scrape_queued() -> None:
+            while True:
+                try:
+                    deployment = work.popleft()
+                except IndexError:
+                    return
+                results[deployment.id] = self._scrape(deployment)
+
+        deadline_s = self._backends.timeouts.scrape_deadline_s
+        loops = [self._pool.submit(scrape_queued) for _ in range(min(SCRAPE_WORKERS, len(work)))]
+        wait_all(loops, timeout=deadline_s)
+        never = list(work)
+        work.clear()  # past the deadline: what no thread took yet waits for the next pass
+        with self._lock:
+            self._scraping.difference_update(deployment.id for deployment in never)
+        finished = dict(results)
+        counts = dict.fromkeys(_Scrape, 0)
+        samples = []
+        for deployment in targets:
+            found = finished.get(deployment.id)
+            if found is None:
+                counts[_Scrape.UNREADABLE] += 1
+                error = BackendError(
+                    f"metrics of {deployment.name}: no answer within {deadline_s:g} s"
+                )
+                self._unreadable(deployment, error)
+                continue
+            kind, sample = found
+            counts[kind] += 1
+            if sample is not None:
+                samples.append((deployment, sample))
+        self.record_all(samples)  # one commit for the pass, not one per deployment
+        parts = [f"{counts[_Scrape.SAMPLED]} sampled"]
+        if counts[_Scrape.GONE]:
+            parts.append(f"{counts[_Scrape.GONE]} gone")
+        if counts[_Scrape.UNREADABLE]:
+            parts.append(f"{counts[_Scrape.UNREADABLE]} unreadable")
+        return ", ".join(parts)
+
+    def close(self) -> None:
+        """Start no more scrapes (those under way end on their own timeouts)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _scrape(self, deployment: Deployment) -> tuple[_Scrape, MetricsSample | None]:
+        """Sample a running deployment, or check a sleeping one's health; say how it went."""
+        try:
+            backend = self._backends.of(deployment)
             if deployment.state is DeploymentState.RUNNING:
                 try:
-                    self.record(deployment, self._backends.of(deployment).sample())
-                    sampled += 1
+                    return _Scrape.SAMPLED, backend.sample()
                 except ServerGone as error:
-                    gone += 1
                     self._on_gone(deployment, str(error))
+                    return _Scrape.GONE, None
                 except BackendError as error:
-                    unreadable += 1
                     self._unreadable(deployment, error)
-            elif deployment.state is DeploymentState.SLEEPING:
-                check = self._backends.of(deployment).check_health()
-                if check.health is Health.GONE:
-                    gone += 1
-                    self._on_gone(deployment, check.detail)
-        parts = [f"{sampled} sampled"]
-        if gone:
-            parts.append(f"{gone} gone")
-        if unreadable:
-            parts.append(f"{unreadable} unreadable")
-        return ", ".join(parts)
+                    return _Scrape.UNREADABLE, None
+            check = backend.check_health()
+            if check.health is Health.GONE:
+                self._on_gone(deployment, check.detail)
+                return _Scrape.GONE, None
+            return _Scrape.CHECKED, None
+        finally:
+            with self._lock:
+                self._scraping.discard(deployment.id)
 
     def purge(self, now_us: int | None = None) -> int:
         """Delete rollups older than the retention (``metrics_purge``); return how many."""
