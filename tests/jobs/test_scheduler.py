@@ -149,6 +149,43 @@ def test_it_records_a_failing_job_and_runs_it_again_at_its_next_time() -> None:
     assert again.outcome is Outcome.FAILED
 
 
+class Panic(BaseException):
+    """A panic-like error: not an Exception (as a Rust extension's PanicException is not)."""
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [SystemExit(3), Panic("the extension panicked"), GeneratorExit()],
+    ids=["system-exit", "panic", "generator-exit"],
+)
+def test_it_records_a_base_exception_as_failed_and_runs_the_job_again(
+    raised: BaseException,
+) -> None:
+    def die(context: RunContext) -> None:
+        raise raised
+
+    scheduler = Scheduler("UTC", WorkloadStats(), timer=Timer())
+    scheduler.add(job("odd", "*/5 * * * *", die, group="g"))
+    scheduler.tick(at("2026-06-01T10:00:30+00:00"))
+    (result,) = scheduler.tick(at("2026-06-01T10:05:00+00:00"))
+    assert result.outcome is Outcome.FAILED
+    assert (result.error or "").startswith(type(raised).__name__)
+    assert scheduler.running() == []  # its group is free
+    (again,) = scheduler.tick(at("2026-06-01T10:10:01+00:00"))
+    assert again.outcome is Outcome.FAILED
+
+
+def test_it_lets_a_keyboard_interrupt_through() -> None:
+    def interrupted(context: RunContext) -> None:
+        raise KeyboardInterrupt
+
+    scheduler = Scheduler("UTC", WorkloadStats(), timer=Timer())
+    scheduler.add(job("ctrl_c", "*/5 * * * *", interrupted))
+    scheduler.tick(at("2026-06-01T10:00:30+00:00"))
+    with pytest.raises(KeyboardInterrupt):
+        scheduler.tick(at("2026-06-01T10:05:00+00:00"))
+
+
 def test_it_makes_a_job_wait_for_its_group_and_run_once() -> None:
     timer = Timer()
     backup, checkpoint = Recorder(), Recorder()

@@ -6,10 +6,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from support import at, wait_for
 
 from dgxmm.clock import ManualClock
-from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
+from dgxmm.jobs import CronSchedule, Job, JobKind, Outcome, RunContext
 from dgxmm.server import Host
 from dgxmm.store import Store
 
@@ -64,3 +65,28 @@ def test_it_gives_up_runs_under_way_when_it_stops_and_flushes_the_stats(
     sidecar = Path(str(store.path) + ".workload.json")
     assert sidecar.exists()
     assert '"long"' in sidecar.read_text()
+
+
+def test_it_abandons_a_run_that_cannot_get_a_thread_and_frees_its_group(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[str] = []
+    first = Job("first", JobKind.SYSTEM, CronSchedule.parse("0 4 * * *"),
+                lambda context: ran.append("first"), group="g")  # fmt: skip
+    second = Job("second", JobKind.SYSTEM, CronSchedule.parse("0 4 * * *"),
+                 lambda context: ran.append("second"), group="g")  # fmt: skip
+    host = Host(store, time_zone="UTC", clock=clock, system_jobs=[first, second])
+    start = threading.Thread.start
+
+    def no_thread(thread: threading.Thread) -> None:
+        if thread.name.startswith("dgxmm-job-"):
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    result = host.run_now("first", timeout=30)
+    assert (result.outcome, result.error) == (Outcome.FAILED, "abandoned: can't start new thread")
+    assert ran == []
+    monkeypatch.setattr(threading.Thread, "start", start)
+    assert host.run_now("second", timeout=30).outcome is Outcome.SUCCEEDED  # the group is free
+    assert ran == ["second"]

@@ -266,7 +266,11 @@ class JobRun:
         try:
             returned = self.job.action(context)
             detail = None if returned is None else str(returned)
-        except Exception as exc:  # a failing job is recorded, never raised into the host
+        except KeyboardInterrupt:
+            raise  # the person at the terminal stops the process: not the job's failure
+        except BaseException as exc:
+            # A failing job is recorded, never raised into the host: an action that raised
+            # SystemExit or a panic-like error must not lose its run (and its group) either.
             error = _describe_error(exc)
             public = _describe_public(exc)
         elapsed = context.elapsed()

@@ -190,8 +190,17 @@ class Host:
         worker = threading.Thread(
             target=self._work, args=(run,), name=f"dgxmm-job-{run.name}", daemon=True
         )
+        try:
+            worker.start()
+        except RuntimeError as error:  # "can't start new thread": out of threads or memory
+            # Give the run up with the reason, through the queue like any finished run, so
+            # the scheduler frees its group and a waiter (POST /api/jobs/run) hears why.
+            self._finished.put(run.abandon(str(error)))
+            self._wake.set()
+            if not self.running:
+                self.collect()
+            return
         self._workers[run.token] = worker
-        worker.start()
 
     def _work(self, run: JobRun) -> None:
         try:
