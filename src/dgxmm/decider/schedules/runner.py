@@ -244,6 +244,9 @@ class ScheduleRunner:
                     outcome = self._bring_up(fresh, actor)
             except DgxmmError as error:  # before the deployer acted: no event of its own
                 outcome = _Outcome(kind=ResultKind.FAILED, reason=str(error))
+            except Exception as error:  # an odd error is still recorded; the slot is not lost
+                reason = f"unexpected {type(error).__name__}: {error}"
+                outcome = _Outcome(kind=ResultKind.FAILED, reason=reason)
             finally:
                 lock.release()
         run = self._slot_run(fresh, slot, outcome)
