@@ -20,12 +20,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, select
 
 from dgxmm.clock import Clock
-from dgxmm.errors import Conflict, DefinitionError, Forbidden, NotFound
+from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.store.analysis import analyze
 from dgxmm.store.attic import DROPPED, keep
 from dgxmm.store.database import CHANGE_BUSY_MS, Dialect, reading, writing
 from dgxmm.store.definitions import (
-    JobAction,
     JobSpec,
     RunOn,
     UnknownToThisVersion,
@@ -34,17 +33,22 @@ from dgxmm.store.definitions import (
 )
 from dgxmm.store.effects import (
     Authorizer,
-    Create,
-    Execute,
     Request,
-    Write,
     effects_from_json,
     effects_to_json,
+    grant,
 )
 from dgxmm.store.journal import Change, Subject, dump, next_version, write_entry
 from dgxmm.store.params import ParamType, check_params
 from dgxmm.store.protection import ProtectedTable, write_refusal
-from dgxmm.store.records import JobDefinition, SavedQuery, job_json, query_from_row, query_json
+from dgxmm.store.records import (
+    JobDefinition,
+    SavedQuery,
+    definition_text,
+    job_json,
+    query_from_row,
+    query_json,
+)
 from dgxmm.store.schema import catalog_jobs, catalog_queries
 
 __all__ = ["Catalog"]
@@ -261,7 +265,7 @@ class Catalog:
         if not isinstance(keys, Mapping):
             raise DefinitionError("definition", "expected an object of job keys")
         definition = dict(keys)
-        _json_text(definition)  # a value JSON cannot hold is refused first, naming its key
+        definition_text(definition)  # a value JSON cannot hold is refused first, naming its key
         effects: tuple[Request, ...] = ()
         try:
             spec = check_job(
@@ -274,7 +278,15 @@ class Catalog:
             if not lenient:
                 raise
         else:
-            effects = self._grant(connection, spec, actor, authorizer or self.authorizer)
+            saved = self.find_query(connection, spec.query) if spec.query is not None else None
+            effects = grant(
+                spec,
+                body=None if saved is None else saved.body,
+                actor=actor,
+                authorizer=authorizer or self.authorizer,
+                dialect=self._dialect,
+                protected=self._protected,
+            )
         name = check_name(definition.get("name"))
         return self.write_job(
             connection, version, name, definition, effects, actor=actor, change=change
@@ -293,7 +305,7 @@ class Catalog:
         note: str | None = None,
     ) -> JobDefinition:
         """Write a checked job inside the caller's change; ``note`` goes to its journal row."""
-        text = _json_text(definition)
+        text = definition_text(definition)
         before = self.find_job(connection, name)
         query = definition.get("query")
         values = {
@@ -442,31 +454,6 @@ class Catalog:
 
     # -- inside -------------------------------------------------------------------------------
 
-    def _grant(
-        self, connection: Connection, spec: JobSpec, actor: str | None, authorizer: Authorizer
-    ) -> tuple[Request, ...]:
-        """Ask the authorizer for everything the job will do; ``Forbidden`` if one is refused."""
-        requests: list[Request] = []
-        if spec.action is JobAction.QUERY:
-            assert spec.query is not None
-            saved = self.find_query(connection, spec.query)
-            assert saved is not None  # check_job found it
-            requests.append(Execute(query=spec.query))
-            writes = analyze(saved.body, self._dialect).writes
-            # A query stored before its table was protected (or by an older dgxmm).
-            refusal = write_refusal(writes, self._protected, self._dialect)
-            if refusal is not None:
-                raise DefinitionError("query", f"saved query {spec.query} writes {refusal}")
-            requests.extend(Write(table=table) for table in sorted(writes))
-        elif spec.action is JobAction.BACKUP:
-            assert spec.path is not None
-            requests.append(Create(directory=str(spec.path)))
-        for request in requests:
-            if not authorizer.allows(actor, request):
-                who = actor if actor is not None else "the definer"
-                raise Forbidden(f"job {spec.name}: {who} may not {request}")
-        return tuple(requests)
-
     def _params_of(self, connection: Connection, name: str) -> dict[str, ParamType] | None:
         found = self.find_query(connection, name)
         return None if found is None else found.params
@@ -509,16 +496,3 @@ class Catalog:
             defined_at=values["defined_at"],
             reason=self.unserved_reason(definition),
         )
-
-
-def _json_text(definition: dict[str, Any]) -> str:
-    """Return a definition as JSON text; refuse a value JSON cannot hold, naming its key."""
-    for key, value in definition.items():
-        try:
-            dump(value)
-        except (TypeError, ValueError) as error:
-            raise DefinitionError(str(key), f"not a JSON value ({error})") from None
-    try:
-        return dump(definition)
-    except (TypeError, ValueError) as error:  # a key that is not text
-        raise DefinitionError("definition", f"not JSON: {error}") from None

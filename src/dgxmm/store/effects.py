@@ -10,14 +10,21 @@ The requests it allows are stored with the job as its *effects*; each run may do
 them, and read. A refused request refuses the whole definition (``Forbidden``): a job whose
 runs could only fail is not worth keeping. The store has no identities of its own, so the
 default authorizer allows everything; a host that has identities passes its own, and may
-also pass a ``recheck`` authorizer that the store asks again before every run.
+also pass a ``recheck`` authorizer that the store asks again before every run. ``grant``
+asks for a job's requests; the catalog stores what it returns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from dgxmm.errors import DefinitionError, Forbidden
+from dgxmm.store.analysis import analyze
+from dgxmm.store.database import Dialect
+from dgxmm.store.definitions import JobAction, JobSpec
+from dgxmm.store.protection import ProtectedTable, write_refusal
 
 __all__ = [
     "AllowAll",
@@ -28,6 +35,7 @@ __all__ = [
     "Write",
     "effects_from_json",
     "effects_to_json",
+    "grant",
 ]
 
 
@@ -113,3 +121,37 @@ def effects_from_json(data: Any) -> tuple[Request, ...]:
         else:
             raise ValueError(f"effects: {kind!r} is not a request")
     return tuple(effects)
+
+
+def grant(
+    spec: JobSpec,
+    *,
+    body: str | None,
+    actor: str | None,
+    authorizer: Authorizer,
+    dialect: Dialect,
+    protected: Mapping[str, ProtectedTable],
+) -> tuple[Request, ...]:
+    """Ask the authorizer for everything a job will do (``body``: its query's SQL).
+
+    ``Forbidden`` when one request is refused; ``DefinitionError`` (field ``query``) when
+    the query writes a protected table (stored before it was protected, or by an older dgxmm).
+    """
+    requests: list[Request] = []
+    if spec.action is JobAction.QUERY:
+        assert spec.query is not None
+        assert body is not None  # check_job found the query
+        requests.append(Execute(query=spec.query))
+        writes = analyze(body, dialect).writes
+        refusal = write_refusal(writes, protected, dialect)
+        if refusal is not None:
+            raise DefinitionError("query", f"saved query {spec.query} writes {refusal}")
+        requests.extend(Write(table=table) for table in sorted(writes))
+    elif spec.action is JobAction.BACKUP:
+        assert spec.path is not None
+        requests.append(Create(directory=str(spec.path)))
+    for request in requests:
+        if not authorizer.allows(actor, request):
+            who = actor if actor is not None else "the definer"
+            raise Forbidden(f"job {spec.name}: {who} may not {request}")
+    return tuple(requests)

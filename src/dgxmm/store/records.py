@@ -6,10 +6,19 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from dgxmm.errors import DefinitionError
 from dgxmm.store.effects import Request, effects_to_json
+from dgxmm.store.journal import dump
 from dgxmm.store.params import ParamType
 
-__all__ = ["JobDefinition", "SavedQuery", "job_json", "query_from_row", "query_json"]
+__all__ = [
+    "JobDefinition",
+    "SavedQuery",
+    "definition_text",
+    "job_json",
+    "query_from_row",
+    "query_json",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,3 +116,16 @@ def query_json(query: SavedQuery) -> dict[str, Any]:
 
 def job_json(job: JobDefinition) -> dict[str, Any]:
     return {"definition": job.definition, "effects": effects_to_json(job.effects)}
+
+
+def definition_text(definition: dict[str, Any]) -> str:
+    """Return a definition as JSON text; refuse a value JSON cannot hold, naming its key."""
+    for key, value in definition.items():
+        try:
+            dump(value)
+        except (TypeError, ValueError) as error:
+            raise DefinitionError(str(key), f"not a JSON value ({error})") from None
+    try:
+        return dump(definition)
+    except (TypeError, ValueError) as error:  # a key that is not text
+        raise DefinitionError("definition", f"not JSON: {error}") from None
