@@ -136,6 +136,40 @@ class Deployer:
         finally:
             lock.release()
 
+    def mark_asleep(
+        self, deployment_id: int, reason: str, *, actor: str = "system"
+    ) -> ActionResult | None:
+        """Mark a running deployment whose server sleeps as sleeping; None when it is not so.
+
+        The reconciliation of a sleep that finished after its action gave up waiting. It
+        never waits for the lock (an action under way knows the state better) and asks the
+        server's ``/is_sleeping`` before it believes a metric.
+        """
+        lock = self.lock(deployment_id)
+        if not lock.acquire(blocking=False):
+            return None
+        try:
+            deployment = self._deployments.get(deployment_id)
+            if deployment.state is not S.RUNNING:
+                return None
+            try:
+                if not self._backends.of(deployment).is_sleeping():
+                    return None
+            except DgxmmError:
+                return None  # the next pass looks again
+            return self._rec.record(
+                deployment=deployment,
+                action=EventAction.SLEEP,
+                outcome=EventOutcome.DONE,
+                actor=actor,
+                detail=f"found asleep ({reason}): a sleep that finished after dgxmm stopped "
+                "waiting for it",
+                state=S.SLEEPING,
+                error=KEEP,
+            )
+        finally:
+            lock.release()
+
     # -- inside -------------------------------------------------------------------------------
 
     def _bring_up(

@@ -84,6 +84,7 @@ class Fleet:
             backends=self.backends,
             insights=self.insights,
             on_gone=self._gone,
+            on_asleep=self._asleep,
             retention_days=lambda: store.get_setting(RETENTION_SETTING, DEFAULT_RETENTION_DAYS),
         )
         self._recorder = ActionRecorder(
@@ -202,6 +203,9 @@ class Fleet:
         # wait=False: the metrics job never queues behind an action; an action holding the
         # lock meets the gone server itself. A caller holding the lock re-enters it.
         self.deployer.mark_failed(deployment.id, why, wait=False)
+
+    def _asleep(self, deployment: Deployment, why: str) -> None:
+        self.deployer.mark_asleep(deployment.id, why)
 
     def _rollup(self, ctx: RunContext) -> str:
         return self.metrics.rollup_all(ctx)

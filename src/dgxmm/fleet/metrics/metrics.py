@@ -45,7 +45,7 @@ from dgxmm.fleet.metrics.rollups import (
     Rollup,
     mean_of,
 )
-from dgxmm.fleet.metrics.sample import MetricsSample, delta_between
+from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, delta_between
 from dgxmm.fleet.tables import metric_rollups
 from dgxmm.jobs import RunContext
 from dgxmm.store import reading, writing
@@ -84,6 +84,7 @@ class Metrics:
         backends: Backends,
         insights: Insights,
         on_gone: OnGone,
+        on_asleep: OnGone = lambda deployment, why: None,
         retention_days: Callable[[], object] = lambda: DEFAULT_RETENTION_DAYS,
     ) -> None:
         self._engine = engine
@@ -92,6 +93,7 @@ class Metrics:
         self._backends = backends
         self._insights = insights
         self._on_gone = on_gone
+        self._on_asleep = on_asleep
         self._retention_days = retention_days
         self._lock = threading.Lock()
         self._previous: dict[int, MetricsSample] = {}
@@ -237,7 +239,8 @@ class Metrics:
         its per-target timeout (the backends' connect and metrics timeouts): a hung or slow
         server never delays the others, and one still unanswered at the deadline counts as
         unreadable; it is not scraped again until its request ends. A process found dead, or
-        a server whose port refuses, marks its deployment failed.
+        a server whose port refuses, marks its deployment failed; a running deployment whose
+        server reports itself asleep (``vllm:engine_sleep_state``) is marked sleeping.
         """
         if ctx is not None:
             ctx.check()
@@ -284,6 +287,12 @@ class Metrics:
             if sample is not None:
                 samples.append((deployment, sample))
         self.record_all(samples)  # one commit for the pass, not one per deployment
+        for deployment, sample in samples:
+            # dgxmm says running, the server says asleep: a sleep that finished after dgxmm
+            # stopped waiting for it. Reconciled (by the deployer, under the lock).
+            if sample.sleep_state in (SleepState.WEIGHTS_OFFLOADED, SleepState.DISCARD_ALL):
+                assert sample.sleep_state is not None
+                self._on_asleep(deployment, f"sleep_state={sample.sleep_state.value}")
         parts = [f"{counts[_Scrape.SAMPLED]} sampled"]
         if counts[_Scrape.GONE]:
             parts.append(f"{counts[_Scrape.GONE]} gone")
