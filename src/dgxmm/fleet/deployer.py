@@ -8,8 +8,9 @@
   puts lower-priority deployments to sleep or stops them, as ``plan`` shows beforehand; with
   ``plans=False`` (schedules) nothing is evicted: it raises ``DoesNotFit``.
 - **Start-up gate**: a start or wake is done only once the server answers healthy within its
-  start-up timeout. One start-up runs at a time: the fit check, the launch and the gate run
-  under one global lock, so two start-ups never count the same free memory.
+  start-up timeout and one tiny completion answered (the post-wake check). One start-up
+  runs at a time: the fit check, the launch and the gate run under one global lock, so two
+  start-ups never count the same free memory.
 - **Records**: every action writes a deployment event with its actor and an audit row, in
   one transaction with the state it leaves. A refused action writes a ``skipped`` event.
 - **Failure**: a server that is gone, or a start or wake whose gate fails, leaves the
@@ -209,6 +210,9 @@ class Deployer:
                     else:
                         backend.start()
                     took = wait_until_healthy(backend, deployment.startup_timeout_s)
+                    # Healthy is not serving: a woken vLLM engine can answer garbage or
+                    # crash on its first request. One tiny completion must answer.
+                    backend.check_completion()
                 except Exception as error:
                     self._rec.fail(deployment, action, actor, str(error), backend)
                     raise

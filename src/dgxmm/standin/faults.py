@@ -26,6 +26,7 @@ class Faults:
     die_on_wake: bool = False  # the process exits during /wake_up, without answering
     metrics_silent: bool = False  # /metrics does not answer while this is on
     metrics_delay_s: float = 0.0  # /metrics answers this late
+    completion_error: bool = False  # chat completions answer 500 (a woken engine that broke)
 
     def changed(self, values: object) -> Faults:
         """Return these faults with ``values`` (a JSON object) applied (ValueError: the field)."""

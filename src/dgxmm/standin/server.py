@@ -132,6 +132,8 @@ def _chat(handler: Handler, query: Query, body: bytes) -> None:
     asked, messages = _chat_request(body)
     if asked is not None and asked != model:
         raise Refused(HTTPStatus.NOT_FOUND, f"The model `{asked}` does not exist.")
+    if engine.faults().completion_error:
+        raise Refused(HTTPStatus.INTERNAL_SERVER_ERROR, "the engine failed (a fault mode)")
     engine.generate()
     words = sum(len(str(m.get("content") or "").split()) for m in messages)
     reply = f"This is the dgxmm stand-in for {model}; no model runs here."
@@ -261,6 +263,7 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
     add("--die-on-wake", action="store_true", help="fault: exit during /wake_up")
     add("--silent-metrics", action="store_true", help="fault: /metrics never answers")
     add("--slow-metrics", type=float, default=0.0, metavar="S", help="fault: /metrics is late")
+    add("--fail-completion", action="store_true", help="fault: completions answer 500")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port: {args.port} is out of range 0-65535")
@@ -285,6 +288,7 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
             die_on_wake=args.die_on_wake,
             metrics_silent=args.silent_metrics,
             metrics_delay_s=args.slow_metrics,
+            completion_error=args.fail_completion,
         ),
     )
 

@@ -103,6 +103,10 @@ class ExternalBackend:
         """Ask the server whether it sleeps."""
         return self._client.is_sleeping()
 
+    def check_completion(self) -> None:
+        """Ask for one tiny completion; raise ``BackendError`` unless it answers."""
+        self._client.check_completion()
+
     def served_models(self) -> list[str]:
         """Return the model names the server lists at ``/v1/models``."""
         return self._client.served_models()

@@ -268,6 +268,10 @@ class ProcessBackend:
         """Ask the server whether it sleeps."""
         return self._act("sleep check", self._client.is_sleeping)
 
+    def check_completion(self) -> None:
+        """Ask for one tiny completion; raise ``BackendError`` unless it answers."""
+        self._act("post-wake check", self._client.check_completion)
+
     def served_models(self) -> list[str]:
         """Return the model names the server lists at ``/v1/models``."""
         return self._act("model list", self._client.served_models)

@@ -81,6 +81,7 @@ class HttpTimeouts:
     # POST /sleep?mode=wait returns once the requests in flight have finished, and
     # POST /wake_up once the weights are back on the GPU: both can take minutes.
     action_s: float = 600.0
+    check_s: float = 60.0  # the post-wake check: one tiny completion of a just-woken engine
 
     @property
     def scrape_deadline_s(self) -> float:
@@ -88,7 +89,7 @@ class HttpTimeouts:
         return self.connect_s + self.metrics_s
 
     def __post_init__(self) -> None:
-        for name in ("connect_s", "probe_s", "metrics_s", "action_s"):
+        for name in ("connect_s", "probe_s", "metrics_s", "action_s", "check_s"):
             if not getattr(self, name) > 0:
                 raise InvalidInput(name, f"{getattr(self, name)} must be a positive number")
 
@@ -137,6 +138,10 @@ class Backend(Protocol):
 
     def is_sleeping(self) -> bool:
         """Ask the server whether it sleeps."""
+        ...
+
+    def check_completion(self) -> None:
+        """Ask for one tiny completion; raise ``BackendError`` unless it answers."""
         ...
 
     def served_models(self) -> list[str]:

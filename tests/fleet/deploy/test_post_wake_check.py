@@ -1,0 +1,56 @@
+"""The post-wake check: a start or wake is done only once one tiny completion answered."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fleet.deploy.deploykit import standin
+from sqlalchemy import select
+
+from dgxmm.errors import BackendError
+from dgxmm.fleet import Fleet
+from dgxmm.fleet.tables import deployment_events
+from dgxmm.store import reading
+
+
+def last_event(fleet: Fleet, deployment_id: int) -> tuple[str, str, str]:
+    with reading(fleet.store.engine) as connection:
+        row = connection.execute(
+            select(deployment_events.c.action, deployment_events.c.outcome,
+                   deployment_events.c.detail)
+            .where(deployment_events.c.deployment_id == deployment_id)
+            .order_by(deployment_events.c.id.desc())
+        ).first()  # fmt: skip
+    assert row is not None
+    return (row.action, row.outcome, row.detail)
+
+
+def test_it_fails_a_start_whose_first_completion_fails(fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:a", **standin("broken", "--fail-completion"))
+    with pytest.raises(BackendError, match="post-wake check"):
+        fleet.deployer.start(created.id, actor="user:a")
+    assert fleet.deployments.get(created.id).state.value == "failed"
+    action, outcome, detail = last_event(fleet, created.id)
+    assert (action, outcome) == ("start", "failed")
+    assert "answered 500" in detail
+
+
+def test_it_fails_a_wake_whose_engine_woke_broken(fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:a", **standin("woke_broken"))
+    fleet.deployer.start(created.id, actor="user:a")
+    fleet.deployer.sleep(created.id, actor="user:a")
+    url = fleet.backends.of(fleet.deployments.get(created.id)).base_url
+    httpx.post(f"{url}/dgxmm/faults", json={"completion_error": True}, timeout=30)
+    with pytest.raises(BackendError, match="post-wake check"):
+        fleet.deployer.wake(created.id, actor="user:a")
+    assert fleet.deployments.get(created.id).state.value == "failed"
+    assert last_event(fleet, created.id)[:2] == ("wake", "failed")
+    lock = fleet.deployer.lock(created.id)
+    assert lock.acquire(blocking=False)
+    lock.release()
+
+
+def test_it_counts_a_start_done_once_the_check_answered(fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:a", **standin("fine"))
+    fleet.deployer.start(created.id, actor="user:a")
+    assert fleet.deployments.get(created.id).state.value == "running"
