@@ -198,7 +198,7 @@ def writing(engine: Engine, *, busy_ms: int | None = None) -> Iterator[Connectio
     with guarded(), engine.connect() as connection:
         connection.execution_options(**{_WRITE_OPTION: True, _BUSY_OPTION: busy_ms})
         with connection.begin():
-            if busy_ms is not None and engine.dialect.name == "postgresql":
+            if busy_ms is not None and Dialect(engine.dialect.name) is Dialect.POSTGRESQL:
                 connection.exec_driver_sql(f"SET LOCAL lock_timeout = {int(busy_ms)}")
             yield connection
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dgxmm.errors import DefinitionError, Forbidden
+from dgxmm.errors import DefinitionError, Forbidden, NotAllowed
 from dgxmm.store.analysis import analyze
 from dgxmm.store.database import Dialect
 from dgxmm.store.definitions import JobAction, JobSpec
@@ -33,6 +33,7 @@ __all__ = [
     "Execute",
     "Request",
     "Write",
+    "ask_again",
     "effects_from_json",
     "effects_to_json",
     "grant",
@@ -155,3 +156,19 @@ def grant(
             who = actor if actor is not None else "the definer"
             raise Forbidden(f"job {spec.name}: {who} may not {request}")
     return tuple(requests)
+
+
+def ask_again(
+    name: str, definer: str | None, effects: Iterable[Request], authorizer: Authorizer | None
+) -> None:
+    """Ask ``authorizer`` again for each of a job's effects before a run; ``NotAllowed``.
+
+    The host that has identities passes ``Store.open(recheck=...)``: a definer whose rights
+    were revoked no longer runs (the spec's "an embedding server re-checks on every run").
+    """
+    if authorizer is None:
+        return
+    for effect in effects:
+        if not authorizer.allows(definer, effect):
+            who = definer if definer is not None else "its definer"
+            raise NotAllowed(f"job {name}: {who} may no longer {effect}; the run was refused")

@@ -17,19 +17,16 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, event, select
 
 from dgxmm.clock import Clock, SystemClock
-from dgxmm.errors import Busy, InvalidInput, NotAllowed, NotFound, StoreError
+from dgxmm.errors import InvalidInput, NotAllowed, NotFound, StoreError
 from dgxmm.jobs import Job, RunContext, Scheduler, WorkloadStats
-from dgxmm.store import backup as sqlite_backup
-from dgxmm.store import backup_pg
+from dgxmm.store import maintenance
 from dgxmm.store.attic import AtticEntry, attic_kind, read_attic
 from dgxmm.store.backup_dir import BackupResult, Progress, RestoreResult, no_progress
 from dgxmm.store.catalog import Catalog
@@ -46,7 +43,7 @@ from dgxmm.store.database import (
     writing,
 )
 from dgxmm.store.definitions import JobAction
-from dgxmm.store.effects import AllowAll, Authorizer, Create
+from dgxmm.store.effects import AllowAll, Authorizer, Create, ask_again
 from dgxmm.store.files import make_private_dir
 from dgxmm.store.journal import (
     JournalEntry,
@@ -61,6 +58,7 @@ from dgxmm.store.records import JobDefinition, SavedQuery
 from dgxmm.store.recovery import LiveStore, path_errors, restore, store_files, user_path
 from dgxmm.store.revival import Restored, remove_entry, restore_entry
 from dgxmm.store.rollback import RollbackResult, roll_back
+from dgxmm.store.running import RunningJobs
 from dgxmm.store.runs import run_query_job
 from dgxmm.store.schema import store_state
 from dgxmm.store.sidecar import Sidecar
@@ -94,8 +92,7 @@ class Store:
         self._target = target
         self._recheck = recheck
         self._reserved: set[str] = set(SYSTEM_JOB_NAMES)
-        self._running: Counter[str] = Counter()  # user jobs under way, by name
-        self._running_lock = threading.Lock()
+        self._running = RunningJobs()
         self._files_lock = threading.RLock()
         self._closed = False
         with reading(engine) as connection:
@@ -393,13 +390,13 @@ class Store:
 
     def run_job(self, name: str, ctx: RunContext) -> str:
         """Run user job ``name`` once (its action calls this); return the run's detail."""
-        with self._user_run(name):
+        with self._running.run(name):
             with reading(self.engine) as connection:
                 job, query = self.catalog.load(connection, name)
             if not job.served:
                 raise NotAllowed(f"job {name} does not run here: {job.reason}")
             spec = self.catalog.spec(job)
-            self._check_rights_again(job)
+            ask_again(job.name, job.defined_by, job.effects, self._recheck)
             if spec.action is JobAction.QUERY:
                 if query is None:
                     raise NotFound("saved query", spec.query)
@@ -415,7 +412,7 @@ class Store:
                 )
             if spec.action is JobAction.CHECKPOINT:
                 ctx.check()
-                return self._checkpoint()
+                return maintenance.checkpoint(self.files, self.engine)
             assert spec.path is not None
             if Create(directory=str(spec.path)) not in job.effects:
                 raise NotAllowed(f"job {name}: its effects do not allow Create({spec.path})")
@@ -426,8 +423,7 @@ class Store:
 
     def running_jobs(self) -> list[str]:
         """Return the names of the user jobs whose runs are under way in this store."""
-        with self._running_lock:
-            return sorted(self._running)
+        return self._running.names()
 
     # -- files --------------------------------------------------------------------------------
 
@@ -435,7 +431,7 @@ class Store:
         """Checkpoint the database (SQLite: the tracked WAL checkpoint; PostgreSQL: CHECKPOINT)."""
         with self._files_lock:
             self._refuse_while_user_jobs_run("checkpoint")
-            return self._checkpoint()
+            return maintenance.checkpoint(self.files, self.engine)
 
     def backup(self, directory: str | Path, *, progress: Progress = no_progress) -> BackupResult:
         """Back up into ``directory``: the first run a full copy, later runs what changed.
@@ -471,12 +467,7 @@ class Store:
         with self._files_lock:
             self._refuse_while_user_jobs_run("compact")
             started = time.monotonic()
-            if self.files is not None:
-                self.files.vacuum()
-            else:
-                with self.engine.connect() as connection:
-                    connection.execution_options(isolation_level="AUTOCOMMIT")
-                    connection.exec_driver_sql("VACUUM")
+            maintenance.compact(self.files, self.engine)
             return f"compacted in {time.monotonic() - started:.3f} s"
 
     def flush_stats(self) -> bool:
@@ -501,34 +492,11 @@ class Store:
     def _under_data_dir(self, place: str | Path, field: str) -> Path:
         return user_path(place, self.data_dir, field)
 
-    def _checkpoint(self) -> str:
-        if self.files is not None:
-            result = self.files.checkpoint()
-            return (
-                f"copied {result.copied} of {result.frames} WAL frame(s); "
-                f"{result.pages} page(s) changed"
-            )
-        with self.engine.connect() as connection:
-            connection.execution_options(isolation_level="AUTOCOMMIT")
-            try:
-                connection.exec_driver_sql("CHECKPOINT")
-            except Exception as error:
-                raise StoreError(f"checkpoint: PostgreSQL refused CHECKPOINT ({error})") from error
-        return "CHECKPOINT done"
-
     def _backup(
-        self, directory: Path, check: Any, progress: Progress = no_progress
+        self, directory: Path, check: Callable[[], None], progress: Progress = no_progress
     ) -> BackupResult:
-        if self.files is not None:
-            return sqlite_backup.backup_sqlite(
-                self.files,
-                directory,
-                store_id=self.store_id,
-                now_us=self.clock.now_us(),
-                check=check,
-                progress=progress,
-            )
-        return backup_pg.backup_postgresql(
+        return maintenance.back_up(
+            self.files,
             self.engine,
             directory,
             store_id=self.store_id,
@@ -544,37 +512,10 @@ class Store:
     def _action_for(self, name: str) -> Any:
         return lambda ctx: self.run_job(name, ctx)
 
-    def _check_rights_again(self, job: JobDefinition) -> None:
-        if self._recheck is None:
-            return
-        for effect in job.effects:
-            if not self._recheck.allows(job.defined_by, effect):
-                who = job.defined_by if job.defined_by is not None else "its definer"
-                raise NotAllowed(
-                    f"job {job.name}: {who} may no longer {effect}; the run was refused"
-                )
-
-    @contextmanager
-    def _user_run(self, name: str) -> Iterator[None]:
-        with self._running_lock:
-            self._running[name] += 1
-        try:
-            yield
-        finally:
-            with self._running_lock:
-                self._running[name] -= 1
-                if self._running[name] <= 0:
-                    del self._running[name]
-
     def _refuse_while_user_jobs_run(self, what: str) -> None:
         if self._closed:
             raise StoreError(f"{what}: the store is closed")
-        with self._running_lock:
-            running = sorted(self._running)
-        if running:
-            raise Busy(
-                f"{what}: job {', '.join(running)} is running; try again when it has finished"
-            )
+        self._running.refuse(what)
 
 
 def _refuse_closed(*_: object) -> None:

@@ -77,7 +77,7 @@ def test_it_answers_409_and_changes_nothing_while_a_user_job_runs(
 
     def slow_store_run(context: object) -> object:
         # The store counts the run from its own entry; hold it inside the store's run.
-        with host.store._user_run("slow"):
+        with host.store._running.run("slow"):
             return held(context)
 
     with host.lock:
