@@ -99,8 +99,8 @@ def test_it_fires_a_star_led_list_with_its_meaning_kept() -> None:
         ("0 0 * * 1#2", "'#'"),
         ("0 0 ? * *", "'?'"),
         ("0 0 * * 5L", "'L'"),
-        ("@daily", "@daily are not supported"),
-        ("@reboot", "not supported"),
+        ("@reboot", "no start-up event"),
+        ("@fortnightly", "not a cron nickname"),
     ],
     ids=lambda value: value or "empty",
 )

@@ -72,7 +72,7 @@ def test_it_keeps_a_job_of_a_newer_version_as_written_and_does_not_serve_it(stor
     newer: list[dict[str, Any]] = [
         {"name": "sync", "schedule": "* * * * *", "action": "replicate", "to": "far-away"},
         {"name": "rep", "schedule": "* * * * *", "action": "checkpoint", "run_on": "edge"},
-        {"name": "odd", "schedule": "@hourly", "action": "checkpoint"},
+        {"name": "odd", "schedule": "@every 1h", "action": "checkpoint"},
         {"name": "extra", "schedule": "* * * * *", "action": "checkpoint", "retries": 3},
     ]
     store.import_catalog({"format": 1, "kind": "dgxmm-catalog", "queries": [], "jobs": newer})

@@ -3,6 +3,7 @@
 ``CronSchedule.parse("*/15 9-17 * * mon-fri")`` checks the text once and keeps, per field,
 lookup tables of "the next allowed value at or after v", so that finding the next fire time
 is a handful of table lookups and integer steps rather than a walk through datetimes.
+A nickname (``@daily``, ``nicknames.py``) is read as the five fields it stands for.
 
 The day fields follow Vixie cron: when both day-of-month and day-of-week are restricted
 (neither starts with ``*``) a day matches when *either* matches; otherwise both must. So
@@ -23,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.errors import CronError
 from dgxmm.jobs.calendar import civil_from_days, days_from_civil, days_in_month, weekday_of
+from dgxmm.jobs.nicknames import expand_nickname
 from dgxmm.jobs.zones import zone_clock
 from dgxmm.time_units import SECOND_US
 
@@ -119,7 +121,7 @@ class CronSchedule:
             raise CronError(f"a cron expression must be text, not {type(text).__name__}")
         self.text = text
         self._description: str | None = None
-        parts = text.split()
+        parts = expand_nickname(text).split()
         _refuse_extensions(text, parts)
         if len(parts) != 5:
             raise CronError(
@@ -350,11 +352,6 @@ def _refuse_extensions(text: str, parts: list[str]) -> None:
     stripped = text.strip()
     if not stripped:
         raise CronError("the cron expression is empty; write 5 fields like '*/5 * * * *'")
-    if stripped.startswith("@"):
-        raise CronError(
-            f"{parts[0]!r}: nicknames like @daily are not supported; write the 5 fields "
-            f"(for @daily: '0 0 * * *')"
-        )
     if len(parts) == 6:
         raise CronError(
             f"a seconds (or year) field is not supported: got 6 fields in {text!r}; "

@@ -57,7 +57,7 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
             "schedule",
             "minute: 61 is out of range 0-59",
         ),
-        ({"schedule": "@daily", "action": "checkpoint"}, "schedule", "not supported"),
+        ({"schedule": "@Daily", "action": "checkpoint"}, "schedule", "lower case"),
         ({"schedule": "0 3 * * *", "action": "reboot"}, "action", "reboot"),
         ({"schedule": "0 3 * * *", "action": "query", "query": "nope"}, "query", "nope"),
         ({"schedule": "0 3 * * *", "action": "query", "query": "add"}, "args", "label"),
