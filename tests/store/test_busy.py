@@ -14,7 +14,7 @@ import pytest
 from store.storekit import ctx, make_items, rows
 from support import wait_for
 
-from dgxmm.errors import Busy
+from dgxmm.errors import Busy, TimeoutExceeded
 from dgxmm.store import Store, Subject
 
 
@@ -86,3 +86,16 @@ def test_it_backs_up_from_a_backup_job_although_that_job_is_running(
     detail = store.run_job("bk", ctx("bk"))
     assert detail.startswith("run 1 (full)")
     assert (tmp_path / "bk" / "000001" / "manifest.json").exists()
+
+
+def test_a_jobs_timeout_bounds_its_wait_for_the_write_lock(store: Store) -> None:
+    # SQLite's busy wait (5 s by default) and PostgreSQL's lock wait both end at the run's
+    # deadline: the reason is the timeout, never "database is locked".
+    make_items(store)
+    store.define_query("add", None, "INSERT INTO items (label) VALUES ('x')")
+    store.define_job(name="adder", schedule="* * * * *", action="query", query="add")
+    with items_locked(store), pytest.raises(TimeoutExceeded) as raised:
+        store.run_job("adder", ctx("adder", timeout_s=0.2))
+    assert "passed the run's timeout of 0.2 s" in str(raised.value)
+    assert "locked" not in str(raised.value)
+    assert rows(store, "SELECT count(*) FROM items") == [(0,)]

@@ -45,6 +45,7 @@ __all__ = [
     "migrate",
     "parse_target",
     "reading",
+    "transaction_options",
     "writing",
 ]
 
@@ -188,6 +189,15 @@ def _begin_sqlite(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN")
 
 
+def transaction_options(*, write: bool, busy_ms: int | None = None) -> dict[str, object]:
+    """Return the execution options that make a connection's next BEGIN a write (or a read).
+
+    A write's BEGIN takes SQLite's write lock (``BEGIN IMMEDIATE``), waiting at most
+    ``busy_ms`` (``BUSY_TIMEOUT_MS`` when None) for another transaction to let it go.
+    """
+    return {_WRITE_OPTION: write, _BUSY_OPTION: busy_ms}
+
+
 @contextmanager
 def writing(engine: Engine, *, busy_ms: int | None = None) -> Iterator[Connection]:
     """Yield a connection in a write transaction, committed when the block ends.
@@ -196,7 +206,7 @@ def writing(engine: Engine, *, busy_ms: int | None = None) -> Iterator[Connectio
     PostgreSQL's row and table locks) before ``Busy``; the default is ``BUSY_TIMEOUT_MS``.
     """
     with guarded(), engine.connect() as connection:
-        connection.execution_options(**{_WRITE_OPTION: True, _BUSY_OPTION: busy_ms})
+        connection.execution_options(**transaction_options(write=True, busy_ms=busy_ms))
         with connection.begin():
             if busy_ms is not None and Dialect(engine.dialect.name) is Dialect.POSTGRESQL:
                 connection.exec_driver_sql(f"SET LOCAL lock_timeout = {int(busy_ms)}")

@@ -10,7 +10,8 @@ Limits reach every statement:
 
 - the timeout as the statement's deadline: SQLite checks it in a progress handler (every
   1,000 virtual-machine steps) and interrupts the statement; PostgreSQL gets
-  ``SET LOCAL statement_timeout`` with the time left before each statement;
+  ``SET LOCAL statement_timeout`` with the time left before each statement; and as the
+  longest wait for SQLite's write lock (the busy timeout of a writing run's BEGIN IMMEDIATE);
 - the memory limit as the bytes of result rows a statement holds at once: rows are fetched
   in chunks of ``CHUNK_ROWS`` and charged to the run as they arrive (``row_bytes``), and given
   back when the statement ends.
@@ -48,7 +49,13 @@ from dgxmm.errors import (
 from dgxmm.jobs import RunContext
 from dgxmm.store.analysis import Statement, analyze, table_key
 from dgxmm.store.changes import record_change
-from dgxmm.store.database import Dialect, describe_db_error
+from dgxmm.store.database import (
+    BUSY_TIMEOUT_MS,
+    Dialect,
+    describe_db_error,
+    is_busy_error,
+    transaction_options,
+)
 from dgxmm.store.effects import Execute, Write
 from dgxmm.store.params import bind_args, check_args
 from dgxmm.store.protection import ProtectedTable, write_refusal
@@ -121,8 +128,11 @@ def run_query_job(
     bound = bind_args(checked, query.params, dialect)
     statements = analyze(query.body, dialect).statements
     tally = _Tally()
+    lock_wait_ms = _lock_wait_ms(ctx)
     with engine.connect() as connection:
-        connection.execution_options(dgxmm_write=bool(allowed))
+        connection.execution_options(
+            **transaction_options(write=bool(allowed), busy_ms=lock_wait_ms)
+        )
         try:
             with connection.begin():
                 if dialect is Dialect.SQLITE:
@@ -160,8 +170,17 @@ def run_query_job(
                         summary=f"query {query.name}: {tally.detail()}",
                     )
         except DBAPIError as error:
-            raise _run_error(error, job.name, ctx, tally) from error
+            cut = lock_wait_ms is not None and lock_wait_ms < BUSY_TIMEOUT_MS
+            raise _run_error(error, job.name, ctx, tally, lock_wait_cut=cut) from error
     return tally.detail()
+
+
+def _lock_wait_ms(ctx: RunContext) -> int | None:
+    """Return how long the run may wait for SQLite's write lock: no longer than its deadline."""
+    remaining = ctx.remaining()
+    if remaining is None:
+        return None
+    return min(BUSY_TIMEOUT_MS, max(1, math.ceil(remaining * 1000)))
 
 
 def _check_effects(
@@ -324,10 +343,15 @@ def _check_pg_writes(
         )
 
 
-def _run_error(error: DBAPIError, name: str, ctx: RunContext, tally: _Tally) -> Exception:
+def _run_error(
+    error: DBAPIError, name: str, ctx: RunContext, tally: _Tally, *, lock_wait_cut: bool
+) -> Exception:
     original = error.orig
     message = describe_db_error(error)
     where = f"job {name}: statement {tally.statements}"
+    if lock_wait_cut and is_busy_error(error):
+        # The wait for the write lock was cut to the run's deadline: that is why it ended.
+        return _timeout(f"job {name}: the wait for the database's write lock", ctx)
     if tally.denied:
         return NotAllowed(
             f"{where} would {tally.denied[0]}, outside the job's effects; nothing was changed"
