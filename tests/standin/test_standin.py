@@ -137,10 +137,10 @@ def test_requests_beyond_max_num_seqs_wait(standin: Start) -> None:
             id="wrong-model",
         ),
         pytest.param(
-            b'{"stream": true, "messages": [{"role": "user", "content": "x"}]}',
+            b'{"max_tokens": 0, "messages": [{"role": "user", "content": "x"}]}',
             400,
-            "stream",
-            id="stream",
+            "max_tokens",
+            id="max-tokens",
         ),
     ],
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from http import HTTPStatus
@@ -135,6 +135,16 @@ class Engine:
 
     def generate(self) -> None:
         """Hold one request as long as the configured latency; raise Refused when asleep."""
+        for _ in self.steps(1):
+            pass
+
+    def steps(self, count: int) -> Iterator[int]:
+        """Hold one request for the latency in ``count`` equal steps, yielding after each.
+
+        A stream writes a chunk per step, outside the engine's lock: a slow reader holds
+        only its own thread. Closing the iterator early (a client gone) ends the request as
+        ``abort``. Raises ``Refused`` when asleep, or when a sleep aborts it.
+        """
         began = self._monotonic()
         with self._cond:
             self._refuse_unless_awake()
@@ -145,21 +155,28 @@ class Engine:
                     self._cond.wait()
             finally:
                 self._waiting -= 1
-            if epoch == self._abort_epoch:
-                self._running += 1
-                deadline = self._monotonic() + self.config.latency_ms / 1000
-                try:
+            if epoch != self._abort_epoch:
+                self._record("abort", self._monotonic() - began)
+                self._cond.notify_all()
+                raise _aborted()
+            self._running += 1
+        step_s = self.config.latency_ms / 1000 / max(1, count)
+        reason = "abort"
+        try:
+            for step in range(count):
+                with self._cond:
+                    deadline = self._monotonic() + step_s
                     while epoch == self._abort_epoch and (left := deadline - self._monotonic()) > 0:
                         self._cond.wait(left)
-                finally:
-                    self._running -= 1
-            aborted = epoch != self._abort_epoch
-            self._record("abort" if aborted else "stop", self._monotonic() - began)
-            self._cond.notify_all()
-        if aborted:
-            raise Refused(
-                HTTPStatus.SERVICE_UNAVAILABLE, "request aborted: the model was put to sleep"
-            )
+                    if epoch != self._abort_epoch:
+                        raise _aborted()
+                yield step
+            reason = "stop"
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._record(reason, self._monotonic() - began)
+                self._cond.notify_all()
 
     def sleep(self, level: int, mode: str) -> None:
         """Sleep: abort the requests in flight, or wait for them (``mode=wait``)."""
@@ -249,7 +266,7 @@ class Engine:
         }[phase]
         raise Refused(HTTPStatus.SERVICE_UNAVAILABLE, why)
 
-    def _record(self, reason: str, seconds: float) -> None:
+    def _record(self, reason: str, seconds: float) -> None:  # under the lock
         self._finished[reason] += 1
         self._latency_sum += seconds
         self._latency_count += 1
@@ -257,3 +274,7 @@ class Engine:
             if seconds <= bound:
                 self._buckets[i] += 1
                 break
+
+
+def _aborted() -> Refused:
+    return Refused(HTTPStatus.SERVICE_UNAVAILABLE, "request aborted: the model was put to sleep")

@@ -16,13 +16,13 @@ import socket
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
+from dgxmm.standin.completions import Kind, answer, chunks, error_event, read_request
 from dgxmm.standin.engine import SLEEP_MODES, Engine, Phase, Refused, StandinConfig
 from dgxmm.standin.faults import Faults
 
@@ -94,6 +94,34 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _stream(self, steps: Iterator[int], events: list[bytes]) -> None:
+        """Send server-sent events chunk by chunk (HTTP/1.1 chunked), one per engine step."""
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            try:
+                self._chunk(events[0])
+                for step in steps:
+                    self._chunk(events[step])
+            except Refused as refused:  # aborted by a sleep part way: say so, then end
+                self._chunk(error_event(refused.message))
+                self._chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away: the engine counts the request aborted
+            self.close_connection = True
+        finally:
+            close = getattr(steps, "close", None)
+            if close is not None:
+                close()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
     def _send_json(self, status: HTTPStatus, payload: object) -> None:
         self._send(status, json.dumps(payload).encode(), "application/json")
 
@@ -126,54 +154,27 @@ def _models(handler: Handler, query: Query, body: bytes) -> None:
     handler._send_json(HTTPStatus.OK, {"object": "list", "data": [card]})
 
 
-def _chat(handler: Handler, query: Query, body: bytes) -> None:
-    engine = handler._engine
-    model = engine.config.model
-    asked, messages = _chat_request(body)
-    if asked is not None and asked != model:
-        raise Refused(HTTPStatus.NOT_FOUND, f"The model `{asked}` does not exist.")
-    if engine.faults().completion_error:
-        raise Refused(HTTPStatus.INTERNAL_SERVER_ERROR, "the engine failed (a fault mode)")
-    engine.generate()
-    words = sum(len(str(m.get("content") or "").split()) for m in messages)
-    reply = f"This is the dgxmm stand-in for {model}; no model runs here."
-    made = len(reply.split())
-    choice = {
-        "index": 0,
-        "message": {"role": "assistant", "content": reply},
-        "logprobs": None,
-        "finish_reason": "stop",
-    }
-    answer = {
-        "id": f"chatcmpl-{uuid.uuid4().hex}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice],
-        "usage": {"prompt_tokens": words, "completion_tokens": made, "total_tokens": words + made},
-    }
-    handler._send_json(HTTPStatus.OK, answer)
+def _openai(kind: Kind) -> Callable[[Handler, Query, bytes], None]:
+    """Return the route of one OpenAI endpoint: the whole reply, or a stream of chunks."""
 
+    def route(handler: Handler, query: Query, body: bytes) -> None:
+        engine = handler._engine
+        model = engine.config.model
+        asked = read_request(kind, body)
+        if asked.model is not None and asked.model != model:
+            raise Refused(HTTPStatus.NOT_FOUND, f"The model `{asked.model}` does not exist.")
+        if engine.faults().completion_error:
+            raise Refused(HTTPStatus.INTERNAL_SERVER_ERROR, "the engine failed (a fault mode)")
+        if not asked.stream:
+            engine.generate()
+            handler._send_json(HTTPStatus.OK, answer(model, asked))
+            return
+        events = list(chunks(model, asked))
+        steps = engine.steps(len(events))
+        next(steps)  # the first step admits it (or refuses, before any header is sent)
+        handler._stream(steps, events)
 
-def _chat_request(body: bytes) -> tuple[object, list[dict[str, object]]]:
-    """Return the model asked for and the messages; refuse a body that is not a chat."""
-    try:
-        request = json.loads(body)
-    except ValueError as err:
-        raise Refused(
-            HTTPStatus.BAD_REQUEST, f"malformed JSON in the request body: {err}"
-        ) from None
-    if not isinstance(request, dict):
-        raise Refused(HTTPStatus.BAD_REQUEST, "the request body must be a JSON object")
-    messages = request.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise Refused(HTTPStatus.BAD_REQUEST, "messages: give a non-empty list of messages")
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise Refused(HTTPStatus.BAD_REQUEST, f"messages[{i}]: needs a role")
-    if request.get("stream"):
-        raise Refused(HTTPStatus.BAD_REQUEST, "stream: the stand-in does not stream")
-    return request.get("model"), messages
+    return route
 
 
 def _sleep(handler: Handler, query: Query, body: bytes) -> None:
@@ -227,7 +228,9 @@ def _faults(handler: Handler, query: Query, body: bytes) -> None:
 _ROUTES: dict[tuple[str, str], Callable[[Handler, Query, bytes], None]] = {
     ("GET", "/health"): _health,
     ("GET", "/v1/models"): _models,
-    ("POST", "/v1/chat/completions"): _chat,
+    ("POST", "/v1/chat/completions"): _openai(Kind.CHAT),
+    ("POST", "/v1/completions"): _openai(Kind.COMPLETION),
+    ("POST", "/v1/embeddings"): _openai(Kind.EMBEDDING),
     ("GET", "/metrics"): _metrics,
     ("POST", "/sleep"): _sleep,
     ("POST", "/wake_up"): _wake_up,
