@@ -5,6 +5,7 @@
 - ``deployment`` / ``deployments`` / ``definition``: the typed row, the repository, checks.
 - ``deployer`` / ``fit`` / ``recorder`` / ``reattach``: actions under per-deployment locks,
   the fit check and eviction plans, how actions are written down, finding servers again.
+- ``activity``: requests through the proxy, per deployment, and the door a take-down shuts.
 - ``events`` / ``audit`` / ``insights``: what happened, who did what, what a person should
   know.
 - ``config`` / ``demo``: the GPUs of ``config.json``; ``dgxmm serve --demo``.
@@ -17,6 +18,9 @@
 The stand-in model server is its own package, ``dgxmm.standin``.
 """
 
+from dgxmm.fleet.activity import Door as Door
+from dgxmm.fleet.activity import Entry as Entry
+from dgxmm.fleet.activity import RequestActivity as RequestActivity
 from dgxmm.fleet.audit import Audit as Audit
 from dgxmm.fleet.audit import AuditAction as AuditAction
 from dgxmm.fleet.audit import AuditEntry as AuditEntry
@@ -91,6 +95,8 @@ __all__ = [
     "Deployment",
     "DeploymentRepo",
     "DeploymentState",
+    "Door",
+    "Entry",
     "Event",
     "EventAction",
     "EventOutcome",
@@ -121,6 +127,7 @@ __all__ = [
     "ProcessBackend",
     "ProcessSpec",
     "RemovalHook",
+    "RequestActivity",
     "Rollup",
     "Series",
     "Severity",

@@ -52,6 +52,7 @@ FIELDS = (
     "priority",
     "time_zone",
     "startup_timeout_s",
+    "wake_on_request",
 )
 # How dgxmm runs the server: changed only while nothing of it runs, so that the server that
 # runs is always the one the row describes (a pid file, a port probed, a URL).
@@ -75,6 +76,7 @@ def current_keys(deployment: Deployment) -> dict[str, Any]:
         "priority": deployment.priority,
         "time_zone": deployment.time_zone,
         "startup_timeout_s": deployment.startup_timeout_s,
+        "wake_on_request": deployment.wake_on_request,
     }
 
 
@@ -140,6 +142,7 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
         priority=_priority(keys.get("priority", DEFAULT_PRIORITY)),
         time_zone=_zone(keys.get("time_zone", "UTC")),
         startup_timeout_s=_timeout(keys.get("startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S)),
+        wake_on_request=_flag(keys.get("wake_on_request", True), "wake_on_request"),
     )
     return values
 
@@ -241,6 +244,12 @@ def _zone(value: Any) -> str:
         return resolve_zone(value, field="time_zone").key
     except ZoneError as error:
         raise DefinitionError("time_zone", error.message) from None
+
+
+def _flag(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise DefinitionError(field, f"{value!r} is not true or false")
+    return value
 
 
 def _timeout(value: Any) -> float:

@@ -11,6 +11,11 @@
   start-up timeout and one tiny completion answered (the post-wake check). One start-up
   runs at a time: the fit check, the launch and the gate run under one global lock, so two
   start-ups never count the same free memory.
+- **The door**: a sleep or a stop, and the reconciliations that find a deployment asleep or
+  failed, shut the deployment's door in ``RequestActivity`` while they run, so the proxy
+  never forwards to a server going down and knows its cached state is stale afterwards.
+- **Own requests**: the post-wake check's completion is dgxmm's, not a user's: the metrics
+  are told, so the next sample does not count it as request activity.
 - **Records**: every action writes a deployment event with its actor and an audit row, in
   one transaction with the state it leaves. A refused action writes a ``skipped`` event.
 - **Failure**: a server that is gone, or a start or wake whose gate fails, leaves the
@@ -25,6 +30,7 @@ import threading
 from sqlalchemy import Engine
 
 from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
+from dgxmm.fleet.activity import RequestActivity
 from dgxmm.fleet.backends.protocol import Backend, StopOutcome, wait_until_healthy
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployment import Deployment, DeploymentState
@@ -67,12 +73,14 @@ class Deployer:
         deployments: DeploymentRepo,
         backends: Backends,
         recorder: ActionRecorder,
+        activity: RequestActivity,
     ) -> None:
         self._engine = engine
         self._inventory = inventory
         self._deployments = deployments
         self._backends = backends
         self._rec = recorder
+        self._activity = activity
         self._locks: dict[int, threading.RLock] = {}
         self._locks_lock = threading.Lock()
         self._startup = threading.Lock()
@@ -127,15 +135,19 @@ class Deployer:
         if not lock.acquire(blocking=wait):
             return None
         try:
-            deployment = self._deployments.get(deployment_id)
-            if deployment.state not in (S.RUNNING, S.SLEEPING):
-                return None
-            backend = self._backends.of(deployment)
-            return self._rec.fail(
-                deployment, EventAction.FAILED, actor, reason, backend, outcome=EventOutcome.DONE
-            )
+            with self._activity.closing(deployment_id):
+                return self._mark_failed(deployment_id, reason, actor)
         finally:
             lock.release()
+
+    def _mark_failed(self, deployment_id: int, reason: str, actor: str) -> ActionResult | None:
+        deployment = self._deployments.get(deployment_id)
+        if deployment.state not in (S.RUNNING, S.SLEEPING):
+            return None
+        backend = self._backends.of(deployment)
+        return self._rec.fail(
+            deployment, EventAction.FAILED, actor, reason, backend, outcome=EventOutcome.DONE
+        )
 
     def mark_asleep(
         self, deployment_id: int, reason: str, *, actor: str = "system"
@@ -150,26 +162,30 @@ class Deployer:
         if not lock.acquire(blocking=False):
             return None
         try:
-            deployment = self._deployments.get(deployment_id)
-            if deployment.state is not S.RUNNING:
-                return None
-            try:
-                if not self._backends.of(deployment).is_sleeping():
-                    return None
-            except DgxmmError:
-                return None  # the next pass looks again
-            return self._rec.record(
-                deployment=deployment,
-                action=EventAction.SLEEP,
-                outcome=EventOutcome.DONE,
-                actor=actor,
-                detail=f"found asleep ({reason}): a sleep that finished after dgxmm stopped "
-                "waiting for it",
-                state=S.SLEEPING,
-                error=KEEP,
-            )
+            with self._activity.closing(deployment_id):
+                return self._mark_asleep(deployment_id, reason, actor)
         finally:
             lock.release()
+
+    def _mark_asleep(self, deployment_id: int, reason: str, actor: str) -> ActionResult | None:
+        deployment = self._deployments.get(deployment_id)
+        if deployment.state is not S.RUNNING:
+            return None
+        try:
+            if not self._backends.of(deployment).is_sleeping():
+                return None
+        except DgxmmError:
+            return None  # the next pass looks again
+        return self._rec.record(
+            deployment=deployment,
+            action=EventAction.SLEEP,
+            outcome=EventOutcome.DONE,
+            actor=actor,
+            detail=f"found asleep ({reason}): a sleep that finished after dgxmm stopped "
+            "waiting for it",
+            state=S.SLEEPING,
+            error=KEEP,
+        )
 
     # -- inside -------------------------------------------------------------------------------
 
@@ -213,6 +229,7 @@ class Deployer:
                     # Healthy is not serving: a woken vLLM engine can answer garbage or
                     # crash on its first request. One tiny completion must answer.
                     backend.check_completion()
+                    self._rec.checked(deployment_id)  # dgxmm's own request: not activity
                 except Exception as error:
                     self._rec.fail(deployment, action, actor, str(error), backend)
                     raise
@@ -235,7 +252,7 @@ class Deployer:
     ) -> ActionResult:
         """Stop or sleep (``why``: the plan that evicts it); write it down."""
         sleeping = action is EventAction.SLEEP
-        with self.lock(deployment_id):
+        with self.lock(deployment_id), self._activity.closing(deployment_id):
             deployment = self._deployments.get(deployment_id)
             if deployment.state is (S.SLEEPING if sleeping else S.STOPPED):
                 return self._rec.record(

@@ -66,6 +66,7 @@ class Deployment:
     last_request_at: int | None  # the last sample that saw request activity
     created_at: int
     updated_at: int
+    wake_on_request: bool = True  # a request through the proxy wakes it when it sleeps
 
     @property
     def url(self) -> str:
@@ -105,6 +106,7 @@ class Deployment:
             "priority": self.priority,
             "time_zone": self.time_zone,
             "startup_timeout_s": self.startup_timeout_s,
+            "wake_on_request": self.wake_on_request,
             "state": self.state.value,
             "state_since_us": self.state_since,
             "last_error": self.last_error,
@@ -131,6 +133,7 @@ class Deployment:
             priority=int(row.priority),
             time_zone=row.time_zone,
             startup_timeout_s=float(row.startup_timeout_s),
+            wake_on_request=bool(row.wake_on_request),
             state=DeploymentState(row.state),
             state_since=int(row.state_since),
             last_error=row.last_error,

@@ -74,6 +74,7 @@ class ActionRecorder:
         audit: Audit,
         insights: Insights,
         restarted: Callable[[int], None],
+        checked: Callable[[int], None],
     ) -> None:
         self._engine = engine
         self._deployments = deployments
@@ -81,6 +82,7 @@ class ActionRecorder:
         self._audit = audit
         self._insights = insights
         self.restarted = restarted  # the server began or ended: forget its counters
+        self.checked = checked  # dgxmm's post-wake check completed one request of its own
 
     def record(
         self,

@@ -3,9 +3,9 @@
 Built once per process (``dgxmm serve`` does it after opening the store); it finds the
 servers of its deployments again at once (``reattach``), so a restarted dgxmm knows what
 runs. Its parts are public attributes: ``deployments``, ``deployer``, ``events``, ``audit``,
-``insights``, ``metrics``. ``system_jobs()`` returns ``metrics_rollup`` and
-``metrics_purge`` for the host to schedule; ``close()`` releases HTTP connections and leaves
-the model servers running (they outlive dgxmm).
+``insights``, ``metrics``, ``activity`` (requests through the proxy). ``system_jobs()``
+returns ``metrics_rollup`` and ``metrics_purge`` for the host to schedule; ``close()``
+releases HTTP connections and leaves the model servers running (they outlive dgxmm).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from sqlalchemy import Connection, delete
 
 from dgxmm.clock import Clock
 from dgxmm.errors import DgxmmError
+from dgxmm.fleet.activity import RequestActivity
 from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.backends.protocol import BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.registry import Backends
@@ -94,13 +95,16 @@ class Fleet:
             audit=self.audit,
             insights=self.insights,
             restarted=self.metrics.forget,
+            checked=self.metrics.discount,
         )
+        self.activity = RequestActivity(self.clock)
         self.deployer = Deployer(
             engine,
             inventory=inventory,
             deployments=self.deployments,
             backends=self.backends,
             recorder=self._recorder,
+            activity=self.activity,
         )
         # Insights go first, before the deployment: their table has no cascade.
         self._hooks: list[RemovalHook] = [self.insights.remove_for]
@@ -144,6 +148,7 @@ class Fleet:
                 )
             self.backends.forget(deployment_id)
             self.metrics.forget(deployment_id)
+            self.activity.forget(deployment_id)
             # Ids may be used again: a new deployment must not find this one's log.
             shutil.rmtree(self.backends.run_dir(deployment_id), ignore_errors=True)
 

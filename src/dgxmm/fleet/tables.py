@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     Float,
@@ -17,6 +18,7 @@ from sqlalchemy import (
     Table,
     Text,
 )
+from sqlalchemy.sql import true
 
 from dgxmm.store import metadata
 
@@ -41,6 +43,8 @@ deployments = Table(
     Column("priority", Integer, nullable=False),
     Column("time_zone", String(64), nullable=False),
     Column("startup_timeout_s", Float, nullable=False),
+    # A request through the proxy wakes it when it sleeps (migration 0007).
+    Column("wake_on_request", Boolean, nullable=False, server_default=true()),
     Column("state", String(20), nullable=False),
     Column("state_since", BigInteger, nullable=False),
     Column("last_error", Text),

@@ -26,6 +26,7 @@ def test_it_creates_a_stopped_deployment_with_the_defaults(fleet: Fleet) -> None
     assert created.backend is BackendKind.EXTERNAL
     assert created.base_url == "http://10.0.0.7:8000"
     assert (created.priority, created.time_zone, created.startup_timeout_s) == (50, "UTC", 600.0)
+    assert created.wake_on_request is True
     assert (created.state, created.gpus, created.memory_gib_awake) == (
         DeploymentState.STOPPED,
         (),
@@ -61,6 +62,7 @@ def test_it_creates_a_stopped_deployment_with_the_defaults(fleet: Fleet) -> None
         ({"priority": 101}, "priority", "out of range 0-100"),
         ({"time_zone": "Mars/Base"}, "time_zone", "unknown time zone"),
         ({"startup_timeout_s": 0}, "startup_timeout_s", "is not between 0 and"),
+        ({"wake_on_request": "yes"}, "wake_on_request", "is not true or false"),
         ({"colour": "red"}, "colour", "is not a deployment field"),
     ],
     ids=lambda value: value if isinstance(value, str) and " " not in value else None,

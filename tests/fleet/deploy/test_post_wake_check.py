@@ -54,3 +54,22 @@ def test_it_counts_a_start_done_once_the_check_answered(fleet: Fleet) -> None:
     created = fleet.deployments.create(actor="user:a", **standin("fine"))
     fleet.deployer.start(created.id, actor="user:a")
     assert fleet.deployments.get(created.id).state.value == "running"
+
+
+def test_the_check_is_not_request_activity(fleet: Fleet) -> None:
+    # Found with the proxy: the check's completion showed in the next sample as a finished
+    # request, so a deployment nobody used looked busy for ten minutes after every wake.
+    created = fleet.deployments.create(actor="user:a", **standin("untouched"))
+    fleet.deployer.start(created.id, actor="user:a")
+    fleet.metrics.sample_now(created.id)  # the baseline, before the sleep
+    fleet.deployer.sleep(created.id, actor="user:a")
+    fleet.deployer.wake(created.id, actor="user:a")
+    sample = fleet.metrics.sample_now(created.id)
+    assert sample.is_idle
+    assert fleet.metrics.last_request_at(created.id) is None
+    url = fleet.backends.of(fleet.deployments.get(created.id)).base_url
+    model = fleet.deployments.get(created.id).model
+    chat = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    assert httpx.post(f"{url}/v1/chat/completions", json=chat, timeout=30).status_code == 200
+    fleet.metrics.sample_now(created.id)  # a user's request still counts
+    assert fleet.metrics.last_request_at(created.id) is not None

@@ -284,14 +284,30 @@ class ScheduleRunner:
                 "of its first deferral"
             )
             return _Outcome(kind=ResultKind.SKIPPED, reason=reason)
-        if state is DeploymentState.RUNNING:  # asleep, nothing can be running
+        # The door stays shut from the check to the end of the action: a request that arrives
+        # meanwhile is held by the proxy (never sent to a server going to sleep) and defers a
+        # sleep whose check it caught.
+        with self._fleet.activity.closing(deployment.id) as door:
             busy = self._busy(deployment, now)
+            if busy is None and door.knocked:
+                busy = "a request arrived through the proxy during its quiet check"
             if busy is not None:
                 return _Outcome(kind=ResultKind.DEFERRED, reason=busy, deferred_since=since)
-        return self._act(schedule, deployment, actor)
+            return self._act(schedule, deployment, actor)
 
     def _busy(self, deployment: Deployment, now: int) -> str | None:
-        """Say why the deployment is not quiet, or None: a fresh sample, then the activity."""
+        """Say why the deployment is not quiet, or None.
+
+        The proxy's count first (exact, for the traffic through it: requests held for a
+        wake count too, so a sleeping deployment with requests waiting is not stopped),
+        then, for a running one, a fresh sample and the last request either source saw.
+        """
+        activity = self._fleet.activity
+        held = activity.in_flight(deployment.id)
+        if held:
+            return f"{held} request(s) under way through the proxy"
+        if deployment.state is not DeploymentState.RUNNING:
+            return None  # asleep: nothing runs on its server
         try:
             sample = self._fleet.metrics.sample_now(deployment.id)
         except ServerGone:
@@ -302,7 +318,9 @@ class ScheduleRunner:
             return (
                 f"{sample.requests_running} request(s) running, {sample.requests_waiting} waiting"
             )
-        last = self._fleet.metrics.last_request_at(deployment.id)
+        seen = (self._fleet.metrics.last_request_at(deployment.id),
+                activity.last_request_at(deployment.id))  # fmt: skip
+        last = max((at for at in seen if at is not None), default=None)
         if last is not None and now - last < QUIET_US:
             return (
                 f"a request {max(0, now - last) // SECOND_US} s ago "

@@ -6,7 +6,8 @@ Every sample of a deployment's ``/metrics`` (the ``metrics_rollup`` job's, once 
 - **request activity**: ``last_request_at`` moves forward to the sample's time when it shows
   requests running or waiting, or more finished requests than the previous sample of the
   same deployment (a counter that went down means the server restarted: what it holds is
-  new);
+  new). dgxmm's own requests (the post-wake check's completion, told by ``discount``) are
+  taken off first: they are neither activity nor traffic;
 - **the rollup** of the sample's minute, for a deployment that is ``running``: one row per
   deployment and minute with the requests completed (the counter's rise since the previous
   sample, counted in the minute of the sample that saw it), the mean of the running and
@@ -99,6 +100,7 @@ class Metrics:
         self._previous: dict[int, MetricsSample] = {}
         self._latency: dict[int, Latency] = {}
         self._scraping: set[int] = set()  # deployments whose scrape is under way
+        self._own: dict[int, int] = {}  # dgxmm's own completions the next delta still holds
         self._pool = ThreadPoolExecutor(max_workers=SCRAPE_WORKERS, thread_name_prefix="scrape")
 
     # -- samples ------------------------------------------------------------------------------
@@ -143,7 +145,9 @@ class Metrics:
             return  # an older sample that lost a race: its news is already counted
         self._previous[deployment.id] = sample
         delta = delta_between(previous, sample) if previous is not None else None
-        active = not sample.is_idle or (delta is not None and delta.requests_finished > 0)
+        own = self._own.pop(deployment.id, 0)  # a first sample's baseline holds them too
+        finished = max(0, delta.requests_finished - own) if delta is not None else 0
+        active = not sample.is_idle or finished > 0
         latency = self._latency.get(deployment.id)
         if active:
             self._deployments.note_request(connection, deployment.id, sample.taken_at_us)
@@ -170,8 +174,7 @@ class Metrics:
             latency.count += delta.latency_count
         samples = (row.samples if row is not None else 0) + 1
         values = {
-            "requests": (row.requests if row is not None else 0)
-            + (delta.requests_finished if delta is not None else 0),
+            "requests": (row.requests if row is not None else 0) + finished,
             "mean_running": mean_of(row, "mean_running", sample.requests_running, samples),
             "mean_waiting": mean_of(row, "mean_waiting", sample.requests_waiting, samples),
             "mean_latency_s": latency.sum_s / latency.count if latency.count else None,
@@ -193,11 +196,17 @@ class Metrics:
                 .values(**values)
             )
 
+    def discount(self, deployment_id: int, requests: int = 1) -> None:
+        """Note requests of dgxmm's own (the post-wake check): the next sample leaves them out."""
+        with self._lock:
+            self._own[deployment_id] = self._own.get(deployment_id, 0) + requests
+
     def forget(self, deployment_id: int) -> None:
         """Drop the previous sample: the server was started or stopped, its counters begin again."""
         with self._lock:
             self._previous.pop(deployment_id, None)
             self._latency.pop(deployment_id, None)
+            self._own.pop(deployment_id, None)
 
     # -- reading ------------------------------------------------------------------------------
 

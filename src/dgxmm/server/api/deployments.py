@@ -40,6 +40,7 @@ class CreateDeployment(Body):
     priority: int = 50
     time_zone: str | None = Field(default=None, max_length=100)
     startup_timeout_s: float | None = None
+    wake_on_request: bool = True
 
 
 class UpdateDeployment(Body):
@@ -58,6 +59,7 @@ class UpdateDeployment(Body):
     priority: int | None = None
     time_zone: str | None = Field(default=None, max_length=100)
     startup_timeout_s: float | None = None
+    wake_on_request: bool | None = None
 
 
 class ActionBody(Body):
