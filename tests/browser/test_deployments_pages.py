@@ -91,6 +91,13 @@ def test_it_starts_and_stops_a_deployment_with_its_buttons(
     assert "30 of 80 GiB held" in fleet_page.locator(".gpu[data-gpu='0']").inner_text()
 
     fleet_page.click(f"{row} button[data-deploy-action=stop]")
+    dialog = fleet_page.locator("#confirm[open]")
+    dialog.get_by_text("Stop chat?").wait_for()
+    fleet_page.click("#confirm button[data-confirm=no]")  # asked first: a no changes nothing
+    assert not dialog.is_visible()
+    assert live_fleet.fleet.deployments.by_name("chat").state.value == "running"
+    fleet_page.click(f"{row} button[data-deploy-action=stop]")
+    fleet_page.click("#confirm button[data-confirm=yes]")
     fleet_page.locator(f"{row}[data-state=stopped]").wait_for()
     assert live_fleet.fleet.deployments.by_name("chat").state.value == "stopped"
     assert fleet_page.locator(f"{row} button[data-deploy-action=start]").is_visible()

@@ -62,15 +62,27 @@ def test_it_switches_a_job_off_and_on(page: Any, live: Live) -> None:
     assert live.store.job("cp").enabled is True
 
 
-def test_it_runs_a_job_now_and_shows_the_result(page: Any, live: Live) -> None:
+def test_it_runs_a_job_now_and_updates_its_row_in_place(page: Any, live: Live) -> None:
     live.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
     page.reload()
+    assert "never" in page.locator("tr[data-job=cp] .last").inner_text()
+    page.evaluate("window.loadedOnce = true")  # gone if the page reloads
     page.click("tr[data-job=cp] button[data-action=run]")
-    result = page.locator("tr[data-job=cp] .run-result")
-    result.get_by_text("succeeded").wait_for()
-    page.reload()
-    assert "succeeded" in page.locator("tr[data-job=cp] .last").inner_text()
+    page.locator("#flash .notice").get_by_text("cp: succeeded").wait_for()
+    page.locator("tr[data-job=cp] .last").get_by_text("succeeded").wait_for()
     assert page.locator("tr[data-job=cp] .count").inner_text() == "1"
+    assert page.evaluate("window.loadedOnce") is True
+    page.click("#flash .notice button[aria-label=Dismiss]")
+    assert page.locator("#flash .notice").count() == 0
+
+
+def test_it_shows_a_run_started_elsewhere_without_a_reload(page: Any, live: Live) -> None:
+    live.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    page.reload()
+    page.evaluate("window.loadedOnce = true")
+    live.host.run_now("cp")
+    page.locator("tr[data-job=cp] .last").get_by_text("succeeded").wait_for()
+    assert page.evaluate("window.loadedOnce") is True
 
 
 def test_it_opens_the_history_chart(page: Any, live: Live) -> None:
@@ -128,6 +140,8 @@ def test_it_restores_from_the_attic_and_previews_a_rollback_on_the_store_page(
     row = page.locator("tr[data-attic-name=cp]")
     row.get_by_text("dropped").wait_for()
     row.locator("button[data-attic=restore]").click()
+    page.locator("#confirm[open]").get_by_text("Restore job cp?").wait_for()
+    page.click("#confirm button[data-confirm=yes]")
     page.locator("#attic").get_by_text("The attic is empty.").wait_for()
     assert live.store.job("cp").definition["schedule"] == "0 3 * * *"
     page.fill("#rollback-form input[name=version]", "0")

@@ -31,6 +31,7 @@ JOBS_ROUTES = Routes(
         api.queries.router,
         api.store.router,
         api.attic.router,
+        api.changes.router,
         pages.login.router,
         pages.api_docs.router,
         pages.jobs.router,

@@ -5,6 +5,7 @@ Each module has a ``router``; ``server/app.py`` hands them to the app in a layer
 
 from dgxmm.server.api import attic as attic
 from dgxmm.server.api import audit as audit
+from dgxmm.server.api import changes as changes
 from dgxmm.server.api import deployments as deployments
 from dgxmm.server.api import insights as insights
 from dgxmm.server.api import jobs as jobs
@@ -17,6 +18,7 @@ from dgxmm.server.api import traffic as traffic
 __all__ = [
     "attic",
     "audit",
+    "changes",
     "deployments",
     "insights",
     "jobs",

@@ -1,30 +1,67 @@
-"""Rendering a page: the templates, their filters, and the redirect to the login page."""
+"""Rendering a page: the templates, their filters, the display zone, the login redirect.
+
+Every time on a page is shown in one display zone, which the person picks in the footer
+(``static/dgxmm.js`` keeps the choice in the ``dgxmm_zone`` cookie): the server's zone (the
+default), their browser's, or UTC. The tables' ``when`` filter, the charts' axes and the
+week grid all take it from here, so a page never mixes two zones.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+from zoneinfo import ZoneInfo
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
+from jinja2.runtime import Context
 
+from dgxmm.errors import ZoneError
+from dgxmm.jobs import resolve_zone
 from dgxmm.server.deps import identify, services_of
 
-__all__ = ["render_page", "templates"]
+__all__ = ["ZONE_COOKIE", "display_zone", "render_page", "templates"]
 
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
 
+ZONE_COOKIE = "dgxmm_zone"  # "server", "UTC" or "browser:<IANA name>"
+_UTC = ZoneInfo("UTC")
 
-def _when(value: str | None) -> str:
-    """Show an ISO time as 'YYYY-MM-DD HH:MM:SS' (its offset on hover in the template)."""
+
+@pass_context
+def _when(context: Context, value: str | None) -> str:
+    """Show an ISO time as 'YYYY-MM-DD HH:MM:SS' in the display zone (ISO on hover)."""
     if not value:
         return "—"
-    return value[:19].replace("T", " ")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value[:19].replace("T", " ")
+    zone = context.get("display_zone")
+    if moment.tzinfo is not None and isinstance(zone, ZoneInfo):
+        moment = moment.astimezone(zone)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 templates.env.filters["when"] = _when
+
+
+def display_zone(request: Request) -> tuple[str, ZoneInfo]:
+    """Return the person's choice of display zone and the zone: server, browser or UTC."""
+    server = services_of(request).host.time_zone
+    choice = request.cookies.get(ZONE_COOKIE, "server")
+    if choice == "UTC":
+        return "UTC", _UTC
+    if choice.startswith("browser:"):
+        try:
+            return "browser", resolve_zone(choice.removeprefix("browser:"), field="zone")
+        except ZoneError:
+            pass  # a browser that names a zone this machine lacks: the server's
+    return "server", server
 
 
 def render_page(request: Request, template: str, **context: Any) -> Response:
@@ -33,5 +70,13 @@ def render_page(request: Request, template: str, **context: Any) -> Response:
     if who is None:
         return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
     host = services_of(request).host
-    context.update(who=who, time_zone=host.time_zone.key, page=template.removesuffix(".html"))
+    choice, zone = display_zone(request)
+    context.update(
+        who=who,
+        time_zone=zone.key,
+        display_zone=zone,
+        zone_choice=choice,
+        server_zone=host.time_zone.key,
+        page=template.removesuffix(".html"),
+    )
     return templates.TemplateResponse(request, template, context)

@@ -20,23 +20,86 @@ async function api(method, path, body) {
   return data;
 }
 
+// Notices: each result is a styled line in #flash with its own dismiss button; errors stay
+// until dismissed, others fade after a while. At most four are kept, the newest last.
 function flash(text, kind) {
   const box = document.getElementById("flash");
   if (!box) return;
-  box.textContent = text;
-  box.className = kind || "";
+  const notice = document.createElement("div");
+  notice.className = `notice ${kind || "ok"}`;
+  notice.setAttribute("role", kind === "error" ? "alert" : "status");
+  const message = document.createElement("span");
+  message.className = "notice-text";
+  message.textContent = text;
+  const close = document.createElement("button");
+  close.type = "button";
+  close.className = "link notice-close";
+  close.setAttribute("aria-label", "Dismiss");
+  close.textContent = "×";
+  close.addEventListener("click", () => notice.remove());
+  notice.append(message, close);
+  box.append(notice);
+  while (box.children.length > 4) box.firstElementChild.remove();
+  if (kind !== "error") setTimeout(() => notice.remove(), 15000);
+}
+
+// A notice that survives the reload that follows it (for the few actions that reload).
+const NOTE = "dgxmm-note";
+function flashAfterReload(text, kind) {
+  sessionStorage.setItem(NOTE, JSON.stringify({ text, kind: kind || "" }));
+  location.reload();
+}
+document.addEventListener("DOMContentLoaded", () => {
+  const note = sessionStorage.getItem(NOTE);
+  if (!note) return;
+  sessionStorage.removeItem(NOTE);
+  const { text, kind } = JSON.parse(note);
+  flash(text, kind);
+});
+
+// Ask before an action that cannot be taken back (Stop, Remove, Drop, Restore), in the page's
+// own dialog (#confirm in base.html); resolves true for a yes.
+function confirmAction(question, verb) {
+  const dialog = document.getElementById("confirm");
+  if (!dialog || !dialog.showModal) return Promise.resolve(window.confirm(question));
+  dialog.querySelector(".confirm-question").textContent = question;
+  const yes = dialog.querySelector("[data-confirm=yes]");
+  yes.textContent = verb || "Yes";
+  dialog.returnValue = "";
+  dialog.showModal();
+  yes.focus();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes"), { once: true });
+  });
+}
+
+// After an action: update the page in place where it is live, else reload it with a notice.
+function settle(text, kind) {
+  if (document.body.dataset.live && typeof live !== "undefined") {
+    if (text) flash(text, kind);
+    return live.refresh();
+  }
+  flashAfterReload(text, kind);
+  return Promise.resolve();
 }
 
 function clearErrors(scope) {
   scope.querySelectorAll(".field-error").forEach((el) => { el.textContent = ""; });
+  scope.querySelectorAll("[aria-invalid]").forEach((el) => el.removeAttribute("aria-invalid"));
 }
 
 function showError(scope, error) {
   const field = error.field || "form";
-  const names = [field, field.split(".")[0]];
+  // "gpus[1]" and "environment.HOME" are shown beside the gpus and environment fields.
+  const names = [field, field.split(".")[0], field.split(/[.[]/)[0]];
   for (const name of names) {
     const slot = scope.querySelector(`[data-error-for="${name}"]`);
-    if (slot) { slot.textContent = error.message; return; }
+    if (slot) {
+      slot.textContent = error.message;
+      const input = scope.querySelector(`[name="${name}"]`);
+      if (input) input.setAttribute("aria-invalid", "true");
+      return;
+    }
   }
   const fallback = scope.querySelector('[data-error-for="form"]');
   if (fallback) fallback.textContent = error.message; else flash(error.message, "error");
@@ -52,8 +115,7 @@ document.addEventListener("change", async (event) => {
   const row = jobRow(box);
   try {
     await api("POST", "/api/jobs/enable", { name: row.dataset.job, enabled: box.checked });
-    flash(`${row.dataset.job} switched ${box.checked ? "on" : "off"}`);
-    setTimeout(() => location.reload(), 300);
+    settle(`${row.dataset.job} switched ${box.checked ? "on" : "off"}`);
   } catch (error) {
     box.checked = !box.checked;
     flash(error.message, "error");
@@ -66,23 +128,26 @@ document.addEventListener("click", async (event) => {
   const action = button.dataset.action;
   if (action === "run") {
     const row = jobRow(button);
-    const out = row.querySelector(".run-result");
+    const name = row.dataset.job;
     button.disabled = true;
-    out.textContent = "running…";
+    button.setAttribute("aria-busy", "true");
+    const shown = live.refresh();  // the row says "running" while it runs
     try {
-      const result = await api("POST", "/api/jobs/run", { name: row.dataset.job });
-      out.textContent = `${result.outcome.replace("_", " ")} in ${result.duration_ms} ms` +
-        (result.error ? `: ${result.error}` : result.detail ? `: ${result.detail}` : "");
-      out.className = `run-result outcome ${result.outcome}`;
+      const result = await api("POST", "/api/jobs/run", { name });
+      const why = result.error ? `: ${result.error}` : result.detail ? `: ${result.detail}` : "";
+      const text = `${name}: ${result.outcome.replace("_", " ")} in ${result.duration_ms} ms${why}`;
+      await shown;
+      button.removeAttribute("aria-busy");
+      settle(text, result.outcome === "succeeded" ? "ok" : "error");
     } catch (error) {
-      out.textContent = error.message;
-      out.className = "run-result error";
+      flash(`${name}: ${error.message}`, "error");
     } finally {
+      button.removeAttribute("aria-busy");
       button.disabled = false;
     }
   } else if (action === "drop") {
     const row = jobRow(button);
-    if (!confirm(`Drop job ${row.dataset.job}? It goes to the attic (Store page), where it can be restored.`)) return;
+    if (!await confirmAction(`Drop job ${row.dataset.job}? It goes to the attic (Store page), where it can be restored.`, "Drop")) return;
     try {
       await api("POST", "/api/jobs/drop", { name: row.dataset.job });
       row.remove();
@@ -90,7 +155,7 @@ document.addEventListener("click", async (event) => {
     } catch (error) { flash(error.message, "error"); }
   } else if (action === "drop-query") {
     const row = button.closest("tr[data-query]");
-    if (!confirm(`Drop query ${row.dataset.query}? It goes to the attic (Store page), where it can be restored.`)) return;
+    if (!await confirmAction(`Drop query ${row.dataset.query}? It goes to the attic (Store page), where it can be restored.`, "Drop")) return;
     try {
       await api("POST", "/api/queries/drop", { name: row.dataset.query });
       row.remove();
@@ -108,7 +173,8 @@ document.addEventListener("submit", async (event) => {
     const text = form.elements.schedule.value.trim();
     try {
       await api("POST", "/api/jobs/schedule", { name: row.dataset.job, schedule: text || null });
-      location.reload();
+      form.elements.schedule.blur();
+      settle(`${row.dataset.job}: schedule ${text || "back to its built-in one"}`);
     } catch (error) { showError(form, error); }
   }
 });
@@ -261,11 +327,11 @@ function setupStore() {
       const row = button.closest("tr[data-attic-name]");
       const operation = button.dataset.attic;
       const { atticKind: kind, atticName: name, atticId: id } = row.dataset;
-      if (operation === "remove" && !confirm(`Remove ${kind} ${name} from the attic for good?`)) return;
+      if (operation === "remove" && !await confirmAction(`Remove ${kind} ${name} from the attic for good?`, "Remove")) return;
+      if (operation === "restore" && !await confirmAction(`Restore ${kind} ${name}? It is defined again as it was when it was dropped.`, "Restore")) return;
       try {
         const result = await api("POST", `/api/attic/${operation}`, { kind, name, id: Number(id) });
-        flash(result.switched_off ? `restored ${name}, ${result.switched_off}` : `${operation}d ${kind} ${name}`);
-        setTimeout(() => location.reload(), 600);
+        flashAfterReload(result.switched_off ? `restored ${name}, ${result.switched_off}` : `${operation}d ${kind} ${name}`);
       } catch (error) { flash(error.message, "error"); }
     });
   });
@@ -293,7 +359,7 @@ function setupSchedules(table) {
         await api("PATCH", `${base}/${id}`, { enabled: event.target.dataset.scheduleToggle === "on" });
         location.reload();
       } else if (event.target.matches("[data-schedule-delete]")) {
-        if (!confirm(`Delete schedule ${id}?`)) return;
+        if (!await confirmAction(`Delete schedule ${id}?`, "Delete")) return;
         await api("DELETE", `${base}/${id}`);
         location.reload();
       }
@@ -328,4 +394,27 @@ function setupSchedules(table) {
 document.addEventListener("DOMContentLoaded", () => {
   const table = document.getElementById("schedules");
   if (table) setupSchedules(table);
+});
+
+// -- the display zone and the theme ------------------------------------------------------------
+
+// The footer's zone menu: the server renders every time in the zone the cookie names.
+document.addEventListener("change", (event) => {
+  const menu = event.target.closest('#zone-switch select[name="zone"]');
+  if (!menu) return;
+  let value = menu.value;
+  if (value === "browser") value = `browser:${Intl.DateTimeFormat().resolvedOptions().timeZone}`;
+  document.cookie = `dgxmm_zone=${value}; path=/; max-age=31536000; samesite=lax`;
+  location.reload();
+});
+
+// Dark or light: the system's choice (prefers-color-scheme) until the switch picks one.
+document.addEventListener("click", (event) => {
+  if (!event.target.closest("#theme-switch")) return;
+  const root = document.documentElement;
+  const dark = root.dataset.theme
+    ? root.dataset.theme === "dark"
+    : window.matchMedia("(prefers-color-scheme: dark)").matches;
+  root.dataset.theme = dark ? "light" : "dark";
+  try { localStorage.setItem("dgxmm-theme", root.dataset.theme); } catch (_) { /* private mode */ }
 });

@@ -1,15 +1,9 @@
 // The fleet's pages: start, wake, sleep and stop through the API; before a start or wake,
 // ask for its plan and, when it would evict something, show that and wait for a yes.
-// Uses api(), flash() from dgxmm.js, which loads first.
+// A stop asks first. Uses api(), flash(), settle(), confirmAction() from dgxmm.js.
 "use strict";
 
 (function () {
-  const NOTE = "dgxmm-fleet-note";
-
-  function noteAndReload(text, kind) {
-    sessionStorage.setItem(NOTE, JSON.stringify({ text, kind: kind || "" }));
-    location.reload();
-  }
 
   function describe(result) {
     const name = result.deployment.name;
@@ -24,13 +18,17 @@
   async function run(box, action, body) {
     const out = box.parentElement.querySelector(".action-result");
     box.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+    box.setAttribute("aria-busy", "true");
     if (out) { out.textContent = `${action}…`; out.className = "action-result"; }
     try {
       const result = await api("POST", `/api/deployments/${box.dataset.id}/${action}`, body);
-      noteAndReload(describe(result));
+      box.removeAttribute("aria-busy");
+      const failed = result.outcome === "failed";
+      settle(describe(result), failed ? "error" : "ok");
     } catch (error) {
-      if (out) { out.textContent = error.message; out.className = "action-result error"; }
-      flash(error.message, "error");
+      box.removeAttribute("aria-busy");
+      if (out) { out.textContent = ""; }
+      flash(`${box.dataset.name}: ${error.message}`, "error");
       box.querySelectorAll("button").forEach((b) => { b.disabled = false; });
     }
   }
@@ -76,6 +74,10 @@
           if (plan.fits_now) run(box, action, { plan: true });
           else showPlan(box, action, plan);
         } catch (error) { flash(error.message, "error"); }
+      } else if (action === "stop") {
+        const question = `Stop ${box.dataset.name}? Its model server is shut down and its GPU ` +
+          "memory freed; requests to it fail until it is started again.";
+        if (await confirmAction(question, "Stop")) run(box, action);
       } else {
         run(box, action);
       }
@@ -85,14 +87,15 @@
     if (dismiss) {
       try {
         await api("POST", `/api/insights/${dismiss.dataset.dismiss}/dismiss`);
-        noteAndReload("dismissed");
+        settle("dismissed");
       } catch (error) { flash(error.message, "error"); }
       return;
     }
     const remove = event.target.closest("button[data-remove]");
     if (remove) {
-      if (!confirm(`Remove deployment ${remove.dataset.name}? Its process is stopped and its ` +
-        "events, metrics and schedules are deleted.")) return;
+      const question = `Remove deployment ${remove.dataset.name}? Its process is stopped and ` +
+        "its events, metrics and schedules are deleted.";
+      if (!await confirmAction(question, "Remove")) return;
       try {
         await api("DELETE", `/api/deployments/${remove.dataset.remove}`);
         sessionStorage.setItem(NOTE, JSON.stringify({ text: `removed ${remove.dataset.name}` }));
@@ -101,12 +104,4 @@
     }
   });
 
-  document.addEventListener("DOMContentLoaded", () => {
-    const note = sessionStorage.getItem(NOTE);
-    if (note) {
-      sessionStorage.removeItem(NOTE);
-      const { text, kind } = JSON.parse(note);
-      flash(text, kind);
-    }
-  });
 })();

@@ -3,18 +3,9 @@
 "use strict";
 
 (function () {
-  const NOTE = "dgxmm-traffic-note";
-
-  function noteAndReload(text) {
-    sessionStorage.setItem(NOTE, text);
-    location.reload();
-  }
-
   document.addEventListener("DOMContentLoaded", () => {
     const page = document.getElementById("traffic");
     if (!page) return;
-    const note = sessionStorage.getItem(NOTE);
-    if (note) { sessionStorage.removeItem(NOTE); flash(note); }
     const deployment = Number(page.dataset.deployment);
 
     document.getElementById("proposals").addEventListener("click", async (event) => {
@@ -28,7 +19,7 @@
         const done = action === "accept"
           ? `accepted: schedules ${result.schedules.map((s) => s.id).join(" and ")} created`
           : "dismissed: not proposed again for 7 days";
-        noteAndReload(`${result.proposal.description}: ${done}`);
+        flashAfterReload(`${result.proposal.description}: ${done}`);
       } catch (error) {
         row.querySelectorAll("button").forEach((b) => { b.disabled = false; });
         flash(error.message, "error");
@@ -43,7 +34,7 @@
         try {
           const result = await api("POST", "/api/traffic/rebuild", { deployment_id: deployment, propose: true });
           const run = result.proposals.deployments[0];
-          noteAndReload(run.note ? `rebuilt; no proposals: ${run.note}` : `rebuilt; ${run.open.length} open proposal(s)`);
+          flashAfterReload(run.note ? `rebuilt; no proposals: ${run.note}` : `rebuilt; ${run.open.length} open proposal(s)`);
         } catch (error) {
           rebuild.disabled = false;
           flash(error.message, "error");

@@ -1,0 +1,58 @@
+// Live pages: a page whose <body data-live="jobs,deployments"> names topics polls
+// /api/changes every two seconds; when a topic changed it fetches itself again and swaps
+// each element marked data-live (matched by id) for its fresh copy. The server renders the
+// page as before, so there is one way to draw a row, and a row is never drawn twice.
+"use strict";
+
+const live = (function () {
+  const PERIOD_MS = 2000;
+  const topics = document.body.dataset.live || "";
+  let version = null;
+  let running = null;
+
+  function isTyping(region) {
+    const active = document.activeElement;
+    const typed = "textarea, select, input:not([type=checkbox]):not([type=radio]):not([type=submit])";
+    return active && region.contains(active) && active.matches(typed);
+  }
+
+  async function swap() {
+    const response = await fetch(location.href, {
+      credentials: "same-origin", headers: { Accept: "text/html" },
+    });
+    if (!response.ok || !response.headers.get("content-type").startsWith("text/html")) return;
+    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    document.querySelectorAll("[data-live][id]").forEach((region) => {
+      const next = fresh.getElementById(region.id);
+      // A region someone is typing into, or whose action is under way, waits for the next poll.
+      if (!next || isTyping(region) || region.querySelector("[aria-busy=true]")) return;
+      if (next.innerHTML !== region.innerHTML) region.replaceWith(document.adoptNode(next));
+    });
+    document.dispatchEvent(new CustomEvent("dgxmm:swapped"));
+  }
+
+  async function check(force) {
+    if (!topics) return;
+    const query = `topics=${encodeURIComponent(topics)}` +
+      (version ? `&since=${encodeURIComponent(version)}` : "");
+    const answer = await api("GET", `/api/changes?${query}`);
+    const first = version === null;
+    version = answer.version;
+    if (force || (answer.changed && !first)) await swap();
+  }
+
+  // One check at a time: an action's refresh waits for the poll under way, then runs.
+  function refresh(force = true) {
+    const previous = running || Promise.resolve();
+    running = previous.then(() => check(force)).catch(() => {}).finally(() => {
+      running = null;
+    });
+    return running;
+  }
+
+  if (topics) {
+    refresh(false);
+    setInterval(() => { if (!document.hidden && !running) refresh(false); }, PERIOD_MS);
+  }
+  return { refresh };
+})();
