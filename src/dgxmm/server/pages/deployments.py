@@ -17,7 +17,7 @@ from dgxmm.fleet import BackendKind, Deployment
 from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
-from dgxmm.server.pages.render import render_page
+from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.svg.gpu_bars import gpu_bar
 from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
 from dgxmm.time_units import DAY_US
@@ -63,11 +63,12 @@ def deployment_page(
     host = services.host
     deployment = fleet.deployments.get(deployment_id)
     now = host.clock.now_us()
+    _, zone = display_zone(request)
     width, count, _ = WINDOWS["week"]
     rollups = fleet.metrics.rollups(deployment_id, now - now % width - count * width, now + 1)
     charts = {
         f"{window}_{measure}": traffic_chart(
-            rollups, window=window, measure=measure, now_us=now, zone=host.time_zone
+            rollups, window=window, measure=measure, now_us=now, zone=zone
         )
         for window in WINDOWS
         for measure in ("requests", "latency")

@@ -8,7 +8,7 @@ from fastapi.responses import HTMLResponse, Response
 from dgxmm.jobs import Tier
 from dgxmm.server.deps import HostDep
 from dgxmm.server.job_list import job_rows
-from dgxmm.server.pages.render import render_page
+from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.svg.runs import WINDOWS, runs_chart
 
 __all__ = ["router"]
@@ -23,13 +23,12 @@ def workload_page(request: Request, host: HostDep, tier: str = "hours") -> Respo
     stats = host.scheduler.stats
     assert stats is not None
     now = host.clock.now_us()
+    _, zone = display_zone(request)
     charts = [
         {
             "name": row["name"],
             "kind": row["kind"],
-            "svg": runs_chart(
-                row["name"], stats.history(row["name"], chosen), chosen, now, host.time_zone
-            ),
+            "svg": runs_chart(row["name"], stats.history(row["name"], chosen), chosen, now, zone),
             "runs": sum(
                 b.count
                 for b in stats.history(row["name"], chosen)
