@@ -42,12 +42,17 @@ class DgxmmError(Exception):
 
 
 class InvalidInput(DgxmmError, ValueError):
-    """Input a user sent that cannot be used; names the field and the problem."""
+    """Input a user sent that cannot be used; names the field and the problem.
+
+    ``errors`` lists every wrong field as ``(field, message)`` when the check went on past
+    the first (a job definition); ``field`` and ``message`` are the first of them.
+    """
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
+        self.errors: tuple[tuple[str, str], ...] = ()
 
 
 class CronError(InvalidInput):

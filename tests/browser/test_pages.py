@@ -37,6 +37,21 @@ def test_it_shows_a_refused_jobs_message_beside_its_field(page: Any, live: Live)
     assert live.store.jobs() == []
 
 
+def test_it_marks_every_refused_field_of_a_job(page: Any, live: Live) -> None:
+    page.goto("/jobs/new")
+    page.fill("#name", "broken")
+    page.check("input[name=action][value=checkpoint]")
+    page.fill("#schedule", "61 * * * *")
+    page.fill("#timeout", "0")
+    page.click("#save")
+    page.locator("[data-error-for=schedule]").get_by_text("minute: 61").wait_for()
+    page.locator("[data-error-for=timeout_ms]").get_by_text("positive whole number").wait_for()
+    assert page.locator("#schedule").get_attribute("aria-invalid") == "true"
+    assert page.locator("#timeout").get_attribute("aria-invalid") == "true"
+    assert page.locator("#name").get_attribute("aria-invalid") is None
+    assert live.store.jobs() == []
+
+
 def test_it_shows_a_refused_argument_beside_the_arguments(page: Any, live: Live) -> None:
     live.store.define_query("add", {"label": "string"}, "SELECT :label")
     page.goto("/jobs/new")

@@ -1,11 +1,15 @@
 """How errors become HTTP answers: one JSON shape, ``{"error", "field", "message"}``.
 
+A refusal that checked every field (a job definition; a body pydantic refused) adds
+``"errors": [{"field", "message"}, ...]``, all the wrong fields, the first as above.
+
 Domain code raises ``dgxmm.errors``; this is the only place that knows their status codes.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -55,42 +59,49 @@ def _domain_error(_request: Request, exc: Exception) -> JSONResponse:
             field, message = None, str(exc)
             if isinstance(exc, InvalidInput | Conflict):  # the errors that name their field
                 field, message = exc.field, exc.message
-            return JSONResponse(error_body(name, message, field), status_code=status)
+            body = error_body(name, message, field)
+            if isinstance(exc, InvalidInput) and exc.errors:  # a check that went on past one
+                body["errors"] = [{"field": f, "message": m} for f, m in exc.errors]
+            return JSONResponse(body, status_code=status)
     log.error("unmapped error %r", exc)
     return JSONResponse(error_body("error", str(exc)), status_code=500)
 
 
 def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    read = [_read_validation(error) for error in exc.errors()] or [(False, None, "invalid request")]
+    # The first decides the answer's kind and status, as when only one was named.
+    enum_text, field, message = read[0]
+    body = error_body("invalid" if enum_text else "invalid_request", message, field)
+    if len(read) > 1:
+        body["errors"] = [{"field": f, "message": m} for _, f, m in read]
+    return JSONResponse(body, status_code=400 if enum_text else 422)
+
+
+def _read_validation(error: Mapping[str, Any]) -> tuple[bool, str | None, str]:
+    """Return (a text outside an enum, the field, the message) of one pydantic error."""
     location = [
         str(part)
-        for part in first.get("loc", ())
+        for part in error.get("loc", ())
         if part not in ("body", "query", "path", "header")
     ]
     field = ".".join(location) or None
-    kind = first.get("type", "")
-    in_body = tuple(first.get("loc", ()))[:1] == ("body",)
-    if kind == "enum" and in_body and isinstance(first.get("input"), str):
+    kind = error.get("type", "")
+    in_body = tuple(error.get("loc", ()))[:1] == ("body",)
+    context = error.get("ctx")
+    if kind == "enum" and in_body and isinstance(error.get("input"), str):
         # A text outside an enum is refused like the engine refuses one: 400 naming the
         # field and the allowed values, which /openapi.json lists too.
-        context = first.get("ctx")
         allowed = context.get("expected") if isinstance(context, dict) else None
-        message = f"{field}: {first.get('input')!r} is not one of {allowed}"
-        return JSONResponse(error_body("invalid", message, field), status_code=400)
+        return True, field, f"{field}: {error.get('input')!r} is not one of {allowed}"
     if kind == "json_invalid":
-        context = first.get("ctx")
         reason = context.get("error") if isinstance(context, dict) else None
-        message = f"the body is not valid JSON: {reason or first['msg']}"
-        field = "body"
-    elif kind == "missing":
-        message = f"{field} is required"
-    elif kind == "extra_forbidden":
-        message = f"{field} is not a known field"
-    else:
-        message = f"{field}: {first['msg']}" if field else str(first["msg"])
-    return JSONResponse(error_body("invalid_request", message, field), status_code=422)
+        return False, "body", f"the body is not valid JSON: {reason or error['msg']}"
+    if kind == "missing":
+        return False, field, f"{field} is required"
+    if kind == "extra_forbidden":
+        return False, field, f"{field} is not a known field"
+    return False, field, f"{field}: {error['msg']}" if field else str(error["msg"])
 
 
 def _http_error(_request: Request, exc: Exception) -> JSONResponse:

@@ -3,7 +3,8 @@
 ``define_job`` takes the keys of the spec: ``name``, ``schedule``, ``action``, ``query``,
 ``args``, ``path``, ``enabled``, ``timeout_ms``, ``memory_limit`` (bytes), ``run_on`` and
 ``description``. The catalog keeps a definition exactly as written; ``check_job`` reads it
-into a ``JobSpec`` or raises ``DefinitionError(field, message)`` for the first wrong key.
+into a ``JobSpec`` or raises ``DefinitionError(field, message)`` naming the first wrong key,
+its ``errors`` listing every one.
 
 The same check reads stored definitions back. One written by a newer dgxmm (an action or a
 ``run_on`` this version does not know, a key it does not know, a schedule it cannot parse) is
@@ -55,6 +56,7 @@ _DESCRIPTION_MAX = 2000
 TIMEOUT_MS_MAX = 365 * 24 * 3600 * 1000
 MEMORY_LIMIT_MAX = 2**63 - 1
 _E = TypeVar("_E", bound=Enum)
+_T = TypeVar("_T")
 
 
 class UnknownToThisVersion(DefinitionError):
@@ -113,40 +115,51 @@ def check_job(
     base_dir: Path,
     reserved: Collection[str] = (),
 ) -> JobSpec:
-    """Check a definition; ``params_of`` None skips the query and its arguments (stored ones)."""
+    """Check a definition; ``params_of`` None skips the query and its arguments (stored ones).
+
+    Every key is checked, so the error raised lists all wrong fields in ``errors``; it is the
+    first one found (its class decides whether a stored definition is kept, not run).
+    """
     if not isinstance(keys, Mapping):
         raise DefinitionError("definition", "expected an object of job keys")
-    name = check_name(keys.get("name"))
-    if name in reserved:
-        raise DefinitionError("name", f"{name} is a system job's name")
-    action = _enum(keys, "action", JobAction, required=True, what="an action")
-    assert action is not None  # required
-    unknown = [str(key) for key in keys if key not in JOB_KEYS]
-    if unknown:
-        raise UnknownToThisVersion(
-            unknown[0], f"not a job key this version knows (keys: {', '.join(JOB_KEYS)})"
+    found: list[DefinitionError] = []
+
+    def checked(check: Callable[[], _T]) -> _T | None:
+        try:
+            return check()
+        except DefinitionError as error:
+            found.append(error)
+            return None
+
+    name = checked(lambda: _name(keys, reserved))
+    action = checked(lambda: _enum(keys, "action", JobAction, required=True, what="an action"))
+    checked(lambda: _known_keys(keys))
+    schedule = checked(lambda: _schedule(keys))
+    run_on = checked(lambda: _enum(keys, "run_on", RunOn, required=False, what="a run_on"))
+    enabled = checked(lambda: _enabled(keys))
+    timeout_ms = checked(lambda: _positive(keys, "timeout_ms", TIMEOUT_MS_MAX, "365 days"))
+    memory = checked(
+        lambda: _positive(
+            keys, "memory_limit", MEMORY_LIMIT_MAX, "2^63 - 1, the most a 64-bit count holds"
         )
-    schedule_text = keys.get("schedule")
-    if not isinstance(schedule_text, str):
-        raise DefinitionError("schedule", "a job needs a 5-field cron schedule, as text")
-    try:
-        schedule = CronSchedule.parse(schedule_text)
-    except CronError as error:
-        raise UnknownToThisVersion("schedule", error.message) from None
-    run_on = _enum(keys, "run_on", RunOn, required=False, what="a run_on") or RunOn.PRIMARY
-    enabled = keys.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise DefinitionError("enabled", f"expected true or false, got {enabled!r}")
-    timeout_ms = _positive(keys, "timeout_ms", TIMEOUT_MS_MAX, "365 days")
-    memory = _positive(
-        keys, "memory_limit", MEMORY_LIMIT_MAX, "2^63 - 1, the most a 64-bit count holds"
     )
-    description = keys.get("description")
-    if description is not None and (
-        not isinstance(description, str) or len(description) > _DESCRIPTION_MAX
-    ):
-        raise DefinitionError("description", f"expected text of at most {_DESCRIPTION_MAX} chars")
-    query, args, path = _action_keys(keys, action, params_of, base_dir)
+    description = checked(lambda: _description(keys))
+    parts = None
+    if action is not None:
+        known = action
+        parts = checked(lambda: _action_keys(keys, known, params_of, base_dir))
+    if found:
+        first = found[0]
+        first.errors = tuple((error.field, error.message) for error in found)
+        raise first
+    # No error: every check gave its value (only run_on, the limits and the description
+    # may be None).
+    assert name is not None
+    assert action is not None
+    assert schedule is not None
+    assert enabled is not None
+    assert parts is not None
+    query, args, path = parts
     return JobSpec(
         name=name,
         schedule=schedule,
@@ -159,9 +172,50 @@ def check_job(
             timeout=None if timeout_ms is None else timedelta(milliseconds=timeout_ms),
             memory_bytes=memory,
         ),
-        run_on=run_on,
+        run_on=run_on or RunOn.PRIMARY,
         description=description,
     )
+
+
+def _name(keys: Mapping[str, Any], reserved: Collection[str]) -> str:
+    name = check_name(keys.get("name"))
+    if name in reserved:
+        raise DefinitionError("name", f"{name} is a system job's name")
+    return name
+
+
+def _known_keys(keys: Mapping[str, Any]) -> None:
+    unknown = [str(key) for key in keys if key not in JOB_KEYS]
+    if unknown:
+        raise UnknownToThisVersion(
+            unknown[0], f"not a job key this version knows (keys: {', '.join(JOB_KEYS)})"
+        )
+
+
+def _schedule(keys: Mapping[str, Any]) -> CronSchedule:
+    schedule_text = keys.get("schedule")
+    if not isinstance(schedule_text, str):
+        raise DefinitionError("schedule", "a job needs a 5-field cron schedule, as text")
+    try:
+        return CronSchedule.parse(schedule_text)
+    except CronError as error:
+        raise UnknownToThisVersion("schedule", error.message) from None
+
+
+def _enabled(keys: Mapping[str, Any]) -> bool:
+    enabled = keys.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise DefinitionError("enabled", f"expected true or false, got {enabled!r}")
+    return enabled
+
+
+def _description(keys: Mapping[str, Any]) -> str | None:
+    description = keys.get("description")
+    if description is not None and (
+        not isinstance(description, str) or len(description) > _DESCRIPTION_MAX
+    ):
+        raise DefinitionError("description", f"expected text of at most {_DESCRIPTION_MAX} chars")
+    return description
 
 
 def resolve_backup_path(text: str, base_dir: Path) -> Path:

@@ -159,3 +159,50 @@ def test_it_needs_an_admin(viewer: TestClient, store: Store) -> None:
     assert response.status_code == 403
     assert response.json()["error"] == "forbidden"
     assert store.jobs() == []
+
+
+def test_it_answers_every_wrong_field_of_a_refused_job(client: TestClient, store: Store) -> None:
+    before = store.catalog_version()
+    response = client.post(
+        "/api/jobs/define",
+        json={
+            "name": "bad",
+            "schedule": "61 * * * *",
+            "action": "query",
+            "query": "nope",
+            "timeout_ms": 0,
+            "memory_limit": -1,
+        },
+    )
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert (body["field"], body["message"]) == ("schedule", "minute: 61 is out of range 0-59")
+    assert [(e["field"], e["message"]) for e in body["errors"]] == [
+        ("schedule", "minute: 61 is out of range 0-59"),
+        ("timeout_ms", "expected a positive whole number, got 0"),
+        ("memory_limit", "expected a positive whole number, got -1"),
+        ("query", "no saved query named 'nope'"),
+    ]
+    assert store.catalog_version() == before
+    assert store.jobs() == []
+
+
+def test_it_answers_one_wrong_field_in_the_list_too(client: TestClient) -> None:
+    response = client.post(
+        "/api/jobs/define", json={"name": "bad", "schedule": "@Daily", "action": "checkpoint"}
+    )
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body["errors"] == [{"field": "schedule", "message": body["message"]}]
+
+
+def test_it_answers_every_wrong_type_of_a_body(client: TestClient, store: Store) -> None:
+    response = client.post(
+        "/api/jobs/define",
+        json={"name": "x", "schedule": 5, "action": "checkpoint", "enabled": "yes"},
+    )
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["field"] == "schedule"
+    assert [e["field"] for e in body["errors"]] == ["schedule", "enabled"]
+    assert store.jobs() == []

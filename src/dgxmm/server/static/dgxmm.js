@@ -15,6 +15,7 @@ async function api(method, path, body) {
     const error = new Error((data && data.message) || response.statusText);
     error.status = response.status;
     error.field = data && data.field;
+    error.errors = (data && data.errors) || null; // every wrong field, when the check went on
     throw error;
   }
   return data;
@@ -89,14 +90,19 @@ function clearErrors(scope) {
 }
 
 function showError(scope, error) {
+  for (const one of error.errors || [error]) showFieldError(scope, one);
+}
+
+function showFieldError(scope, error) {
   const field = error.field || "form";
   // "gpus[1]" and "environment.HOME" are shown beside the gpus and environment fields.
   const names = [field, field.split(".")[0], field.split(/[.[]/)[0]];
   for (const name of names) {
     const slot = scope.querySelector(`[data-error-for="${name}"]`);
     if (slot) {
-      slot.textContent = error.message;
-      const input = scope.querySelector(`[name="${name}"]`);
+      slot.textContent = slot.textContent ? `${slot.textContent}; ${error.message}` : error.message;
+      const input = scope.querySelector(`[name="${name}"]`)
+        || slot.closest("label")?.querySelector("input, select, textarea");
       if (input) input.setAttribute("aria-invalid", "true");
       return;
     }
