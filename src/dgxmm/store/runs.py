@@ -1,10 +1,12 @@
-"""Runs of query jobs: one transaction each, within the job's effects and limits.
+"""Runs of query jobs: within the job's effects and limits, a write all or nothing.
 
 Before a run, the store reads the saved query as it is now and finds again what it may write;
 a query that now writes more than the job's effects is refused (``NotAllowed``) until the job
-is defined again. The run is one transaction: every statement of the body, then the run's row
-in the change log (``job: <name>``), then the commit. A breach of a limit, a write outside the
-effects or an error rolls all of it back, and the run is failed with the reason.
+is defined again. A run that writes is one transaction: every statement of the body, then the
+run's row in the change log (``job: <name>``), then the commit. A breach of a limit, a write
+outside the effects or an error rolls all of it back, and the run is failed with the reason.
+A run that only reads is one transaction per statement: it holds no lock between statements,
+and each statement sees the data as it is when that statement starts.
 
 Limits reach every statement:
 
@@ -133,35 +135,12 @@ def run_query_job(
         connection.execution_options(
             **transaction_options(write=bool(allowed), busy_ms=lock_wait_ms)
         )
+        run = _Run(connection, dialect, bound, ctx, tally, allowed, job.name)
         try:
-            with connection.begin():
-                if dialect is Dialect.SQLITE:
-                    with _sqlite_guard(connection, allowed, ctx, tally):
-                        _execute_all(
-                            connection,
-                            dialect=dialect,
-                            statements=statements,
-                            bound=bound,
-                            ctx=ctx,
-                            tally=tally,
-                        )
-                else:
-                    if not allowed:
-                        connection.exec_driver_sql("SET TRANSACTION READ ONLY")
-                    with _pg_watch(connection, ctx):
-                        before = _pg_tuple_counts(connection) if allowed else {}
-                        _execute_all(
-                            connection,
-                            dialect=dialect,
-                            statements=statements,
-                            bound=bound,
-                            ctx=ctx,
-                            tally=tally,
-                        )
-                        if allowed:
-                            _check_pg_writes(connection, allowed, before, job.name)
-                ctx.check()  # a statement that ended past the deadline commits nothing
-                if allowed:
+            if allowed:
+                with connection.begin():
+                    run.execute(statements)
+                    ctx.check()  # a statement that ended past the deadline commits nothing
                     record_change(
                         connection,
                         at_us=clock.now_us(),
@@ -169,10 +148,57 @@ def run_query_job(
                         actor=job.defined_by,
                         summary=f"query {query.name}: {tally.detail()}",
                     )
+            else:
+                # A run that only reads ends its transaction after each statement: it holds
+                # no lock and no snapshot between them (SQLite keeps a transaction's snapshot
+                # from its first read to its end, PostgreSQL the locks on what it read), so
+                # writes go on beside it and each statement sees the data of its moment.
+                for statement in statements:
+                    with connection.begin():
+                        run.execute((statement,))
+                ctx.check()
         except DBAPIError as error:
             cut = lock_wait_ms is not None and lock_wait_ms < BUSY_TIMEOUT_MS
             raise _run_error(error, job.name, ctx, tally, lock_wait_cut=cut) from error
     return tally.detail()
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One run's connection and state: runs statements inside the caller's transaction."""
+
+    connection: Connection
+    dialect: Dialect
+    bound: dict[str, object]
+    ctx: RunContext
+    tally: _Tally
+    allowed: frozenset[str]
+    name: str
+
+    def execute(self, statements: tuple[Statement, ...]) -> None:
+        """Run the statements under the dialect's guards (the authorizer, the watch)."""
+        connection, allowed = self.connection, self.allowed
+        if self.dialect is Dialect.SQLITE:
+            with _sqlite_guard(connection, allowed, self.ctx, self.tally):
+                self._execute_all(statements)
+            return
+        if not allowed:
+            connection.exec_driver_sql("SET TRANSACTION READ ONLY")
+        with _pg_watch(connection, self.ctx):
+            before = _pg_tuple_counts(connection) if allowed else {}
+            self._execute_all(statements)
+            if allowed:
+                _check_pg_writes(connection, allowed, before, self.name)
+
+    def _execute_all(self, statements: tuple[Statement, ...]) -> None:
+        _execute_all(
+            self.connection,
+            dialect=self.dialect,
+            statements=statements,
+            bound=self.bound,
+            ctx=self.ctx,
+            tally=self.tally,
+        )
 
 
 def _lock_wait_ms(ctx: RunContext) -> int | None:
