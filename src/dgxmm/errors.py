@@ -20,8 +20,9 @@ Every layer raises these; only the server maps them to HTTP status codes::
     ├── StoreError                        the database refused or failed
     ├── BackupError                       a backup or restore that cannot be trusted
     ├── CannotDecide                      a decision model that gave no usable verdict
-    └── BackendError                      a model server that failed or is gone -> 502
-        └── ServerGone                    nothing answers any more: the deployment has failed
+    ├── BackendError                      a model server that failed or is gone -> 502
+    │   └── ServerGone                    nothing answers any more: the deployment has failed
+    └── Unreachable                       no dgxmm server answers the command line
 
 This module sits outside the layers (see DESIGN.md): it imports nothing and every layer may
 import it, so that one hierarchy serves all of them.
@@ -154,3 +155,7 @@ class BackendError(DgxmmError):
 
 class ServerGone(BackendError):
     """A model server that is no longer there: its process exited or its port refuses."""
+
+
+class Unreachable(DgxmmError):
+    """No dgxmm server answers at the URL a command was given or found in the data directory."""

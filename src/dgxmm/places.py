@@ -12,9 +12,13 @@ from pathlib import Path
 from dgxmm.errors import ZoneError
 from dgxmm.jobs.zones import resolve_zone
 
-__all__ = ["DEFAULT_DATA_DIR", "machine_zone"]
+__all__ = ["ADMIN_TOKEN_FILE", "DEFAULT_DATA_DIR", "SERVER_FILE", "machine_zone"]
 
 DEFAULT_DATA_DIR = Path("dgxmm-data")
+# In the data directory: the admin token the server's first start writes (mode 0600), and
+# where a running ``dgxmm serve`` listens ({"url", "pid"}), for the command line to find it.
+ADMIN_TOKEN_FILE = "admin-token"
+SERVER_FILE = "server.json"
 
 
 def machine_zone() -> str:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
-from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
-from dgxmm.store import Subject
+from dgxmm.cli.common import Answer, Target, command, table
 
 __all__ = ["app"]
 
@@ -29,50 +27,58 @@ IdOption = Annotated[
 ]
 
 
-@app.command("list")
-@handles_errors
-def list_attic(
-    data: DataOption = DEFAULT_DATA, db: DbOption = None, as_json: JsonOption = False
-) -> None:
+@command(app, "list")
+def list_attic(where: Target) -> Answer:
     """List the attic, the most recently dropped first."""
-    with open_store(data, db) as store:
-        entries = store.attic()
+    if where.offline:
+        with where.store() as store:
+            rows = [e.to_json() for e in store.attic()]
+    else:
+        with where.client() as api:
+            rows = api.get("/api/attic")["attic"]
     lines = [
-        f"{e.id}\t{e.kind.value} {e.name}\tversion {e.dropped_version}\t"
-        f"{e.dropped_by or '-'}\t{e.why}"
-        for e in entries
+        (r["id"], r["kind"], r["name"], r["dropped_version"], r["dropped_by"], r["why"])
+        for r in rows
     ]
-    out([e.to_json() for e in entries], as_json, "\n".join(lines) or "the attic is empty")
+    headers = ("ID", "KIND", "NAME", "DROPPED IN", "BY", "WHY")
+    return Answer(value=rows, text=table(headers, lines, "the attic is empty"))
 
 
-@app.command("restore")
-@handles_errors
-def restore(
-    kind: KindArgument,
-    name: str,
-    entry_id: IdOption = None,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-) -> None:
+@command(app, "restore")
+def restore(where: Target, kind: KindArgument, name: str, entry_id: IdOption = None) -> Answer:
     """Bring a query or job back (refused while one of that name is in the catalog)."""
-    with open_store(data, db) as store:
-        done = store.restore_from_attic(Subject(kind.value), name, entry_id=entry_id, actor="cli")
-    typer.echo(
-        f"restored {kind.value} {name} (catalog version {done.version})"
-        + (f"; {done.switched_off}" if done.switched_off else "")
-    )
+    if where.offline:
+        from dgxmm.store import Subject  # the database's code loads only for --offline
+
+        with where.store() as store:
+            done: dict[str, Any] = store.restore_from_attic(
+                Subject(kind.value), name, entry_id=entry_id, actor="cli"
+            ).to_json()
+    else:
+        with where.client() as api:
+            done = api.post(
+                "/api/attic/restore", {"kind": kind.value, "name": name, "id": entry_id}
+            )
+    switched_off = done.get("switched_off")
+    text = f"restored {kind.value} {name} (catalog version {done['version']})"
+    return Answer(value=done, text=text + (f"; {switched_off}" if switched_off else ""))
 
 
-@app.command("remove")
-@handles_errors
-def remove(
-    kind: KindArgument,
-    name: str,
-    entry_id: IdOption = None,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-) -> None:
+@command(app, "remove")
+def remove(where: Target, kind: KindArgument, name: str, entry_id: IdOption = None) -> Answer:
     """Delete a query or job from the attic for good."""
-    with open_store(data, db) as store:
-        removed = store.remove_from_attic(Subject(kind.value), name, entry_id=entry_id, actor="cli")
-    typer.echo(f"removed {kind.value} {name} (entry {removed.id}) for good")
+    if where.offline:
+        from dgxmm.store import Subject
+
+        with where.store() as store:
+            removed = store.remove_from_attic(
+                Subject(kind.value), name, entry_id=entry_id, actor="cli"
+            ).to_json()
+    else:
+        with where.client() as api:
+            body = {"kind": kind.value, "name": name, "id": entry_id}
+            removed = api.post("/api/attic/remove", body)["removed"]
+    return Answer(
+        value={"removed": removed},
+        text=f"removed {kind.value} {name} (entry {removed['id']}) for good",
+    )

@@ -1,4 +1,4 @@
-"""``dgxmm jobs``: list, define, drop, enable, run (once, here) and history."""
+"""``dgxmm jobs``: list, define, drop, enable, run and history, on the server or ``--offline``."""
 
 from __future__ import annotations
 
@@ -7,40 +7,45 @@ from typing import Annotated, Any
 
 import typer
 
-from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
+from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, table
 from dgxmm.clock import from_us
-from dgxmm.errors import InvalidInput
+from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import Tier, resolve_zone
-from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
 from dgxmm.places import machine_zone
 
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="User jobs (the CLI never ticks: `jobs run` runs one now, here).", no_args_is_help=True
+    help="Jobs: the server's system and user jobs (--offline: the user jobs in the database).",
+    no_args_is_help=True,
 )
 
 
-@app.command("list")
-@handles_errors
-def list_jobs(
-    data: DataOption = DEFAULT_DATA, db: DbOption = None, as_json: JsonOption = False
-) -> None:
-    """List the user jobs with their schedules, effects and whether they run here."""
-    with open_store(data, db) as store:
-        jobs = store.jobs()
-    rows = [job.to_json() for job in jobs]
-    lines = [
-        f"{job.name}\t{job.schedule}\t{job.action}\t{'on' if job.enabled else 'off'}"
-        + ("" if job.served else f"\tnot scheduled: {job.reason}")
-        for job in jobs
-    ]
-    out(rows, as_json, "\n".join(lines) or "no user jobs")
+@command(app, "list")
+def list_jobs(where: Target) -> Answer:
+    """List the jobs with their schedules, whether they are on, and their last run."""
+    if where.offline:
+        with where.store() as store:
+            jobs = store.jobs()
+        rows = [job.to_json() for job in jobs]
+        lines = [
+            (j.name, "user", j.schedule, j.action, j.enabled, None, None, j.reason) for j in jobs
+        ]
+    else:
+        with where.client() as api:
+            rows = api.get("/api/jobs")["jobs"]
+        lines = [
+            (r["name"], r["kind"], r["schedule"], r.get("action") or "-", r["enabled"],
+             (r["last_run"] or {}).get("outcome"), r.get("next_at"), r.get("why_not"))
+            for r in rows
+        ]  # fmt: skip
+    headers = ("NAME", "KIND", "SCHEDULE", "ACTION", "ENABLED", "LAST RUN", "NEXT", "NOT RUN")
+    return Answer(value=rows, text=table(headers, lines, "no jobs"))
 
 
-@app.command("define")
-@handles_errors
+@command(app, "define")
 def define(
+    where: Target,
     name: Annotated[str, typer.Argument()],
     schedule: Annotated[str, typer.Option(help="5-field cron, quoted.")],
     action: Annotated[str, typer.Option(help="query, checkpoint or backup.")],
@@ -52,10 +57,7 @@ def define(
     memory_limit: Annotated[int | None, typer.Option("--memory-limit", help="Bytes.")] = None,
     run_on: Annotated[str | None, typer.Option("--run-on")] = None,
     description: Annotated[str | None, typer.Option()] = None,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
+) -> Answer:
     """Define or replace a user job."""
     keys: dict[str, Any] = {
         "name": name,
@@ -74,83 +76,93 @@ def define(
     ):  # fmt: skip
         if value is not None:
             keys[key] = value
-    with open_store(data, db) as store:
-        job = store.define_job(actor="cli", **keys)
-    out(job.to_json(), as_json, f"defined {job.name} (catalog version {job.version})")
+    if where.offline:
+        with where.store() as store:
+            row = store.define_job(actor="cli", **keys).to_json()
+    else:
+        with where.client() as api:
+            row = api.post("/api/jobs/define", keys)
+    return Answer(value=row, text=f"defined {name} (catalog version {row['version']})")
 
 
-@app.command("drop")
-@handles_errors
-def drop(name: str, data: DataOption = DEFAULT_DATA, db: DbOption = None) -> None:
+@command(app, "drop")
+def drop(where: Target, name: str) -> Answer:
     """Remove a user job."""
-    with open_store(data, db) as store:
-        store.drop_job(name, actor="cli")
-    typer.echo(f"dropped {name}")
+    if where.offline:
+        with where.store() as store:
+            store.drop_job(name, actor="cli")
+    else:
+        with where.client() as api:
+            api.post("/api/jobs/drop", {"name": name})
+    return Answer(value={"dropped": name}, text=f"dropped {name}")
 
 
-@app.command("enable")
-@handles_errors
-def enable(
-    name: str,
-    on: Annotated[bool, typer.Option("--on/--off")] = True,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-) -> None:
-    """Switch a user job on or off."""
-    with open_store(data, db) as store:
-        store.set_job_enabled(name, on, actor="cli")
-    typer.echo(f"{name} is {'on' if on else 'off'}")
+@command(app, "enable")
+def enable(where: Target, name: str, switch: SwitchArgument) -> Answer:
+    """Switch a job on or off: ``dgxmm jobs enable NAME on|off``."""
+    on = switch is Switch.ON
+    if where.offline:
+        with where.store() as store:
+            row = store.set_job_enabled(name, on, actor="cli").to_json()
+    else:
+        with where.client() as api:
+            row = api.post("/api/jobs/enable", {"name": name, "enabled": on})
+    return Answer(value=row, text=f"{name} is {switch.value}")
 
 
-@app.command("run")
-@handles_errors
-def run(
-    name: str, data: DataOption = DEFAULT_DATA, db: DbOption = None, as_json: JsonOption = False
-) -> None:
-    """Run a job once, now, in this process, and record it in the statistics."""
-    with open_store(data, db) as store:
-        scheduler = store.scheduler(machine_zone())
-        started = scheduler.start_now(name, store.clock.now_us())
-        result = started.run()
-        scheduler.finish(result)
-    summary = f"{result.name}: {result.outcome.value} in {result.duration_us / 1000:.1f} ms"
+@command(app, "run")
+def run(where: Target, name: str) -> Answer:
+    """Run a job now and wait for it (on the server; with --offline, in this process)."""
+    if where.offline:
+        with where.store() as store:
+            scheduler = store.scheduler(machine_zone())
+            started = scheduler.start_now(name, store.clock.now_us())
+            result = started.run()
+            scheduler.finish(result)
+        value = {
+            "name": result.name, "outcome": result.outcome.value, "error": result.error,
+            "detail": result.detail, "duration_ms": result.duration_us / 1000,
+        }  # fmt: skip
+    else:
+        with where.client() as api:
+            value = api.post("/api/jobs/run", {"name": name})
+    summary = f"{value['name']}: {value['outcome']} in {value['duration_ms']:.1f} ms"
     summary += (
-        f": {result.error}" if result.error else (f": {result.detail}" if result.detail else "")
+        f": {value['error']}"
+        if value["error"]
+        else (f": {value['detail']}" if value["detail"] else "")
     )
-    out(
-        {"name": result.name, "outcome": result.outcome.value, "error": result.error,
-         "detail": result.detail, "duration_ms": result.duration_us / 1000},
-        as_json,
-        summary,
-    )  # fmt: skip
-    if result.error:
-        raise typer.Exit(1)
+    return Answer(value=value, text=summary, code=1 if value["error"] else 0)
 
 
-@app.command("history")
-@handles_errors
+@command(app, "history")
 def history(
+    where: Target,
     name: str,
     tier: Annotated[str, typer.Option(help="minutes, hours or days.")] = "hours",
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
+) -> Answer:
     """Print a job's runs per minute, hour or day."""
     try:
         chosen = Tier.named(tier)
     except ValueError as error:
         raise InvalidInput("tier", str(error).removeprefix("tier: ")) from None
-    zone = resolve_zone(machine_zone())
-    with open_store(data, db) as store:
-        buckets = store.workload_stats.history(name, chosen)
-    rows = [
-        {"start": from_us(b.start_us, zone).isoformat(), "count": b.count, "failures": b.failures,
-         "total_ms": b.total_us / 1000, "longest_ms": b.longest_us / 1000}
-        for b in buckets
-    ]  # fmt: skip
-    lines = [
-        f"{r['start']}\t{r['count']} run(s)\t{r['failures']} failed\tlongest {r['longest_ms']} ms"
-        for r in rows
-    ]
-    out(rows, as_json, "\n".join(lines) or f"no runs of {name} recorded")
+    if where.offline:
+        zone = resolve_zone(machine_zone())
+        with where.store() as store:
+            buckets = store.workload_stats.history(name, chosen)
+            if not buckets and name not in {job.name for job in store.jobs()}:
+                raise NotFound("job", name)
+        rows = [
+            {"start": from_us(b.start_us, zone).isoformat(), "count": b.count,
+             "failures": b.failures, "total_ms": b.total_us / 1000,
+             "longest_ms": b.longest_us / 1000}
+            for b in buckets
+        ]  # fmt: skip
+    else:
+        with where.client() as api:
+            rows = api.get("/api/jobs/history", name=name, tier=chosen.label)["buckets"]
+    lines = [(r["start"], r["count"], r["failures"], r["total_ms"], r["longest_ms"]) for r in rows]
+    text = table(
+        ("START", "RUNS", "FAILED", "TOTAL MS", "LONGEST MS"), lines, f"no runs of {name} recorded"
+    )
+    return Answer(value=rows, text=text)

@@ -1,14 +1,16 @@
-"""``dgxmm``: serve, and the jobs, queries, store, catalog, attic, cron and token commands."""
+"""``dgxmm``: serve, and the commands that ask a running server (jobs, queries, store,
+catalog, attic, deployments, schedules, insights, audit, proposals, token), and cron."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
+from dgxmm.cli.common import Answer, JsonOption, Target, command, handles_errors
 from dgxmm.clock import SystemClock
 from dgxmm.jobs import CronSchedule, resolve_zone
 from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
@@ -29,7 +31,14 @@ app = typer.Typer(
 @handles_errors
 def serve_command(
     data: Annotated[Path, typer.Option("--data", help="The data directory.")] = DEFAULT_DATA,
-    db: DbOption = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="A PostgreSQL URL or a SQLite path (default: <data>/dgxmm.db).",
+            envvar="DGXMM_DB",
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     time_zone: Annotated[
@@ -80,66 +89,72 @@ def cron_next(
     times = schedule.fire_times(SystemClock().now_us(), place, n)
     lines = [f"{schedule}  ({schedule.describe()}, {place.key})"]
     lines += [t.local.isoformat() + ("  (moved by a DST gap)" if t.moved else "") for t in times]
-    out(
-        {
-            "schedule": str(schedule),
-            "description": schedule.describe(),
-            "zone": place.key,
-            "times": [{"at": t.local.isoformat(), "moved": t.moved} for t in times],
-        },
-        as_json,
-        "\n".join(lines),
-    )
+    value = {
+        "schedule": str(schedule),
+        "description": schedule.describe(),
+        "zone": place.key,
+        "times": [{"at": t.local.isoformat(), "moved": t.moved} for t in times],
+    }
+    typer.echo(json.dumps(value, indent=2) if as_json else "\n".join(lines))
 
 
 token = typer.Typer(help="API tokens.", no_args_is_help=True)
 app.add_typer(token, name="token")
 
 
-@token.command("create")
-@handles_errors
+@command(token, "create")
 def token_create(
+    where: Target,
     role: Annotated[str, typer.Option("--role", help="admin (everything) or viewer (reads).")] = (
         "viewer"
     ),
     name: Annotated[str | None, typer.Option("--name", help="Who it is for.")] = None,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-) -> None:
+) -> Answer:
     """Create a token and print it (it is shown only this once)."""
     from dgxmm.server.auth import Role, Tokens
 
     chosen = Role.named(role)  # refuses a role that is not admin or viewer
-    with open_store(data, db) as store:
-        created = Tokens(store.engine, store.clock).create(chosen, name or chosen.value)
-    typer.echo(created)
+    if where.offline:
+        with where.store() as store:
+            created = Tokens(store.engine, store.clock).create(chosen, name or chosen.value)
+    else:
+        with where.client() as api:
+            body = {"role": chosen.value, "name": name}
+            created = api.post("/api/tokens", body)["token"]
+    return Answer(value={"token": created, "role": chosen.value}, text=created)
 
 
-@token.command("revoke")
-@handles_errors
+@command(token, "revoke")
 def token_revoke(
-    value: Annotated[str, typer.Argument(help="The token to revoke.")],
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-) -> None:
+    where: Target, value: Annotated[str, typer.Argument(help="The token to revoke.")]
+) -> Answer:
     """Revoke a token: from now on it opens nothing."""
     from dgxmm.errors import NotFound
     from dgxmm.server.auth import Tokens
 
-    with open_store(data, db) as store:
-        if not Tokens(store.engine, store.clock).revoke(value.strip()):
-            raise NotFound("live token", "(as given)")
-    typer.echo("revoked")
+    if where.offline:
+        with where.store() as store:
+            if not Tokens(store.engine, store.clock).revoke(value.strip()):
+                raise NotFound("live token", "(as given)")
+    else:
+        with where.client() as api:
+            api.post("/api/tokens/revoke", {"token": value.strip()})
+    return Answer(value={"revoked": True}, text="revoked")
 
 
 def _register() -> None:
-    from dgxmm.cli import attic, jobs, queries, store_ops
+    from dgxmm.cli import attic, deployments, insights, jobs, queries, schedules, store_ops
 
     app.add_typer(jobs.app, name="jobs")
     app.add_typer(queries.app, name="queries")
     app.add_typer(store_ops.store_app, name="store")
     app.add_typer(store_ops.catalog_app, name="catalog")
     app.add_typer(attic.app, name="attic")
+    app.add_typer(deployments.app, name="deployments")
+    app.add_typer(schedules.app, name="schedules")
+    app.add_typer(insights.insights_app, name="insights")
+    app.add_typer(insights.audit_app, name="audit")
+    app.add_typer(insights.proposals_app, name="proposals")
 
 
 _register()

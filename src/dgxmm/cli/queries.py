@@ -1,4 +1,4 @@
-"""``dgxmm queries``: list, define, drop saved queries."""
+"""``dgxmm queries``: list, define, drop saved queries, on the server or ``--offline``."""
 
 from __future__ import annotations
 
@@ -8,33 +8,33 @@ from typing import Annotated
 
 import typer
 
-from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
+from dgxmm.cli.common import Answer, Target, command, table
 from dgxmm.errors import InvalidInput
-from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
 
 __all__ = ["app"]
 
 app = typer.Typer(help="Saved queries.", no_args_is_help=True)
 
 
-@app.command("list")
-@handles_errors
-def list_queries(
-    data: DataOption = DEFAULT_DATA, db: DbOption = None, as_json: JsonOption = False
-) -> None:
+@command(app, "list")
+def list_queries(where: Target) -> Answer:
     """List the saved queries."""
-    with open_store(data, db) as store:
-        queries = store.queries()
+    if where.offline:
+        with where.store() as store:
+            rows = [q.to_json() for q in store.queries()]
+    else:
+        with where.client() as api:
+            rows = api.get("/api/queries")["queries"]
     lines = [
-        f"{q.name}({', '.join(f'{n}: {k.value}' for n, k in q.params.items())})\t{q.body}"
-        for q in queries
+        (r["name"], ", ".join(f"{n}: {k}" for n, k in r["params"].items()) or "-", r["body"])
+        for r in rows
     ]
-    out([q.to_json() for q in queries], as_json, "\n".join(lines) or "no saved queries")
+    return Answer(value=rows, text=table(("NAME", "PARAMETERS", "SQL"), lines, "no saved queries"))
 
 
-@app.command("define")
-@handles_errors
+@command(app, "define")
 def define(
+    where: Target,
     name: str,
     body: Annotated[str | None, typer.Option(help="The SQL, with :name parameters.")] = None,
     body_file: Annotated[
@@ -44,26 +44,34 @@ def define(
         str, typer.Option(help='Parameters as JSON, e.g. \'{"days": "int"}\'.')
     ] = "{}",
     description: Annotated[str | None, typer.Option()] = None,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-) -> None:
+) -> Answer:
     """Define or replace a saved query."""
-    if (body is None) == (body_file is None):
+    if body_file is not None and body is None:
+        body = body_file.read_text()
+    elif (body is None) == (body_file is None):
         raise InvalidInput("body", "give the SQL with --body or --body-file (one of them)")
-    text = body if body is not None else Path(body_file).read_text()  # type: ignore[arg-type]
+    assert body is not None
     try:
         parsed = json.loads(params)
     except json.JSONDecodeError as error:
         raise InvalidInput("params", f"not valid JSON ({error})") from error
-    with open_store(data, db) as store:
-        query = store.define_query(name, parsed, text, description, actor="cli")
-    typer.echo(f"defined {query.name} (catalog version {query.version})")
+    if where.offline:
+        with where.store() as store:
+            row = store.define_query(name, parsed, body, description, actor="cli").to_json()
+    else:
+        keys = {"name": name, "params": parsed, "body": body, "description": description}
+        with where.client() as api:
+            row = api.post("/api/queries/define", keys)
+    return Answer(value=row, text=f"defined {name} (catalog version {row['version']})")
 
 
-@app.command("drop")
-@handles_errors
-def drop(name: str, data: DataOption = DEFAULT_DATA, db: DbOption = None) -> None:
+@command(app, "drop")
+def drop(where: Target, name: str) -> Answer:
     """Remove a saved query (refused while a job uses it)."""
-    with open_store(data, db) as store:
-        store.drop_query(name, actor="cli")
-    typer.echo(f"dropped {name}")
+    if where.offline:
+        with where.store() as store:
+            store.drop_query(name, actor="cli")
+    else:
+        with where.client() as api:
+            api.post("/api/queries/drop", {"name": name})
+    return Answer(value={"dropped": name}, text=f"dropped {name}")

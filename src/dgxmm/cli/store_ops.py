@@ -1,18 +1,23 @@
 """``dgxmm store`` (checkpoint, backup, restore, compact); ``dgxmm catalog`` (export, import,
-rollback)."""
+rollback), on the server or ``--offline``.
+
+Paths are taken from where the command runs and sent absolute: the server reads and writes
+them on its machine, which is this one unless ``--url`` names another.
+"""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from dgxmm.cli.common import DataOption, DbOption, JsonOption, handles_errors, open_store, out
-from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
+from dgxmm.cli.common import Answer, Target, command
+from dgxmm.errors import InvalidInput
 
 __all__ = ["catalog_app", "store_app"]
 
@@ -45,112 +50,146 @@ catalog_app = typer.Typer(
 )
 
 
-@store_app.command("checkpoint")
-@handles_errors
-def checkpoint(data: DataOption = DEFAULT_DATA, db: DbOption = None) -> None:
+@command(store_app, "checkpoint")
+def checkpoint(where: Target) -> Answer:
     """Checkpoint the database."""
-    with open_store(data, db) as store:
-        typer.echo(store.checkpoint())
+    return _operation(where, "checkpoint")
 
 
-@store_app.command("compact")
-@handles_errors
-def compact(data: DataOption = DEFAULT_DATA, db: DbOption = None) -> None:
+@command(store_app, "compact")
+def compact(where: Target) -> Answer:
     """Rebuild the database compactly."""
-    with open_store(data, db) as store:
-        typer.echo(store.compact())
+    return _operation(where, "compact")
 
 
-@store_app.command("backup")
-@handles_errors
-def backup(
-    directory: Path,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-    progress: ProgressOption = None,
-) -> None:
+def _operation(where: Target, name: str) -> Answer:
+    if where.offline:
+        with where.store() as store:
+            detail = store.checkpoint() if name == "checkpoint" else store.compact()
+        value: dict[str, Any] = {"operation": name, "detail": detail}
+    else:
+        with where.client() as api:
+            value = api.post(f"/api/store/{name}")
+    return Answer(value=value, text=str(value["detail"]))
+
+
+@command(store_app, "backup")
+def backup(where: Target, directory: Path, progress: ProgressOption = None) -> Answer:
     """Back up into a directory: a full copy the first time, what changed after."""
-    with open_store(data, db) as store, progress_bar("backup", progress) as report:
-        result = store.backup(directory.absolute(), progress=report)  # a CLI path: from here
-    out(
-        {"directory": str(result.directory), "sequence": result.sequence, "method": result.method,
-         "reason": result.reason, "items": result.items, "bytes_written": result.bytes_written},
-        as_json,
-        f"backup {result.sequence} ({result.method_text}) in {result.directory}: "
-        f"{result.items} item(s), {result.bytes_written} bytes",
-    )  # fmt: skip
+    if where.offline:
+        with where.store() as store, progress_bar("backup", progress) as report:
+            result = store.backup(directory.absolute(), progress=report)
+        value: dict[str, Any] = {
+            "directory": str(result.directory), "sequence": result.sequence,
+            "method": result.method, "reason": result.reason, "items": result.items,
+            "bytes_written": result.bytes_written,
+        }  # fmt: skip
+    else:
+        with where.client() as api:
+            value = api.post("/api/store/backup", {"directory": str(directory.absolute())})
+    how = value["method"] + (f" ({value['reason']})" if value["reason"] else "")
+    text = (
+        f"backup {value['sequence']} ({how}) in {value['directory']}: "
+        f"{value['items']} item(s), {value['bytes_written']} bytes"
+    )
+    return Answer(value=value, text=text)
 
 
-@store_app.command("restore")
-@handles_errors
+@command(store_app, "restore")
 def restore(
+    where: Target,
     directory: Path,
     target: Annotated[
         str, typer.Argument(help="A new SQLite file, or an empty PostgreSQL database URL.")
     ],
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
     progress: ProgressOption = None,
-) -> None:
+) -> Answer:
     """Rebuild a database from a backup directory into a new place, verified."""
-    with open_store(data, db) as store, progress_bar("restore", progress) as report:
-        place = target if "://" in target else str(Path(target).absolute())
-        result = store.restore(directory.absolute(), place, progress=report)
-    typer.echo(f"restored run {result.sequence} into {result.target}: {result.items} item(s)")
+    place = target if "://" in target else str(Path(target).absolute())
+    if where.offline:
+        with where.store() as store, progress_bar("restore", progress) as report:
+            result = store.restore(directory.absolute(), place, progress=report)
+        value: dict[str, Any] = {
+            "target": result.target, "sequence": result.sequence, "items": result.items,
+        }  # fmt: skip
+    else:
+        body = {"directory": str(directory.absolute()), "target": place}
+        with where.client() as api:
+            value = api.post("/api/store/restore", body)
+    text = f"restored run {value['sequence']} into {value['target']}: {value['items']} item(s)"
+    return Answer(value=value, text=text)
 
 
-@catalog_app.command("export")
-@handles_errors
-def export(path: Path, data: DataOption = DEFAULT_DATA, db: DbOption = None) -> None:
+@command(catalog_app, "export")
+def export(where: Target, path: Path) -> Answer:
     """Write the catalog (saved queries and jobs) to a JSON file."""
-    with open_store(data, db) as store:
-        document = store.export_catalog(path)
+    if where.offline:
+        with where.store() as store:
+            document = store.export_catalog(path)
+    else:
+        with where.client() as api:
+            document = api.get("/api/catalog")
+        from dgxmm.store.files import write_atomic  # the store's code loads only when used
+
+        write_atomic(path, json.dumps(document, indent=2).encode() + b"\n", durable=False)
     queries, jobs = len(document.get("queries", [])), len(document.get("jobs", []))
-    typer.echo(f"wrote {path}: {queries} query(ies), {jobs} job(s)")
+    value = {"path": str(path), "queries": queries, "jobs": jobs}
+    return Answer(value=value, text=f"wrote {path}: {queries} query(ies), {jobs} job(s)")
 
 
-@catalog_app.command("import")
-@handles_errors
+@command(catalog_app, "import")
 def import_(
+    where: Target,
     path: Path,
     replace: Annotated[bool, typer.Option(help="Remove what the file does not hold.")] = False,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-) -> None:
+) -> Answer:
     """Read a catalog file, all or nothing."""
-    with open_store(data, db) as store:
-        result = store.import_catalog(path, actor="cli", replace=replace)
-    typer.echo(
-        f"imported {result.queries} query(ies) and {result.jobs} job(s)"
-        + (f", removed {result.dropped}" if result.dropped else "")
-        + f" (catalog version {result.version})"
+    if where.offline:
+        with where.store() as store:
+            result = store.import_catalog(path, actor="cli", replace=replace)
+        value: dict[str, Any] = {
+            "version": result.version, "queries": result.queries, "jobs": result.jobs,
+            "dropped": result.dropped, "attic": result.attic,
+        }  # fmt: skip
+    else:
+        try:
+            document = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise InvalidInput("path", f"{path} cannot be read as JSON ({error})") from None
+        with where.client() as api:
+            value = api.post("/api/catalog/import", document, replace=replace or None)
+    text = (
+        f"imported {value['queries']} query(ies) and {value['jobs']} job(s)"
+        + (f", removed {value['dropped']}" if value["dropped"] else "")
+        + f" (catalog version {value['version']})"
     )
+    return Answer(value=value, text=text)
 
 
-@catalog_app.command("rollback")
-@handles_errors
+@command(catalog_app, "rollback")
 def rollback(
+    where: Target,
     version: Annotated[int, typer.Argument(help="The catalog version to go back to.", min=0)],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would change; change nothing.")
     ] = False,
-    data: DataOption = DEFAULT_DATA,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
+) -> Answer:
     """Put the definitions back as they were at VERSION, as one new catalog version."""
-    with open_store(data, db) as store:
-        result = store.rollback(version, actor="cli", dry_run=dry_run)
+    if where.offline:
+        with where.store() as store:
+            value = store.rollback(version, actor="cli", dry_run=dry_run).to_json()
+    else:
+        with where.client() as api:
+            value = api.post("/api/store/rollback", {"version": version}, dry_run=dry_run or None)
     lines = [
-        f"{step.change.value} {step.kind.value} {step.name}"
-        + (f" ({step.switched_off})" if step.switched_off else "")
-        for step in result.steps
+        f"{step['change']} {step['kind']} {step['name']}"
+        + (f" ({step['switched_off']})" if step.get("switched_off") else "")
+        for step in value["steps"]
     ]
     if not lines:
         head = f"nothing to change: the catalog is as it was at version {version}"
     elif dry_run:
         head = f"a rollback to version {version} would change:"
     else:
-        head = f"rolled back to version {version} as catalog version {result.version}:"
-    out(result.to_json(), as_json, "\n".join([head, *lines]))
+        head = f"rolled back to version {version} as catalog version {value['version']}:"
+    return Answer(value=value, text="\n".join([head, *lines]))

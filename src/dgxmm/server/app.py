@@ -32,6 +32,8 @@ JOBS_ROUTES = Routes(
         api.store.router,
         api.attic.router,
         api.changes.router,
+        api.catalog.router,
+        api.tokens.router,
         pages.login.router,
         pages.api_docs.router,
         pages.jobs.router,

@@ -18,13 +18,13 @@ from sqlalchemy import Engine, func, insert, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import InvalidInput
+from dgxmm.places import ADMIN_TOKEN_FILE
 from dgxmm.server.tables import api_tokens
 from dgxmm.store import reading, writing
 from dgxmm.store.files import make_private_dir, write_atomic
 
 __all__ = ["ADMIN_TOKEN_FILE", "Identity", "Role", "Tokens"]
 
-ADMIN_TOKEN_FILE = "admin-token"
 _PREFIX = "dgxmm_"
 
 

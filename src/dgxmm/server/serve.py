@@ -7,6 +7,8 @@ demo's stand-ins are stopped), and the store flushes its statistics and closes.
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import socket
 from collections.abc import Callable
@@ -20,13 +22,13 @@ from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
 from dgxmm.jobs import resolve_zone
-from dgxmm.places import DEFAULT_DATA_DIR, machine_zone
+from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
 from dgxmm.server.app import FLEET_ROUTES, PROPOSAL_ROUTES, SCHEDULE_ROUTES, create_app
-from dgxmm.server.auth import ADMIN_TOKEN_FILE, Tokens
+from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host
 from dgxmm.server.services import Services
 from dgxmm.store import Store
-from dgxmm.store.files import make_private_dir
+from dgxmm.store.files import make_private_dir, write_atomic
 
 __all__ = ["ServeOptions", "machine_zone", "serve"]
 
@@ -67,6 +69,32 @@ class _Server(uvicorn.Server):
             self._ready()
 
 
+def local_url(host: str, port: int) -> str:
+    """Return the URL a client on this machine reaches a server listening on ``host`` at."""
+    if host in ("", "0.0.0.0"):  # every address: this machine's loopback is one of them
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _announce(data_dir: Path, url: str) -> bytes:
+    """Write where this server listens into the data directory, for ``dgxmm`` commands."""
+    content = json.dumps({"url": url, "pid": os.getpid()}).encode()
+    write_atomic(data_dir / SERVER_FILE, content, durable=False)
+    return content
+
+
+def _withdraw(data_dir: Path, content: bytes | None) -> None:
+    """Remove the server file, unless another server has written its own since."""
+    path = data_dir / SERVER_FILE
+    try:
+        if content is not None and path.read_bytes() == content:
+            path.unlink()
+    except FileNotFoundError:
+        pass
+
+
 def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     """Run the server until Ctrl-C."""
     data_dir = options.data_dir.expanduser().absolute()
@@ -97,6 +125,16 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     demo = Demo(fleet, say=say) if options.demo else None
     if demo is not None:
         demo.start()
+    url = local_url(options.host, options.port)
+    announced: list[bytes] = []
+
+    def ready() -> None:
+        announced.append(_announce(data_dir, url))
+        say(
+            f"dgxmm: serving on http://{options.host}:{options.port} "
+            f"(data: {data_dir}, database: {store.dialect}, time zone: {zone}); Ctrl-C stops"
+        )
+
     server = _Server(
         uvicorn.Config(
             app,
@@ -108,10 +146,7 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
             # after this, uvicorn lets go of it and the host gives the run up below.
             timeout_graceful_shutdown=3,
         ),
-        ready=lambda: say(
-            f"dgxmm: serving on http://{options.host}:{options.port} "
-            f"(data: {data_dir}, database: {store.dialect}, time zone: {zone}); Ctrl-C stops"
-        ),
+        ready=ready,
     )
     # uvicorn stops gracefully on SIGINT / SIGTERM, then raises the signal again once it has
     # put the previous handlers back: these turn that into an exception, so the host and the
@@ -124,6 +159,7 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        _withdraw(data_dir, announced[0] if announced else None)
         if demo is not None:
             demo.stop()
         for result in host.stop():

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 
-from dgxmm.decider.days import ALL_DAYS
+from dgxmm.decider.days import ALL_DAYS, describe_days
 from dgxmm.decider.schedules.slots import parse_time
 from dgxmm.decider.tables import deployment_schedules
 from dgxmm.errors import DefinitionError, NotFound
@@ -85,6 +85,7 @@ class Schedule:
             "deployment_id": self.deployment_id,
             "action": self.action.value,
             "days": self.days,
+            "days_text": describe_days(self.days),
             "time": self.time,
             "time_zone": self.time_zone,
             "enabled": self.enabled,

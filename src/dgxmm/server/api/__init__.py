@@ -5,6 +5,7 @@ Each module has a ``router``; ``server/app.py`` hands them to the app in a layer
 
 from dgxmm.server.api import attic as attic
 from dgxmm.server.api import audit as audit
+from dgxmm.server.api import catalog as catalog
 from dgxmm.server.api import changes as changes
 from dgxmm.server.api import deployments as deployments
 from dgxmm.server.api import insights as insights
@@ -13,11 +14,13 @@ from dgxmm.server.api import proposals as proposals
 from dgxmm.server.api import queries as queries
 from dgxmm.server.api import schedules as schedules
 from dgxmm.server.api import store as store
+from dgxmm.server.api import tokens as tokens
 from dgxmm.server.api import traffic as traffic
 
 __all__ = [
     "attic",
     "audit",
+    "catalog",
     "changes",
     "deployments",
     "insights",
@@ -26,5 +29,6 @@ __all__ = [
     "queries",
     "schedules",
     "store",
+    "tokens",
     "traffic",
 ]

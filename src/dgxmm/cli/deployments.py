@@ -1,0 +1,276 @@
+"""``dgxmm deployments``: list, show, create, update, remove; start, stop, sleep, wake; plan
+and events. Always on the server: only it owns the model servers' processes.
+
+A deployment is named by its name or its id (``dgxmm deployments start llama`` or ``... 3``).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Annotated, Any
+
+import typer
+
+from dgxmm.cli.client import Client
+from dgxmm.cli.common import Answer, Target, command, table
+from dgxmm.errors import InvalidInput, NotFound
+
+__all__ = ["DeploymentArgument", "app", "deployment_id"]
+
+app = typer.Typer(help="Model-serving deployments (on the server).", no_args_is_help=True)
+
+DeploymentArgument = Annotated[str, typer.Argument(help="The deployment's name or id.")]
+
+
+def deployment_id(api: Client, ref: str) -> int:
+    """Return the id of the deployment ``ref`` names (its name, or its id); ``NotFound``."""
+    found = api.get("/api/deployments")["deployments"]
+    for row in found:
+        if row["name"] == ref:
+            return int(row["id"])
+    if ref.isdigit() and any(row["id"] == int(ref) for row in found):
+        return int(ref)
+    raise NotFound("deployment", ref)
+
+
+@command(app, "list", offline=False)
+def list_deployments(where: Target) -> Answer:
+    """List the deployments with their state and what they hold."""
+    with where.client() as api:
+        answer = api.get("/api/deployments")
+    lines = [
+        (d["id"], d["name"], d["state"], d["backend"], d["model"],
+         ",".join(str(g) for g in d["gpus"]) or "-", d["held_gib"], d["priority"])
+        for d in answer["deployments"]
+    ]  # fmt: skip
+    headers = ("ID", "NAME", "STATE", "BACKEND", "MODEL", "GPUS", "HELD GIB", "PRIORITY")
+    return Answer(value=answer, text=table(headers, lines, "no deployments"))
+
+
+@command(app, "show", offline=False)
+def show(where: Target, deployment: DeploymentArgument) -> Answer:
+    """Show one deployment, every field."""
+    with where.client() as api:
+        row = api.get(f"/api/deployments/{deployment_id(api, deployment)}")
+    width = max(len(key) for key in row)
+    lines = [f"{key.ljust(width)}  {_text(value)}" for key, value in row.items()]
+    return Answer(value=row, text="\n".join(lines))
+
+
+NameOption = Annotated[str | None, typer.Option("--name", help="A new name.")]
+ModelOption = Annotated[str | None, typer.Option("--model", help="The model it serves.")]
+BackendOption = Annotated[
+    str | None, typer.Option("--backend", help="process (dgxmm runs it) or external.")
+]
+CommandOption = Annotated[
+    str | None, typer.Option("--command", help="The server's command line, quoted as one.")
+]
+PortOption = Annotated[int | None, typer.Option("--port", help="The port it listens on.")]
+EnvOption = Annotated[
+    list[str] | None, typer.Option("--env", help="KEY=VALUE for its environment (repeat).")
+]
+BaseUrlOption = Annotated[str | None, typer.Option("--base-url", help="An external server's URL.")]
+GpusOption = Annotated[str | None, typer.Option("--gpus", help="GPU indexes, e.g. 0,1.")]
+AwakeOption = Annotated[
+    float | None, typer.Option("--memory-awake", help="GiB per GPU while it runs.")
+]
+AsleepOption = Annotated[
+    float | None, typer.Option("--memory-asleep", help="GiB per GPU while it sleeps.")
+]
+PriorityOption = Annotated[int | None, typer.Option("--priority", help="0-100; higher stays.")]
+ZoneOption = Annotated[
+    str | None, typer.Option("--zone", help="IANA zone of its schedules (default: the server's).")
+]
+TimeoutOption = Annotated[
+    float | None, typer.Option("--startup-timeout", help="Seconds its start-up may take.")
+]
+
+
+def _fields(
+    *,
+    name: str | None,
+    model: str | None,
+    backend: str | None,
+    command_line: str | None,
+    port: int | None,
+    env: list[str] | None,
+    base_url: str | None,
+    gpus: str | None,
+    memory_awake: float | None,
+    memory_asleep: float | None,
+    priority: int | None,
+    zone: str | None,
+    startup_timeout: float | None,
+) -> dict[str, Any]:
+    """Return the API's fields for the options given (those left out are not sent)."""
+    keys: dict[str, Any] = {
+        "name": name, "model": model, "backend": backend, "port": port, "base_url": base_url,
+        "memory_gib_awake": memory_awake, "memory_gib_asleep": memory_asleep,
+        "priority": priority, "time_zone": zone, "startup_timeout_s": startup_timeout,
+    }  # fmt: skip
+    if command_line is not None:
+        keys["command"] = shlex.split(command_line)
+    if env is not None:
+        pairs = [entry.partition("=") for entry in env]
+        if any(not key or not sep for key, sep, _ in pairs):
+            raise InvalidInput("env", "give each variable as KEY=VALUE")
+        keys["environment"] = {key: value for key, _, value in pairs}
+    if gpus is not None:
+        try:
+            keys["gpus"] = [int(part) for part in gpus.split(",") if part.strip()]
+        except ValueError:
+            raise InvalidInput("gpus", f"{gpus!r} is not a list of GPU indexes like 0,1") from None
+    return {key: value for key, value in keys.items() if value is not None}
+
+
+@command(app, "create", offline=False)
+def create(
+    where: Target,
+    name: Annotated[str, typer.Argument(help="Its name.")],
+    model: Annotated[str, typer.Option("--model", help="The model it serves.")],
+    backend: Annotated[str, typer.Option("--backend", help="process or external.")],
+    command_line: CommandOption = None,
+    port: PortOption = None,
+    env: EnvOption = None,
+    base_url: BaseUrlOption = None,
+    gpus: GpusOption = None,
+    memory_awake: AwakeOption = None,
+    memory_asleep: AsleepOption = None,
+    priority: PriorityOption = None,
+    zone: ZoneOption = None,
+    startup_timeout: TimeoutOption = None,
+) -> Answer:
+    """Create a deployment (stopped): a process (--command, --port) or --base-url."""
+    keys = _fields(
+        name=name, model=model, backend=backend, command_line=command_line, port=port, env=env,
+        base_url=base_url, gpus=gpus, memory_awake=memory_awake, memory_asleep=memory_asleep,
+        priority=priority, zone=zone, startup_timeout=startup_timeout,
+    )  # fmt: skip
+    with where.client() as api:
+        row = api.post("/api/deployments", keys)
+    return Answer(value=row, text=f"created deployment {row['name']} (id {row['id']}), stopped")
+
+
+@command(app, "update", offline=False)
+def update(
+    where: Target,
+    deployment: DeploymentArgument,
+    name: NameOption = None,
+    model: ModelOption = None,
+    backend: BackendOption = None,
+    command_line: CommandOption = None,
+    port: PortOption = None,
+    env: EnvOption = None,
+    base_url: BaseUrlOption = None,
+    gpus: GpusOption = None,
+    memory_awake: AwakeOption = None,
+    memory_asleep: AsleepOption = None,
+    priority: PriorityOption = None,
+    zone: ZoneOption = None,
+    startup_timeout: TimeoutOption = None,
+) -> Answer:
+    """Change some fields; what it runs changes only while it is stopped or failed."""
+    keys = _fields(
+        name=name, model=model, backend=backend, command_line=command_line, port=port, env=env,
+        base_url=base_url, gpus=gpus, memory_awake=memory_awake, memory_asleep=memory_asleep,
+        priority=priority, zone=zone, startup_timeout=startup_timeout,
+    )  # fmt: skip
+    if not keys:
+        raise InvalidInput("deployment", "give at least one field to change")
+    with where.client() as api:
+        row = api.patch(f"/api/deployments/{deployment_id(api, deployment)}", keys)
+    return Answer(value=row, text=f"updated deployment {row['name']} (id {row['id']})")
+
+
+@command(app, "remove", offline=False)
+def remove(where: Target, deployment: DeploymentArgument) -> Answer:
+    """Remove a deployment: its process is stopped, its rows and schedules go."""
+    with where.client() as api:
+        done = api.delete(f"/api/deployments/{deployment_id(api, deployment)}")
+    return Answer(value=done, text=f"removed deployment {done['name']} (id {done['removed']})")
+
+
+PlanOption = Annotated[
+    bool, typer.Option("--plan/--no-plan", help="Evict what /plan shows to make room.")
+]
+
+
+@command(app, "start", offline=False)
+def start(where: Target, deployment: DeploymentArgument, plan: PlanOption = True) -> Answer:
+    """Start it and wait for its start-up gate."""
+    return _act(where, deployment, "start", plan)
+
+
+@command(app, "wake", offline=False)
+def wake(where: Target, deployment: DeploymentArgument, plan: PlanOption = True) -> Answer:
+    """Wake it and wait for its start-up gate."""
+    return _act(where, deployment, "wake", plan)
+
+
+@command(app, "stop", offline=False)
+def stop(where: Target, deployment: DeploymentArgument) -> Answer:
+    """Stop it."""
+    return _act(where, deployment, "stop", None)
+
+
+@command(app, "sleep", offline=False)
+def sleep(where: Target, deployment: DeploymentArgument) -> Answer:
+    """Put it to sleep once its requests in flight finish."""
+    return _act(where, deployment, "sleep", None)
+
+
+def _act(where: Target, deployment: str, action: str, plan: bool | None) -> Answer:
+    with where.client() as api:
+        key = deployment_id(api, deployment)
+        body = None if plan is None else {"plan": plan}
+        result = api.post(f"/api/deployments/{key}/{action}", body)
+    after = result["deployment"]
+    lines = [
+        f"{action} {after['name']}: {result['outcome']}, now {after['state']}"
+        + (f" ({result['detail']})" if result["detail"] else "")
+    ]
+    lines += [
+        f"  evicted {e['deployment']['name']}: {e['action']} {e['outcome']}"
+        for e in result["evictions"]
+    ]
+    return Answer(
+        value=result, text="\n".join(lines), code=0 if result["outcome"] != "failed" else 1
+    )
+
+
+@command(app, "plan", offline=False)
+def plan(where: Target, deployment: DeploymentArgument) -> Answer:
+    """Say what a start or wake would evict to make room, before it runs."""
+    with where.client() as api:
+        answer = api.get(f"/api/deployments/{deployment_id(api, deployment)}/plan")
+    if answer["fits_now"]:
+        text = "it fits now: nothing would be evicted"
+    elif answer["feasible"]:
+        steps = [f"{e['name']} ({e['action']})" for e in answer["evictions"]]
+        text = "to make room it would evict: " + ", ".join(steps)
+    else:
+        text = f"it cannot fit: {answer['reason']}"
+    return Answer(value=answer, text=text)
+
+
+@command(app, "events", offline=False)
+def events(
+    where: Target,
+    deployment: DeploymentArgument,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 20,
+) -> Answer:
+    """Its events, newest first."""
+    with where.client() as api:
+        key = deployment_id(api, deployment)
+        rows = api.get(f"/api/deployments/{key}/events", limit=limit)["events"]
+    lines = [(e["at"], e["action"], e["outcome"], e.get("actor"), e.get("detail")) for e in rows]
+    headers = ("AT", "ACTION", "OUTCOME", "ACTOR", "DETAIL")
+    return Answer(value=rows, text=table(headers, lines, f"no events of {deployment}"))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_text(item) for item in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_text(v)}" for k, v in value.items()) or "-"
+    return "-" if value is None else str(value)

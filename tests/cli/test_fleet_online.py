@@ -1,0 +1,95 @@
+"""`dgxmm deployments`, `schedules`, `insights`, `audit` and `proposals` against a live server."""
+
+from __future__ import annotations
+
+from cli.clikit import Live
+
+from dgxmm.fleet import InsightKind, Severity
+
+EXTERNAL = ("--model", "llama-model", "--backend", "external", "--base-url", "http://127.0.0.1:9",
+            "--gpus", "0", "--memory-awake", "40", "--memory-asleep", "4")  # fmt: skip
+
+
+def test_it_creates_changes_plans_and_removes_a_deployment(live: Live) -> None:
+    made = live.cli("deployments", "create", "llama", *EXTERNAL, "--json")
+    assert made.code == 0, made.err
+    key = made.json()["id"]
+    listed = live.cli("deployments", "list")
+    header, row = listed.out.splitlines()
+    assert header.split()[:3] == ["ID", "NAME", "STATE"]
+    assert row.split()[:4] == [str(key), "llama", "stopped", "external"]
+    changed = live.cli("deployments", "update", "llama", "--priority", "80", "--name", "big")
+    assert changed.out.strip() == f"updated deployment big (id {key})", changed.err
+    shown = live.cli("deployments", "show", str(key), "--json")  # by id too
+    assert (shown.json()["name"], shown.json()["priority"]) == ("big", 80)
+    assert live.cli("deployments", "plan", "big").out.strip() == (
+        "it fits now: nothing would be evicted"
+    )
+    events = live.cli("deployments", "events", "big")
+    assert events.out.splitlines()[0].split()[:3] == ["AT", "ACTION", "OUTCOME"]
+    assert [line.split()[1] for line in events.out.splitlines()[1:]] == ["update", "create"]
+    audit = live.cli("audit", "list", "--json")
+    assert [r["action"] for r in audit.json()][:2] == ["deployment.update", "deployment.create"]
+    assert audit.json()[0]["actor"] == "user:alice"
+    removed = live.cli("deployments", "remove", "big")
+    assert removed.out.strip() == f"removed deployment big (id {key})"
+    assert live.cli("deployments", "list").out.strip() == "no deployments"
+
+
+def test_it_exits_2_naming_an_unknown_deployment_or_a_bad_field(live: Live) -> None:
+    for args in (("deployments", "show", "ghost"), ("deployments", "start", "ghost"),
+                 ("schedules", "list", "ghost"), ("proposals", "list", "ghost")):  # fmt: skip
+        answered = live.cli(*args)
+        assert (answered.code, answered.err.strip()) == (2, "error: no deployment named 'ghost'")
+    bad = live.cli("deployments", "create", "x", *EXTERNAL, "--priority", "500")
+    assert bad.code == 2
+    assert bad.err.startswith("error: priority: ")
+    assert live.cli("deployments", "list").out.strip() == "no deployments"  # nothing changed
+    assert live.cli("proposals", "show", "99").code == 2
+    assert live.cli("insights", "dismiss", "99").code == 2
+
+
+def test_it_manages_a_deployments_schedules(live: Live) -> None:
+    assert live.cli("deployments", "create", "llama", *EXTERNAL).code == 0
+    made = live.cli("schedules", "create", "llama", "--action", "sleep", "--days", "mon-fri",
+                    "--time", "22:00", "--zone", "UTC", "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    schedule = made.json()
+    assert (schedule["days"], schedule["days_text"]) == (31, "Monday to Friday")
+    listed = live.cli("schedules", "list", "llama")
+    header, row = listed.out.splitlines()
+    assert header.split()[:4] == ["ID", "ACTION", "DAYS", "TIME"]
+    assert "Monday to Friday  22:00  UTC" in row
+    changed = live.cli("schedules", "update", "llama", str(schedule["id"]), "--days", "sat,sun")
+    assert changed.out.strip() == (
+        f"schedule {schedule['id']}: sleep Saturday and Sunday at 22:00 UTC"
+    ), changed.err
+    bad = live.cli("schedules", "create", "llama", "--action", "sleep", "--days", "someday",
+                   "--time", "22:00")  # fmt: skip
+    assert (bad.code, bad.err.startswith("error: days: ")) == (2, True)
+    late = live.cli("schedules", "create", "llama", "--action", "wake", "--days", "all",
+                    "--time", "25:00")  # fmt: skip
+    assert (late.code, late.err.startswith("error: time: ")) == (2, True)
+    assert live.cli("schedules", "pause-all", "on").out.strip() == "every schedule is paused"
+    assert live.schedules.paused_all()
+    assert "every schedule is paused" in live.cli("schedules", "list", "llama").out
+    assert live.cli("schedules", "pause-all", "off").code == 0
+    assert live.cli("schedules", "delete", "llama", str(schedule["id"])).code == 0
+    assert live.cli("schedules", "list", "llama").out.strip() == "no schedules for llama"
+
+
+def test_it_lists_and_dismisses_insights_and_lists_proposals(live: Live) -> None:
+    assert live.cli("insights", "list").out.strip() == "no insights"
+    key = live.cli("deployments", "create", "llama", *EXTERNAL, "--json").json()["id"]
+    insight = live.fleet.insights.raise_insight(
+        InsightKind.SCHEDULE_FAILED, deployment_id=key, severity=Severity.WARNING,
+        message="the 22:00 sleep failed",
+    )  # fmt: skip
+    assert insight is not None
+    header, row = live.cli("insights", "list", "--deployment", "llama").out.splitlines()
+    assert header.split() == ["ID", "AT", "SEVERITY", "KIND", "DEPLOYMENT", "MESSAGE"]
+    assert row.endswith("warning   schedule_failed  llama       the 22:00 sleep failed")
+    assert live.cli("insights", "dismiss", str(insight.id)).code == 0
+    assert live.cli("insights", "list").out.strip() == "no insights"
+    assert len(live.cli("insights", "list", "--all", "--json").json()) == 1
+    assert live.cli("proposals", "list", "llama").out.strip() == "no proposals for llama"

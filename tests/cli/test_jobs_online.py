@@ -1,0 +1,96 @@
+"""`dgxmm jobs`, `queries`, `store`, `catalog`, `attic` and `token` against a live server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli.clikit import Live
+
+from dgxmm.server import Role, Tokens
+
+
+def test_it_defines_runs_and_switches_jobs_on_the_server(live: Live) -> None:
+    assert live.cli("queries", "define", "add", "--params", '{"label": "string"}',
+                    "--body", "INSERT INTO notes (label) VALUES (:label)").code == 0  # fmt: skip
+    queries = live.cli("queries", "list")
+    assert queries.out.splitlines()[0].split() == ["NAME", "PARAMETERS", "SQL"]
+    defined = live.cli("jobs", "define", "note", "--schedule", "0 3 * * *", "--action", "query",
+                       "--query", "add", "--args", '{"label": "cli"}')  # fmt: skip
+    assert defined.code == 0, defined.err
+    listed = live.cli("jobs", "list")
+    header, *rows = listed.out.splitlines()
+    assert header.split()[:4] == ["NAME", "KIND", "SCHEDULE", "ACTION"]
+    assert any(row.split()[:2] == ["stats_flush", "system"] for row in rows)  # the server's
+    ran = live.cli("jobs", "run", "note", "--json")
+    assert (ran.code, ran.json()["outcome"]) == (0, "succeeded")
+    with live.store.engine.begin() as connection:
+        labels = connection.exec_driver_sql("SELECT label FROM notes").fetchall()
+    assert labels == [("cli",)]  # the server ran it, in its database
+    history = live.cli("jobs", "history", "note", "--tier", "days", "--json")
+    assert [bucket["count"] for bucket in history.json()] == [1]
+    assert live.cli("jobs", "enable", "note", "off").out.strip() == "note is off"
+    note = next(j for j in live.cli("jobs", "list", "--json").json() if j["name"] == "note")
+    assert note["enabled"] is False
+    assert live.cli("jobs", "enable", "note", "on").code == 0
+    refused = live.cli("queries", "drop", "add")
+    assert refused.code == 1
+    assert "note" in refused.err  # refused while a job uses it, naming the job
+    assert live.cli("jobs", "drop", "note").code == 0
+    assert live.cli("queries", "drop", "add").code == 0
+
+
+def test_it_exits_2_naming_an_unknown_job(live: Live) -> None:
+    history = live.cli("jobs", "history", "nope")
+    assert history.code == 2
+    assert "nope" in history.err
+    for args in (("jobs", "enable", "nope", "on"), ("jobs", "run", "nope"),
+                 ("jobs", "drop", "nope")):  # fmt: skip
+        answered = live.cli(*args)
+        assert (answered.code, "nope" in answered.err) == (2, True), args
+    bad = live.cli("jobs", "enable", "stats_flush", "maybe")
+    assert bad.code == 2  # on or off, said by the argument's parser
+    bad_cron = live.cli("jobs", "define", "bad", "--schedule", "0 25 * * *", "--action",
+                        "checkpoint")  # fmt: skip
+    assert (bad_cron.code, bad_cron.err.strip()) == (
+        2,
+        "error: schedule: hour: 25 is out of range 0-23",
+    )
+
+
+def test_it_runs_store_and_catalog_operations_on_the_server(live: Live, tmp_path: Path) -> None:
+    assert live.cli("store", "checkpoint").code == 0
+    backup = live.cli("store", "backup", str(tmp_path / "b"), "--json")
+    assert (backup.code, backup.json()["method"]) == (0, "full")
+    restored = live.cli("store", "restore", str(tmp_path / "b"), str(tmp_path / "r.db"))
+    assert restored.out.startswith("restored run 1 into"), restored.err
+    assert live.cli("jobs", "define", "cp", "--schedule", "0 3 * * *",
+                    "--action", "checkpoint").code == 0  # fmt: skip
+    exported = live.cli("catalog", "export", str(tmp_path / "catalog.json"))
+    assert exported.out.strip() == f"wrote {tmp_path / 'catalog.json'}: 0 query(ies), 1 job(s)"
+    assert live.cli("jobs", "drop", "cp").code == 0
+    imported = live.cli("catalog", "import", str(tmp_path / "catalog.json"))
+    assert "imported 0 query(ies) and 1 job(s)" in imported.out, imported.err
+    assert "cp" in [job.name for job in live.store.jobs()]
+    dry = live.cli("catalog", "rollback", "0", "--dry-run")
+    assert dry.out.splitlines() == ["a rollback to version 0 would change:", "drop job cp"]
+    assert live.cli("jobs", "drop", "cp").code == 0
+    attic = live.cli("attic", "list")
+    assert attic.out.splitlines()[0].split()[:3] == ["ID", "KIND", "NAME"]
+    back = live.cli("attic", "restore", "job", "cp")
+    assert back.out.startswith("restored job cp"), back.err
+    assert live.cli("attic", "restore", "job", "ghost").code == 2
+
+
+def test_it_creates_and_revokes_tokens_on_the_server(live: Live) -> None:
+    made = live.cli("token", "create", "--role", "viewer", "--name", "ops")
+    token = made.out.strip()
+    assert token.startswith("dgxmm_")
+    tokens = Tokens(live.store.engine, live.store.clock)
+    identity = tokens.identify(token)
+    assert identity is not None
+    assert (identity.name, identity.role) == ("ops", Role.VIEWER)
+    assert live.cli("token", "revoke", token).out.strip() == "revoked"
+    assert tokens.identify(token) is None
+    again = live.cli("token", "revoke", token)
+    assert again.code == 2
+    assert live.cli("token", "create", "--role", "root").code == 2
