@@ -75,6 +75,8 @@ from dgxmm.fleet.metrics import parse_exposition as parse_exposition
 from dgxmm.fleet.metrics import sample_from_text as sample_from_text
 from dgxmm.fleet.metrics.metrics import Metrics as Metrics
 from dgxmm.fleet.recorder import ActionResult as ActionResult
+from dgxmm.fleet.server_log import LogChunk as LogChunk
+from dgxmm.fleet.server_log import read_log as read_log
 from dgxmm.fleet.service import METRICS_PURGE as METRICS_PURGE
 from dgxmm.fleet.service import METRICS_ROLLUP as METRICS_ROLLUP
 from dgxmm.fleet.service import Fleet as Fleet
@@ -118,6 +120,7 @@ __all__ = [
     "InsightKind",
     "Insights",
     "InventorySource",
+    "LogChunk",
     "Metrics",
     "MetricsDelta",
     "MetricsSample",
@@ -139,6 +142,7 @@ __all__ = [
     "parse_exposition",
     "parse_gpu_config",
     "prepare_demo_gpus",
+    "read_log",
     "read_nvml",
     "sample_from_text",
     "wait_until_healthy",

@@ -37,6 +37,7 @@ JOBS_ROUTES = Routes(
         pages.login.router,
         pages.api_docs.router,
         pages.jobs.router,
+        pages.job.router,  # after /jobs/new
         pages.workload.router,
         pages.queries.router,
         pages.store.router,

@@ -4,6 +4,8 @@ A refusal that checked every field (a job definition; a body pydantic refused) a
 ``"errors": [{"field", "message"}, ...]``, all the wrong fields, the first as above.
 
 Domain code raises ``dgxmm.errors``; this is the only place that knows their status codes.
+A browser asking for a page (not under ``/api/``, ``Accept: text/html``) gets the same
+status and message as an HTML page instead (``templates/error.html``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from dgxmm.errors import (
@@ -52,7 +54,27 @@ def error_body(error: str, message: str, field: str | None = None) -> dict[str, 
     return {"error": error, "field": field, "message": message}
 
 
-def _domain_error(_request: Request, exc: Exception) -> JSONResponse:
+def _wants_page(request: Request) -> bool:
+    path = request.url.path
+    if path.startswith(("/api/", "/static/")) or path == "/openapi.json":
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _answer(
+    request: Request,
+    body: dict[str, Any],
+    status: int,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    if _wants_page(request) and status != 401:
+        from dgxmm.server.pages.render import error_page  # the pages' module imports the app's
+
+        return error_page(request, status, body["message"], headers)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _domain_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DgxmmError)
     for kind, status, name in _STATUS:
         if isinstance(exc, kind):
@@ -62,12 +84,12 @@ def _domain_error(_request: Request, exc: Exception) -> JSONResponse:
             body = error_body(name, message, field)
             if isinstance(exc, InvalidInput) and exc.errors:  # a check that went on past one
                 body["errors"] = [{"field": f, "message": m} for f, m in exc.errors]
-            return JSONResponse(body, status_code=status)
+            return _answer(request, body, status)
     log.error("unmapped error %r", exc)
-    return JSONResponse(error_body("error", str(exc)), status_code=500)
+    return _answer(request, error_body("error", str(exc)), 500)
 
 
-def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     read = [_read_validation(error) for error in exc.errors()] or [(False, None, "invalid request")]
     # The first decides the answer's kind and status, as when only one was named.
@@ -75,7 +97,7 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     body = error_body("invalid" if enum_text else "invalid_request", message, field)
     if len(read) > 1:
         body["errors"] = [{"field": f, "message": m} for _, f, m in read]
-    return JSONResponse(body, status_code=400 if enum_text else 422)
+    return _answer(request, body, 400 if enum_text else 422)
 
 
 def _read_validation(error: Mapping[str, Any]) -> tuple[bool, str | None, str]:
@@ -104,13 +126,17 @@ def _read_validation(error: Mapping[str, Any]) -> tuple[bool, str | None, str]:
     return False, field, f"{field}: {error['msg']}" if field else str(error["msg"])
 
 
-def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     names = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
-    return JSONResponse(
-        error_body(names.get(exc.status_code, "error"), str(exc.detail)),
-        status_code=exc.status_code,
-        headers=exc.headers,
+    message = str(exc.detail)
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"there is no page {request.url.path}"
+    return _answer(
+        request,
+        error_body(names.get(exc.status_code, "error"), message),
+        exc.status_code,
+        exc.headers,
     )
 
 

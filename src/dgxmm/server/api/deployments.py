@@ -7,12 +7,17 @@ field, wrong types 422 (strict bodies), a start or wake that does not fit 409 wi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from fastapi.responses import FileResponse, Response
 from pydantic import Field
 
-from dgxmm.fleet import BackendKind, Deployment, DeploymentState
+from dgxmm.errors import NotFound
+from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, read_log
+from dgxmm.fleet.backends.process import LOG_NAME
+from dgxmm.fleet.server_log import DEFAULT_TAIL, MAX_CHUNK
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryInstant, Viewer
 from dgxmm.server.host import Host
@@ -224,3 +229,33 @@ def deployment_rollups(
     since = until - DAY_US if since_us is None else since_us
     rows = fleet.metrics.rollups(deployment_id, since, until)
     return {"rollups": [{**r.to_json(), "minute": iso(r.minute_us, host)} for r in rows]}
+
+
+def _log_path(fleet: Fleet, deployment_id: int) -> Path:
+    deployment = fleet.deployments.get(deployment_id)
+    if deployment.backend is not BackendKind.PROCESS:
+        raise NotFound("process deployment (with a server log)", deployment.name)
+    return fleet.backends.run_dir(deployment_id) / LOG_NAME
+
+
+@router.get("/{deployment_id}/log")
+def deployment_log(
+    deployment_id: PathId,
+    fleet: FleetDep,
+    _: Admin,
+    offset: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_CHUNK)] = DEFAULT_TAIL,
+) -> dict[str, Any]:
+    """A process deployment's server log: its tail, or what follows ``offset`` (bounded)."""
+    # Admins only: a model server's output can carry what its requests held.
+    return read_log(_log_path(fleet, deployment_id), offset=offset, limit=limit).to_json()
+
+
+@router.get("/{deployment_id}/log/download")
+def download_log(deployment_id: PathId, fleet: FleetDep, _: Admin) -> Response:
+    """The whole server log as a text file (the backend rotates it past 64 MiB)."""
+    path = _log_path(fleet, deployment_id)
+    name = fleet.deployments.get(deployment_id).name
+    if not path.exists():
+        return Response("", media_type="text/plain; charset=utf-8")
+    return FileResponse(path, media_type="text/plain; charset=utf-8", filename=f"{name}.log")

@@ -9,6 +9,7 @@ from dgxmm.server.pages import api_docs as api_docs
 from dgxmm.server.pages import audit as audit
 from dgxmm.server.pages import deployments as deployments
 from dgxmm.server.pages import insights as insights
+from dgxmm.server.pages import job as job
 from dgxmm.server.pages import jobs as jobs
 from dgxmm.server.pages import login as login
 from dgxmm.server.pages import queries as queries
@@ -23,6 +24,7 @@ __all__ = [
     "audit",
     "deployments",
     "insights",
+    "job",
     "jobs",
     "login",
     "queries",

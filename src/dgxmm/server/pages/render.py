@@ -8,6 +8,7 @@ week grid all take it from here, so a page never mixes two zones.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from dgxmm.errors import ZoneError
 from dgxmm.jobs import resolve_zone
 from dgxmm.server.deps import identify, services_of
 
-__all__ = ["ZONE_COOKIE", "display_zone", "render_page", "templates"]
+__all__ = ["ZONE_COOKIE", "display_zone", "error_page", "render_page", "templates"]
 
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
 
@@ -66,6 +67,23 @@ def display_zone(request: Request) -> tuple[str, ZoneInfo]:
 
 def render_page(request: Request, template: str, **context: Any) -> Response:
     """Render a page for a logged-in person, or send them to the login page."""
+    return _render(request, template, context)
+
+
+def error_page(
+    request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """Render the error page a browser gets for an unknown page or id (JSON stays the API's)."""
+    return _render(request, "error.html", {"status": status, "message": message}, status, headers)
+
+
+def _render(
+    request: Request,
+    template: str,
+    context: dict[str, Any],
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
     who = identify(request)
     if who is None:
         return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
@@ -79,4 +97,6 @@ def render_page(request: Request, template: str, **context: Any) -> Response:
         server_zone=host.time_zone.key,
         page=template.removesuffix(".html"),
     )
-    return templates.TemplateResponse(request, template, context)
+    return templates.TemplateResponse(
+        request, template, context, status_code=status, headers=headers
+    )

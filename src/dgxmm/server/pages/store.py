@@ -30,4 +30,6 @@ def store_page(request: Request, host: HostDep) -> Response:
             for entry in reversed(store.journal(after_version=max(0, version - 20)))
         ],
         attic=[entry_row(entry, host) for entry in store.attic()],
+        # Only a job that still exists has a page to link to.
+        live_jobs={job.name for job in host.definitions()},
     )

@@ -113,7 +113,8 @@ function showFieldError(scope, error) {
 
 // -- the job list ----------------------------------------------------------------------------
 
-function jobRow(el) { return el.closest("tr[data-job]"); }
+// A job's row in the list, or the heading of its own page.
+function jobRow(el) { return el.closest("[data-job]"); }
 
 document.addEventListener("change", async (event) => {
   const box = event.target.closest('input[data-action="enable"]');
@@ -156,6 +157,11 @@ document.addEventListener("click", async (event) => {
     if (!await confirmAction(`Drop job ${row.dataset.job}? It goes to the attic (Store page), where it can be restored.`, "Drop")) return;
     try {
       await api("POST", "/api/jobs/drop", { name: row.dataset.job });
+      if (row.tagName !== "TR") {
+        sessionStorage.setItem(NOTE, JSON.stringify({ text: `dropped ${row.dataset.job}` }));
+        location.href = "/jobs";
+        return;
+      }
       row.remove();
       flash(`dropped ${row.dataset.job}`);
     } catch (error) { flash(error.message, "error"); }

@@ -63,6 +63,35 @@
     document.getElementById("plan-cancel").onclick = () => { preview.hidden = true; };
   }
 
+  // A deployment's server log: its tail, then what follows every two seconds while "follow"
+  // is on; the page keeps the last KEEP characters.
+  function followLog(section) {
+    const KEEP = 200000;
+    const text = section.querySelector("#log-text");
+    const follow = section.querySelector("#log-follow");
+    const size = section.querySelector("#log-size");
+    let end = null;
+    const read = async () => {
+      const query = end === null ? "" : `?offset=${end}`;
+      try {
+        const chunk = await api("GET", `${section.dataset.log}${query}`);
+        if (chunk.rotated) text.textContent = "";
+        if (chunk.text) {
+          text.textContent = (text.textContent + chunk.text).slice(-KEEP);
+          if (follow.checked) text.scrollTop = text.scrollHeight;
+        }
+        end = chunk.end;
+        size.textContent = `${chunk.size} bytes`;
+      } catch (error) { size.textContent = error.message; }
+    };
+    read();
+    setInterval(() => { if (follow.checked && !document.hidden) read(); }, 2000);
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    const section = document.getElementById("server-log");
+    if (section) followLog(section);
+  });
+
   document.addEventListener("click", async (event) => {
     const button = event.target.closest("button[data-deploy-action]");
     if (button) {
