@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dgxmm.cli import app
+from dgxmm.jobs import Channel, Tier
 from dgxmm.server import Tokens
 from dgxmm.store import Store
 
@@ -197,3 +198,15 @@ def test_it_rolls_the_catalog_back_with_a_preview(data: Path) -> None:
     code, _, err = dgxmm("catalog", "rollback", "9", *where)
     assert code == 2
     assert "version: 9 is out of range" in err
+
+
+def test_it_runs_a_reading_query_counted_under_cli_when_the_store_closes(data: Path) -> None:
+    where = ("--data", str(data))
+    assert dgxmm("queries", "define", "n", "--body", "SELECT count(*) FROM notes", *where)[0] == 0
+    code, out, err = dgxmm("queries", "run", "n", *where)
+    assert (code, out.strip()) == (0, "ran n: 1 statement(s); 0 row(s) changed; 1 row(s) returned")
+    code, _, err = dgxmm("queries", "run", "n", "--args", "[1]", *where)
+    assert (code, err.strip()) == (2, "error: args: expected an object of {parameter: value}")
+    with Store.open(data / "dgxmm.db", data_dir=data) as store:  # the sidecar written at close
+        buckets = store.workload_stats.channel_history(Channel.CLI, Tier.DAYS)
+    assert sum(b.count for b in buckets) == 1

@@ -7,7 +7,7 @@ import json
 import pytest
 from support import at
 
-from dgxmm.jobs import Outcome, RunResult, SkipReason, SkipRecord, Tier, WorkloadStats
+from dgxmm.jobs import Channel, Outcome, RunResult, SkipReason, SkipRecord, Tier, WorkloadStats
 
 SECOND = 1_000_000
 MINUTE = 60 * SECOND
@@ -150,3 +150,27 @@ def test_it_starts_day_buckets_at_local_midnight_in_its_zone() -> None:
     santiago = WorkloadStats("America/Santiago")  # midnight of 2022-09-11 did not exist
     santiago.record_run(result("j", at("2022-09-11T01:30:00-03:00"), 1))
     assert santiago.history("j", Tier.DAYS)[0].start_us == at("2022-09-11T01:00:00-03:00")
+
+
+def test_it_counts_queries_per_channel_in_every_tier_and_keeps_them_in_json() -> None:
+    stats = WorkloadStats("Europe/Berlin")
+    t = at("2026-06-01T10:00:10+00:00")
+    stats.record_query(Channel.API, started_at=t, duration_us=2 * SECOND, failed=False)
+    stats.record_query(Channel.API, started_at=t + 20 * SECOND, duration_us=SECOND, failed=True)
+    stats.record_query(Channel.JOB, started_at=t + 2 * MINUTE, duration_us=SECOND, failed=False)
+    (minute,) = stats.channel_history(Channel.API, Tier.MINUTES)
+    assert (minute.count, minute.failures, minute.total_us, minute.longest_us) == (
+        2,
+        1,
+        3 * SECOND,
+        2 * SECOND,
+    )
+    assert [b.count for b in stats.channel_history(Channel.API, Tier.HOURS)] == [2]
+    assert [b.count for b in stats.channel_history(Channel.API, Tier.DAYS)] == [2]
+    assert [b.count for b in stats.channel_history(Channel.JOB, Tier.MINUTES)] == [1]
+    assert stats.channel_history(Channel.CLI, Tier.MINUTES) == []
+    assert stats.names() == []  # a channel is not a job
+    again = WorkloadStats.from_json(json.loads(json.dumps(stats.to_json())))
+    for channel in Channel:
+        for tier in Tier:
+            assert again.channel_history(channel, tier) == stats.channel_history(channel, tier)

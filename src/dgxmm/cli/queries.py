@@ -1,4 +1,4 @@
-"""``dgxmm queries``: list, define, drop saved queries, on the server or ``--offline``."""
+"""``dgxmm queries``: list, define, drop, run saved queries, on the server or ``--offline``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import typer
 
 from dgxmm.cli.common import Answer, Target, command, table
 from dgxmm.errors import InvalidInput
+from dgxmm.jobs import Channel
 
 __all__ = ["app"]
 
@@ -75,3 +76,26 @@ def drop(where: Target, name: str) -> Answer:
         with where.client() as api:
             api.post("/api/queries/drop", {"name": name})
     return Answer(value={"dropped": name}, text=f"dropped {name}")
+
+
+@command(app, "run")
+def run(
+    where: Target,
+    name: str,
+    args: Annotated[str, typer.Option(help="Arguments as JSON, e.g. '{\"days\": 7}'.")] = "{}",
+) -> Answer:
+    """Run a saved query that only reads, now (counted in the workload statistics as cli)."""
+    try:
+        parsed = json.loads(args)
+    except json.JSONDecodeError as error:
+        raise InvalidInput("args", f"not valid JSON ({error})") from error
+    if not isinstance(parsed, dict):
+        raise InvalidInput("args", "expected an object of {parameter: value}")
+    if where.offline:
+        with where.store() as store:
+            detail = store.run_query(name, parsed, channel=Channel.CLI, actor="cli")
+    else:
+        with where.client() as api:
+            keys = {"name": name, "args": parsed, "channel": Channel.CLI.value}
+            detail = api.post("/api/queries/run", keys)["detail"]
+    return Answer(value={"name": name, "detail": detail}, text=f"ran {name}: {detail}")

@@ -19,12 +19,22 @@ from dgxmm.jobs.job import (
     Timer,
 )
 from dgxmm.jobs.scheduler import JobState, Scheduler
-from dgxmm.jobs.stats import Bucket, LastRun, Override, RunCounts, SkipRecord, Tier, WorkloadStats
+from dgxmm.jobs.stats import (
+    Bucket,
+    Channel,
+    LastRun,
+    Override,
+    RunCounts,
+    SkipRecord,
+    Tier,
+    WorkloadStats,
+)
 from dgxmm.jobs.zones import ZoneClock, resolve_zone, zone_clock
 
 __all__ = [
     "Action",
     "Bucket",
+    "Channel",
     "CronSchedule",
     "FireTime",
     "Job",

@@ -5,8 +5,9 @@ longest duration: minutes are kept 2 days, hours 90 days and days 3 years. Minut
 are aligned on UTC; days start at local midnight in the stats' ``time_zone`` (so a day bucket
 is 23 or 25 hours long on a DST day). The stats
 also hold the last run, skip counts by reason, and the per-job overrides of a system job's
-schedule and switch. Everything round-trips through plain JSON (``to_json`` / ``from_json``);
-the store keeps it in a sidecar file beside the database.
+schedule and switch, and the saved queries run per channel (``Channel``: a job's run, the
+API, the CLI, the playground) in the same three series. Everything round-trips through plain
+JSON (``to_json`` / ``from_json``); the store keeps it in a sidecar file beside the database.
 
 The host reads the stats from request threads while its ticker records runs, so every method
 takes the one lock.
@@ -26,7 +27,16 @@ from dgxmm.jobs.job import Outcome, RunResult, SkipReason
 from dgxmm.jobs.zones import resolve_zone, zone_clock
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US
 
-__all__ = ["Bucket", "LastRun", "Override", "RunCounts", "SkipRecord", "Tier", "WorkloadStats"]
+__all__ = [
+    "Bucket",
+    "Channel",
+    "LastRun",
+    "Override",
+    "RunCounts",
+    "SkipRecord",
+    "Tier",
+    "WorkloadStats",
+]
 
 _FORMAT: Final = 1
 
@@ -52,9 +62,18 @@ class Tier(Enum):
         raise ValueError(f"tier: {label!r} is not one of minutes, hours, days")
 
 
+class Channel(Enum):
+    """Where a saved query was run from."""
+
+    JOB = "job"  # a query job's run
+    API = "api"  # POST /api/queries/run
+    CLI = "cli"  # dgxmm queries run
+    PLAYGROUND = "playground"  # the browser playground's engine
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Bucket:
-    """The runs of one job that started within one minute, hour or day."""
+    """The runs of one job (or a channel's queries) that started in one minute, hour or day."""
 
     start_us: int
     count: int
@@ -131,6 +150,8 @@ class WorkloadStats:
         self._lock = threading.RLock()
         self._jobs: dict[str, _JobSeries] = {}
         self._overrides: dict[str, Override] = {}
+        # Per channel and tier: bucket start -> [count, failures, total_us, longest_us].
+        self._channels: dict[Channel, dict[Tier, dict[int, list[int]]]] = {}
         self._version = 0  # bumped on every change, so a flush can tell whether to write
 
     @property
@@ -153,18 +174,7 @@ class WorkloadStats:
             job = self._jobs.get(result.name)
             if job is None:
                 job = self._jobs[result.name] = _JobSeries()
-            for tier in Tier:
-                buckets = job.series[tier]
-                start = self._bucket_start(result.started_at, tier)
-                bucket = buckets.get(start)
-                if bucket is None:
-                    buckets[start] = [1, int(failed), result.duration_us, result.duration_us]
-                    _prune(buckets, start - tier.keep_us)
-                else:
-                    bucket[0] += 1
-                    bucket[1] += failed
-                    bucket[2] += result.duration_us
-                    bucket[3] = max(bucket[3], result.duration_us)
+            self._count(job.series, result.started_at, result.duration_us, failed)
             if job.last is None or result.started_at >= job.last.started_at:
                 job.last = LastRun(
                     started_at=result.started_at,
@@ -174,6 +184,30 @@ class WorkloadStats:
                     detail=result.detail,
                     public_error=result.public_error,
                 )
+
+    def record_query(
+        self, channel: Channel, *, started_at: int, duration_us: int, failed: bool
+    ) -> None:
+        """Count one run of a saved query under its channel, in every tier."""
+        with self._changing():
+            series = self._channels.setdefault(channel, {tier: {} for tier in Tier})
+            self._count(series, started_at, duration_us, failed)
+
+    def _count(
+        self, series: dict[Tier, dict[int, list[int]]], at_us: int, duration_us: int, failed: bool
+    ) -> None:
+        for tier in Tier:
+            buckets = series[tier]
+            start = self._bucket_start(at_us, tier)
+            bucket = buckets.get(start)
+            if bucket is None:
+                buckets[start] = [1, int(failed), duration_us, duration_us]
+                _prune(buckets, start - tier.keep_us)
+            else:
+                bucket[0] += 1
+                bucket[1] += failed
+                bucket[2] += duration_us
+                bucket[3] = max(bucket[3], duration_us)
 
     def _bucket_start(self, at_us: int, tier: Tier) -> int:
         if tier is not Tier.DAYS:
@@ -210,10 +244,14 @@ class WorkloadStats:
             if job is None:
                 return []
             rows = sorted(job.series[tier].items())
-        return [
-            Bucket(start_us=start, count=c, failures=f, total_us=t, longest_us=lg)
-            for start, (c, f, t, lg) in rows
-        ]
+        return _buckets(rows)
+
+    def channel_history(self, channel: Channel, tier: Tier) -> list[Bucket]:
+        """Return the queries run from ``channel`` in ``tier``'s buckets, oldest first."""
+        with self._lock:
+            series = self._channels.get(channel)
+            rows = [] if series is None else sorted(series[tier].items())
+        return _buckets(rows)
 
     def counts(self, name: str, now_us: int) -> RunCounts:
         """Return how many runs started in the last hour, two days and 90 days before ``now_us``."""
@@ -309,7 +347,19 @@ class WorkloadStats:
                 name: {"schedule": o.schedule, "enabled": o.enabled}
                 for name, o in sorted(self._overrides.items())
             }
-            return {"format": _FORMAT, "jobs": jobs, "overrides": overrides}
+            channels = {
+                channel.value: {
+                    tier.label: [[start, *values] for start, values in sorted(series[tier].items())]
+                    for tier in Tier
+                }
+                for channel, series in self._channels.items()
+            }
+            return {
+                "format": _FORMAT,
+                "jobs": jobs,
+                "overrides": overrides,
+                "channels": channels,
+            }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkloadStats:
@@ -344,12 +394,26 @@ class WorkloadStats:
                         detail=skip.get("detail"),
                     )
                 stats._jobs[name] = job
+            for label, entry in data.get("channels", {}).items():
+                stats._channels[Channel(label)] = {
+                    tier: {
+                        int(row[0]): [int(v) for v in row[1:5]] for row in entry.get(tier.label, [])
+                    }
+                    for tier in Tier
+                }
             for name, o in data.get("overrides", {}).items():
                 stats.set_job_override(name, schedule=o.get("schedule"), enabled=o.get("enabled"))
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise ValueError(f"workload stats: malformed entry ({error})") from error
         stats._version = 0
         return stats
+
+
+def _buckets(rows: list[tuple[int, list[int]]]) -> list[Bucket]:
+    return [
+        Bucket(start_us=start, count=c, failures=f, total_us=t, longest_us=lg)
+        for start, (c, f, t, lg) in rows
+    ]
 
 
 def _prune(buckets: dict[int, list[int]], cutoff: int) -> None:

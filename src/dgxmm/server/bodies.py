@@ -25,6 +25,7 @@ __all__ = [
     "NameBody",
     "RestoreBody",
     "RollbackBody",
+    "RunQuery",
     "ScheduleJob",
 ]
 
@@ -78,6 +79,17 @@ class DefineQuery(Body):
     params: dict[str, str] = Field(default_factory=dict)
     body: str = Field(min_length=1, max_length=100_000)
     description: str | None = Field(default=None, max_length=10_000)
+
+
+class RunQuery(Body):
+    """``{name, args?, channel?}``: a saved query that only reads, to run now.
+
+    ``channel`` is where the statistics count it: ``api`` unless the CLI says it is the CLI.
+    """
+
+    name: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] | None = None
+    channel: Literal["api", "cli"] = "api"
 
 
 class BackupBody(Body):

@@ -44,11 +44,13 @@ from dgxmm.clock import Clock
 from dgxmm.errors import (
     Abandoned,
     DefinitionError,
+    InvalidInput,
     NotAllowed,
+    NotFound,
     StoreError,
     TimeoutExceeded,
 )
-from dgxmm.jobs import RunContext
+from dgxmm.jobs import Channel, RunContext, WorkloadStats
 from dgxmm.store.analysis import Statement, analyze, table_key
 from dgxmm.store.changes import record_change
 from dgxmm.store.database import (
@@ -62,8 +64,9 @@ from dgxmm.store.effects import Execute, Write
 from dgxmm.store.params import bind_args, check_args
 from dgxmm.store.protection import ProtectedTable, write_refusal
 from dgxmm.store.records import JobDefinition, SavedQuery
+from dgxmm.time_units import SECOND_US
 
-__all__ = ["CHUNK_ROWS", "row_bytes", "run_query_job"]
+__all__ = ["CHUNK_ROWS", "counted", "row_bytes", "run_query_job", "run_saved_query"]
 
 CHUNK_ROWS = 500
 _PROGRESS_STEPS = 1000
@@ -161,6 +164,74 @@ def run_query_job(
             cut = lock_wait_ms is not None and lock_wait_ms < BUSY_TIMEOUT_MS
             raise _run_error(error, job.name, ctx, tally, lock_wait_cut=cut) from error
     return tally.detail()
+
+
+def run_saved_query(
+    *,
+    engine: Engine,
+    dialect: Dialect,
+    clock: Clock,
+    query: SavedQuery,
+    args: Mapping[str, object],
+    actor: str | None,
+    ctx: RunContext,
+    protected: Mapping[str, ProtectedTable],
+) -> str:
+    """Run a saved query that only reads, now (from the API or the CLI); return its detail.
+
+    It runs as a query job without write effects would: a statement at a time, under the
+    same authorizer and limits. A query that writes is refused: a write runs as a job, whose
+    effects were granted when it was defined.
+    """
+    writes = sorted(analyze(query.body, dialect).writes)
+    if writes:
+        raise InvalidInput(
+            "name",
+            f"saved query {query.name} writes {', '.join(writes)}: define a job to run it",
+        )
+    checked = check_args(args, query.params)
+    reader = JobDefinition(
+        name=query.name,
+        definition={},
+        effects=(Execute(query=query.name),),
+        version=0,
+        defined_by=actor,
+        defined_at=clock.now_us(),
+        reason=None,
+    )
+    return run_query_job(
+        engine=engine,
+        dialect=dialect,
+        clock=clock,
+        job=reader,
+        args=checked,
+        query=query,
+        ctx=ctx,
+        protected=protected,
+    )
+
+
+@contextmanager
+def counted(
+    stats: WorkloadStats, clock: Clock, channel: Channel, ctx: RunContext
+) -> Iterator[None]:
+    """Count a saved query's run under its channel; one refused before it ran is no run."""
+    started_at = clock.now_us()
+    failed: bool | None = True
+    try:
+        yield
+        failed = False
+    except (InvalidInput, NotAllowed, NotFound):
+        failed = None
+        raise
+    finally:
+        if failed is not None:
+            stats.record_query(
+                channel,
+                started_at=started_at,
+                duration_us=round(ctx.elapsed() * SECOND_US),
+                failed=failed,
+            )
 
 
 @dataclass(frozen=True, slots=True)

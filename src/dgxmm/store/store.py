@@ -18,6 +18,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from sqlalchemy import Engine, event, select
 
 from dgxmm.clock import Clock, SystemClock
 from dgxmm.errors import InvalidInput, NotAllowed, NotFound, StoreError
-from dgxmm.jobs import Job, RunContext, Scheduler, WorkloadStats
+from dgxmm.jobs import Channel, Job, JobLimits, RunContext, Scheduler, WorkloadStats
 from dgxmm.store import maintenance
 from dgxmm.store.attic import AtticEntry, attic_kind, read_attic
 from dgxmm.store.backup_dir import BackupResult, Progress, RestoreResult, no_progress
@@ -59,7 +60,7 @@ from dgxmm.store.recovery import LiveStore, path_errors, restore, store_files, u
 from dgxmm.store.revival import Restored, remove_entry, restore_entry
 from dgxmm.store.rollback import RollbackResult, roll_back
 from dgxmm.store.running import RunningJobs
-from dgxmm.store.runs import run_query_job
+from dgxmm.store.runs import counted, run_query_job, run_saved_query
 from dgxmm.store.schema import store_state
 from dgxmm.store.sidecar import Sidecar
 from dgxmm.store.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
@@ -400,16 +401,17 @@ class Store:
             if spec.action is JobAction.QUERY:
                 if query is None:
                     raise NotFound("saved query", spec.query)
-                return run_query_job(
-                    engine=self.engine,
-                    dialect=self.dialect,
-                    clock=self.clock,
-                    job=job,
-                    args=spec.args,
-                    query=query,
-                    ctx=ctx,
-                    protected=self.protected,
-                )
+                with counted(self.workload_stats, self.clock, Channel.JOB, ctx):
+                    return run_query_job(
+                        engine=self.engine,
+                        dialect=self.dialect,
+                        clock=self.clock,
+                        job=job,
+                        args=spec.args,
+                        query=query,
+                        ctx=ctx,
+                        protected=self.protected,
+                    )
             if spec.action is JobAction.CHECKPOINT:
                 ctx.check()
                 return maintenance.checkpoint(self.files, self.engine)
@@ -419,6 +421,34 @@ class Store:
             result = self._backup(spec.path, ctx.check)
             return f"run {result.sequence} ({result.method_text}): {result.items} item(s), " + (
                 f"{result.bytes_written} bytes"
+            )
+
+    def run_query(
+        self,
+        name: str,
+        args: Mapping[str, object] | None = None,
+        *,
+        channel: Channel,
+        actor: str | None = None,
+        timeout_s: float | None = None,
+    ) -> str:
+        """Run a saved query that only reads, now; return its detail (counted under ``channel``)."""
+        query = self.query(name)
+        now = self.clock.now_us()
+        limits = JobLimits(timeout=None if timeout_s is None else timedelta(seconds=timeout_s))
+        ctx = RunContext(
+            name=name, scheduled_at=now, started_at=now, limits=limits, timer=time.monotonic
+        )
+        with counted(self.workload_stats, self.clock, channel, ctx):
+            return run_saved_query(
+                engine=self.engine,
+                dialect=self.dialect,
+                clock=self.clock,
+                query=query,
+                args=args or {},
+                actor=actor,
+                ctx=ctx,
+                protected=self.protected,
             )
 
     def running_jobs(self) -> list[str]:

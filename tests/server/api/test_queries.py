@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from server.apikit import define
 
+from dgxmm.jobs import Channel, Tier
 from dgxmm.store import Store
 
 
@@ -62,3 +63,58 @@ def test_it_refuses_runs_of_a_job_whose_query_now_writes_more(client: TestClient
     result = client.post("/api/jobs/run", json={"name": "reader"}).json()
     assert result["outcome"] == "failed"
     assert "notes" in result["error"]
+
+
+def _channel_count(store: Store, channel: str) -> tuple[int, int]:
+    buckets = store.workload_stats.channel_history(Channel(channel), Tier.DAYS)
+    return sum(b.count for b in buckets), sum(b.failures for b in buckets)
+
+
+def test_it_runs_a_reading_query_and_counts_it_per_channel(
+    client: TestClient, store: Store
+) -> None:
+    store.define_query("labels", {"n": "int"}, "SELECT label FROM notes LIMIT :n")
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("INSERT INTO notes (label) VALUES ('a'), ('b')")
+    response = client.post("/api/queries/run", json={"name": "labels", "args": {"n": 5}})
+    assert response.status_code == 200, response.text
+    assert response.json()["outcome"] == "succeeded"
+    assert response.json()["detail"] == "1 statement(s); 0 row(s) changed; 2 row(s) returned"
+    client.post("/api/queries/run", json={"name": "labels", "args": {"n": 1}, "channel": "cli"})
+    store.run_query("labels", {"n": 1}, channel=Channel.CLI)
+    assert _channel_count(store, "api") == (1, 0)
+    assert _channel_count(store, "cli") == (2, 0)
+    page = client.get("/workload?tier=minutes").text
+    assert '<tr data-channel="api"><td>api</td><td class="count">1</td>' in page
+    assert '<tr data-channel="cli"><td>cli</td><td class="count">2</td>' in page
+
+
+def test_it_refuses_to_run_a_writing_query_and_counts_nothing(
+    client: TestClient, store: Store
+) -> None:
+    store.define_query("add", {"label": "string"}, "INSERT INTO notes (label) VALUES (:label)")
+    response = client.post("/api/queries/run", json={"name": "add", "args": {"label": "x"}})
+    assert response.status_code == 400
+    assert response.json()["field"] == "name"
+    assert "define a job" in response.json()["message"]
+    wrong = client.post("/api/queries/run", json={"name": "add", "args": {}})
+    assert wrong.status_code == 400
+    assert client.post("/api/queries/run", json={"name": "nope"}).status_code == 404
+    assert _channel_count(store, "api") == (0, 0)
+    with store.engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT count(*) FROM notes").scalar() == 0
+
+
+def test_it_counts_a_query_jobs_run_and_a_failed_query_under_their_channels(
+    client: TestClient, store: Store
+) -> None:
+    store.define_query("count", None, "SELECT count(*) FROM notes")
+    store.define_query("broken", None, "SELECT CAST('x' AS INTEGER) / 0 FROM notes_gone")
+    define(client, name="counter", schedule="0 3 * * *", action="query", query="count")
+    assert client.post("/api/jobs/run", json={"name": "counter"}).json()["outcome"] == "succeeded"
+    assert _channel_count(store, "job") == (1, 0)
+    failed = client.post("/api/queries/run", json={"name": "broken"})
+    assert failed.status_code == 200, failed.text
+    assert (failed.json()["outcome"], failed.json()["detail"]) == ("failed", None)
+    assert "statement 1" in failed.json()["error"]
+    assert _channel_count(store, "api") == (1, 1)

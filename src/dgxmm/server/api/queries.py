@@ -1,4 +1,4 @@
-"""Saved queries: list, define, drop."""
+"""Saved queries: list, define, drop, and run one that only reads."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from dgxmm.server.bodies import DefineQuery, NameBody
+from dgxmm.errors import LimitExceeded, StoreError
+from dgxmm.jobs import Channel
+from dgxmm.server.bodies import DefineQuery, NameBody, RunQuery
 from dgxmm.server.deps import Admin, HostDep, Viewer
 
 __all__ = ["router"]
@@ -35,3 +37,18 @@ def drop_query(body: NameBody, host: HostDep, who: Admin) -> dict[str, Any]:
     """Remove a saved query; 409 naming the jobs that still use it."""
     host.store.drop_query(body.name, actor=who.actor)
     return {"dropped": body.name}
+
+
+@router.post("/run")
+def run_query(body: RunQuery, host: HostDep, who: Admin) -> dict[str, Any]:
+    """Run a saved query that only reads, now; counted under its channel (``api``, ``cli``).
+
+    A query that ran and failed (the database refused it, a limit stopped it) answers 200
+    with ``outcome: failed`` and the error, as ``/api/jobs/run`` does; a refused one 400.
+    """
+    channel = Channel(body.channel)
+    try:
+        detail = host.store.run_query(body.name, body.args, channel=channel, actor=who.actor)
+    except (StoreError, LimitExceeded) as failed:  # the query ran and failed, as a job's run
+        return {"name": body.name, "outcome": "failed", "detail": None, "error": str(failed)}
+    return {"name": body.name, "outcome": "succeeded", "detail": detail, "error": None}

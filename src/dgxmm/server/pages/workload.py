@@ -1,11 +1,11 @@
-"""The workload page: each job's runs over time, per minute, hour or day."""
+"""The workload page: each job's runs and each channel's queries, per minute, hour or day."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.jobs import Tier
+from dgxmm.jobs import Channel, Tier
 from dgxmm.server.deps import HostDep
 from dgxmm.server.job_list import job_rows
 from dgxmm.server.pages.render import display_zone, render_page
@@ -37,4 +37,19 @@ def workload_page(request: Request, host: HostDep, tier: str = "hours") -> Respo
         }
         for row in job_rows(host, full_errors=False)  # the charts show no errors
     ]
-    return render_page(request, "workload.html", charts=charts, tier=chosen.label)
+    since = now - WINDOWS[chosen] * chosen.width_us
+    channels = []
+    for channel in Channel:
+        buckets = [b for b in stats.channel_history(channel, chosen) if b.start_us > since]
+        channels.append(
+            {
+                "name": channel.value,
+                "count": sum(b.count for b in buckets),
+                "failures": sum(b.failures for b in buckets),
+                "total_ms": round(sum(b.total_us for b in buckets) / 1000, 1),
+                "svg": runs_chart(channel.value, buckets, chosen, now, zone),
+            }
+        )
+    return render_page(
+        request, "workload.html", charts=charts, channels=channels, tier=chosen.label
+    )
