@@ -49,6 +49,7 @@ FLEET_ROUTES = Routes(
         api.deployments.router,
         api.insights.router,
         api.audit.router,
+        pages.deployment_form.router,  # /deployments/new before /deployments/{id}
         pages.deployments.router,
         pages.insights.router,
         pages.audit.router,

@@ -7,6 +7,7 @@ module has a ``router``; ``render`` renders a template for a logged-in person.
 
 from dgxmm.server.pages import api_docs as api_docs
 from dgxmm.server.pages import audit as audit
+from dgxmm.server.pages import deployment_form as deployment_form
 from dgxmm.server.pages import deployments as deployments
 from dgxmm.server.pages import insights as insights
 from dgxmm.server.pages import job as job
@@ -22,6 +23,7 @@ from dgxmm.server.pages import workload as workload
 __all__ = [
     "api_docs",
     "audit",
+    "deployment_form",
     "deployments",
     "insights",
     "job",

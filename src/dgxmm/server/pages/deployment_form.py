@@ -1,0 +1,150 @@
+"""The form that creates or edits a deployment, built from the API's own field list.
+
+Its fields are ``CreateDeployment``'s (the body ``POST /api/deployments`` takes), so a field
+added to the API appears here too: the ones below have a label, a hint and the backends they
+belong to; any other is drawn from its JSON schema (a number, a text, a switch, a menu or
+JSON). ``static/deployment_form.js`` sends the form to the API (only the changed fields for
+an edit) and puts each refused field's message beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from dgxmm.fleet import BackendKind, Deployment
+from dgxmm.fleet.definition import DEFAULT_PRIORITY, DEFAULT_STARTUP_TIMEOUT_S, current_keys
+from dgxmm.server.api.deployments import CreateDeployment
+from dgxmm.server.deps import FleetDep, HostDep, PathId
+from dgxmm.server.pages.render import render_page
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Known:
+    label: str
+    kind: str  # text, int, float, bool, select, lines, env, gpus, json
+    hint: str = ""
+    backends: tuple[str, ...] = ()  # empty: every backend
+
+
+_KNOWN = {
+    "name": _Known(label="Name", kind="text", hint="letters, digits, - and _"),
+    "model": _Known(label="Model", kind="text", hint="what the server serves, e.g. org/model-8b"),
+    "backend": _Known(label="Backend", kind="select"),
+    "command": _Known(
+        label="Command",
+        kind="lines",
+        hint="one argument per line; {port} is replaced by the port",
+        backends=("process",),
+    ),
+    "port": _Known(label="Port", kind="int", backends=("process",)),
+    "environment": _Known(
+        label="Environment", kind="env", hint="NAME=value, one a line", backends=("process",)
+    ),
+    "base_url": _Known(
+        label="Server URL", kind="text", hint="http://host:port", backends=("external",)
+    ),
+    "gpus": _Known(label="GPUs", kind="gpus"),
+    "memory_gib_awake": _Known(label="Memory awake (GiB per GPU)", kind="float"),
+    "memory_gib_asleep": _Known(label="Memory asleep (GiB per GPU)", kind="float"),
+    "priority": _Known(label="Priority", kind="int", hint="0-100; plans evict lower ones only"),
+    "time_zone": _Known(label="Time zone", kind="text", hint="IANA name, for its schedules"),
+    "startup_timeout_s": _Known(label="Start-up timeout (s)", kind="float"),
+    "wake_on_request": _Known(label="Wake on a request", kind="bool"),
+}
+
+
+def _schema_kind(schema: dict[str, Any], definitions: dict[str, Any]) -> tuple[str, list[str]]:
+    """Return the widget a field of another kind gets from its JSON schema, and its choices."""
+    options = [s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"]
+    one = options[0] if options else schema
+    if "$ref" in one:
+        one = definitions.get(one["$ref"].rsplit("/", 1)[-1], {})
+    if "enum" in one:
+        return "select", [str(v) for v in one["enum"]]
+    kind = {"boolean": "bool", "integer": "int", "number": "float", "string": "text"}
+    return kind.get(one.get("type", ""), "json"), []
+
+
+def _fields(values: dict[str, Any]) -> list[dict[str, Any]]:
+    schema = CreateDeployment.model_json_schema()
+    definitions = schema.get("$defs", {})
+    required = set(schema.get("required", []))
+    fields = []
+    for name, prop in schema["properties"].items():
+        known = _KNOWN.get(name)
+        kind, choices = _schema_kind(prop, definitions)
+        if name == "backend":
+            choices = [kind.value for kind in BackendKind]
+        value = values.get(name, prop.get("default"))
+        fields.append(
+            {
+                "name": name,
+                "label": known.label if known else prop.get("title", name),
+                "kind": known.kind if known else kind,
+                "hint": known.hint if known else prop.get("description", ""),
+                "backends": " ".join(known.backends) if known else "",
+                "choices": choices,
+                "required": name in required,
+                "value": value,
+                "text": _as_text(known.kind if known else kind, value),
+            }
+        )
+    return fields
+
+
+def _as_text(kind: str, value: Any) -> str:
+    """Return a field's value as its input shows it."""
+    if value is None:
+        return ""
+    if kind == "lines":
+        return "\n".join(value)
+    if kind == "env":
+        return "\n".join(f"{key}={text}" for key, text in value.items())
+    if kind == "json":
+        return json.dumps(value)
+    if kind == "float":
+        return f"{value:g}"
+    return str(value)
+
+
+def _form(
+    request: Request, fleet: FleetDep, values: dict[str, Any], editing: Deployment | None
+) -> Response:
+    return render_page(
+        request,
+        "deployment_form.html",
+        fields=_fields(values),
+        editing=editing,
+        initial=values,
+        gpus=fleet.inventory.gpus,
+    )
+
+
+@router.get("/deployments/new", response_class=HTMLResponse)
+def new_deployment(request: Request, fleet: FleetDep, host: HostDep) -> Response:
+    """The form that creates a deployment."""
+    defaults = {
+        "backend": BackendKind.PROCESS.value,
+        "priority": DEFAULT_PRIORITY,
+        "time_zone": host.time_zone.key,
+        "startup_timeout_s": DEFAULT_STARTUP_TIMEOUT_S,
+        "command": [],
+    }
+    return _form(request, fleet, defaults, None)
+
+
+@router.get("/deployments/{deployment_id}/edit", response_class=HTMLResponse)
+def edit_deployment(request: Request, deployment_id: PathId, fleet: FleetDep) -> Response:
+    """The form that changes a deployment (404 for one that does not exist)."""
+    deployment = fleet.deployments.get(deployment_id)
+    values = {**deployment.to_json(), **current_keys(deployment)}
+    return _form(request, fleet, values, deployment)

@@ -1,0 +1,92 @@
+// The deployment form: each field's input read by its kind (data-kind), the backend's own
+// fields shown for that backend only, sent to the API (an edit sends only what changed),
+// and each refused field's message put beside it. Uses api(), showError() from dgxmm.js.
+"use strict";
+
+(function () {
+  function read(field, form) {
+    const kind = field.dataset.kind;
+    const name = field.dataset.field;
+    if (kind === "gpus") {
+      return [...form.querySelectorAll('input[name="gpus"]:checked')].map((b) => Number(b.value));
+    }
+    const input = form.elements[name];
+    if (kind === "bool") return input.checked;
+    const text = input.value.trim();
+    if (kind === "lines") return text ? text.split("\n").map((l) => l.trim()).filter(Boolean) : null;
+    if (kind === "env") {
+      if (!text) return null;
+      const found = {};
+      for (const line of text.split("\n").map((l) => l.trim()).filter(Boolean)) {
+        const at = line.indexOf("=");
+        if (at < 1) throw { field: name, message: `${name}: ${JSON.stringify(line)} is not NAME=value` };
+        found[line.slice(0, at)] = line.slice(at + 1);
+      }
+      return found;
+    }
+    if (!text) return null;
+    if (kind === "int" || kind === "float") {
+      const number = Number(text);
+      // A text that is not a number goes to the API as it is, which names the field.
+      return Number.isFinite(number) ? number : text;
+    }
+    if (kind === "json") {
+      try { return JSON.parse(text); } catch (error) {
+        throw { field: name, message: `${name}: not valid JSON (${error.message})` };
+      }
+    }
+    return text;
+  }
+
+  function same(a, b) { return JSON.stringify(a ?? null) === JSON.stringify(b ?? null); }
+
+  function setup(form) {
+    const initial = JSON.parse(form.dataset.initial);
+    const backend = form.elements.backend;
+    const showFor = () => {
+      form.querySelectorAll("[data-backends]").forEach((field) => {
+        field.hidden = !field.dataset.backends.split(" ").includes(backend.value);
+      });
+    };
+    backend.addEventListener("change", showFor);
+    showFor();
+
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearErrors(form);
+      const body = {};
+      try {
+        form.querySelectorAll("[data-field]").forEach((field) => {
+          if (field.hidden) return;
+          const name = field.dataset.field;
+          const value = read(field, form);
+          if (form.dataset.id) {
+            if (!same(value, initial[name])) body[name] = value;
+          } else if (value !== null) {
+            body[name] = value;
+          }
+        });
+      } catch (error) { showError(form, error); return; }
+      if (form.dataset.id && backend.value !== "process") {
+        // Moving off a process: its process fields go, or the check refuses them.
+        for (const name of ["command", "port", "environment"]) {
+          if (initial[name] !== null && initial[name] !== undefined) body[name] = null;
+        }
+      }
+      try {
+        const saved = form.dataset.id
+          ? await api("PATCH", `/api/deployments/${form.dataset.id}`, body)
+          : await api("POST", "/api/deployments", body);
+        sessionStorage.setItem(NOTE, JSON.stringify({
+          text: `${saved.name} ${form.dataset.id ? "saved" : "created"}`,
+        }));
+        location.href = `/deployments/${saved.id}`;
+      } catch (error) { showError(form, error); }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const form = document.getElementById("deployment-form");
+    if (form) setup(form);
+  });
+})();

@@ -1,0 +1,228 @@
+"""The operator's console in real Chromium, one server for the module: live rows, a job's
+runs, the deployment form, a server log followed live, confirmations, dark mode, 390 px."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from support import serving, standin_keys, wait_for
+
+from dgxmm.decider import ProposalService, ScheduleService
+from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
+from dgxmm.fleet.backends.process import LOG_NAME
+from dgxmm.server import (
+    FLEET_ROUTES,
+    PROPOSAL_ROUTES,
+    SCHEDULE_ROUTES,
+    Host,
+    Role,
+    Services,
+    Tokens,
+    create_app,
+)
+from dgxmm.store import Store
+
+
+@dataclass
+class Console:
+    base: str
+    token: str
+    host: Host
+    fleet: Fleet
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    data = tmp_path_factory.mktemp("console")
+    store = Store.open(data / "dgxmm.db", data_dir=data)
+    inventory = GpuInventory(
+        gpus=(Gpu(index=0, name="H100", memory_gib=80.0),), source=InventorySource.CONFIGURATION
+    )
+    fleet = Fleet(store, inventory=inventory, stop_grace_s=5.0)
+    schedules = ScheduleService(store, fleet)
+    proposals = ProposalService(store, fleet, schedules)
+    tokens = Tokens(store.engine, store.clock)
+    token = tokens.create(Role.ADMIN, "alice")
+    host = Host(
+        store,
+        time_zone="Europe/Berlin",
+        tick_seconds=0.2,
+        system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
+    )
+    host.start()
+    services = Services(
+        host=host, tokens=tokens, fleet=fleet, schedules=schedules, proposals=proposals
+    )
+    app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES])
+    with serving(app) as base:
+        yield Console(base=base, token=token, host=host, fleet=fleet)
+    host.stop()
+    for deployment in fleet.deployments.list():
+        fleet.deployer.stop(deployment.id, actor="system")
+    fleet.close()
+    store.close()
+
+
+@pytest.fixture
+def page(browser: Any, console: Console) -> Iterator[Any]:
+    context = browser.new_context(base_url=console.base)
+    opened = context.new_page()
+    opened.set_default_timeout(30_000)
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.goto("/login?next=/deployments")
+    opened.fill("#token", console.token)
+    opened.click("button[type=submit]")
+    opened.wait_for_url("**/deployments")
+    yield opened
+    context.close()
+    assert errors == []  # no page had a script error
+
+
+def test_a_jobs_page_lists_its_runs_and_adds_one_after_run_now(page: Any, console: Console) -> None:
+    console.host.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    console.host.sync()
+    console.host.run_now("cp")
+    page.goto("/jobs")
+    page.click("tr[data-job=cp] a.name")
+    page.wait_for_url("**/jobs/cp")
+    runs = page.locator("#job-runs tbody tr[data-count]")
+    assert runs.count() == 1
+    assert runs.first.get_attribute("data-count") == "1"
+    assert page.locator("#next-times li").count() == 8
+    page.evaluate("window.loadedOnce = true")
+    page.click("#job-head button[data-action=run]")
+    page.locator("#job-runs tbody tr[data-count='2']").wait_for()
+    assert page.evaluate("window.loadedOnce") is True  # updated in place
+
+
+def test_the_deployment_form_creates_refuses_beside_the_field_and_edits(
+    page: Any, console: Console
+) -> None:
+    keys = standin_keys("formed")
+    page.goto("/deployments")
+    page.click("#new-deployment")
+    page.fill("#f-name", "formed")
+    page.fill("#f-model", "formed-model")
+    page.fill("#f-command", "\n".join(keys["command"]))
+    page.fill("#f-port", str(keys["port"]))
+    page.check("input[name=gpus][value='0']")
+    page.fill("#f-memory_gib_awake", "30")
+    page.fill("#f-memory_gib_asleep", "3")
+    page.fill("#f-priority", "500")
+    page.click("#save")
+    error = page.locator("[data-error-for=priority]")
+    error.get_by_text("500 is out of range 0-100").wait_for()
+    assert page.locator("#f-priority").get_attribute("aria-invalid") == "true"
+    assert [d.name for d in console.fleet.deployments.list()].count("formed") == 0
+    assert page.locator("[data-field=base_url]").is_hidden()  # an external server's field
+
+    page.fill("#f-priority", "60")
+    page.click("#save")
+    page.wait_for_url("**/deployments/*")
+    page.locator("#flash").get_by_text("formed created").wait_for()
+    created = console.fleet.deployments.by_name("formed")
+    assert (created.priority, created.memory_gib_awake, created.gpus) == (60, 30.0, (0,))
+
+    page.click("#edit-deployment")
+    page.fill("#f-memory_gib_asleep", "40")  # more than awake: refused beside it
+    page.click("#save")
+    page.locator("[data-error-for=memory_gib_asleep]").get_by_text("more than it holds").wait_for()
+    page.fill("#f-memory_gib_asleep", "2.5")
+    page.fill("#f-priority", "70")
+    page.click("#save")
+    page.locator("#flash").get_by_text("formed saved").wait_for()
+    changed = console.fleet.deployments.by_name("formed")
+    assert (changed.priority, changed.memory_gib_asleep) == (70, 2.5)
+
+    page.click("button[data-remove]")
+    page.locator("#confirm[open]").get_by_text("Remove deployment formed?").wait_for()
+    page.click("#confirm button[data-confirm=yes]")
+    page.wait_for_url("**/deployments")
+    wait_for(lambda: "formed" not in [d.name for d in console.fleet.deployments.list()], "removed")
+
+
+def test_a_deployments_page_follows_its_server_log_and_its_state(
+    page: Any, console: Console
+) -> None:
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("logged", awake=20))
+    page.goto(f"/deployments/{created.id}")
+    page.evaluate("window.loadedOnce = true")
+    fleet.deployer.start(created.id, actor="user:a")  # elsewhere: the page follows
+    page.locator("#deployment-head[data-state=running]").wait_for()
+    page.locator("#log-text").get_by_text("=== dgxmm: starting").wait_for()
+    with (fleet.backends.run_dir(created.id) / LOG_NAME).open("a") as log:
+        log.write("a line written just now\n")
+    page.locator("#log-text").get_by_text("a line written just now").wait_for()
+    href = page.locator("#log-download").get_attribute("href")
+    assert href == f"/api/deployments/{created.id}/log/download"
+    assert page.evaluate("window.loadedOnce") is True
+    fleet.deployer.stop(created.id, actor="user:a")
+    page.locator("#deployment-head[data-state=stopped]").wait_for()
+
+
+def test_an_unknown_page_is_an_html_page(page: Any) -> None:
+    answer = page.goto("/deployments/424242")
+    assert answer.status == 404
+    assert "no deployment" in page.locator("#error-page").inner_text()
+
+
+def test_dark_mode_follows_the_system_and_the_switch(page: Any) -> None:
+    background = "() => getComputedStyle(document.body).backgroundColor"
+    page.emulate_media(color_scheme="light")
+    page.goto("/jobs")
+    assert page.evaluate(background) == "rgb(250, 251, 252)"
+    page.emulate_media(color_scheme="dark")
+    assert page.evaluate(background) == "rgb(18, 22, 27)"
+    page.click("#theme-switch")  # the person's choice wins over the system's
+    assert page.evaluate(background) == "rgb(250, 251, 252)"
+    page.reload()
+    assert page.evaluate(background) == "rgb(250, 251, 252)"
+    page.click("#theme-switch")
+    assert page.evaluate(background) == "rgb(18, 22, 27)"
+
+
+def test_the_display_zone_switch_moves_every_time(page: Any, console: Console) -> None:
+    console.host.store.define_job(name="zoned", schedule="0 3 * * *", action="checkpoint")
+    console.host.sync()
+    page.goto("/jobs/zoned")
+    first = page.locator("#next-times li").first
+    assert first.inner_text().endswith("03:00:00")  # the server's zone, Berlin
+    page.select_option("#zone-switch select", "UTC")
+    page.wait_for_load_state()
+    page.locator("#display-zone[data-zone=UTC]").wait_for()
+    shown = page.locator("#next-times li").first.inner_text()
+    assert shown.endswith(("01:00:00", "02:00:00"))  # 03:00 Berlin in UTC
+    page.select_option("#zone-switch select", "server")
+    page.locator("#display-zone[data-zone='Europe/Berlin']").wait_for()
+
+
+PAGES = [
+    "/deployments",
+    "/jobs",
+    "/jobs/cp",
+    "/insights",
+    "/workload",
+    "/queries",
+    "/store",
+    "/audit",
+    "/deployments/new",
+]
+
+
+def test_no_main_page_scrolls_sideways_at_390_px(page: Any, console: Console) -> None:
+    console.host.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    console.host.sync()
+    console.fleet.deployments.create(actor="user:a", **standin_keys("narrow"))
+    page.set_viewport_size({"width": 390, "height": 800})
+    wide = {}
+    for path in [*PAGES, f"/deployments/{console.fleet.deployments.by_name('narrow').id}"]:
+        page.goto(path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > 390:
+            wide[path] = width
+    assert wide == {}
