@@ -171,3 +171,72 @@ def test_a_sleep_level_other_than_1_or_2_is_refused_before_asking(client: Client
 
     with pytest.raises(BackendError, match="level 3 is not 1 or 2"):
         client(answer).sleep(3)
+
+
+def recording(seen: list[str], metrics: str | None) -> Answer:
+    """A server that records each request and sleeps until every part is awake again."""
+    asleep = {"weights", "kv_cache"}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        query = request.url.query.decode()
+        body = request.content.decode()
+        seen.append(f"{request.method} {request.url.path}{'?' + query if query else ''}{body}")
+        if request.url.path == "/metrics":
+            return httpx.Response(200, text=metrics) if metrics else httpx.Response(404)
+        if request.url.path == "/wake_up":
+            tags = request.url.params.get_list("tags")
+            asleep.difference_update(tags or ("weights", "kv_cache"))
+        if request.url.path == "/is_sleeping":
+            return httpx.Response(200, json={"is_sleeping": bool(asleep)})
+        return httpx.Response(200)
+
+    return answer
+
+
+_LEVEL_2 = [
+    "POST /wake_up?tags=weights",
+    'POST /collective_rpc{"method":"reload_weights"}',
+    "POST /wake_up?tags=kv_cache",
+    "POST /reset_prefix_cache",
+    "GET /is_sleeping",
+]
+
+
+def test_a_level_2_wake_is_vllms_sequence(client: Client) -> None:
+    seen: list[str] = []
+    client(recording(seen, metrics=None)).wake(2)
+    assert seen == ["GET /metrics", *_LEVEL_2]
+
+
+def test_the_servers_sleep_gauge_picks_the_wake(client: Client) -> None:
+    gauge = (
+        "# TYPE vllm:engine_sleep_state gauge\n"
+        'vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="awake"} 0\n'
+        'vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="weights_offloaded"} 0\n'
+        'vllm:engine_sleep_state{engine="0",model_name="m",sleep_state="discard_all"} 1\n'
+        "vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n"
+        "vllm:request_success_total 0\nvllm:e2e_request_latency_seconds_sum 0\n"
+        "vllm:e2e_request_latency_seconds_count 0\n"
+    )
+    seen: list[str] = []
+    client(recording(seen, metrics=gauge)).wake(1)  # asked for level 1; it says level 2
+    assert seen == ["GET /metrics", *_LEVEL_2]
+    level_1 = gauge.replace('"discard_all"} 1', '"discard_all"} 0').replace(
+        '"weights_offloaded"} 0', '"weights_offloaded"} 1'
+    )
+    seen.clear()
+    client(recording(seen, metrics=level_1)).wake(2)
+    assert seen == ["GET /metrics", "POST /wake_up", "GET /is_sleeping"]
+
+
+def test_a_level_2_wake_names_the_step_that_failed(client: Client) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/collective_rpc":
+            return httpx.Response(500, text="CUDA error: out of memory")
+        return recording([], metrics=None)(request)
+
+    with pytest.raises(BackendError) as failure:
+        client(answer).wake(2)
+    assert str(failure.value).startswith(
+        "level-2 wake: POST /collective_rpc reload_weights on deployment 'llama': answered 500"
+    )

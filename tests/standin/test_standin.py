@@ -245,6 +245,49 @@ def test_sleep_level_2_shows_discard_all(standin: Start) -> None:
     assert server.metrics()["vllm:engine_sleep_state{sleep_state=discard_all}"] == 1
 
 
+def test_a_level_2_wake_needs_the_weights_reloaded_before_it_serves(standin: Start) -> None:
+    server = standin("--latency", "10")
+    post = server.client.post
+    assert post("/sleep?level=2&mode=wait").status_code == 200
+    assert post("/collective_rpc", json={"method": "reload_weights"}).status_code == 500
+    assert post("/wake_up?tags=weights").status_code == 200
+    assert server.client.get("/is_sleeping").json() == {"is_sleeping": True}  # KV cache asleep
+    assert post("/wake_up?tags=kv_cache").status_code == 200
+    assert server.client.get("/is_sleeping").json() == {"is_sleeping": False}
+    refused = post("/v1/chat/completions", json=CHAT)  # awake, but its weights are gone
+    assert refused.status_code == 500
+    assert "reload_weights" in refused.json()["error"]["message"]
+    reloaded = post("/collective_rpc", json={"method": "reload_weights"})
+    assert (reloaded.status_code, reloaded.json()) == (200, {"results": [None]})
+    assert post("/reset_prefix_cache").status_code == 200
+    assert post("/v1/chat/completions", json=CHAT).status_code == 200
+    assert server.metrics()["vllm:engine_sleep_state{sleep_state=awake}"] == 1
+
+
+def test_a_level_1_sleeper_serves_after_a_plain_wake(standin: Start) -> None:
+    server = standin("--latency", "10")
+    assert server.client.post("/sleep?level=1&mode=wait").status_code == 200
+    assert server.client.post("/wake_up?tags=weights&tags=kv_cache").status_code == 200
+    assert server.client.post("/v1/chat/completions", json=CHAT).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        pytest.param("/wake_up?tags=everything", None, "tags: 'everything'", id="unknown-tag"),
+        pytest.param("/collective_rpc", {}, "Missing 'method'", id="no-method"),
+        pytest.param("/collective_rpc", {"method": "x"}, "'x' is not", id="other-method"),
+    ],
+)
+def test_it_refuses_a_wake_step_it_cannot_do(
+    standin: Start, path: str, body: object, message: str
+) -> None:
+    server = standin()
+    response = server.client.post(path, json=body)
+    assert response.status_code == 400
+    assert message in response.json()["error"]["message"]
+
+
 @pytest.mark.parametrize(
     "query",
     [

@@ -17,13 +17,20 @@ from typing import Any
 from dgxmm.errors import DefinitionError, ZoneError
 from dgxmm.fleet.backends.external import check_base_url
 from dgxmm.fleet.backends.protocol import BackendKind
-from dgxmm.fleet.deployment import Deployment
+from dgxmm.fleet.deployment import (
+    DEFAULT_SLEEP_LEVEL,
+    DEFAULT_SLEEP_TIMEOUT_S,
+    SLEEP_LEVELS,
+    Deployment,
+)
 from dgxmm.fleet.inventory import GpuInventory
 from dgxmm.jobs import resolve_zone
 from dgxmm.store.definitions import check_name
 
 __all__ = [
     "DEFAULT_PRIORITY",
+    "DEFAULT_SLEEP_LEVEL",
+    "DEFAULT_SLEEP_TIMEOUT_S",
     "DEFAULT_STARTUP_TIMEOUT_S",
     "FIELDS",
     "RUN_FIELDS",
@@ -36,7 +43,7 @@ __all__ = [
 DEFAULT_PRIORITY = 50
 # vLLM loads weights and captures CUDA graphs before it answers: minutes for a large model.
 DEFAULT_STARTUP_TIMEOUT_S = 600.0
-_MAX_STARTUP_TIMEOUT_S = 24 * 3600.0
+_MAX_TIMEOUT_S = 24 * 3600.0
 
 FIELDS = (
     "name",
@@ -53,6 +60,8 @@ FIELDS = (
     "time_zone",
     "startup_timeout_s",
     "wake_on_request",
+    "sleep_timeout_s",
+    "sleep_level",
 )
 # How dgxmm runs the server: changed only while nothing of it runs, so that the server that
 # runs is always the one the row describes (a pid file, a port probed, a URL).
@@ -77,6 +86,8 @@ def current_keys(deployment: Deployment) -> dict[str, Any]:
         "time_zone": deployment.time_zone,
         "startup_timeout_s": deployment.startup_timeout_s,
         "wake_on_request": deployment.wake_on_request,
+        "sleep_timeout_s": deployment.sleep_timeout_s,
+        "sleep_level": deployment.sleep_level,
     }
 
 
@@ -141,7 +152,13 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
         memory_gib_asleep=asleep,
         priority=_priority(keys.get("priority", DEFAULT_PRIORITY)),
         time_zone=_zone(keys.get("time_zone", "UTC")),
-        startup_timeout_s=_timeout(keys.get("startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S)),
+        startup_timeout_s=_timeout(
+            keys.get("startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S), "startup_timeout_s"
+        ),
+        sleep_timeout_s=_timeout(
+            keys.get("sleep_timeout_s", DEFAULT_SLEEP_TIMEOUT_S), "sleep_timeout_s"
+        ),
+        sleep_level=_sleep_level(keys.get("sleep_level", DEFAULT_SLEEP_LEVEL)),
         wake_on_request=_flag(keys.get("wake_on_request", True), "wake_on_request"),
     )
     return values
@@ -252,11 +269,19 @@ def _flag(value: Any, field: str) -> bool:
     return value
 
 
-def _timeout(value: Any) -> float:
+def _timeout(value: Any, field: str) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool):
-        raise DefinitionError("startup_timeout_s", f"{value!r} is not a number of seconds")
-    if not math.isfinite(value) or not 0 < value <= _MAX_STARTUP_TIMEOUT_S:
-        raise DefinitionError(
-            "startup_timeout_s", f"{value!r} is not between 0 and {_MAX_STARTUP_TIMEOUT_S:g} s"
-        )
+        raise DefinitionError(field, f"{value!r} is not a number of seconds")
+    if not math.isfinite(value) or not 0 < value <= _MAX_TIMEOUT_S:
+        raise DefinitionError(field, f"{value!r} is not between 0 and {_MAX_TIMEOUT_S:g} s")
     return float(value)
+
+
+def _sleep_level(value: Any) -> int:
+    if value not in SLEEP_LEVELS or isinstance(value, bool) or not isinstance(value, int):
+        raise DefinitionError(
+            "sleep_level",
+            f"{value!r} is not 1 (weights to CPU memory) or 2 (weights dropped, reloaded "
+            "from disk on a wake)",
+        )
+    return value

@@ -16,6 +16,10 @@
   never forwards to a server going down and knows its cached state is stale afterwards.
 - **Own requests**: the post-wake check's completion is dgxmm's, not a user's: the metrics
   are told, so the next sample does not count it as request activity.
+- **Timeouts**: a start or wake, with its gate and check, is bounded by the deployment's
+  ``startup_timeout_s``, a sleep by its ``sleep_timeout_s``; every request of the action gets
+  only what is left, so no lock is held past the action's timeout. A sleep the server
+  finishes later is reconciled by the metrics pass (``mark_asleep``).
 - **Records**: every action writes a deployment event with its actor and an audit row, in
   one transaction with the state it leaves. A refused action writes a ``skipped`` event.
 - **Failure**: a server that is gone, or a start or wake whose gate fails, leaves the
@@ -26,10 +30,11 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from sqlalchemy import Engine
 
-from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
+from dgxmm.errors import BackendError, Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
 from dgxmm.fleet.activity import RequestActivity
 from dgxmm.fleet.backends.protocol import Backend, StopOutcome, wait_until_healthy
 from dgxmm.fleet.backends.registry import Backends
@@ -120,7 +125,7 @@ class Deployer:
         return self._take_down(deployment_id, EventAction.STOP, actor=actor)
 
     def sleep(self, deployment_id: int, *, actor: str) -> ActionResult:
-        """Put a running deployment to sleep (level 1) once its requests in flight finish."""
+        """Put a running deployment to sleep (at its level) once its requests in flight finish."""
         return self._take_down(deployment_id, EventAction.SLEEP, actor=actor)
 
     def mark_failed(
@@ -220,16 +225,30 @@ class Deployer:
                 if not waking:
                     with writing(self._engine) as connection:
                         self._deployments.set_state(connection, deployment_id, S.STARTING)
+                timeout_s = deployment.startup_timeout_s
+                began = time.monotonic()
+
+                def left() -> float:
+                    remaining = timeout_s - (time.monotonic() - began)
+                    if remaining <= 0:
+                        raise BackendError(
+                            f"{action.value} of {backend}: not done within {timeout_s:g} s "
+                            "(the deployment's startup_timeout_s)"
+                        )
+                    return remaining
+
                 try:
                     if waking:
-                        backend.wake()
+                        backend.wake(deployment.sleep_level, timeout_s=left())
                     else:
                         backend.start()
-                    took = wait_until_healthy(backend, deployment.startup_timeout_s)
+                    left()
+                    wait_until_healthy(backend, timeout_s, began=began)
                     # Healthy is not serving: a woken vLLM engine can answer garbage or
                     # crash on its first request. One tiny completion must answer.
-                    backend.check_completion()
+                    backend.check_completion(timeout_s=left())
                     self._rec.checked(deployment_id)  # dgxmm's own request: not activity
+                    took = time.monotonic() - began
                 except Exception as error:
                     self._rec.fail(deployment, action, actor, str(error), backend)
                     raise
@@ -296,7 +315,7 @@ class Deployer:
     def _sleep_backend(self, deployment: Deployment, backend: Backend, actor: str) -> str:
         """Ask the server to sleep; say how it went (a gone server leaves it failed)."""
         try:
-            backend.sleep(level=1)
+            backend.sleep(deployment.sleep_level, timeout_s=deployment.sleep_timeout_s)
         except ServerGone as error:
             self._rec.fail(deployment, EventAction.SLEEP, actor, str(error), backend)
             raise
@@ -309,7 +328,7 @@ class Deployer:
                 detail=str(error),
             )
             raise
-        return "asleep (level 1)"
+        return f"asleep (level {deployment.sleep_level})"
 
     def _make_room(
         self, deployment: Deployment, action: EventAction, actor: str, plans: bool

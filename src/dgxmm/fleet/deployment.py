@@ -18,7 +18,22 @@ from sqlalchemy import Row
 
 from dgxmm.fleet.backends.protocol import BackendKind
 
-__all__ = ["AWAKE_STATES", "Deployment", "DeploymentState"]
+__all__ = [
+    "AWAKE_STATES",
+    "DEFAULT_SLEEP_LEVEL",
+    "DEFAULT_SLEEP_TIMEOUT_S",
+    "SLEEP_LEVELS",
+    "Deployment",
+    "DeploymentState",
+]
+
+# vLLM's sleep levels: 1 moves the weights to CPU memory and drops the KV cache (a wake
+# copies them back); 2 drops both (a wake reloads the weights from disk).
+SLEEP_LEVELS = (1, 2)
+DEFAULT_SLEEP_LEVEL = 1
+# A sleep (mode=wait) first lets the requests in flight finish, minutes for long
+# generations, then copies the weights out: seconds to a minute for a large model.
+DEFAULT_SLEEP_TIMEOUT_S = 300.0
 
 
 class DeploymentState(StrEnum):
@@ -59,7 +74,7 @@ class Deployment:
     memory_gib_asleep: float  # per GPU, asleep
     priority: int  # 0-100; plans evict lower priorities only
     time_zone: str
-    startup_timeout_s: float
+    startup_timeout_s: float  # starts and wakes: the server, its health and the post-wake check
     state: DeploymentState
     state_since: int  # microseconds since the epoch
     last_error: str | None
@@ -67,6 +82,9 @@ class Deployment:
     created_at: int
     updated_at: int
     wake_on_request: bool = True  # a request through the proxy wakes it when it sleeps
+    # Defaulted so that a row of a dgxmm before them, built by hand in a test, still reads.
+    sleep_timeout_s: float = DEFAULT_SLEEP_TIMEOUT_S  # how long a sleep may take
+    sleep_level: int = DEFAULT_SLEEP_LEVEL  # 1 or 2, as vLLM's POST /sleep?level=
 
     @property
     def url(self) -> str:
@@ -107,6 +125,8 @@ class Deployment:
             "time_zone": self.time_zone,
             "startup_timeout_s": self.startup_timeout_s,
             "wake_on_request": self.wake_on_request,
+            "sleep_timeout_s": self.sleep_timeout_s,
+            "sleep_level": self.sleep_level,
             "state": self.state.value,
             "state_since_us": self.state_since,
             "last_error": self.last_error,
@@ -134,6 +154,8 @@ class Deployment:
             time_zone=row.time_zone,
             startup_timeout_s=float(row.startup_timeout_s),
             wake_on_request=bool(row.wake_on_request),
+            sleep_timeout_s=float(row.sleep_timeout_s),
+            sleep_level=int(row.sleep_level),
             state=DeploymentState(row.state),
             state_since=int(row.state_since),
             last_error=row.last_error,

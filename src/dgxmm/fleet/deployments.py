@@ -2,8 +2,8 @@
 
 Creating and changing a deployment are audited and leave a deployment event. What dgxmm runs
 (backend, command, port, environment, base URL, GPUs) changes only while the deployment is
-stopped or failed; its name, model, memory, priority, zone and start-up timeout change any
-time and count from the next action.
+stopped or failed; its name, model, memory, priority, zone, start-up and sleep timeouts change
+any time and count from the next action; its sleep level changes while it is not asleep.
 """
 
 from __future__ import annotations
@@ -148,6 +148,13 @@ class DeploymentRepo:
                 raise Conflict(
                     f"deployment {before.name!r} is {before.state.value}: stop it before "
                     f"changing {', '.join(running)}"
+                )
+            if "sleep_level" in changed and before.state is DeploymentState.SLEEPING:
+                # Its wake must match the sleep it is in: a level-2 sleeper needs its
+                # weights reloaded, which a level-1 wake does not do.
+                raise Conflict(
+                    f"deployment {before.name!r} sleeps at level {before.sleep_level}: wake "
+                    "it before changing sleep_level"
                 )
             self._refuse_taken(connection, values, deployment_id)
             connection.execute(

@@ -45,6 +45,10 @@ deployments = Table(
     Column("startup_timeout_s", Float, nullable=False),
     # A request through the proxy wakes it when it sleeps (migration 0007).
     Column("wake_on_request", Boolean, nullable=False, server_default=true()),
+    # Added by 0008; the defaults fill the rows of before. Checked by the definition (a check
+    # constraint would make SQLite rebuild the table its events cascade from).
+    Column("sleep_timeout_s", Float, nullable=False, server_default="300"),
+    Column("sleep_level", Integer, nullable=False, server_default="1"),
     Column("state", String(20), nullable=False),
     Column("state_since", BigInteger, nullable=False),
     Column("last_error", Text),

@@ -21,6 +21,7 @@ __all__ = [
     "FINISH_REASONS",
     "LATENCY_BUCKETS",
     "SLEEP_MODES",
+    "WAKE_TAGS",
     "Engine",
     "Phase",
     "Refused",
@@ -34,6 +35,8 @@ LATENCY_BUCKETS = (
 )
 FINISH_REASONS = ("stop", "length", "abort", "error")
 SLEEP_MODES = ("abort", "wait")  # vLLM's third, "keep", freezes requests; not imitated
+# What a wake may bring back on its own (vLLM's CuMemAllocator tags); no tag wakes both.
+WAKE_TAGS = ("weights", "kv_cache")
 _E2E = "vllm:e2e_request_latency_seconds"
 _SLEEP_DOC = (
     "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is "
@@ -109,6 +112,11 @@ class Engine:
         self._ready_at = monotonic() + config.startup_delay_s
         self._phase = Phase.STARTING
         self._level = 0
+        self._asleep_parts: set[str] = set()  # of WAKE_TAGS, while asleep
+        # A level-2 sleep dropped the weights: woken, their memory holds nothing until
+        # collective_rpc reload_weights loads them again (vLLM would answer garbage).
+        self._weights_dropped = False
+        self.prefix_cache_resets = 0
         self._running = 0
         self._waiting = 0
         self._abort_epoch = 0  # a sleep with mode=abort moves it on; older requests end
@@ -194,14 +202,36 @@ class Engine:
                 self._cond.wait()
             self._phase = Phase.ASLEEP
             self._level = level
+            self._asleep_parts = set(WAKE_TAGS)
+            self._weights_dropped = level == 2
 
-    def wake(self) -> None:
-        """Wake up (after a sleep under way has finished)."""
+    def wake(self, tags: tuple[str, ...] = ()) -> None:
+        """Wake the parts ``tags`` name, or all (after a sleep under way has finished)."""
+        for tag in tags:
+            if tag not in WAKE_TAGS:
+                raise Refused(HTTPStatus.BAD_REQUEST, f"tags: {tag!r} is not one of {WAKE_TAGS}")
         with self._transition, self._cond:
             if self._current_phase() is Phase.STARTING:
                 raise Refused(HTTPStatus.SERVICE_UNAVAILABLE, "the model is still loading")
-            self._phase = Phase.AWAKE
-            self._level = 0
+            self._asleep_parts -= set(tags or WAKE_TAGS)
+            if not self._asleep_parts:  # asleep until every part is awake, as vLLM
+                self._phase = Phase.AWAKE
+                self._level = 0
+
+    def reload_weights(self) -> None:
+        """Load the weights again (``collective_rpc`` ``reload_weights``) into woken memory."""
+        with self._cond:
+            if "weights" in self._asleep_parts:
+                raise Refused(
+                    HTTPStatus.INTERNAL_SERVER_ERROR,
+                    "reload_weights: the weights' memory sleeps; POST /wake_up?tags=weights first",
+                )
+            self._weights_dropped = False
+
+    def reset_prefix_cache(self) -> None:
+        """Forget the prefix cache (counted, so that a test can see it was asked)."""
+        with self._cond:
+            self.prefix_cache_resets += 1
 
     def is_sleeping(self) -> bool:
         """Return whether the engine sleeps (a sleep still draining does not count yet)."""
@@ -257,6 +287,12 @@ class Engine:
 
     def _refuse_unless_awake(self) -> None:
         phase = self._current_phase()
+        if phase is Phase.AWAKE and self._weights_dropped:
+            raise Refused(
+                HTTPStatus.INTERNAL_SERVER_ERROR,
+                "the weights were dropped by a level-2 sleep and not reloaded: POST "
+                '/collective_rpc {"method": "reload_weights"}',
+            )
         if phase is Phase.AWAKE:
             return
         why = {

@@ -20,8 +20,9 @@ __all__ = ["Faults"]
 class Faults:
     """The faults switched on; all off by default."""
 
-    sleep_hang_s: float = 0.0  # /sleep holds its answer this long, then sleeps
-    wake_hang_s: float = 0.0  # /wake_up holds its answer this long, then wakes
+    # /sleep holds its answer this long (or until switched back to 0), then sleeps
+    sleep_hang_s: float = 0.0
+    wake_hang_s: float = 0.0  # /wake_up likewise, then wakes
     sleep_error: bool = False  # /sleep answers 500 and stays awake
     die_on_wake: bool = False  # the process exits during /wake_up, without answering
     metrics_silent: bool = False  # /metrics does not answer while this is on

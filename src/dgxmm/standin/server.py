@@ -184,8 +184,8 @@ def _sleep(handler: Handler, query: Query, body: bytes) -> None:
         raise Refused(HTTPStatus.BAD_REQUEST, f"level: {level_text!r} is not 1 or 2")
     if mode not in SLEEP_MODES:
         raise Refused(HTTPStatus.BAD_REQUEST, f"mode: {mode!r} is not one of {SLEEP_MODES}")
+    _hang(handler._engine, "sleep_hang_s")  # a hung sleep: it finishes, but late
     faults = handler._engine.faults()
-    time.sleep(faults.sleep_hang_s)  # a hung sleep: it finishes, but late
     if faults.sleep_error:
         raise Refused(HTTPStatus.INTERNAL_SERVER_ERROR, "sleep failed (a fault mode)")
     handler._engine.sleep(int(level_text), mode)
@@ -197,8 +197,35 @@ def _wake_up(handler: Handler, query: Query, body: bytes) -> None:
     if faults.die_on_wake:  # as a server that runs out of memory while waking does
         print("dgxmm stand-in: dying during a wake (a fault mode)", file=sys.stderr, flush=True)
         os._exit(3)
-    time.sleep(faults.wake_hang_s)
-    handler._engine.wake()  # vLLM's "tags" (wake only weights or KV cache) are ignored
+    _hang(handler._engine, "wake_hang_s")
+    handler._engine.wake(tuple(query.get("tags", ())))  # repeatable; none wakes all
+    handler._send(HTTPStatus.OK, b"", "text/plain")
+
+
+def _hang(engine: Engine, fault: str) -> None:
+    """Hold the request for the fault's seconds, or until the fault is switched off."""
+    end = time.monotonic() + getattr(engine.faults(), fault)
+    while time.monotonic() < end and getattr(engine.faults(), fault) > 0:
+        time.sleep(0.05)
+
+
+def _collective_rpc(handler: Handler, query: Query, body: bytes) -> None:
+    try:
+        request = json.loads(body)
+    except ValueError as err:
+        raise Refused(HTTPStatus.BAD_REQUEST, f"JSON decode error: {err}") from None
+    method = request.get("method") if isinstance(request, dict) else None
+    if method is None:
+        raise Refused(HTTPStatus.BAD_REQUEST, "Missing 'method' in request body")
+    if method != "reload_weights":
+        raise Refused(HTTPStatus.BAD_REQUEST, f"method: {method!r} is not reload_weights")
+    handler._engine.reload_weights()
+    # vLLM answers each worker's result; reload_weights returns None on every worker.
+    handler._send_json(HTTPStatus.OK, {"results": [None]})
+
+
+def _reset_prefix_cache(handler: Handler, query: Query, body: bytes) -> None:
+    handler._engine.reset_prefix_cache()
     handler._send(HTTPStatus.OK, b"", "text/plain")
 
 
@@ -235,6 +262,8 @@ _ROUTES: dict[tuple[str, str], Callable[[Handler, Query, bytes], None]] = {
     ("POST", "/sleep"): _sleep,
     ("POST", "/wake_up"): _wake_up,
     ("GET", "/is_sleeping"): _is_sleeping,
+    ("POST", "/collective_rpc"): _collective_rpc,
+    ("POST", "/reset_prefix_cache"): _reset_prefix_cache,
     ("GET", "/dgxmm/faults"): _faults,  # not vLLM's: the fault modes
     ("POST", "/dgxmm/faults"): _faults,
 }

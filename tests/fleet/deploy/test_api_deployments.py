@@ -41,6 +41,28 @@ def test_it_answers_400_naming_a_field_it_refuses(client: TestClient) -> None:
     external = {"name": "remote", "model": "m", "backend": "external"}
     missing = client.post("/api/deployments", json=external)
     assert (missing.status_code, missing.json()["field"]) == (400, "base_url")
+    for field, value in (("sleep_timeout_s", 0), ("sleep_level", 0)):
+        refused = client.post("/api/deployments", json={**standin("llama"), field: value})
+        assert (refused.status_code, refused.json()["field"]) == (400, field)
+    assert client.get("/api/deployments").json()["deployments"] == []
+
+
+def test_it_takes_the_sleep_settings_and_refuses_a_new_level_while_asleep(
+    client: TestClient,
+) -> None:
+    keys = {**standin("llama"), "sleep_timeout_s": 90, "sleep_level": 2}
+    made = client.post("/api/deployments", json=keys).json()
+    assert (made["sleep_timeout_s"], made["sleep_level"]) == (90.0, 2)
+    path = f"/api/deployments/{made['id']}"
+    assert client.patch(path, json={"sleep_level": 1}).json()["sleep_level"] == 1
+    client.post(f"{path}/start")
+    client.post(f"{path}/sleep")
+    refused = client.patch(path, json={"sleep_level": 2})
+    assert refused.status_code == 409
+    assert "sleeps at level 1: wake it before changing sleep_level" in refused.json()["message"]
+    assert client.get(path).json()["sleep_level"] == 1
+    assert client.patch(path, json={"sleep_timeout_s": 30}).json()["sleep_timeout_s"] == 30.0
+    client.post(f"{path}/stop")
 
 
 def test_it_answers_422_for_a_wrong_type_or_an_unknown_field(client: TestClient) -> None:

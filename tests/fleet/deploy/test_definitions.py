@@ -27,6 +27,7 @@ def test_it_creates_a_stopped_deployment_with_the_defaults(fleet: Fleet) -> None
     assert created.base_url == "http://10.0.0.7:8000"
     assert (created.priority, created.time_zone, created.startup_timeout_s) == (50, "UTC", 600.0)
     assert created.wake_on_request is True
+    assert (created.sleep_timeout_s, created.sleep_level) == (300.0, 1)
     assert (created.state, created.gpus, created.memory_gib_awake) == (
         DeploymentState.STOPPED,
         (),
@@ -63,6 +64,10 @@ def test_it_creates_a_stopped_deployment_with_the_defaults(fleet: Fleet) -> None
         ({"time_zone": "Mars/Base"}, "time_zone", "unknown time zone"),
         ({"startup_timeout_s": 0}, "startup_timeout_s", "is not between 0 and"),
         ({"wake_on_request": "yes"}, "wake_on_request", "is not true or false"),
+        ({"sleep_timeout_s": -1}, "sleep_timeout_s", "is not between 0 and"),
+        ({"sleep_timeout_s": "5"}, "sleep_timeout_s", "is not a number of seconds"),
+        ({"sleep_level": 3}, "sleep_level", "is not 1 (weights to CPU memory) or 2"),
+        ({"sleep_level": True}, "sleep_level", "is not 1"),
         ({"colour": "red"}, "colour", "is not a deployment field"),
     ],
     ids=lambda value: value if isinstance(value, str) and " " not in value else None,

@@ -9,19 +9,50 @@ more. The sleep endpoints exist only on a vLLM started with ``VLLM_SERVER_DEV_MO
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass
 
 import httpx
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, InvalidInput, ServerGone
 from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts
-from dgxmm.fleet.metrics.sample import MetricsSample, sample_from_text
+from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, sample_from_text
 
 __all__ = ["ModelServerClient"]
 
 _DEV_MODE_HINT = (
     " (the sleep endpoints need vLLM started with VLLM_SERVER_DEV_MODE=1 and --enable-sleep-mode)"
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Step:
+    """One request of a wake."""
+
+    what: str
+    path: str
+    params: dict[str, str] | None = None
+    body: dict[str, object] | None = None
+
+
+_LEVEL_1_WAKE = (_Step(what="POST /wake_up", path="/wake_up"),)
+# vLLM's own order (its sleep-mode docs and RLHF examples): the weights' memory back, the
+# weights loaded again into it, then the KV cache, then a prefix cache that no longer holds
+# entries computed before the sleep.
+_LEVEL_2_WAKE = (
+    _Step(what="POST /wake_up?tags=weights", path="/wake_up", params={"tags": "weights"}),
+    _Step(
+        what="POST /collective_rpc reload_weights",
+        path="/collective_rpc",
+        body={"method": "reload_weights"},
+    ),
+    _Step(what="POST /wake_up?tags=kv_cache", path="/wake_up", params={"tags": "kv_cache"}),
+    _Step(what="POST /reset_prefix_cache", path="/reset_prefix_cache"),
+)
+
+
+_LEVEL_OF = {SleepState.WEIGHTS_OFFLOADED: 1, SleepState.DISCARD_ALL: 2}
 
 
 class ModelServerClient:
@@ -61,36 +92,78 @@ class ModelServerClient:
             return HealthCheck(health=Health.HEALTHY, detail=status)
         return HealthCheck(health=Health.UNHEALTHY, detail=status)
 
-    def sleep(self, level: int) -> None:
-        """Ask the server to sleep once its requests in flight finish; confirm it sleeps."""
+    def sleep(self, level: int, *, timeout_s: float | None = None) -> None:
+        """Ask the server to sleep once its requests in flight finish; confirm it sleeps.
+
+        ``timeout_s`` bounds the whole of it (the deployment's sleep timeout); without it,
+        each request gets the action timeout.
+        """
         if level not in (1, 2):
             raise BackendError(f"sleep on {self._server}: level {level} is not 1 or 2")
+        deadline = _Deadline(timeout_s or self._timeouts.action_s)
         what = f"sleep (POST /sleep?level={level}&mode=wait)"
         self._send(
             "POST",
             "/sleep",
             what=what,
-            timeout_s=self._timeouts.action_s,
+            timeout_s=deadline.left(what, self._server),
             params={"level": str(level), "mode": "wait"},
+            limit_s=deadline.seconds,
         )
-        if not self.is_sleeping():
+        if not self.is_sleeping(timeout_s=deadline.left(what, self._server)):
             raise BackendError(
                 f"{what} on {self._server}: answered OK, but GET /is_sleeping says it is awake"
             )
 
-    def wake(self) -> None:
-        """Ask the server to wake up; confirm it no longer sleeps."""
-        what = "wake (POST /wake_up)"
-        self._send("POST", "/wake_up", what=what, timeout_s=self._timeouts.action_s)
-        if self.is_sleeping():
+    def wake(self, level: int = 1, *, timeout_s: float | None = None) -> None:
+        """Wake the server from a sleep of ``level``; confirm it no longer sleeps.
+
+        Level 1 is one ``POST /wake_up``. Level 2 dropped the weights, so it is vLLM's
+        sequence: wake the weights' memory, reload them (``collective_rpc``
+        ``reload_weights``), wake the KV cache, then reset the prefix cache, whose entries
+        were computed before the sleep. ``timeout_s`` bounds the whole of it.
+
+        The level the server says it sleeps at (``vllm:engine_sleep_state``), where it
+        exports the gauge, wins over ``level``: a level-2 sleeper woken the level-1 way
+        would serve from weights that are no longer there.
+        """
+        if level not in (1, 2):
+            raise BackendError(f"wake on {self._server}: level {level} is not 1 or 2")
+        deadline = _Deadline(timeout_s or self._timeouts.action_s)
+        level = self._sleep_level(deadline) or level
+        what = "wake (POST /wake_up)" if level == 1 else "level-2 wake"
+        for step in _LEVEL_2_WAKE if level == 2 else _LEVEL_1_WAKE:
+            said = what if level == 1 else f"{what}: {step.what}"
+            self._send(
+                "POST",
+                step.path,
+                what=said,
+                timeout_s=deadline.left(said, self._server),
+                params=step.params,
+                json=step.body,
+                limit_s=deadline.seconds,
+            )
+        if self.is_sleeping(timeout_s=deadline.left(what, self._server)):
             raise BackendError(
                 f"{what} on {self._server}: answered OK, but GET /is_sleeping says it sleeps"
             )
 
-    def is_sleeping(self) -> bool:
-        """Ask ``GET /is_sleeping``."""
+    def _sleep_level(self, deadline: _Deadline) -> int | None:
+        """Return the level the server reports it sleeps at; None when it does not say."""
+        what = "metrics (GET /metrics)"
+        wait = min(deadline.left("wake", self._server), self._timeouts.metrics_s)
+        try:
+            text = self._send("GET", "/metrics", what=what, timeout_s=wait).text
+            state = sample_from_text(text, taken_at_us=0).sleep_state
+        except (BackendError, InvalidInput):
+            return None  # an older vLLM, or metrics that do not answer: the given level
+        return _LEVEL_OF.get(state) if state is not None else None
+
+    def is_sleeping(self, *, timeout_s: float | None = None) -> bool:
+        """Ask ``GET /is_sleeping`` (waiting at most the probe timeout, or ``timeout_s``)."""
         what = "sleep check (GET /is_sleeping)"
-        response = self._send("GET", "/is_sleeping", what=what, timeout_s=self._timeouts.probe_s)
+        wait = _within(self._timeouts.probe_s, timeout_s)
+        response = self._send("GET", "/is_sleeping", what=what, timeout_s=wait)
         try:
             answer = json.loads(response.content)
         except ValueError:
@@ -103,7 +176,7 @@ class ModelServerClient:
             )
         return value
 
-    def check_completion(self) -> None:
+    def check_completion(self, *, timeout_s: float | None = None) -> None:
         """Ask for one tiny chat completion; ``BackendError`` unless a choice comes back.
 
         The post-wake check: vLLM has bugs where a woken engine is healthy but answers
@@ -114,9 +187,8 @@ class ModelServerClient:
         # No model named: the server answers with the one it serves, whatever the deployment
         # calls it. (The stand-in does; that vLLM does too is not yet checked in its source.)
         body = {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
-        response = self._send(
-            "POST", "/v1/chat/completions", what=what, timeout_s=self._timeouts.check_s, json=body
-        )
+        wait = _within(self._timeouts.check_s, timeout_s)
+        response = self._send("POST", "/v1/chat/completions", what=what, timeout_s=wait, json=body)
         try:
             choices = json.loads(response.content)["choices"]
         except (ValueError, KeyError, TypeError):
@@ -172,7 +244,9 @@ class ModelServerClient:
         timeout_s: float,
         params: dict[str, str] | None = None,
         json: object = None,
+        limit_s: float | None = None,
     ) -> httpx.Response:
+        """Send one request; ``limit_s`` is the action's own timeout, named when it passes."""
         try:
             response = self._client.request(
                 method, path, params=params, json=json, timeout=self._timeout(timeout_s)
@@ -183,7 +257,7 @@ class ModelServerClient:
             ) from err
         except httpx.TimeoutException as err:
             raise BackendError(
-                f"{what} on {self._server}: no answer within {timeout_s:g} s"
+                f"{what} on {self._server}: no answer within {limit_s or timeout_s:.3g} s"
             ) from err
         except httpx.TransportError as err:
             raise BackendError(f"{what} on {self._server}: {_describe(err)}") from err
@@ -197,6 +271,26 @@ class ModelServerClient:
 
     def _timeout(self, seconds: float) -> httpx.Timeout:
         return httpx.Timeout(seconds, connect=min(seconds, self._timeouts.connect_s))
+
+
+class _Deadline:
+    """The end of an action of several requests: each gets the time left, none more."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def left(self, what: str, server: str) -> float:
+        """Return the seconds left; ``BackendError`` when none are."""
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise BackendError(f"{what} on {server}: not done within {self.seconds:.3g} s")
+        return left
+
+
+def _within(limit_s: float, timeout_s: float | None) -> float:
+    """Return a request's own limit, or less when the action has less left."""
+    return limit_s if timeout_s is None else min(limit_s, timeout_s)
 
 
 def _describe(err: httpx.TransportError) -> str:

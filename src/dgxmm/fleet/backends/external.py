@@ -91,21 +91,21 @@ class ExternalBackend:
         """Ask ``GET /health``."""
         return self._client.check_health()
 
-    def sleep(self, level: int = 1) -> None:
+    def sleep(self, level: int = 1, *, timeout_s: float | None = None) -> None:
         """Put the server to sleep once its requests in flight finish; confirm it sleeps."""
-        self._client.sleep(level)
+        self._client.sleep(level, timeout_s=timeout_s)
 
-    def wake(self) -> None:
-        """Wake the server up and confirm it no longer sleeps."""
-        self._client.wake()
+    def wake(self, level: int = 1, *, timeout_s: float | None = None) -> None:
+        """Wake the server from a sleep of ``level``; confirm it no longer sleeps."""
+        self._client.wake(level, timeout_s=timeout_s)
 
     def is_sleeping(self) -> bool:
         """Ask the server whether it sleeps."""
         return self._client.is_sleeping()
 
-    def check_completion(self) -> None:
-        """Ask for one tiny completion; raise ``BackendError`` unless it answers."""
-        self._client.check_completion()
+    def check_completion(self, *, timeout_s: float | None = None) -> None:
+        """Ask for one tiny completion; raise ``BackendError`` unless it answers in time."""
+        self._client.check_completion(timeout_s=timeout_s)
 
     def served_models(self) -> list[str]:
         """Return the model names the server lists at ``/v1/models``."""

@@ -2,7 +2,8 @@
 
 Two backends implement ``Backend``: ``ProcessBackend`` (dgxmm launches the server and owns
 its process) and ``ExternalBackend`` (a server already running at a URL). Both speak vLLM's
-HTTP surface: ``GET /health``, ``POST /sleep?level=1&mode=wait``, ``POST /wake_up``,
+HTTP surface: ``GET /health``, ``POST /sleep?level=1|2&mode=wait``, ``POST /wake_up`` (at
+level 2 with ``tags``, ``POST /collective_rpc`` and ``POST /reset_prefix_cache``),
 ``GET /is_sleeping``, ``GET /metrics``.
 
 Failures of an action raise ``BackendError`` naming the action, the server and what
@@ -79,7 +80,8 @@ class HttpTimeouts:
     probe_s: float = 5.0  # /health and /is_sleeping
     metrics_s: float = 10.0
     # POST /sleep?mode=wait returns once the requests in flight have finished, and
-    # POST /wake_up once the weights are back on the GPU: both can take minutes.
+    # POST /wake_up once the weights are back on the GPU: both can take minutes. Only a
+    # sleep or wake asked without a timeout gets this; the deployer gives the deployment's.
     action_s: float = 600.0
     check_s: float = 60.0  # the post-wake check: one tiny completion of a just-woken engine
 
@@ -128,20 +130,26 @@ class Backend(Protocol):
         """Ask the server whether it is healthy; never raise for a server that is down."""
         ...
 
-    def sleep(self, level: int = 1) -> None:
-        """Put the server to sleep once its requests in flight finish; confirm it sleeps."""
+    def sleep(self, level: int = 1, *, timeout_s: float | None = None) -> None:
+        """Put the server to sleep once its requests in flight finish; confirm it sleeps.
+
+        ``timeout_s`` bounds the whole sleep (the deployment's sleep timeout).
+        """
         ...
 
-    def wake(self) -> None:
-        """Wake the server up and confirm it no longer sleeps."""
+    def wake(self, level: int = 1, *, timeout_s: float | None = None) -> None:
+        """Wake the server from a sleep of ``level`` and confirm it no longer sleeps.
+
+        ``timeout_s`` bounds the whole wake (what is left of the start-up timeout).
+        """
         ...
 
     def is_sleeping(self) -> bool:
         """Ask the server whether it sleeps."""
         ...
 
-    def check_completion(self) -> None:
-        """Ask for one tiny completion; raise ``BackendError`` unless it answers."""
+    def check_completion(self, *, timeout_s: float | None = None) -> None:
+        """Ask for one tiny completion; raise ``BackendError`` unless it answers in time."""
         ...
 
     def served_models(self) -> list[str]:
@@ -166,18 +174,20 @@ def wait_until_healthy(
     timeout_s: float,
     *,
     interval_s: float = 0.25,
+    began: float | None = None,
     monotonic: Callable[[], float] = time.monotonic,
     pause: Callable[[float], None] = time.sleep,
 ) -> float:
     """Poll health until the server answers healthy; return the seconds it took.
 
     This is the start-up gate: a start or wake counts only once the server is healthy within
-    its start-up timeout. Raises ``ServerGone`` at once when the process exits, and
-    ``BackendError`` when the timeout passes, with the last thing seen.
+    its start-up timeout, counted from ``began`` (a ``monotonic`` reading; now by default:
+    a wake's own requests count in its timeout). Raises ``ServerGone`` at once when the
+    process exits, and ``BackendError`` when the timeout passes, with the last thing seen.
     """
     if not timeout_s > 0:
         raise InvalidInput("timeout_s", f"{timeout_s} must be a positive number of seconds")
-    began = monotonic()
+    began = monotonic() if began is None else began
     deadline = began + timeout_s
     while True:
         check = backend.check_health()

@@ -46,6 +46,8 @@ class CreateDeployment(Body):
     time_zone: str | None = Field(default=None, max_length=100)
     startup_timeout_s: float | None = None
     wake_on_request: bool = True
+    sleep_timeout_s: float | None = None
+    sleep_level: int | None = None
 
 
 class UpdateDeployment(Body):
@@ -65,6 +67,8 @@ class UpdateDeployment(Body):
     time_zone: str | None = Field(default=None, max_length=100)
     startup_timeout_s: float | None = None
     wake_on_request: bool | None = None
+    sleep_timeout_s: float | None = None
+    sleep_level: int | None = None
 
 
 class ActionBody(Body):
@@ -119,8 +123,9 @@ def create_deployment(
     """Create a stopped deployment; a refused field answers 400 naming it."""
     keys = body.model_dump(exclude_unset=True)
     keys.setdefault("time_zone", host.time_zone.key)
-    if keys.get("startup_timeout_s") is None:
-        keys.pop("startup_timeout_s", None)
+    for defaulted in ("startup_timeout_s", "sleep_timeout_s", "sleep_level"):
+        if keys.get(defaulted) is None:
+            keys.pop(defaulted, None)
     return deployment_json(fleet.deployments.create(actor=who.actor, **keys), host)
 
 
