@@ -20,6 +20,7 @@ def test_the_new_form_has_a_field_for_every_field_the_api_takes(client: TestClie
     assert 'data-field="base_url" data-kind="text" data-backends="external"' in page
     assert '<option value="external"' in page
     assert 'name="gpus" value="0"' in page  # one box per GPU of the inventory
+    assert 'name="sleep_timeout_s" id="f-sleep_timeout_s" inputmode="decimal" value="300"' in page
 
 
 def test_the_edit_form_shows_the_deployments_values(client: TestClient, fleet: Fleet) -> None:

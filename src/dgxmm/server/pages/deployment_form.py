@@ -17,7 +17,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.fleet import BackendKind, Deployment
-from dgxmm.fleet.definition import DEFAULT_PRIORITY, DEFAULT_STARTUP_TIMEOUT_S, current_keys
+from dgxmm.fleet.definition import (
+    DEFAULT_PRIORITY,
+    DEFAULT_SLEEP_LEVEL,
+    DEFAULT_SLEEP_TIMEOUT_S,
+    DEFAULT_STARTUP_TIMEOUT_S,
+    current_keys,
+)
 from dgxmm.server.api.deployments import CreateDeployment
 from dgxmm.server.deps import FleetDep, HostDep, PathId
 from dgxmm.server.pages.render import render_page
@@ -57,7 +63,15 @@ _KNOWN = {
     "memory_gib_asleep": _Known(label="Memory asleep (GiB per GPU)", kind="float"),
     "priority": _Known(label="Priority", kind="int", hint="0-100; plans evict lower ones only"),
     "time_zone": _Known(label="Time zone", kind="text", hint="IANA name, for its schedules"),
-    "startup_timeout_s": _Known(label="Start-up timeout (s)", kind="float"),
+    "startup_timeout_s": _Known(
+        label="Start-up timeout (s)", kind="float", hint="a start or wake, with its checks"
+    ),
+    "sleep_timeout_s": _Known(label="Sleep timeout (s)", kind="float"),
+    "sleep_level": _Known(
+        label="Sleep level",
+        kind="int",
+        hint="1: weights to CPU memory; 2: weights dropped, reloaded on a wake",
+    ),
     "wake_on_request": _Known(label="Wake on a request", kind="bool"),
 }
 
@@ -137,6 +151,8 @@ def new_deployment(request: Request, fleet: FleetDep, host: HostDep) -> Response
         "priority": DEFAULT_PRIORITY,
         "time_zone": host.time_zone.key,
         "startup_timeout_s": DEFAULT_STARTUP_TIMEOUT_S,
+        "sleep_timeout_s": DEFAULT_SLEEP_TIMEOUT_S,
+        "sleep_level": DEFAULT_SLEEP_LEVEL,
         "command": [],
     }
     return _form(request, fleet, defaults, None)
