@@ -20,6 +20,9 @@
   ``startup_timeout_s``, a sleep by its ``sleep_timeout_s``; every request of the action gets
   only what is left, so no lock is held past the action's timeout. A sleep the server
   finishes later is reconciled by the metrics pass (``mark_asleep``).
+- **Telemetry**: each action (an eviction too) tells ``Telemetry.action_finished`` its
+  outcome and how long it took, by the injected ``timer``; a refusal counts as ``skipped``,
+  an error as ``failed``, an unknown deployment not at all.
 - **Records**: every action writes a deployment event with its actor and an audit row, in
   one transaction with the state it leaves. A refused action writes a ``skipped`` event.
 - **Failure**: a server that is gone, or a start or wake whose gate fails, leaves the
@@ -31,6 +34,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 
 from sqlalchemy import Engine
 
@@ -45,6 +50,7 @@ from dgxmm.fleet.fit import EvictionAction, Fit, Plan, check_fit, make_plan
 from dgxmm.fleet.inventory import GpuInventory
 from dgxmm.fleet.recorder import ActionRecorder, ActionResult
 from dgxmm.store import writing
+from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 
 __all__ = ["ActionResult", "Deployer"]
 
@@ -79,6 +85,8 @@ class Deployer:
         backends: Backends,
         recorder: ActionRecorder,
         activity: RequestActivity,
+        telemetry: Telemetry = NO_TELEMETRY,
+        timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self._engine = engine
         self._inventory = inventory
@@ -86,6 +94,8 @@ class Deployer:
         self._backends = backends
         self._rec = recorder
         self._activity = activity
+        self._telemetry = telemetry
+        self._timer = timer
         self._locks: dict[int, threading.RLock] = {}
         self._locks_lock = threading.Lock()
         self._startup = threading.Lock()
@@ -114,19 +124,27 @@ class Deployer:
 
     def start(self, deployment_id: int, *, actor: str, plans: bool = True) -> ActionResult:
         """Start a stopped or failed deployment and wait for the start-up gate."""
-        return self._bring_up(deployment_id, EventAction.START, actor=actor, plans=plans)
+        start = EventAction.START
+        return self._timed(
+            start, lambda: self._bring_up(deployment_id, start, actor=actor, plans=plans)
+        )
 
     def wake(self, deployment_id: int, *, actor: str, plans: bool = True) -> ActionResult:
         """Wake a sleeping deployment and wait for the start-up gate."""
-        return self._bring_up(deployment_id, EventAction.WAKE, actor=actor, plans=plans)
+        wake = EventAction.WAKE
+        return self._timed(
+            wake, lambda: self._bring_up(deployment_id, wake, actor=actor, plans=plans)
+        )
 
     def stop(self, deployment_id: int, *, actor: str) -> ActionResult:
         """Stop a deployment: SIGTERM, then SIGKILL after the grace period, for a process."""
-        return self._take_down(deployment_id, EventAction.STOP, actor=actor)
+        down = partial(self._take_down, deployment_id, EventAction.STOP, actor=actor)
+        return self._timed(EventAction.STOP, down)
 
     def sleep(self, deployment_id: int, *, actor: str) -> ActionResult:
         """Put a running deployment to sleep (at its level) once its requests in flight finish."""
-        return self._take_down(deployment_id, EventAction.SLEEP, actor=actor)
+        down = partial(self._take_down, deployment_id, EventAction.SLEEP, actor=actor)
+        return self._timed(EventAction.SLEEP, down)
 
     def mark_failed(
         self, deployment_id: int, reason: str, *, actor: str = "system", wait: bool = True
@@ -351,7 +369,8 @@ class Deployer:
                     if eviction.action is EvictionAction.SLEEP
                     else EventAction.STOP
                 )
-                done.append(self._take_down(eviction.deployment_id, taken, actor=actor, why=why))
+                down = partial(self._take_down, eviction.deployment_id, taken, actor=actor, why=why)
+                done.append(self._timed(taken, down))
             except DgxmmError as error:
                 self._rec.record(
                     deployment=deployment,
@@ -363,6 +382,24 @@ class Deployer:
                 )
                 raise
         return tuple(done)
+
+    def _timed(self, action: EventAction, act: Callable[[], ActionResult]) -> ActionResult:
+        """Run an action and tell the telemetry how it ended and how long it took."""
+        began = self._timer()
+        outcome: EventOutcome | None = EventOutcome.FAILED
+        try:
+            result = act()
+            outcome = result.outcome
+            return result
+        except NotFound:
+            outcome = None  # no deployment, no action
+            raise
+        except Conflict:
+            outcome = EventOutcome.SKIPPED  # refused: it does not fit, or not in this state
+            raise
+        finally:
+            if outcome is not None:
+                self._telemetry.action_finished(action, outcome, self._timer() - began)
 
     def _fitted(self, deployment_id: int, action: EventAction, actor: str) -> Deployment:
         """Check the fit again under the start-up lock (evictions may have raced others)."""

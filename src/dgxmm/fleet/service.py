@@ -37,6 +37,7 @@ from dgxmm.fleet.recorder import ActionRecorder, ActionResult
 from dgxmm.fleet.tables import deployments as deployments_table
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, writing
+from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 
 __all__ = ["METRICS_PURGE", "METRICS_ROLLUP", "Fleet", "RemovalHook"]
 
@@ -60,8 +61,10 @@ class Fleet:
         data_dir: Path | None = None,
         http_timeouts: HttpTimeouts | None = None,
         stop_grace_s: float = 30.0,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.store = store
+        self.telemetry = telemetry  # told what the fleet and the decider above it did
         self.inventory = inventory
         self.clock = clock or store.clock
         self.data_dir = data_dir or store.data_dir
@@ -86,6 +89,7 @@ class Fleet:
             insights=self.insights,
             on_gone=self._gone,
             on_asleep=self._asleep,
+            telemetry=telemetry,
             retention_days=lambda: store.get_setting(RETENTION_SETTING, DEFAULT_RETENTION_DAYS),
         )
         self._recorder = ActionRecorder(
@@ -105,6 +109,7 @@ class Fleet:
             backends=self.backends,
             recorder=self._recorder,
             activity=self.activity,
+            telemetry=telemetry,
         )
         # Insights go first, before the deployment: their table has no cascade.
         self._hooks: list[RemovalHook] = [self.insights.remove_for]

@@ -13,6 +13,7 @@ from dgxmm.server.host import Host
 from dgxmm.server.routes import DeploymentSection, Routes
 from dgxmm.server.serve import ServeOptions, serve
 from dgxmm.server.services import Services
+from dgxmm.server.telemetry import ServerMetrics
 
 __all__ = [
     "FLEET_ROUTES",
@@ -25,6 +26,7 @@ __all__ = [
     "Role",
     "Routes",
     "ServeOptions",
+    "ServerMetrics",
     "Services",
     "Tokens",
     "create_app",

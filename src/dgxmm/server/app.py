@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from dgxmm import __version__
-from dgxmm.server import api, pages
+from dgxmm.server import api, metrics, pages
 from dgxmm.server.body_limit import BodyLimit
 from dgxmm.server.responses import install_error_handlers
 from dgxmm.server.routes import Routes
@@ -34,6 +34,7 @@ JOBS_ROUTES = Routes(
         api.changes.router,
         api.catalog.router,
         api.tokens.router,
+        metrics.router,
         pages.login.router,
         pages.api_docs.router,
         pages.jobs.router,

@@ -22,6 +22,8 @@ from dgxmm.clock import Clock
 from dgxmm.errors import Conflict
 from dgxmm.jobs import CronSchedule, Job, JobRun, RunResult, Scheduler, Timer, resolve_zone
 from dgxmm.store import JobDefinition, NotScheduled, Store
+from dgxmm.telemetry import NO_TELEMETRY, Telemetry
+from dgxmm.time_units import SECOND_US
 
 __all__ = ["Host", "RowParts"]
 
@@ -51,8 +53,10 @@ class Host:
         system_jobs: Iterable[Job] = (),
         timer: Timer = time.monotonic,
         stop_grace_seconds: float = 10.0,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.store = store
+        self._telemetry = telemetry
         self.clock = clock or store.clock
         self.time_zone = resolve_zone(time_zone, field="time_zone")
         self.tick_seconds = tick_seconds
@@ -95,8 +99,7 @@ class Host:
             self.collect()
             for run in self.scheduler.running():
                 result = run.abandon("the server stopped while it ran")
-                self.scheduler.finish(result)
-                self._release(result)
+                self._finish(result)
                 abandoned.append(result)
         # Give the abandoned work a moment to notice (a query stops at its next check).
         deadline = time.monotonic() + self._stop_grace
@@ -134,8 +137,7 @@ class Host:
                 self._workers.pop(result.token, None)
                 if result.token not in {run.token for run in self.scheduler.running()}:
                     continue  # given up earlier (abandoned): its late result belongs to nobody
-                self.scheduler.finish(result)
-                self._release(result)
+                self._finish(result)
                 taken.append(result)
         return taken
 
@@ -211,6 +213,12 @@ class Host:
         self._wake.set()  # the ticker takes it back now rather than at its next tick
         if not self.running:
             self.collect()  # no ticker (a library host, or stopping): take it back here
+
+    def _finish(self, result: RunResult) -> None:
+        """Give a run back to the scheduler, tell the telemetry, and wake who waits for it."""
+        self.scheduler.finish(result)
+        self._telemetry.run_finished(result.name, result.outcome, result.duration_us / SECOND_US)
+        self._release(result)
 
     def _release(self, result: RunResult) -> None:
         waiter = self._waiters.pop(result.token, None)

@@ -27,6 +27,7 @@ from dgxmm.server.app import FLEET_ROUTES, PROPOSAL_ROUTES, SCHEDULE_ROUTES, cre
 from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host
 from dgxmm.server.services import Services
+from dgxmm.server.telemetry import ServerMetrics
 from dgxmm.store import Store
 from dgxmm.store.files import make_private_dir, write_atomic
 
@@ -108,7 +109,8 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         say(f"dgxmm: created an admin token in {created} (mode 0600); read it with: cat {created}")
     if options.demo and prepare_demo_gpus(data_dir):
         say(f"dgxmm: demo: wrote two pretend GPUs into {data_dir / 'config.json'}")
-    fleet = Fleet(store, inventory=discover_inventory(data_dir))
+    metrics = ServerMetrics()  # the fleet, the schedule runner and the host count into it
+    fleet = Fleet(store, inventory=discover_inventory(data_dir), telemetry=metrics)
     schedules = ScheduleService(store, fleet)
     proposals = ProposalService(store, fleet, schedules)
     host = Host(
@@ -116,9 +118,17 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         time_zone=zone,
         tick_seconds=options.tick_seconds,
         system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
+        telemetry=metrics,
     )
     app = create_app(
-        Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules, proposals=proposals),
+        Services(
+            host=host,
+            tokens=tokens,
+            fleet=fleet,
+            schedules=schedules,
+            proposals=proposals,
+            metrics=metrics,
+        ),
         [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES],
     )
     host.start()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
 from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host
+from dgxmm.server.telemetry import ServerMetrics
 
 __all__ = ["Services"]
 
@@ -25,3 +26,5 @@ class Services:
     fleet: Fleet | None = None
     schedules: ScheduleService | None = None
     proposals: ProposalService | None = None
+    # What /metrics serves; give the same one to the fleet and the host as their telemetry.
+    metrics: ServerMetrics = field(default_factory=ServerMetrics)

@@ -413,6 +413,7 @@ class ScheduleRunner:
             )  # fmt: skip
             if pause:
                 self._pause(connection, schedule, run, now)
+        fleet.telemetry.slot_decided(schedule.action, run.kind)
         if pause:
             fleet.insights.raise_insight(
                 InsightKind.SCHEDULE_FAILED,

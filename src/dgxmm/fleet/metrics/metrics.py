@@ -50,6 +50,7 @@ from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, delta_between
 from dgxmm.fleet.tables import metric_rollups
 from dgxmm.jobs import RunContext
 from dgxmm.store import reading, writing
+from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import DAY_US, MINUTE_US
 
 __all__ = ["Metrics"]
@@ -86,6 +87,7 @@ class Metrics:
         insights: Insights,
         on_gone: OnGone,
         on_asleep: OnGone = lambda deployment, why: None,
+        telemetry: Telemetry = NO_TELEMETRY,
         retention_days: Callable[[], object] = lambda: DEFAULT_RETENTION_DAYS,
     ) -> None:
         self._engine = engine
@@ -95,6 +97,7 @@ class Metrics:
         self._insights = insights
         self._on_gone = on_gone
         self._on_asleep = on_asleep
+        self._telemetry = telemetry
         self._retention_days = retention_days
         self._lock = threading.Lock()
         self._previous: dict[int, MetricsSample] = {}
@@ -286,6 +289,7 @@ class Metrics:
             found = finished.get(deployment.id)
             if found is None:
                 counts[_Scrape.UNREADABLE] += 1
+                self._telemetry.scrape_failed(deployment.name, _Scrape.UNREADABLE)
                 error = BackendError(
                     f"metrics of {deployment.name}: no answer within {deadline_s:g} s"
                 )
@@ -293,6 +297,8 @@ class Metrics:
                 continue
             kind, sample = found
             counts[kind] += 1
+            if kind in (_Scrape.GONE, _Scrape.UNREADABLE):
+                self._telemetry.scrape_failed(deployment.name, kind)
             if sample is not None:
                 samples.append((deployment, sample))
         self.record_all(samples)  # one commit for the pass, not one per deployment

@@ -1,0 +1,116 @@
+"""dgxmm's own metrics, served at ``GET /metrics`` (``server/metrics.py``).
+
+Two kinds of series, kept apart on purpose:
+
+- **Counted as it happens** (``ServerMetrics`` is the ``Telemetry`` every recording seam is
+  given): deployment actions and their durations by action and outcome, the schedule
+  runner's decisions by action and outcome, job runs and their durations by job and outcome,
+  and model servers whose metrics could not be read. They start at zero with the process, as
+  Prometheus counters do; ``rate()`` and ``increase()`` take restarts in their stride.
+- **Read at scrape time** from the store: deployments by state. A gauge fed by events would
+  drift from the table (a restart, a reattachment, a row changed by another instance); the
+  table is the truth and a count of a few rows is cheap.
+
+Each ``ServerMetrics`` has a registry of its own, never prometheus_client's global one: a
+process (a test run) builds many apps, and two apps must not count into each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from dgxmm import __version__
+from dgxmm.fleet import DeploymentState, Fleet
+
+__all__ = ["ServerMetrics"]
+
+# Seconds. An action waits for a model server's start-up gate (minutes); a job may run an hour.
+_ACTION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
+_RUN_BUCKETS = (0.005, 0.05, 0.25, 1, 5, 15, 60, 300, 900, 3600)
+
+
+class ServerMetrics:
+    """The counters and histograms of one app, fed by the recording seams (``Telemetry``)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._actions = Histogram(
+            "dgxmm_deployment_action_duration_seconds",
+            "Deployment actions (start, wake, stop, sleep) by outcome, and how long they took.",
+            ["action", "outcome"],
+            buckets=_ACTION_BUCKETS,
+            registry=self.registry,
+        )
+        self._decisions = Counter(
+            "dgxmm_schedule_decisions",
+            "Slots the schedule runner decided, by the schedule's action and the outcome.",
+            ["action", "outcome"],
+            registry=self.registry,
+        )
+        self._runs = Histogram(
+            "dgxmm_job_run_duration_seconds",
+            "Job runs taken back by the host, by job and outcome, and how long they took.",
+            ["job", "outcome"],
+            buckets=_RUN_BUCKETS,
+            registry=self.registry,
+        )
+        self._scrape_errors = Counter(
+            "dgxmm_scrape_errors",
+            "Model servers whose metrics could not be read (unreadable) or that were gone.",
+            ["deployment", "kind"],
+            registry=self.registry,
+        )
+
+    # -- Telemetry ----------------------------------------------------------------------------
+
+    def action_finished(self, action: Enum, outcome: Enum, seconds: float) -> None:
+        """Count a deployment action and its duration."""
+        self._actions.labels(action.value, outcome.value).observe(max(0.0, seconds))
+
+    def slot_decided(self, action: Enum, outcome: Enum) -> None:
+        """Count a schedule runner's decision."""
+        self._decisions.labels(action.value, outcome.value).inc()
+
+    def run_finished(self, job: str, outcome: Enum, seconds: float) -> None:
+        """Count a job's run and its duration."""
+        self._runs.labels(job, outcome.value).observe(max(0.0, seconds))
+
+    def scrape_failed(self, deployment: str, kind: Enum) -> None:
+        """Count a model server whose metrics could not be read."""
+        self._scrape_errors.labels(deployment, kind.value).inc()
+
+    # -- the page -----------------------------------------------------------------------------
+
+    def exposition(self, fleet: Fleet | None) -> bytes:
+        """Return every series in the text format: the counted ones, then those read now."""
+        scrape = CollectorRegistry(auto_describe=False)
+        scrape.register(self.registry)
+        scrape.register(_State(fleet))
+        return generate_latest(scrape)
+
+
+class _State:
+    """The series read from the store at each scrape."""
+
+    def __init__(self, fleet: Fleet | None) -> None:
+        self._fleet = fleet
+
+    def collect(self) -> Iterable[Metric]:
+        info = GaugeMetricFamily("dgxmm_info", "dgxmm's version.", labels=["version"])
+        info.add_metric([__version__], 1.0)
+        yield info
+        if self._fleet is None:
+            return
+        counts = dict.fromkeys(DeploymentState, 0)
+        for deployment in self._fleet.deployments.list():
+            counts[deployment.state] += 1
+        states = GaugeMetricFamily(
+            "dgxmm_deployments", "Deployments by state, as the store has them.", labels=["state"]
+        )
+        for state, count in counts.items():
+            states.add_metric([state.value], float(count))
+        yield states
