@@ -11,8 +11,10 @@ import pytest
 from support import serving, standin_keys, wait_for
 
 from dgxmm.decider import ProposalService, ScheduleService
+from dgxmm.decider.demo import propose_now
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.backends.process import LOG_NAME
+from dgxmm.fleet.demo import DEMO_MODELS, synthetic_rollups
 from dgxmm.server import (
     FLEET_ROUTES,
     PROPOSAL_ROUTES,
@@ -24,6 +26,7 @@ from dgxmm.server import (
     create_app,
 )
 from dgxmm.store import Store
+from dgxmm.time_units import DAY_US
 
 
 @dataclass
@@ -32,6 +35,7 @@ class Console:
     token: str
     host: Host
     fleet: Fleet
+    proposals: ProposalService
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +62,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     )
     app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES])
     with serving(app) as base:
-        yield Console(base=base, token=token, host=host, fleet=fleet)
+        yield Console(base=base, token=token, host=host, fleet=fleet, proposals=proposals)
     host.stop()
     for deployment in fleet.deployments.list():
         fleet.deployer.stop(deployment.id, actor="system")
@@ -226,3 +230,23 @@ def test_no_main_page_scrolls_sideways_at_390_px(page: Any, console: Console) ->
         if width > 390:
             wide[path] = width
     assert wide == {}
+
+
+def test_the_demos_synthetic_weeks_leave_a_proposal_to_accept(page: Any, console: Console) -> None:
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("office"))
+    now = fleet.clock.now_us()
+    history = synthetic_rollups(DEMO_MODELS[0], created, now - 28 * DAY_US, now)
+    assert fleet.metrics.write_history(history) == len(history)
+    propose_now(console.proposals)
+    page.goto(f"/deployments/{created.id}/traffic")
+    proposal = page.locator("tr[data-proposal][data-status=open]").first
+    proposal.wait_for()
+    assert page.locator("#heatmap rect.cell").count() == 168
+    assert page.locator("#heatmap rect.cell[fill='url(#unobserved)']").count() == 0  # full
+    proposal.locator("button[data-proposal-action=accept]").click()
+    page.locator("#flash").get_by_text("accepted").wait_for()
+    schedules = page.evaluate(
+        f"fetch('/api/deployments/{created.id}/schedules').then((r) => r.json())"
+    )
+    assert {s["action"] for s in schedules["schedules"]} == {"sleep", "wake"}

@@ -5,9 +5,16 @@
 - Three process deployments run the stand-in (``python -m dgxmm.standin``) on free
   local ports, with different priorities, memory and latency; they are created once and
   found by name on later runs (a stopped one gets a free port again).
+- Before they start, four weeks of synthetic rollups are written for them (a weekday
+  office-hours pattern; minutes that have a measured rollup keep it), and an insight per
+  deployment says so, which its pages show as "synthetic": the heat map is full and the
+  ``after_history`` hook (``serve`` rebuilds the profiles and proposes) leaves proposals
+  waiting at once.
 - They are started on a thread of their own (the server answers meanwhile), and a thread per
-  deployment sends chat completions to it while it runs, at a rate that rises and falls over
-  ten minutes, so the rollups, charts and request activity fill in.
+  busy deployment sends chat completions to it while it runs, at a rate that rises and falls
+  over ten minutes, so the rollups, charts and request activity fill in. ``demo-batch`` gets
+  none: once it runs, the ``quiet`` hook (``serve``: a sleep schedule a few minutes on, and
+  a wake after it) shows a scheduled sleep going through.
 - When dgxmm stops, the demo stops its deployments: they are throwaway stand-ins, unlike
   real model servers, which outlive dgxmm.
 """
@@ -23,17 +30,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import httpx
 
+from dgxmm.clock import from_us
 from dgxmm.errors import DgxmmError, NotFound
 from dgxmm.fleet.config import configured_gpus, write_gpus
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.insights import InsightKind, Severity
 from dgxmm.fleet.inventory import Gpu, NvmlReader, read_nvml
+from dgxmm.fleet.metrics import Rollup
 from dgxmm.fleet.service import Fleet
+from dgxmm.time_units import DAY_US, MINUTE_US
 
-__all__ = ["DEMO_GPUS", "DEMO_MODELS", "Demo", "DemoModel", "prepare_demo_gpus"]
+__all__ = [
+    "DEMO_GPUS",
+    "DEMO_MODELS",
+    "Demo",
+    "DemoModel",
+    "prepare_demo_gpus",
+    "synthetic_note",
+    "synthetic_rollups",
+]
 
 ACTOR = "system"
 DEMO_GPUS = (
@@ -41,6 +60,8 @@ DEMO_GPUS = (
     Gpu(index=1, name="demo GPU (pretend)", memory_gib=48.0),
 )
 _WAVE_S = 600.0  # the traffic rises and falls over ten minutes
+HISTORY_DAYS = 28
+HISTORY_KEY = "demo-history"  # the insight of a deployment whose history is synthetic
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +75,7 @@ class DemoModel:
     asleep_share: float
     priority: int
     latency_ms: int
-    requests_per_s: float  # at the top of the wave
+    requests_per_s: float  # at the top of the wave; 0: quiet (no demo traffic at all)
 
 
 DEMO_MODELS = (
@@ -86,7 +107,7 @@ DEMO_MODELS = (
         asleep_share=0.05,
         priority=20,
         latency_ms=900,
-        requests_per_s=0.3,
+        requests_per_s=0.0,
     ),
 )
 
@@ -117,9 +138,18 @@ def _is_free(port: int) -> bool:
 class Demo:
     """The demo's deployments and traffic; ``start`` returns at once, ``stop`` ends both."""
 
-    def __init__(self, fleet: Fleet, *, say: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        *,
+        say: Callable[[str], None] = print,
+        after_history: Callable[[], None] | None = None,
+        quiet: Callable[[Deployment], None] | None = None,
+    ) -> None:
         self._fleet = fleet
         self._say = say
+        self._after_history = after_history
+        self._quiet = quiet
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self.deployments: list[Deployment] = []
@@ -131,6 +161,8 @@ class Demo:
         self._threads.append(starter)
         starter.start()
         for model, deployment in zip(DEMO_MODELS, self.deployments, strict=True):
+            if not model.requests_per_s:
+                continue
             thread = threading.Thread(
                 target=self._traffic,
                 args=(model, deployment.id),
@@ -143,9 +175,10 @@ class Demo:
             InsightKind.DEMO,
             deployment_id=None,
             severity=Severity.INFO,
-            message="Demo: three stand-in deployments (demo-chat, demo-code, demo-batch) "
-            "get a little traffic. They are not models, and the GPUs in config.json are "
-            "pretend; stop dgxmm to end the demo.",
+            message="Demo: three stand-in deployments (demo-chat, demo-code, demo-batch); "
+            "the first two get a little traffic, demo-batch none, so its scheduled sleep "
+            "goes through. They are not models, the GPUs in config.json are pretend, and "
+            "the four weeks of traffic before now are synthetic; stop dgxmm to end the demo.",
             key="demo",
         )
 
@@ -196,8 +229,33 @@ class Demo:
             startup_timeout_s=60.0,
         )
 
+    def write_history(self, now_us: int) -> int:
+        """Write the synthetic weeks before ``now_us`` for each demo deployment; return rows."""
+        written = 0
+        since = now_us - now_us % MINUTE_US - HISTORY_DAYS * DAY_US
+        for model, deployment in zip(DEMO_MODELS, self.deployments, strict=True):
+            rows = synthetic_rollups(model, deployment, since, now_us - MINUTE_US)
+            written += self._fleet.metrics.write_history(rows)
+            self._fleet.insights.raise_insight(
+                InsightKind.DEMO,
+                deployment_id=deployment.id,
+                severity=Severity.INFO,
+                message=f"Demo: {deployment.name}'s traffic of the {HISTORY_DAYS} days before "
+                "the demo started is synthetic (weekday office hours), written so that its "
+                "heat map is full and proposals have weeks to read.",
+                key=f"{HISTORY_KEY}-{deployment.id}",
+            )
+        return written
+
     def _start_all(self) -> None:
-        for deployment in self.deployments:
+        try:
+            written = self.write_history(self._fleet.clock.now_us())
+            self._say(f"dgxmm demo: wrote {written} synthetic minute(s) of traffic history")
+            if self._after_history is not None:
+                self._after_history()
+        except DgxmmError as error:
+            self._say(f"dgxmm demo: the synthetic history: {error}")
+        for model, deployment in zip(DEMO_MODELS, self.deployments, strict=True):
             if self._stopping.is_set():
                 return
             try:
@@ -205,6 +263,8 @@ class Demo:
                 self._say(f"dgxmm demo: {deployment.name}: {result.deployment.state.value}")
                 # A first sample now: the first minute's rollup then counts its requests.
                 self._fleet.metrics.sample_now(deployment.id)
+                if not model.requests_per_s and self._quiet is not None:
+                    self._quiet(result.deployment)
             except DgxmmError as error:
                 self._say(f"dgxmm demo: {deployment.name} did not start: {error}")
 
@@ -228,3 +288,51 @@ class Demo:
                     client.post(f"{deployment.url}/v1/chat/completions", json=body)
                 except httpx.HTTPError:
                     continue  # stopped or asleep meanwhile: the next one will tell
+
+
+def synthetic_rollups(
+    model: DemoModel, deployment: Deployment, since_us: int, until_us: int
+) -> list[Rollup]:
+    """Return a minute's rollup for each minute of the span: weekday office hours are busy.
+
+    Busy is Monday to Friday 08:00 to 18:59 in the deployment's zone, a little on Saturday
+    mornings for the chat; the rest of the week is idle, which is what proposals look for.
+    The numbers are seeded by the deployment's name, so a second run writes the same ones.
+    """
+    zone = ZoneInfo(deployment.time_zone)
+    pick = random.Random(model.name)
+    peak = max(model.requests_per_s, 0.2) * 60  # requests a minute at the top of the day
+    latency = model.latency_ms / 1000
+    rows = []
+    at = since_us - since_us % MINUTE_US
+    while at < until_us:
+        local = from_us(at, zone)
+        office = local.weekday() < 5 and 8 <= local.hour < 19
+        saturday = model.name == "demo-chat" and local.weekday() == 5 and 9 <= local.hour < 12
+        if office or saturday:
+            shape = math.sin(math.pi * (local.hour + local.minute / 60 - 8) / 11)
+            requests = max(1, round(peak * (0.3 + 0.7 * max(shape, 0.0)) * pick.uniform(0.6, 1.2)))
+            seconds = latency * pick.uniform(0.8, 1.4)
+            running = requests * seconds / 60
+        else:
+            requests, seconds, running = 0, None, 0.0
+        rows.append(
+            Rollup(
+                deployment_id=deployment.id,
+                minute_us=at,
+                requests=requests,
+                mean_running=running,
+                mean_waiting=0.0,
+                mean_latency_s=seconds,
+                samples=4,
+            )
+        )
+        at += MINUTE_US
+    return rows
+
+
+def synthetic_note(fleet: Fleet, deployment_id: int) -> str | None:
+    """Return what the demo said of a deployment's synthetic history (None: it has none)."""
+    key = f"{HISTORY_KEY}-{deployment_id}"
+    found = fleet.insights.list(True, deployment_id=deployment_id)
+    return next((i.message for i in found if i.key == key), None)

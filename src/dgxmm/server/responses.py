@@ -130,7 +130,7 @@ def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     names = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
     message = str(exc.detail)
-    if exc.status_code == 404 and message == "Not Found":
+    if exc.status_code == 404 and message == "Not Found" and _wants_page(request):
         message = f"there is no page {request.url.path}"
     return _answer(
         request,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import uvicorn
 
+from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy
@@ -132,7 +133,16 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES],
     )
     host.start()
-    demo = Demo(fleet, say=say) if options.demo else None
+    demo = (
+        Demo(
+            fleet,
+            say=say,
+            after_history=lambda: propose_now(proposals),
+            quiet=lambda d: schedule_a_sleep_to_watch(schedules, d, store.clock.now_us()),
+        )
+        if options.demo
+        else None
+    )
     if demo is not None:
         demo.start()
     url = local_url(options.host, options.port)

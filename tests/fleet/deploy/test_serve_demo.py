@@ -65,7 +65,17 @@ def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Pat
             assert record is not None
             pids.append(record.pid)
         insights = api.get("/api/insights").json()["insights"]
-        assert [i["kind"] for i in insights] == ["demo"]
+        assert {i["kind"] for i in insights} == {"demo"}
+        synthetic = [i for i in insights if i["key"] and i["key"].startswith("demo-history")]
+        assert len(synthetic) == 3  # one per deployment, shown on its pages
+        assert "synthetic" in api.get(f"/deployments/{chat['id']}").text
+        # Four weeks of office hours: a proposal waits to be accepted at once.
+        waiting = api.get(f"/api/deployments/{chat['id']}/proposals").json()["proposals"]
+        assert [p for p in waiting if p["status"] == "open"]
+        batch = next(d for d in deployments if d["name"] == "demo-batch")
+        quiet = api.get(f"/api/deployments/{batch['id']}/schedules").json()["schedules"]
+        assert [s["action"] for s in quiet] == ["sleep", "wake"]  # a sleep to watch go through
+        assert batch["last_request_at"] is None  # no demo traffic: its quiet check passes
         api.close()
     finally:
         process.send_signal(signal.SIGINT)

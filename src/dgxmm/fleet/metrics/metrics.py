@@ -242,6 +242,38 @@ class Metrics:
                 for row in connection.execute(query)
             ]
 
+    def write_history(self, rollups: list[Rollup]) -> int:
+        """Add rollups for minutes that have none (the demo's synthetic weeks); return how many.
+
+        A minute that already has a rollup keeps it: what a sample measured wins.
+        """
+        if not rollups:
+            return 0
+        by_deployment: dict[int, list[Rollup]] = {}
+        for rollup in rollups:
+            by_deployment.setdefault(rollup.deployment_id, []).append(rollup)
+        written = 0
+        with writing(self._engine) as connection:
+            for deployment_id, rows in by_deployment.items():
+                taken = set(
+                    connection.execute(
+                        select(metric_rollups.c.minute_us).where(
+                            metric_rollups.c.deployment_id == deployment_id,
+                            metric_rollups.c.minute_us >= min(r.minute_us for r in rows),
+                            metric_rollups.c.minute_us <= max(r.minute_us for r in rows),
+                        )
+                    ).scalars()
+                )
+                fresh = [
+                    {"deployment_id": deployment_id, **r.to_json()}
+                    for r in rows
+                    if r.minute_us not in taken
+                ]
+                if fresh:
+                    connection.execute(insert(metric_rollups), fresh)
+                written += len(fresh)
+        return written
+
     # -- the system jobs ----------------------------------------------------------------------
 
     def rollup_all(self, ctx: RunContext | None = None) -> str:

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.fleet import BackendKind, Deployment
+from dgxmm.fleet.demo import synthetic_note
 from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
@@ -98,5 +99,6 @@ def deployment_page(
         events=[{"e": e, "at": iso(e.at_us, host)} for e in fleet.events.list(deployment_id)],
         extras=extras,
         log=log,
+        synthetic=synthetic_note(fleet, deployment_id),
         gpus={gpu.index: gpu for gpu in fleet.inventory.gpus},
     )
