@@ -20,6 +20,7 @@ FOUNDATION = ("dgxmm.errors", "dgxmm.time_units", "dgxmm.clock", "dgxmm.telemetr
 # Lowest first: each layer may import the foundation and the layers before it.
 LAYERS = (
     "dgxmm.jobs",
+    "dgxmm.playground",  # the browser playground's engine: the jobs engine over sqlite3
     "dgxmm.places",  # the machine's zone and data directory (reads dgxmm.jobs' zones)
     "dgxmm.store",
     "dgxmm.fleet",

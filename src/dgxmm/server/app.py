@@ -42,6 +42,7 @@ JOBS_ROUTES = Routes(
         pages.workload.router,
         pages.queries.router,
         pages.store.router,
+        pages.playground.router,
     ),
 )
 FLEET_ROUTES = Routes(
@@ -102,4 +103,11 @@ def create_app(services: Services, routes: Sequence[Routes] = ()) -> FastAPI:
         for router in layer.routers:
             app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    # The playground's runtime and wheels, fetched by scripts/playground-files (the page
+    # says what is missing when they are not there).
+    app.mount(
+        "/playground/files",
+        StaticFiles(directory=pages.playground.PLAYGROUND_FILES, check_dir=False),
+        name="playground-files",
+    )
     return app

@@ -13,6 +13,7 @@ from dgxmm.server.pages import insights as insights
 from dgxmm.server.pages import job as job
 from dgxmm.server.pages import jobs as jobs
 from dgxmm.server.pages import login as login
+from dgxmm.server.pages import playground as playground
 from dgxmm.server.pages import queries as queries
 from dgxmm.server.pages import render as render
 from dgxmm.server.pages import schedules as schedules
@@ -29,6 +30,7 @@ __all__ = [
     "job",
     "jobs",
     "login",
+    "playground",
     "queries",
     "render",
     "schedules",

@@ -1,0 +1,124 @@
+"""The playground's engine in CPython: the same module the browser's worker runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from support import at
+
+from dgxmm.playground import NO_FILES, Playground
+
+T0 = at("2026-06-01T10:00:30+00:00")
+MINUTE = 60_000_000
+
+
+def call(engine: Playground, method: str, path: str, body: Any = None, now: int = T0) -> Any:
+    answer = json.loads(
+        engine.handle(method, path, None if body is None else json.dumps(body), now)
+    )
+    return answer["status"], answer["body"]
+
+
+@pytest.fixture
+def engine() -> Playground:
+    made = Playground("America/New_York")
+    made.tick(T0)  # the first tick only plans
+    status, _ = call(
+        made,
+        "POST",
+        "/api/queries/define",
+        {
+            "name": "note",
+            "params": {"label": "string"},
+            "body": "CREATE TABLE IF NOT EXISTS notes (label TEXT); "
+            "INSERT INTO notes VALUES (:label)",
+        },
+    )
+    assert status == 200
+    return made
+
+
+def test_it_runs_a_query_job_at_its_time_in_the_browsers_zone(engine: Playground) -> None:
+    status, row = call(
+        engine,
+        "POST",
+        "/api/jobs/define",
+        {"name": "every", "schedule": "* * * * *", "action": "query", "query": "note",
+         "args": {"label": "x"}},
+    )  # fmt: skip
+    assert (status, row["kind"], row["schedule"]) == (200, "user", "* * * * *")
+    assert engine.tick(T0 + MINUTE) == ["stats_flush", "every"]
+    assert engine.tick(T0 + 2 * MINUTE) == ["stats_flush", "every"]
+    _, listed = call(engine, "GET", "/api/jobs", now=T0 + 2 * MINUTE)
+    assert listed["time_zone"] == "America/New_York"
+    assert [j["name"] for j in listed["jobs"]] == ["stats_flush", "compact", "every"]
+    every = listed["jobs"][2]
+    assert every["last_run"]["outcome"] == "succeeded"
+    assert every["last_run"]["started_at"] == "2026-06-01T06:02:30-04:00"
+    assert every["runs"]["last_two_days"] == 2
+    assert engine.catalog.db.execute("SELECT count(*) FROM notes").fetchone() == (2,)
+    _, workload = call(engine, "GET", "/api/workload")
+    assert sum(b["count"] for b in workload["job"]["minutes"]) == 2
+
+
+def test_it_answers_every_wrong_field_and_refuses_a_backup_job(engine: Playground) -> None:
+    status, body = call(
+        engine,
+        "POST",
+        "/api/jobs/define",
+        {"name": "b", "schedule": "61 * * * *", "action": "backup", "path": "x", "timeout_ms": 0},
+    )
+    assert status == 400
+    assert (body["field"], body["message"]) == ("path", NO_FILES)
+    assert [e["field"] for e in body["errors"]] == ["path", "schedule", "timeout_ms"]
+    status, body = call(
+        engine, "POST", "/api/jobs/define", {"name": "q", "schedule": "@daily", "action": "query",
+                                             "query": "note", "args": {}}
+    )  # fmt: skip
+    assert (status, body["field"]) == (400, "args")
+    assert [j["name"] for j in call(engine, "GET", "/api/jobs")[1]["jobs"]] == [
+        "stats_flush",
+        "compact",
+    ]
+
+
+def test_it_runs_now_switches_reschedules_and_drops(engine: Playground) -> None:
+    call(engine, "POST", "/api/jobs/define", {"name": "cp", "schedule": "0 3 * * *",
+                                              "action": "checkpoint"})  # fmt: skip
+    status, ran = call(engine, "POST", "/api/jobs/run", {"name": "cp"})
+    assert (status, ran["outcome"]) == (200, "succeeded")
+    assert engine.checkpoint is not None
+    _, row = call(engine, "POST", "/api/jobs/enable", {"name": "cp", "enabled": False})
+    assert row["enabled"] is False
+    _, row = call(
+        engine, "POST", "/api/jobs/schedule", {"name": "compact", "schedule": "0 4 * * *"}
+    )
+    assert (row["schedule"], row["builtin_schedule"]) == ("0 4 * * *", "0 3 * * *")
+    status, body = call(engine, "POST", "/api/jobs/drop", {"name": "stats_flush"})
+    assert (status, body["field"]) == (400, "name")
+    assert call(engine, "POST", "/api/jobs/drop", {"name": "cp"})[0] == 200
+    assert call(engine, "POST", "/api/jobs/run", {"name": "cp"})[0] == 404
+
+
+def test_it_counts_a_query_run_from_the_page_under_the_playground(engine: Playground) -> None:
+    status, body = call(
+        engine, "POST", "/api/queries/run", {"name": "note", "args": {"label": "p"}}
+    )
+    assert (status, body["detail"]) == (200, "2 statement(s); 1 row(s) changed; 0 row(s) returned")
+    _, workload = call(engine, "GET", "/api/workload")
+    assert sum(b["count"] for b in workload["playground"]["days"]) == 1
+
+
+def test_it_imports_only_the_jobs_engine_and_the_standard_library() -> None:
+    # What the browser's worker can load: the standard library, tzdata and dgxmm's wheel.
+    code = "import json, sys, dgxmm.playground; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout)
+    heavy = {"sqlalchemy", "alembic", "sqlglot", "psycopg", "fastapi", "pydantic", "httpx"}
+    assert sorted(name for name in loaded if name.split(".")[0] in heavy) == []
+    ours = {name.split(".")[1] for name in loaded if name.startswith("dgxmm.")}
+    assert ours <= {"jobs", "playground", "errors", "clock", "time_units"}, ours
