@@ -31,6 +31,9 @@ LAYERS = (
 )
 # Imports nothing of ours at all: it runs as its own process and must start fast.
 ALONE = ("dgxmm.standin",)
+# Import nothing of ours, but their layer may import them: they are shipped by value to the
+# nodes of a Ray cluster, where dgxmm need not be installed.
+SHIPPED = ("dgxmm.fleet.backends.ray_actor",)
 
 
 def _module_of(path: Path) -> str:
@@ -66,6 +69,8 @@ def _refusal(importer: str, imported: str) -> str | None:
         return None  # the package itself: its version
     if _home(importer, ALONE):
         return None if _home(imported, ALONE) else "the stand-in imports nothing of ours"
+    if _home(importer, SHIPPED):
+        return "a module shipped to Ray's nodes imports nothing of ours"
     if _home(imported, ALONE):
         return "only a process started with python -m runs the stand-in"
     if _home(importer, FOUNDATION):
@@ -105,6 +110,8 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("dgxmm.clock", "dgxmm.jobs", True),
         ("dgxmm.standin.engine", "dgxmm.errors", True),
         ("dgxmm.fleet.demo", "dgxmm.standin", True),
+        ("dgxmm.fleet.backends.ray_actor", "dgxmm.errors", True),
+        ("dgxmm.fleet.backends.ray", "dgxmm.fleet.backends.ray_actor", False),
     ],
     ids=[
         "store-jobs",
@@ -116,6 +123,8 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         "foundation-jobs",
         "standin-errors",
         "fleet-standin",
+        "shipped-errors",
+        "fleet-shipped",
     ],
 )
 def test_the_rule_refuses_what_it_should(importer: str, imported: str, refused: bool) -> None:

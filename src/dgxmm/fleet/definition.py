@@ -4,7 +4,9 @@
 changed ones merged over the current row for an edit) and returns the column values, or
 raises ``DefinitionError`` naming the first field it cannot use. The GPUs are checked
 against the inventory: a deployment that declares a GPU this machine does not have, or more
-memory than the GPU holds, could never start.
+memory than the GPU holds, could never start. A ray deployment names no GPU: it asks for
+``num_gpus`` and Ray gives its actor GPUs on the node the fit check chose; ``backend: ray``
+is refused, saying what to install, where the ``ray`` package is missing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from dgxmm.errors import DefinitionError, ZoneError
 from dgxmm.fleet.backends.external import check_base_url
 from dgxmm.fleet.backends.protocol import BackendKind
+from dgxmm.fleet.cluster import check_ray_address, ray_missing
 from dgxmm.fleet.deployment import (
     DEFAULT_SLEEP_LEVEL,
     DEFAULT_SLEEP_TIMEOUT_S,
@@ -62,11 +65,28 @@ FIELDS = (
     "wake_on_request",
     "sleep_timeout_s",
     "sleep_level",
+    "ray_address",
+    "ray_node",
+    "num_gpus",
 )
 # How dgxmm runs the server: changed only while nothing of it runs, so that the server that
-# runs is always the one the row describes (a pid file, a port probed, a URL).
-RUN_FIELDS = frozenset({"backend", "command", "port", "environment", "base_url", "gpus"})
+# runs is always the one the row describes (a pid file, a port probed, a URL, an actor).
+RUN_FIELDS = frozenset(
+    {
+        "backend",
+        "command",
+        "port",
+        "environment",
+        "base_url",
+        "gpus",
+        "ray_address",
+        "ray_node",
+        "num_gpus",
+    }
+)
 _PROCESS_ONLY = ("command", "port", "environment")
+_RAY_ONLY = ("ray_address", "ray_node", "num_gpus")
+_MAX_RAY_GPUS = 64
 
 
 def current_keys(deployment: Deployment) -> dict[str, Any]:
@@ -79,7 +99,8 @@ def current_keys(deployment: Deployment) -> dict[str, Any]:
         "port": deployment.port,
         "environment": dict(deployment.environment) or None,
         "base_url": deployment.base_url,
-        "gpus": list(deployment.gpus),
+        # A ray deployment's GPUs are Ray's choice, not part of its definition.
+        "gpus": [] if deployment.backend is BackendKind.RAY else list(deployment.gpus),
         "memory_gib_awake": deployment.memory_gib_awake,
         "memory_gib_asleep": deployment.memory_gib_asleep,
         "priority": deployment.priority,
@@ -88,6 +109,9 @@ def current_keys(deployment: Deployment) -> dict[str, Any]:
         "wake_on_request": deployment.wake_on_request,
         "sleep_timeout_s": deployment.sleep_timeout_s,
         "sleep_level": deployment.sleep_level,
+        "ray_address": deployment.ray_address,
+        "ray_node": deployment.ray_node,
+        "num_gpus": deployment.num_gpus,
     }
 
 
@@ -116,22 +140,34 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
         "port": None,
         "environment": None,
         "base_url": None,
+        "ray_address": None,
+        "ray_node": None,
+        "num_gpus": None,
     }
-    if backend is BackendKind.PROCESS:
+    if backend is not BackendKind.RAY:
+        for key in _RAY_ONLY:
+            if keys.get(key) is not None:
+                raise DefinitionError(key, f"is for backend ray, not {backend.value}")
+    if backend in (BackendKind.PROCESS, BackendKind.RAY):
         if keys.get("base_url") is not None:
-            raise DefinitionError("base_url", "is for an external server; a process has a port")
+            raise DefinitionError(
+                "base_url", f"is for an external server; {backend.value} runs a command"
+            )
         values["command"] = json.dumps(_command(keys.get("command")))
-        values["port"] = _port(keys.get("port"))
+        if backend is BackendKind.PROCESS or keys.get("port") is not None:
+            values["port"] = _port(keys.get("port"))
         environment = _environment(keys.get("environment"))
         values["environment"] = json.dumps(environment) if environment else None
-    else:
+    if backend is BackendKind.RAY:
+        _check_ray(keys, values)
+    elif backend is BackendKind.EXTERNAL:
         for key in _PROCESS_ONLY:
             if keys.get(key) not in (None, {}):
                 raise DefinitionError(key, "is for a process; an external server has a base_url")
         if keys.get("base_url") is None:
             raise DefinitionError("base_url", "an external deployment needs its server's URL")
         values["base_url"] = check_base_url(_text(keys.get("base_url"), "base_url", 500))
-    gpus = _gpus(keys.get("gpus", []), inventory)
+    gpus = [] if backend is BackendKind.RAY else _gpus(keys.get("gpus", []), inventory)
     awake = _gib(keys.get("memory_gib_awake", 0.0), "memory_gib_awake")
     asleep = _gib(keys.get("memory_gib_asleep", 0.0), "memory_gib_asleep")
     if asleep > awake:
@@ -170,8 +206,25 @@ def check_backend(value: Any) -> BackendKind:
         return BackendKind(value)
     except ValueError:
         raise DefinitionError(
-            "backend", f"{value!r} is not a backend (process or external)"
+            "backend", f"{value!r} is not a backend (process, external or ray)"
         ) from None
+
+
+def _check_ray(keys: Mapping[str, Any], values: dict[str, Any]) -> None:
+    """Check a ray deployment's own fields into ``values``."""
+    missing = ray_missing()
+    if missing is not None:
+        raise DefinitionError("backend", missing)
+    if keys.get("gpus") not in (None, [], ()):
+        raise DefinitionError(
+            "gpus", "Ray gives a ray deployment its GPUs on the node it runs on: set num_gpus"
+        )
+    if keys.get("ray_address") is None:
+        raise DefinitionError("ray_address", "a ray deployment needs its Ray cluster's address")
+    values["ray_address"] = check_ray_address(_text(keys["ray_address"], "ray_address", 500))
+    if keys.get("ray_node") is not None:
+        values["ray_node"] = _text(keys["ray_node"], "ray_node", 200)
+    values["num_gpus"] = _whole(keys.get("num_gpus", 1), "num_gpus", 0, _MAX_RAY_GPUS)
 
 
 def _text(value: Any, field: str, longest: int) -> str:

@@ -3,7 +3,9 @@
 - **Locks**: each deployment has a re-entrant lock that every action holds from its first
   read to its last write, so two actions on one deployment never interleave; a caller (the
   schedule runner) may hold it around a check and an action.
-- **Fit check**: a start or wake needs its awake memory on each of its GPUs (``fit.py``).
+- **Fit check**: a start or wake needs its awake memory on each of its GPUs (``fit.py``);
+  a ray deployment needs its GPUs free on one node of its cluster (``placement.py``), and
+  its start writes down that node before the actor is created there.
 - **Plans**: with ``plans=True`` (manual starts), a start or wake that does not fit first
   puts lower-priority deployments to sleep or stops them, as ``plan`` shows beforehand; with
   ``plans=False`` (schedules) nothing is evicted: it raises ``DoesNotFit``.
@@ -37,17 +39,20 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from dgxmm.errors import BackendError, Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
 from dgxmm.fleet.activity import RequestActivity
-from dgxmm.fleet.backends.protocol import Backend, StopOutcome, wait_until_healthy
+from dgxmm.fleet.backends.protocol import Backend, BackendKind, StopOutcome, wait_until_healthy
+from dgxmm.fleet.backends.ray import RayBackend
 from dgxmm.fleet.backends.registry import Backends
-from dgxmm.fleet.deployment import Deployment, DeploymentState
+from dgxmm.fleet.cluster import ClusterInventory
+from dgxmm.fleet.deployment import Deployment, DeploymentState, Placement
 from dgxmm.fleet.deployments import KEEP, DeploymentRepo
 from dgxmm.fleet.events import EventAction, EventOutcome
 from dgxmm.fleet.fit import EvictionAction, Fit, Plan, check_fit, make_plan
 from dgxmm.fleet.inventory import GpuInventory
+from dgxmm.fleet.placement import check_node_fit, make_node_plan
 from dgxmm.fleet.recorder import ActionRecorder, ActionResult
 from dgxmm.store import writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
@@ -113,12 +118,22 @@ class Deployer:
     def fit(self, deployment_id: int, target: DeploymentState) -> Fit:
         """Tell whether the deployment fits in ``target`` beside the others, and why."""
         everyone = self._deployments.list()
-        return check_fit(self._inventory, everyone, _pick(everyone, deployment_id), target)
+        deployment = _pick(everyone, deployment_id)
+        if deployment.backend is BackendKind.RAY:
+            return check_node_fit(self._cluster_of(deployment), everyone, deployment, target)
+        return check_fit(self._inventory, everyone, deployment, target)
 
     def plan(self, deployment_id: int, target: DeploymentState) -> Plan:
         """Return the evictions that would make it fit in ``target`` (none when it fits)."""
         everyone = self._deployments.list()
-        return make_plan(self._inventory, everyone, _pick(everyone, deployment_id), target)
+        deployment = _pick(everyone, deployment_id)
+        if deployment.backend is BackendKind.RAY:
+            return make_node_plan(self._cluster_of(deployment), everyone, deployment, target)
+        return make_plan(self._inventory, everyone, deployment, target)
+
+    def _cluster_of(self, deployment: Deployment) -> ClusterInventory:
+        assert deployment.ray_address is not None
+        return self._backends.cluster(deployment.ray_address).inventory()
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -238,11 +253,15 @@ class Deployer:
                 )
             evictions = self._make_room(deployment, action, actor, plans)
             with self._startup:
-                deployment = self._fitted(deployment_id, action, actor)
-                backend = self._backends.of(deployment)
+                deployment, fit = self._fitted(deployment_id, action, actor)
                 if not waking:
                     with writing(self._engine) as connection:
-                        self._deployments.set_state(connection, deployment_id, S.STARTING)
+                        deployment = self._deployments.set_state(
+                            connection, deployment_id, S.STARTING
+                        )
+                        if deployment.backend is BackendKind.RAY:
+                            deployment = self._place(connection, deployment, fit)
+                backend = self._backends.of(deployment)
                 timeout_s = deployment.startup_timeout_s
                 began = time.monotonic()
 
@@ -260,6 +279,8 @@ class Deployer:
                         backend.wake(deployment.sleep_level, timeout_s=left())
                     else:
                         backend.start()
+                        if isinstance(backend, RayBackend):
+                            self._placed(deployment_id, backend)
                     left()
                     wait_until_healthy(backend, timeout_s, began=began)
                     # Healthy is not serving: a woken vLLM engine can answer garbage or
@@ -401,13 +422,32 @@ class Deployer:
             if outcome is not None:
                 self._telemetry.action_finished(action, outcome, self._timer() - began)
 
-    def _fitted(self, deployment_id: int, action: EventAction, actor: str) -> Deployment:
+    def _fitted(
+        self, deployment_id: int, action: EventAction, actor: str
+    ) -> tuple[Deployment, Fit]:
         """Check the fit again under the start-up lock (evictions may have raced others)."""
         deployment = self._deployments.get(deployment_id)
         fit = self.fit(deployment_id, S.RUNNING)
         if not fit.fits:
             self._rec.refuse(deployment, action, actor, DoesNotFit, fit.reason)
-        return deployment
+        return deployment, fit
+
+    def _place(self, connection: Connection, deployment: Deployment, fit: Fit) -> Deployment:
+        """Write down the node a ray deployment's actor is to run on (the fit chose it)."""
+        assert fit.node is not None
+        assert deployment.ray_address is not None
+        node = self._backends.cluster(deployment.ray_address).inventory().node(fit.node)
+        where = Placement(
+            node_id=fit.node, node_address=node.address if node is not None else "", url=""
+        )
+        return self._deployments.set_placement(connection, deployment.id, where)
+
+    def _placed(self, deployment_id: int, backend: RayBackend) -> None:
+        """Write down where Ray placed the actor and the GPUs it gave it."""
+        found = backend.placement()
+        if found is not None:
+            with writing(self._engine) as connection:
+                self._deployments.set_placement(connection, deployment_id, *found)
 
 
 def _pick(everyone: list[Deployment], deployment_id: int) -> Deployment:

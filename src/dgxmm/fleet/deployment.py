@@ -25,6 +25,7 @@ __all__ = [
     "SLEEP_LEVELS",
     "Deployment",
     "DeploymentState",
+    "Placement",
 ]
 
 # vLLM's sleep levels: 1 moves the weights to CPU memory and drops the KV cache (a wake
@@ -58,6 +59,26 @@ AWAKE_STATES = frozenset(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """Where a ray deployment's actor runs: its node and the URL its server answers on."""
+
+    node_id: str  # Ray's node id (hex)
+    node_address: str
+    url: str
+
+    def to_json(self) -> dict[str, str]:
+        """Return the placement as JSON values."""
+        return {"node_id": self.node_id, "node_address": self.node_address, "url": self.url}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Placement:
+        """Read a placement written by ``to_json``."""
+        return cls(
+            node_id=str(data["node_id"]), node_address=str(data["node_address"]), url=data["url"]
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Deployment:
     """One deployment: what it runs, where, what it holds, and its state."""
 
@@ -65,11 +86,12 @@ class Deployment:
     name: str
     model: str
     backend: BackendKind
-    command: tuple[str, ...] | None  # process: argv, "{port}" replaced by the port
-    port: int | None  # process
-    environment: Mapping[str, str]  # process: added to dgxmm's environment
+    command: tuple[str, ...] | None  # process, ray: argv, "{port}" replaced by the port
+    port: int | None  # process; ray: None lets the actor pick a free port on its node
+    environment: Mapping[str, str]  # process, ray: added to the environment it inherits
     base_url: str | None  # external
-    gpus: tuple[int, ...]  # GPU indices of the inventory
+    # process: GPU indices of the inventory; ray: those Ray gave its actor on its node
+    gpus: tuple[int, ...]
     memory_gib_awake: float  # per GPU it holds
     memory_gib_asleep: float  # per GPU, asleep
     priority: int  # 0-100; plans evict lower priorities only
@@ -85,12 +107,21 @@ class Deployment:
     # Defaulted so that a row of a dgxmm before them, built by hand in a test, still reads.
     sleep_timeout_s: float = DEFAULT_SLEEP_TIMEOUT_S  # how long a sleep may take
     sleep_level: int = DEFAULT_SLEEP_LEVEL  # 1 or 2, as vLLM's POST /sleep?level=
+    ray_address: str | None = None  # ray: the cluster (host:port of its GCS)
+    ray_node: str | None = None  # ray: only a node with this resource or id prefix
+    num_gpus: int | None = None  # ray: the GPUs its actor asks Ray for
+    placement: Placement | None = None  # ray: where its actor runs, while it lives
 
     @property
     def url(self) -> str:
-        """Return the URL its server answers on (a process listens on the loopback)."""
+        """Return the URL its server answers on (a process listens on the loopback).
+
+        A ray deployment's is the one its actor reported, and empty while it has no actor.
+        """
         if self.base_url is not None:
             return self.base_url
+        if self.backend is BackendKind.RAY:
+            return self.placement.url if self.placement is not None else ""
         return f"http://127.0.0.1:{self.port}"
 
     @property
@@ -133,6 +164,10 @@ class Deployment:
             "last_request_at_us": self.last_request_at,
             "created_at_us": self.created_at,
             "updated_at_us": self.updated_at,
+            "ray_address": self.ray_address,
+            "ray_node": self.ray_node,
+            "num_gpus": self.num_gpus,
+            "placement": self.placement.to_json() if self.placement is not None else None,
         }
 
     @classmethod
@@ -162,4 +197,8 @@ class Deployment:
             last_request_at=row.last_request_at,
             created_at=int(row.created_at),
             updated_at=int(row.updated_at),
+            ray_address=row.ray_address,
+            ray_node=row.ray_node,
+            num_gpus=row.num_gpus,
+            placement=Placement.from_json(json.loads(row.placement)) if row.placement else None,
         )

@@ -9,6 +9,8 @@ any time and count from the next action; its sleep level changes while it is not
 from __future__ import annotations
 
 import builtins
+import json
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Final
 
@@ -17,6 +19,7 @@ from sqlalchemy import Connection, Engine, insert, select, update
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
+from dgxmm.fleet.backends.protocol import BackendKind
 from dgxmm.fleet.definition import (
     RUN_FIELDS,
     check_backend,
@@ -24,7 +27,7 @@ from dgxmm.fleet.definition import (
     columns_of,
     current_keys,
 )
-from dgxmm.fleet.deployment import Deployment, DeploymentState
+from dgxmm.fleet.deployment import Deployment, DeploymentState, Placement
 from dgxmm.fleet.events import EventAction, EventOutcome, Events
 from dgxmm.fleet.inventory import GpuInventory
 from dgxmm.fleet.tables import deployments
@@ -41,6 +44,7 @@ class Keep(Enum):
 
 KEEP: Final = Keep.KEEP
 _AT_REST = (DeploymentState.STOPPED, DeploymentState.FAILED)
+_RAY_FIELDS = ("ray_address", "ray_node", "num_gpus")
 
 
 class DeploymentRepo:
@@ -54,6 +58,11 @@ class DeploymentRepo:
         self._inventory = inventory
         self._events = events
         self._audit = audit
+
+    @property
+    def engine(self) -> Engine:
+        """Return the store's engine, for a caller that writes state in its transaction."""
+        return self._engine
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -135,9 +144,11 @@ class DeploymentRepo:
             merged = {**current, **keys}
             if "backend" in keys and check_backend(keys["backend"]) is not before.backend:
                 # A new backend drops the other backend's fields unless they were given.
-                for field in ("command", "port", "environment", "base_url"):
+                for field in ("command", "port", "environment", "base_url", *_RAY_FIELDS):
                     if field not in keys:
                         merged[field] = None
+                if check_backend(keys["backend"]) is BackendKind.RAY and "gpus" not in keys:
+                    merged["gpus"] = []  # Ray gives it GPUs
             values = check_definition(merged, self._inventory)
             old = columns_of(before)
             changed = sorted(field for field in values if values[field] != old[field])
@@ -209,10 +220,40 @@ class DeploymentRepo:
         values: dict[str, Any] = {"state": state.value, "state_since": self._now()}
         if error is not KEEP:
             values["last_error"] = error
+        if state in _AT_REST:
+            values["placement"] = None  # no actor any more: a ray deployment is nowhere
         connection.execute(
             update(deployments).where(deployments.c.id == deployment_id).values(**values)
         )
+        if state in _AT_REST:
+            self._free_ray_gpus(connection, deployment_id)
         return self.get(deployment_id, connection=connection)
+
+    def set_placement(
+        self,
+        connection: Connection,
+        deployment_id: int,
+        placement: Placement | None,
+        gpus: Sequence[int] = (),
+    ) -> Deployment:
+        """Record where a ray deployment's actor runs and the GPUs Ray gave it (or clear it)."""
+        connection.execute(
+            update(deployments)
+            .where(deployments.c.id == deployment_id)
+            .values(
+                placement=json.dumps(placement.to_json()) if placement is not None else None,
+                gpus=json.dumps(list(gpus)),
+            )
+        )
+        return self.get(deployment_id, connection=connection)
+
+    def _free_ray_gpus(self, connection: Connection, deployment_id: int) -> None:
+        connection.execute(
+            update(deployments)
+            .where(deployments.c.id == deployment_id)
+            .where(deployments.c.backend == BackendKind.RAY.value)
+            .values(gpus="[]")
+        )
 
     def note_request(self, connection: Connection, deployment_id: int, at_us: int) -> None:
         """Move ``last_request_at`` forward to ``at_us`` (never back)."""

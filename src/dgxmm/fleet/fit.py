@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from dgxmm.fleet.backends.protocol import BackendKind
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.inventory import GpuInventory
 
@@ -96,10 +97,16 @@ class Fit:
     fits: bool
     reason: str
     gpus: tuple[GpuFit, ...] = ()
+    node: str | None = None  # ray: the node it fits on (or, for a plan, the node chosen)
 
     def to_json(self) -> dict[str, Any]:
         """Return the fit as JSON values."""
-        return {"fits": self.fits, "reason": self.reason, "gpus": [g.to_json() for g in self.gpus]}
+        return {
+            "fits": self.fits,
+            "reason": self.reason,
+            "gpus": [g.to_json() for g in self.gpus],
+            "node": self.node,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +142,7 @@ class Plan:
     feasible: bool  # False: even every eviction allowed would not make it fit
     evictions: tuple[Eviction, ...]
     reason: str
+    node: str | None = None  # ray: the node it makes room on; evictions are all there
 
     @property
     def fits_now(self) -> bool:
@@ -151,6 +159,7 @@ class Plan:
             "evictions": [e.to_json() for e in self.evictions],
             "reason": self.reason,
             "fit": self.fit.to_json(),
+            "node": self.node,
         }
 
 
@@ -159,7 +168,7 @@ def gpu_holdings(
 ) -> dict[int, list[Holding]]:
     """Return, per GPU index of the inventory, what each deployment holds on it now."""
     found: dict[int, list[Holding]] = {gpu.index: [] for gpu in inventory.gpus}
-    for deployment in deployments:
+    for deployment in _on_this_machine(deployments):
         gib = deployment.held_gib
         if gib <= 0:
             continue
@@ -185,6 +194,7 @@ def check_fit(
 ) -> Fit:
     """Return whether ``target`` fits in ``state`` beside the others (``states`` overrides)."""
     changed = states or {}
+    deployments = _on_this_machine(deployments)
     needed = target.gib_in(state)
     known = {gpu.index: gpu for gpu in inventory.gpus}
     missing = [index for index in target.gpus if index not in known]
@@ -232,6 +242,7 @@ def make_plan(
     state: DeploymentState,
 ) -> Plan:
     """Return the evictions that make ``target`` fit in ``state``, following the rules above."""
+    deployments = _on_this_machine(deployments)
     fit = check_fit(inventory, deployments, target, state)
     if fit.fits:
         return Plan(
@@ -318,6 +329,11 @@ def make_plan(
         evictions=evictions,
         reason=f"{fit.reason}; to make room: {steps}",
     )
+
+
+def _on_this_machine(deployments: Sequence[Deployment]) -> list[Deployment]:
+    # A ray deployment's GPUs are on a node of its cluster, counted by placement.py.
+    return [d for d in deployments if d.backend is not BackendKind.RAY]
 
 
 def _holders(

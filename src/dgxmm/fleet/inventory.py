@@ -37,6 +37,7 @@ class Gpu:
     name: str
     memory_gib: float
     uuid: str | None = None
+    node: str | None = None  # the Ray node it is on; None: this machine
 
     def __post_init__(self) -> None:
         if self.index < 0:

@@ -1,7 +1,8 @@
 """After a dgxmm restart: find each deployment's server again and bring its row up to date.
 
 Model servers outlive dgxmm on purpose. For a process deployment the backend reads its pid
-file (pid, start time, boot id) and probes ``/health``; an external one gets a health check.
+file (pid, start time, boot id) and probes ``/health``; a ray deployment's backend finds its
+actor by name (and writes down where it runs); an external one gets a health check.
 What was found, by the state the row was left in:
 
 - ``running`` / ``sleeping``: healthy, it becomes what ``/is_sleeping`` says; alive but not
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 from dgxmm.errors import BackendError
 from dgxmm.fleet.backends.protocol import BackendKind, Health
+from dgxmm.fleet.backends.ray import RayBackend
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployer import Deployer
-from dgxmm.fleet.deployment import DeploymentState
+from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
 from dgxmm.fleet.events import EventAction, EventOutcome
 from dgxmm.fleet.recorder import ActionRecorder, ActionResult
+from dgxmm.store import writing
 
 __all__ = ["reattach"]
 
@@ -103,6 +106,8 @@ def reattach(
             )
         if not check.is_healthy:
             return None
+        if isinstance(backend, RayBackend):
+            _note_placement(deployment, backend, deployments)
         try:
             found = S.SLEEPING if backend.is_sleeping() else S.RUNNING
         except BackendError:
@@ -118,3 +123,13 @@ def reattach(
             detail=detail,
             state=found if found is not deployment.state else None,
         )
+
+
+def _note_placement(
+    deployment: Deployment, backend: RayBackend, deployments: DeploymentRepo
+) -> None:
+    found = backend.placement()
+    if found is None or (found[0] == deployment.placement and found[1] == deployment.gpus):
+        return
+    with writing(deployments.engine) as connection:
+        deployments.set_placement(connection, deployment.id, *found)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from sqlalchemy import Connection, delete
@@ -23,6 +23,7 @@ from dgxmm.fleet.activity import RequestActivity
 from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.backends.protocol import BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.registry import Backends
+from dgxmm.fleet.cluster import RayCluster, RayNode
 from dgxmm.fleet.deployer import Deployer
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments import DeploymentRepo
@@ -32,6 +33,7 @@ from dgxmm.fleet.insights import InsightKind, Insights, Severity
 from dgxmm.fleet.inventory import Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.metrics.metrics import Metrics
 from dgxmm.fleet.metrics.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING
+from dgxmm.fleet.placement import node_holdings
 from dgxmm.fleet.reattach import reattach
 from dgxmm.fleet.recorder import ActionRecorder, ActionResult
 from dgxmm.fleet.tables import deployments as deployments_table
@@ -62,6 +64,7 @@ class Fleet:
         http_timeouts: HttpTimeouts | None = None,
         stop_grace_s: float = 30.0,
         telemetry: Telemetry = NO_TELEMETRY,
+        ray_clusters: Iterable[RayCluster] = (),
     ) -> None:
         self.store = store
         self.telemetry = telemetry  # told what the fleet and the decider above it did
@@ -80,6 +83,7 @@ class Fleet:
             clock=self.clock,
             timeouts=http_timeouts or HttpTimeouts(),
             stop_grace_s=stop_grace_s,
+            ray_clusters=ray_clusters,
         )
         self.metrics = Metrics(
             engine,
@@ -132,9 +136,8 @@ class Fleet:
         """
         with self.deployer.lock(deployment_id):
             deployment = self.deployments.get(deployment_id)
-            if deployment.backend is BackendKind.PROCESS and deployment.state not in (
-                DeploymentState.STOPPED,
-            ):
+            owned = deployment.backend in (BackendKind.PROCESS, BackendKind.RAY)
+            if owned and deployment.state is not DeploymentState.STOPPED:
                 self.deployer.stop(deployment_id, actor=actor)
                 deployment = self.deployments.get(deployment_id)
             with writing(self.store.engine) as connection:
@@ -203,6 +206,26 @@ class Fleet:
         """Return each GPU of the inventory with what each deployment holds on it now."""
         held = gpu_holdings(self.inventory, self.deployments.list())
         return [(gpu, held.get(gpu.index, [])) for gpu in self.inventory.gpus]
+
+    def ray_nodes(self) -> list[tuple[RayNode, list[tuple[Gpu, list[Holding]]]]]:
+        """Return the nodes of the Ray clusters the deployments use, each GPU with its holders.
+
+        A cluster that cannot be reached is left out (its deployments' health says why).
+        """
+        everyone = self.deployments.list()
+        addresses = sorted({d.ray_address for d in everyone if d.ray_address is not None})
+        found = []
+        for address in addresses:
+            try:
+                cluster = self.backends.cluster(address).inventory()
+            except DgxmmError as error:
+                log.warning("Ray cluster at %s: %s", address, error)
+                continue
+            held = node_holdings(cluster, everyone)
+            for node in cluster.nodes:
+                on_node = held.get(node.node_id, {})
+                found.append((node, [(gpu, on_node.get(gpu.index, [])) for gpu in node.gpus]))
+        return found
 
     def close(self) -> None:
         """Close the HTTP clients; the model servers keep running."""

@@ -1,4 +1,4 @@
-"""The fleet's tables, on the store's ``metadata`` (migration 0003).
+"""The fleet's tables, on the store's ``metadata`` (migrations 0003, 0007, 0008 and 0009).
 
 Instants are integer microseconds since the epoch (UTC); JSON is stored as text.
 """
@@ -32,11 +32,15 @@ deployments = Table(
     Column("id", _Id, primary_key=True, autoincrement=True),
     Column("name", String(100), nullable=False, unique=True),
     Column("model", String(200), nullable=False),
-    Column("backend", String(20), nullable=False),  # process, external
+    Column("backend", String(20), nullable=False),  # process, external, ray
     Column("command", Text),  # JSON list of argv (process)
     Column("port", Integer),  # process
     Column("environment", Text),  # JSON object (process)
     Column("base_url", String(500)),  # external
+    Column("ray_address", String(500)),  # ray: the cluster's address (migration 0009)
+    Column("ray_node", String(200)),  # ray: the node it must run on, if any
+    Column("num_gpus", Integer),  # ray: the GPUs its actor asks for
+    Column("placement", Text),  # ray: JSON node and URL while its actor lives
     Column("gpus", Text, nullable=False),  # JSON list of GPU indices
     Column("memory_gib_awake", Float, nullable=False),  # per GPU it holds
     Column("memory_gib_asleep", Float, nullable=False),  # per GPU, asleep
@@ -55,7 +59,7 @@ deployments = Table(
     Column("last_request_at", BigInteger),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
-    CheckConstraint("backend in ('process', 'external')", name="backend"),
+    CheckConstraint("backend in ('process', 'external', 'ray')", name="backend"),
     CheckConstraint("priority between 0 and 100", name="priority"),
     CheckConstraint(
         "state in ('stopped', 'starting', 'running', 'sleeping', 'stopping', 'failed')",

@@ -177,7 +177,7 @@ def test_it_serves_rollups_from_the_rollup_job(client: TestClient, fleet: Fleet)
 
 def test_openapi_lists_backends_and_audit_values(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    assert schemas["BackendKind"]["enum"] == ["process", "external"]
+    assert schemas["BackendKind"]["enum"] == ["process", "external", "ray"]
     assert "deployment.remove" in schemas["AuditAction"]["enum"]
     assert schemas["AuditSubject"]["enum"] == [
         "deployment",

@@ -1,7 +1,8 @@
 """What the deployer asks of a model server, whatever runs it; and the start-up gate.
 
-Two backends implement ``Backend``: ``ProcessBackend`` (dgxmm launches the server and owns
-its process) and ``ExternalBackend`` (a server already running at a URL). Both speak vLLM's
+Three backends implement ``Backend``: ``ProcessBackend`` (dgxmm launches the server and owns
+its process), ``ExternalBackend`` (a server already running at a URL) and ``RayBackend`` (a
+named Ray actor launches the server on a node of a Ray cluster). All speak vLLM's
 HTTP surface: ``GET /health``, ``POST /sleep?level=1|2&mode=wait``, ``POST /wake_up`` (at
 level 2 with ``tags``, ``POST /collective_rpc`` and ``POST /reset_prefix_cache``),
 ``GET /is_sleeping``, ``GET /metrics``.
@@ -39,6 +40,7 @@ class BackendKind(Enum):
 
     PROCESS = "process"  # dgxmm starts the command and owns the process
     EXTERNAL = "external"  # a server someone else runs, at a base URL
+    RAY = "ray"  # dgxmm starts the command under a Ray actor on a node of a Ray cluster
 
 
 class Health(Enum):
@@ -47,7 +49,7 @@ class Health(Enum):
     HEALTHY = "healthy"  # GET /health answered 200
     UNHEALTHY = "unhealthy"  # it answered, with another status (503 while loading)
     UNREACHABLE = "unreachable"  # nothing answered: refused, reset or timed out
-    GONE = "gone"  # the process dgxmm started is not running (process backend only)
+    GONE = "gone"  # the process (or Ray actor) dgxmm started is not running
 
 
 class StopOutcome(Enum):

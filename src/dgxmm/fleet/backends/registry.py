@@ -4,18 +4,23 @@ A process deployment's files (``server.log``, ``server.pid``) live in
 ``<data_dir>/deployments/<id>/``, named by id because a name may change. Its command gets
 ``CUDA_VISIBLE_DEVICES`` for the GPUs it declares (unless its environment sets it), with
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` so that CUDA numbers the GPUs as NVML, and the inventory,
-do.
+do. A ray deployment's actor is named after this dgxmm (its data directory) and the
+deployment's id, and asks for its GPUs on the node its placement names.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from dgxmm.clock import Clock
 from dgxmm.fleet.backends.external import ExternalBackend
 from dgxmm.fleet.backends.process import ProcessBackend, ProcessSpec
 from dgxmm.fleet.backends.protocol import Backend, BackendKind, HttpTimeouts
+from dgxmm.fleet.backends.ray import RayBackend, RaySpec, actor_name
+from dgxmm.fleet.cluster import RayCluster
 from dgxmm.fleet.deployment import Deployment
 
 __all__ = ["Backends", "run_dir_of"]
@@ -38,8 +43,13 @@ class Backends:
         clock: Clock,
         timeouts: HttpTimeouts,
         stop_grace_s: float = 30.0,
+        ray_clusters: Iterable[RayCluster] = (),
     ) -> None:
         self._data_dir = data_dir
+        # Two dgxmm on one Ray cluster must not take each other's actors.
+        self._instance = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:10]
+        self._clusters = {cluster.address: cluster for cluster in ray_clusters}
+        self._clusters_lock = threading.Lock()
         self._clock = clock
         self._timeouts = timeouts
         self._stop_grace_s = stop_grace_s
@@ -73,6 +83,14 @@ class Backends:
             found = self._built.pop(deployment_id, None)
         if found is not None:
             self._retire(found[1])
+
+    def cluster(self, address: str) -> RayCluster:
+        """Return the Ray cluster at an address (one object per address, kept)."""
+        with self._clusters_lock:  # not self._lock: building a backend asks for its cluster
+            found = self._clusters.get(address)
+            if found is None:
+                found = self._clusters[address] = RayCluster(address)
+            return found
 
     def run_dir(self, deployment_id: int) -> Path:
         """Return where a process deployment keeps its log and pid file."""
@@ -119,6 +137,24 @@ class Backends:
                 clock=self._clock,
             )
         assert deployment.command is not None
+        if deployment.backend is BackendKind.RAY:
+            assert deployment.ray_address is not None
+            placement = deployment.placement
+            return RayBackend(
+                name=deployment.name,
+                actor=actor_name(self._instance, deployment.id),
+                spec=RaySpec(
+                    argv=deployment.command,
+                    env=dict(deployment.environment),
+                    port=deployment.port,
+                    num_gpus=deployment.num_gpus or 0,
+                    node_id=placement.node_id if placement is not None else None,
+                ),
+                cluster=self.cluster(deployment.ray_address),
+                timeouts=self._timeouts,
+                stop_grace_s=self._stop_grace_s,
+                clock=self._clock,
+            )
         assert deployment.port is not None
         environment = dict(deployment.environment)
         if deployment.gpus and "CUDA_VISIBLE_DEVICES" not in environment:
@@ -143,5 +179,9 @@ def _key_of(deployment: Deployment) -> _Key:
         deployment.port,
         tuple(sorted(deployment.environment.items())),
         deployment.base_url,
-        deployment.gpus,
+        # A ray deployment's GPUs are Ray's answer, not what to run: its node is.
+        () if deployment.backend is BackendKind.RAY else deployment.gpus,
+        deployment.ray_address,
+        deployment.num_gpus,
+        deployment.placement.node_id if deployment.placement is not None else None,
     )

@@ -30,7 +30,8 @@ router = APIRouter(prefix="/api/deployments", tags=["deployments"])
 
 
 class CreateDeployment(Body):
-    """A new deployment: a process (command, port) or an external server (base_url)."""
+    """A new deployment: a process (command, port), an external server (base_url), or a
+    command on a Ray cluster (command, ray_address, num_gpus, optionally ray_node)."""
 
     name: str = Field(max_length=200)
     model: str = Field(max_length=1000)
@@ -48,6 +49,9 @@ class CreateDeployment(Body):
     wake_on_request: bool = True
     sleep_timeout_s: float | None = None
     sleep_level: int | None = None
+    ray_address: str | None = Field(default=None, max_length=1000)
+    ray_node: str | None = Field(default=None, max_length=1000)
+    num_gpus: int | None = None
 
 
 class UpdateDeployment(Body):
@@ -69,6 +73,9 @@ class UpdateDeployment(Body):
     wake_on_request: bool | None = None
     sleep_timeout_s: float | None = None
     sleep_level: int | None = None
+    ray_address: str | None = Field(default=None, max_length=1000)
+    ray_node: str | None = Field(default=None, max_length=1000)
+    num_gpus: int | None = None
 
 
 class ActionBody(Body):
@@ -112,6 +119,24 @@ def list_deployments(fleet: FleetDep, host: HostDep, _: Viewer) -> dict[str, Any
                 ],
             }
             for gpu, holdings in fleet.gpus()
+        ],
+        "ray_nodes": [
+            {
+                "node_id": node.node_id,
+                "address": node.address,
+                "alive": node.alive,
+                "note": node.note,
+                "gpus": [
+                    {
+                        "index": gpu.index,
+                        "name": gpu.name,
+                        "memory_gib": gpu.memory_gib,
+                        "held_by": [h.name for h in holdings],
+                    }
+                    for gpu, holdings in gpus
+                ],
+            }
+            for node, gpus in fleet.ray_nodes()
         ],
     }
 
