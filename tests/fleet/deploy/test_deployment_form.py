@@ -16,7 +16,7 @@ def test_the_new_form_has_a_field_for_every_field_the_api_takes(client: TestClie
     for name in CreateDeployment.model_fields:
         assert f'data-field="{name}"' in page, name
         assert f'data-error-for="{name}"' in page, name
-    assert 'data-field="command" data-kind="lines" data-backends="process"' in page
+    assert 'data-field="command" data-kind="lines" data-backends="process ray"' in page
     assert 'data-field="base_url" data-kind="text" data-backends="external"' in page
     assert '<option value="external"' in page
     assert 'name="gpus" value="0"' in page  # one box per GPU of the inventory

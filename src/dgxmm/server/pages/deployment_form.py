@@ -48,17 +48,22 @@ _KNOWN = {
     "command": _Known(
         label="Command",
         kind="lines",
-        hint="one argument per line; {port} is replaced by the port",
-        backends=("process",),
+        hint="one argument per line; {port} is replaced by the port ({host}: the Ray node's)",
+        backends=("process", "ray"),
     ),
-    "port": _Known(label="Port", kind="int", backends=("process",)),
+    "port": _Known(
+        label="Port", kind="int", hint="ray: empty for a free port", backends=("process", "ray")
+    ),
     "environment": _Known(
-        label="Environment", kind="env", hint="NAME=value, one a line", backends=("process",)
+        label="Environment",
+        kind="env",
+        hint="NAME=value, one a line",
+        backends=("process", "ray"),
     ),
     "base_url": _Known(
         label="Server URL", kind="text", hint="http://host:port", backends=("external",)
     ),
-    "gpus": _Known(label="GPUs", kind="gpus"),
+    "gpus": _Known(label="GPUs", kind="gpus", backends=("process", "external")),
     "memory_gib_awake": _Known(label="Memory awake (GiB per GPU)", kind="float"),
     "memory_gib_asleep": _Known(label="Memory asleep (GiB per GPU)", kind="float"),
     "priority": _Known(label="Priority", kind="int", hint="0-100; plans evict lower ones only"),
@@ -73,6 +78,18 @@ _KNOWN = {
         hint="1: weights to CPU memory; 2: weights dropped, reloaded on a wake",
     ),
     "wake_on_request": _Known(label="Wake on a request", kind="bool"),
+    "ray_address": _Known(
+        label="Ray cluster", kind="text", hint="host:port of its head node", backends=("ray",)
+    ),
+    "ray_node": _Known(
+        label="Ray node",
+        kind="text",
+        hint="a resource the node declares, or the start of its id; empty: any",
+        backends=("ray",),
+    ),
+    "num_gpus": _Known(
+        label="GPUs asked of Ray", kind="int", hint="Ray picks them on the node", backends=("ray",)
+    ),
 }
 
 
