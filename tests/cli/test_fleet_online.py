@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from cli.clikit import Live
+from sqlalchemy import insert
+from support import free_port
 
 from dgxmm.fleet import InsightKind, Severity
+from dgxmm.fleet.backends.process import LOG_NAME
+from dgxmm.fleet.tables import metric_rollups
+from dgxmm.store import writing
 
 EXTERNAL = ("--model", "llama-model", "--backend", "external", "--base-url", "http://127.0.0.1:9",
             "--gpus", "0", "--memory-awake", "40", "--memory-asleep", "4")  # fmt: skip
@@ -93,3 +100,60 @@ def test_it_lists_and_dismisses_insights_and_lists_proposals(live: Live) -> None
     assert live.cli("insights", "list").out.strip() == "no insights"
     assert len(live.cli("insights", "list", "--all", "--json").json()) == 1
     assert live.cli("proposals", "list", "llama").out.strip() == "no proposals for llama"
+
+
+def test_it_sets_sleep_fields_and_prints_a_server_logs_tail(live: Live) -> None:
+    made = live.cli("deployments", "create", "proc", "--model", "m", "--backend", "process",
+                    "--command", "python3 -m http.server {port}", "--port", str(free_port()),
+                    "--gpus", "0", "--sleep-level", "2", "--sleep-timeout", "30",
+                    "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    row = made.json()
+    assert (row["command"], row["sleep_level"], row["sleep_timeout_s"]) == (
+        ["python3", "-m", "http.server", "{port}"], 2, 30.0,
+    )  # fmt: skip
+    log = live.fleet.backends.run_dir(row["id"]) / LOG_NAME
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("loading weights\nready\n")
+    tail = live.cli("deployments", "log", "proc", "--bytes", "6")
+    assert (tail.code, tail.out) == (0, "ready\n")
+    assert live.cli("deployments", "log", "proc", "--json").json()["size"] == 22
+    assert live.cli("deployments", "create", "ext", *EXTERNAL).code == 0
+    external = live.cli("deployments", "log", "ext")
+    assert external.code == 2  # an external server's log is not dgxmm's to read
+    assert "ext" in external.err
+
+
+def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
+    key = live.cli("deployments", "create", "llama", *EXTERNAL, "--zone", "UTC",
+                   "--json").json()["id"]  # fmt: skip
+    now = live.store.clock.now_us()
+    minute = 60_000_000
+    start = now - now % minute - 28 * 1440 * minute
+    rows = []
+    for at_us in range(start, now, 2 * minute):  # four weeks: busy 07:00-22:00 on weekdays
+        local = datetime.fromtimestamp(at_us / 1_000_000, UTC)
+        busy = local.weekday() < 5 and 7 <= local.hour < 22
+        rows.append(
+            {"deployment_id": key, "minute_us": at_us, "requests": 2 if busy else 0,
+             "mean_running": 1.0 if busy else 0.0, "mean_waiting": 0.0,
+             "mean_latency_s": 1.5 if busy else None, "samples": 4}
+        )  # fmt: skip
+    with writing(live.store.engine) as connection:
+        connection.execute(insert(metric_rollups), rows)
+    live.proposals.profiles.rebuild(key)
+    live.proposals.propose(key)
+    listed = live.cli("proposals", "list", "llama", "--status", "open")
+    header, *found = listed.out.splitlines()
+    assert header.split()[:4] == ["ID", "STATUS", "SLEEP", "WAKE"]
+    assert found, "no proposal was made from four weeks of office hours"
+    proposal = int(found[0].split()[0])
+    shown = live.cli("proposals", "show", str(proposal), "--json").json()
+    assert (shown["id"], shown["status"]) == (proposal, "open")
+    accepted = live.cli("proposals", "accept", str(proposal), "--json")
+    assert accepted.code == 0, accepted.err
+    made = [s["id"] for s in accepted.json()["schedules"]]
+    assert [s.id for s in live.schedules.list(key)] == made
+    assert {s.creator for s in live.schedules.list(key)} == {"user:alice"}
+    again = live.cli("proposals", "accept", str(proposal))
+    assert again.code == 1  # already accepted: a refusal, not a wrong name

@@ -1,5 +1,5 @@
-"""``dgxmm deployments``: list, show, create, update, remove; start, stop, sleep, wake; plan
-and events. Always on the server: only it owns the model servers' processes.
+"""``dgxmm deployments``: list, show, create, update, remove; start, stop, sleep, wake; plan,
+events and the server log. Always on the server: only it owns the model servers' processes.
 
 A deployment is named by its name or its id (``dgxmm deployments start llama`` or ``... 3``).
 """
@@ -7,6 +7,7 @@ A deployment is named by its name or its id (``dgxmm deployments start llama`` o
 from __future__ import annotations
 
 import shlex
+import time
 from typing import Annotated, Any
 
 import typer
@@ -84,6 +85,12 @@ ZoneOption = Annotated[
 TimeoutOption = Annotated[
     float | None, typer.Option("--startup-timeout", help="Seconds its start-up may take.")
 ]
+SleepTimeoutOption = Annotated[
+    float | None, typer.Option("--sleep-timeout", help="Seconds a sleep may take.")
+]
+SleepLevelOption = Annotated[
+    int | None, typer.Option("--sleep-level", help="1 (weights offloaded) or 2 (discarded).")
+]
 
 
 def _fields(
@@ -101,12 +108,15 @@ def _fields(
     priority: int | None,
     zone: str | None,
     startup_timeout: float | None,
+    sleep_timeout: float | None,
+    sleep_level: int | None,
 ) -> dict[str, Any]:
     """Return the API's fields for the options given (those left out are not sent)."""
     keys: dict[str, Any] = {
         "name": name, "model": model, "backend": backend, "port": port, "base_url": base_url,
         "memory_gib_awake": memory_awake, "memory_gib_asleep": memory_asleep,
         "priority": priority, "time_zone": zone, "startup_timeout_s": startup_timeout,
+        "sleep_timeout_s": sleep_timeout, "sleep_level": sleep_level,
     }  # fmt: skip
     if command_line is not None:
         keys["command"] = shlex.split(command_line)
@@ -139,12 +149,15 @@ def create(
     priority: PriorityOption = None,
     zone: ZoneOption = None,
     startup_timeout: TimeoutOption = None,
+    sleep_timeout: SleepTimeoutOption = None,
+    sleep_level: SleepLevelOption = None,
 ) -> Answer:
     """Create a deployment (stopped): a process (--command, --port) or --base-url."""
     keys = _fields(
         name=name, model=model, backend=backend, command_line=command_line, port=port, env=env,
         base_url=base_url, gpus=gpus, memory_awake=memory_awake, memory_asleep=memory_asleep,
         priority=priority, zone=zone, startup_timeout=startup_timeout,
+        sleep_timeout=sleep_timeout, sleep_level=sleep_level,
     )  # fmt: skip
     with where.client() as api:
         row = api.post("/api/deployments", keys)
@@ -168,12 +181,15 @@ def update(
     priority: PriorityOption = None,
     zone: ZoneOption = None,
     startup_timeout: TimeoutOption = None,
+    sleep_timeout: SleepTimeoutOption = None,
+    sleep_level: SleepLevelOption = None,
 ) -> Answer:
     """Change some fields; what it runs changes only while it is stopped or failed."""
     keys = _fields(
         name=name, model=model, backend=backend, command_line=command_line, port=port, env=env,
         base_url=base_url, gpus=gpus, memory_awake=memory_awake, memory_asleep=memory_asleep,
         priority=priority, zone=zone, startup_timeout=startup_timeout,
+        sleep_timeout=sleep_timeout, sleep_level=sleep_level,
     )  # fmt: skip
     if not keys:
         raise InvalidInput("deployment", "give at least one field to change")
@@ -266,6 +282,33 @@ def events(
     lines = [(e["at"], e["action"], e["outcome"], e.get("actor"), e.get("detail")) for e in rows]
     headers = ("AT", "ACTION", "OUTCOME", "ACTOR", "DETAIL")
     return Answer(value=rows, text=table(headers, lines, f"no events of {deployment}"))
+
+
+@command(app, "log", offline=False)
+def log(
+    where: Target,
+    deployment: DeploymentArgument,
+    size: Annotated[
+        int, typer.Option("--bytes", help="How much of its end to show.", min=1, max=256 * 1024)
+    ] = 16 * 1024,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing what it writes (Ctrl-C ends).")
+    ] = False,
+) -> Answer:
+    """Print the tail of a process deployment's server log (admins)."""
+    with where.client() as api:
+        path = f"/api/deployments/{deployment_id(api, deployment)}/log"
+        chunk = api.get(path, limit=size)
+        if not follow:
+            return Answer(value=chunk, text=chunk["text"].rstrip("\n"))
+        typer.echo(chunk["text"], nl=False)
+        try:
+            while True:  # the console's way too: ask for what came after the last end
+                time.sleep(1.0)
+                chunk = api.get(path, offset=chunk["end"])
+                typer.echo(chunk["text"], nl=False)
+        except KeyboardInterrupt:
+            return Answer(value=chunk, text="")
 
 
 def _text(value: Any) -> str:
