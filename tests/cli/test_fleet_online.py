@@ -106,11 +106,11 @@ def test_it_sets_sleep_fields_and_prints_a_server_logs_tail(live: Live) -> None:
     made = live.cli("deployments", "create", "proc", "--model", "m", "--backend", "process",
                     "--command", "python3 -m http.server {port}", "--port", str(free_port()),
                     "--gpus", "0", "--sleep-level", "2", "--sleep-timeout", "30",
-                    "--json")  # fmt: skip
+                    "--no-wake-on-request", "--json")  # fmt: skip
     assert made.code == 0, made.err
     row = made.json()
-    assert (row["command"], row["sleep_level"], row["sleep_timeout_s"]) == (
-        ["python3", "-m", "http.server", "{port}"], 2, 30.0,
+    assert (row["command"], row["sleep_level"], row["sleep_timeout_s"], row["wake_on_request"]) == (
+        ["python3", "-m", "http.server", "{port}"], 2, 30.0, False,
     )  # fmt: skip
     log = live.fleet.backends.run_dir(row["id"]) / LOG_NAME
     log.parent.mkdir(parents=True, exist_ok=True)

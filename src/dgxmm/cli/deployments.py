@@ -61,7 +61,7 @@ def show(where: Target, deployment: DeploymentArgument) -> Answer:
 NameOption = Annotated[str | None, typer.Option("--name", help="A new name.")]
 ModelOption = Annotated[str | None, typer.Option("--model", help="The model it serves.")]
 BackendOption = Annotated[
-    str | None, typer.Option("--backend", help="process (dgxmm runs it) or external.")
+    str | None, typer.Option("--backend", help="process (dgxmm runs it), external or ray.")
 ]
 CommandOption = Annotated[
     str | None, typer.Option("--command", help="The server's command line, quoted as one.")
@@ -91,6 +91,17 @@ SleepTimeoutOption = Annotated[
 SleepLevelOption = Annotated[
     int | None, typer.Option("--sleep-level", help="1 (weights offloaded) or 2 (discarded).")
 ]
+WakeOnRequestOption = Annotated[
+    bool | None,
+    typer.Option("--wake-on-request/--no-wake-on-request", help="Wake it for a request."),
+]
+RayAddressOption = Annotated[
+    str | None, typer.Option("--ray-address", help="Backend ray: the cluster's address.")
+]
+RayNodeOption = Annotated[str | None, typer.Option("--ray-node", help="Backend ray: the node.")]
+NumGpusOption = Annotated[
+    int | None, typer.Option("--num-gpus", help="Backend ray: the GPUs its actor asks for.")
+]
 
 
 def _fields(
@@ -110,6 +121,10 @@ def _fields(
     startup_timeout: float | None,
     sleep_timeout: float | None,
     sleep_level: int | None,
+    wake_on_request: bool | None,
+    ray_address: str | None,
+    ray_node: str | None,
+    num_gpus: int | None,
 ) -> dict[str, Any]:
     """Return the API's fields for the options given (those left out are not sent)."""
     keys: dict[str, Any] = {
@@ -117,6 +132,8 @@ def _fields(
         "memory_gib_awake": memory_awake, "memory_gib_asleep": memory_asleep,
         "priority": priority, "time_zone": zone, "startup_timeout_s": startup_timeout,
         "sleep_timeout_s": sleep_timeout, "sleep_level": sleep_level,
+        "wake_on_request": wake_on_request, "ray_address": ray_address, "ray_node": ray_node,
+        "num_gpus": num_gpus,
     }  # fmt: skip
     if command_line is not None:
         keys["command"] = shlex.split(command_line)
@@ -138,7 +155,7 @@ def create(
     where: Target,
     name: Annotated[str, typer.Argument(help="Its name.")],
     model: Annotated[str, typer.Option("--model", help="The model it serves.")],
-    backend: Annotated[str, typer.Option("--backend", help="process or external.")],
+    backend: Annotated[str, typer.Option("--backend", help="process, external or ray.")],
     command_line: CommandOption = None,
     port: PortOption = None,
     env: EnvOption = None,
@@ -151,13 +168,18 @@ def create(
     startup_timeout: TimeoutOption = None,
     sleep_timeout: SleepTimeoutOption = None,
     sleep_level: SleepLevelOption = None,
+    wake_on_request: WakeOnRequestOption = None,
+    ray_address: RayAddressOption = None,
+    ray_node: RayNodeOption = None,
+    num_gpus: NumGpusOption = None,
 ) -> Answer:
-    """Create a deployment (stopped): a process (--command, --port) or --base-url."""
+    """Create a deployment (stopped): a process (--command, --port), --base-url, or ray."""
     keys = _fields(
         name=name, model=model, backend=backend, command_line=command_line, port=port, env=env,
         base_url=base_url, gpus=gpus, memory_awake=memory_awake, memory_asleep=memory_asleep,
         priority=priority, zone=zone, startup_timeout=startup_timeout,
-        sleep_timeout=sleep_timeout, sleep_level=sleep_level,
+        sleep_timeout=sleep_timeout, sleep_level=sleep_level, wake_on_request=wake_on_request,
+        ray_address=ray_address, ray_node=ray_node, num_gpus=num_gpus,
     )  # fmt: skip
     with where.client() as api:
         row = api.post("/api/deployments", keys)
@@ -183,13 +205,18 @@ def update(
     startup_timeout: TimeoutOption = None,
     sleep_timeout: SleepTimeoutOption = None,
     sleep_level: SleepLevelOption = None,
+    wake_on_request: WakeOnRequestOption = None,
+    ray_address: RayAddressOption = None,
+    ray_node: RayNodeOption = None,
+    num_gpus: NumGpusOption = None,
 ) -> Answer:
     """Change some fields; what it runs changes only while it is stopped or failed."""
     keys = _fields(
         name=name, model=model, backend=backend, command_line=command_line, port=port, env=env,
         base_url=base_url, gpus=gpus, memory_awake=memory_awake, memory_asleep=memory_asleep,
         priority=priority, zone=zone, startup_timeout=startup_timeout,
-        sleep_timeout=sleep_timeout, sleep_level=sleep_level,
+        sleep_timeout=sleep_timeout, sleep_level=sleep_level, wake_on_request=wake_on_request,
+        ray_address=ray_address, ray_node=ray_node, num_gpus=num_gpus,
     )  # fmt: skip
     if not keys:
         raise InvalidInput("deployment", "give at least one field to change")
