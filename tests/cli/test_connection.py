@@ -52,6 +52,21 @@ def test_it_refuses_a_wrong_or_missing_token_file(live: Live, tmp_path: Path) ->
     assert (both.code, both.err.strip()) == (2, "error: offline: give --url or --offline, not both")
 
 
+def test_it_sends_a_data_directorys_token_only_to_its_own_server(
+    live: Live, tmp_path: Path
+) -> None:
+    data = tmp_path / "elsewhere"
+    data.mkdir()
+    (data / "admin-token").write_text(live.token_file.read_text())
+    (data / "server.json").write_text(json.dumps({"url": f"http://127.0.0.1:{free_port()}"}))
+    other = run("jobs", "list", "--data", str(data), "--url", live.url)
+    assert other.code == 1  # no token went to a server the data directory does not name
+    assert "give --token-file" in other.err
+    (data / "server.json").write_text(json.dumps({"url": live.url}))
+    own = run("jobs", "list", "--data", str(data), "--url", live.url + "/")
+    assert own.code == 0, own.err
+
+
 def test_it_finds_a_served_data_directory_and_forgets_it_after_the_stop(tmp_path: Path) -> None:
     data = tmp_path / "data"
     process = subprocess.Popen(

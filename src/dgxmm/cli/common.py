@@ -88,7 +88,7 @@ class Target:
     def client(self) -> Client:
         """Return a client of the server (``Unreachable`` when none is known)."""
         url = self.url or self._announced_url()
-        return Client(url, self._token())
+        return Client(url, self._token(url))
 
     @contextmanager
     def store(self) -> Iterator[Store]:
@@ -107,6 +107,13 @@ class Target:
         finally:
             store.close()
 
+    def _announces(self, url: str) -> bool:
+        """Tell whether the data directory's server listens at ``url``."""
+        try:
+            return self._announced_url().rstrip("/") == url.rstrip("/")
+        except Unreachable:
+            return False
+
     def _announced_url(self) -> str:
         path = self.data_dir / SERVER_FILE
         try:
@@ -121,7 +128,10 @@ class Target:
         except (ValueError, KeyError, TypeError):
             raise Unreachable(f"{path} does not say where the server listens") from None
 
-    def _token(self) -> str | None:
+    def _token(self, url: str) -> str | None:
+        if self.token_file is None and self.url is not None and not self._announces(url):
+            # The data directory's admin token is its own server's: never sent to another.
+            return None
         path = self.token_file or self.data_dir / ADMIN_TOKEN_FILE
         try:
             return path.read_text().strip() or None
