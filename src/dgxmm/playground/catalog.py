@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from dgxmm.errors import CronError, DefinitionError, NotFound
+from dgxmm.errors import DefinitionError, NotFound
 from dgxmm.jobs import CronSchedule, JobLimits
+from dgxmm.jobs.keys import Refusals, check_enabled, check_name, check_positive, check_schedule
 
 __all__ = ["NO_FILES", "PARAM_TYPES", "Catalog", "JobSpec", "SavedQuery", "split_statements"]
 
@@ -31,7 +32,6 @@ PARAM_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "bool": bool,
 }
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _ACTIONS = ("query", "checkpoint", "backup")
 _KEYS = (
     "name",
@@ -45,7 +45,6 @@ _KEYS = (
     "description",
 )
 _TIMEOUT_MS_MAX = 365 * 24 * 3600 * 1000
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,7 +104,7 @@ class Catalog:
 
     def define_query(self, name: object, params: object, body: object) -> SavedQuery:
         """Define or replace a saved query; ``DefinitionError`` naming the field."""
-        checked_name = _check_name(name, "name", "saved query")
+        checked_name = check_name(name, kind="saved query")
         if params is None:
             params = {}
         if not isinstance(params, Mapping) or any(
@@ -166,28 +165,20 @@ class Catalog:
         """Read a definition into a ``JobSpec``, or raise naming every wrong field."""
         if not isinstance(keys, Mapping):
             raise DefinitionError("definition", "expected an object of job keys")
-        found: list[DefinitionError] = []
-
-        def checked(check: Callable[[], _T]) -> _T | None:
-            try:
-                return check()
-            except DefinitionError as error:
-                found.append(error)
-                return None
-
+        refusals = Refusals()
+        checked = refusals.check
         name = checked(lambda: _job_name(keys, reserved))
         action = checked(lambda: _action(keys))
         checked(lambda: _known_keys(keys))
-        schedule = checked(lambda: _schedule(keys))
-        enabled = checked(lambda: _enabled(keys))
-        timeout_ms = checked(lambda: _timeout(keys))
+        schedule = checked(lambda: check_schedule(keys))
+        enabled = checked(lambda: check_enabled(keys))
+        timeout_ms = checked(
+            lambda: check_positive(keys, "timeout_ms", _TIMEOUT_MS_MAX, "365 days")
+        )
         args: dict[str, object] | None = {}
         if action == "query":
             args = checked(lambda: self._query_args(keys))
-        if found:
-            first = found[0]
-            first.errors = tuple((error.field, error.message) for error in found)
-            raise first
+        refusals.raise_any()
         assert name is not None
         assert action is not None
         assert schedule is not None
@@ -207,7 +198,7 @@ class Catalog:
         )
 
     def _query_args(self, keys: Mapping[str, Any]) -> dict[str, object]:
-        name = _check_name(keys.get("query"), "query", "saved query")
+        name = check_name(keys.get("query"), field="query", kind="saved query")
         query = self.query(name)
         if query is None:
             raise DefinitionError("query", f"no saved query named {name!r}")
@@ -232,16 +223,8 @@ def check_args(args: object, params: Mapping[str, str]) -> dict[str, object]:
     return dict(args)
 
 
-def _check_name(value: object, where: str, kind: str) -> str:
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
-        raise DefinitionError(
-            where, f"{value!r} is not a {kind} name (1-100 letters, digits, '_', '.', '-')"
-        )
-    return value
-
-
 def _job_name(keys: Mapping[str, Any], reserved: set[str]) -> str:
-    name = _check_name(keys.get("name"), "name", "job")
+    name = check_name(keys.get("name"))
     if name in reserved:
         raise DefinitionError("name", f"{name} is a system job's name")
     return name
@@ -261,29 +244,3 @@ def _known_keys(keys: Mapping[str, Any]) -> None:
     unknown = [str(key) for key in keys if key not in _KEYS]
     if unknown:
         raise DefinitionError(unknown[0], f"not a job key (keys: {', '.join(_KEYS)})")
-
-
-def _schedule(keys: Mapping[str, Any]) -> CronSchedule:
-    text = keys.get("schedule")
-    if not isinstance(text, str):
-        raise DefinitionError("schedule", "a job needs a 5-field cron schedule, as text")
-    try:
-        return CronSchedule.parse(text)
-    except CronError as error:
-        raise DefinitionError("schedule", error.message) from None
-
-
-def _enabled(keys: Mapping[str, Any]) -> bool:
-    enabled = keys.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise DefinitionError("enabled", f"expected true or false, got {enabled!r}")
-    return enabled
-
-
-def _timeout(keys: Mapping[str, Any]) -> int | None:
-    value = keys.get("timeout_ms")
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= _TIMEOUT_MS_MAX:
-        raise DefinitionError("timeout_ms", f"expected a positive whole number, got {value!r}")
-    return value

@@ -13,7 +13,6 @@ kept as written and not scheduled; the error's text becomes the reason listed wi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -21,8 +20,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dgxmm.errors import CronError, DefinitionError
+from dgxmm.errors import DefinitionError
 from dgxmm.jobs import CronSchedule, JobLimits
+from dgxmm.jobs.keys import Refusals, check_enabled, check_name, check_positive, check_schedule
 from dgxmm.store.params import ParamType, check_args
 
 __all__ = [
@@ -49,14 +49,12 @@ JOB_KEYS = (
     "run_on",
     "description",
 )
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _DESCRIPTION_MAX = 2000
 # The largest limits a run can hold: a timeout past a year is no limit anyone means (and a
 # timedelta of 10^17 ms does not exist); memory is counted in a 64-bit integer.
 TIMEOUT_MS_MAX = 365 * 24 * 3600 * 1000
 MEMORY_LIMIT_MAX = 2**63 - 1
 _E = TypeVar("_E", bound=Enum)
-_T = TypeVar("_T")
 
 
 class UnknownToThisVersion(DefinitionError):
@@ -97,17 +95,6 @@ class JobSpec:
 ParamsOf = Callable[[str], "Mapping[str, ParamType] | None"]
 
 
-def check_name(value: object, *, field: str = "name", kind: str = "job") -> str:
-    """Check the name of a job or saved query."""
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
-        raise DefinitionError(
-            field,
-            f"{value!r} is not a {kind} name (1-100 letters, digits, '_', '.', '-'; "
-            "not starting with '.' or '-')",
-        )
-    return value
-
-
 def check_job(
     keys: Mapping[str, Any],
     *,
@@ -122,24 +109,17 @@ def check_job(
     """
     if not isinstance(keys, Mapping):
         raise DefinitionError("definition", "expected an object of job keys")
-    found: list[DefinitionError] = []
-
-    def checked(check: Callable[[], _T]) -> _T | None:
-        try:
-            return check()
-        except DefinitionError as error:
-            found.append(error)
-            return None
-
+    refusals = Refusals()
+    checked = refusals.check
     name = checked(lambda: _name(keys, reserved))
     action = checked(lambda: _enum(keys, "action", JobAction, required=True, what="an action"))
     checked(lambda: _known_keys(keys))
-    schedule = checked(lambda: _schedule(keys))
+    schedule = checked(lambda: check_schedule(keys, refusal=UnknownToThisVersion))
     run_on = checked(lambda: _enum(keys, "run_on", RunOn, required=False, what="a run_on"))
-    enabled = checked(lambda: _enabled(keys))
-    timeout_ms = checked(lambda: _positive(keys, "timeout_ms", TIMEOUT_MS_MAX, "365 days"))
+    enabled = checked(lambda: check_enabled(keys))
+    timeout_ms = checked(lambda: check_positive(keys, "timeout_ms", TIMEOUT_MS_MAX, "365 days"))
     memory = checked(
-        lambda: _positive(
+        lambda: check_positive(
             keys, "memory_limit", MEMORY_LIMIT_MAX, "2^63 - 1, the most a 64-bit count holds"
         )
     )
@@ -148,10 +128,7 @@ def check_job(
     if action is not None:
         known = action
         parts = checked(lambda: _action_keys(keys, known, params_of, base_dir))
-    if found:
-        first = found[0]
-        first.errors = tuple((error.field, error.message) for error in found)
-        raise first
+    refusals.raise_any()
     # No error: every check gave its value (only run_on, the limits and the description
     # may be None).
     assert name is not None
@@ -190,23 +167,6 @@ def _known_keys(keys: Mapping[str, Any]) -> None:
         raise UnknownToThisVersion(
             unknown[0], f"not a job key this version knows (keys: {', '.join(JOB_KEYS)})"
         )
-
-
-def _schedule(keys: Mapping[str, Any]) -> CronSchedule:
-    schedule_text = keys.get("schedule")
-    if not isinstance(schedule_text, str):
-        raise DefinitionError("schedule", "a job needs a 5-field cron schedule, as text")
-    try:
-        return CronSchedule.parse(schedule_text)
-    except CronError as error:
-        raise UnknownToThisVersion("schedule", error.message) from None
-
-
-def _enabled(keys: Mapping[str, Any]) -> bool:
-    enabled = keys.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise DefinitionError("enabled", f"expected true or false, got {enabled!r}")
-    return enabled
 
 
 def _description(keys: Mapping[str, Any]) -> str | None:
@@ -272,16 +232,3 @@ def _enum(
         raise UnknownToThisVersion(
             key, f"{value!r} is not {what} this version knows (known: {known})"
         ) from None
-
-
-def _positive(keys: Mapping[str, Any], key: str, most: int, meaning: str) -> int | None:
-    value = keys.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise DefinitionError(key, f"expected a positive whole number, got {value!r}")
-    if value > most:
-        raise DefinitionError(
-            key, f"{value} is more than {most} ({meaning}); leave it out for no limit"
-        )
-    return value

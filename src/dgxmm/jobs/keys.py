@@ -1,0 +1,89 @@
+"""Checks of a job definition's keys, shared by the store and the browser playground.
+
+Both read the same keys (``name``, ``schedule``, ``enabled``, ``timeout_ms``, ...) and answer
+every wrong field at once: ``Refusals`` runs each check, keeps each ``DefinitionError``, and
+raises the first with ``errors`` listing them all. Here, in the engine's layer, because the
+playground runs in the browser, where the store (SQLAlchemy) cannot be imported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from dgxmm.errors import CronError, DefinitionError
+from dgxmm.jobs.cron import CronSchedule
+
+__all__ = ["Refusals", "check_enabled", "check_name", "check_positive", "check_schedule"]
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+_T = TypeVar("_T")
+
+
+class Refusals:
+    """The wrong fields of one definition, gathered check by check."""
+
+    def __init__(self) -> None:
+        self.found: list[DefinitionError] = []
+
+    def check(self, check: Callable[[], _T]) -> _T | None:
+        """Return what ``check`` returns, or None when it refused (the refusal is kept)."""
+        try:
+            return check()
+        except DefinitionError as error:
+            self.found.append(error)
+            return None
+
+    def raise_any(self) -> None:
+        """Raise the first refusal, its ``errors`` naming every wrong field; else nothing."""
+        if self.found:
+            first = self.found[0]
+            first.errors = tuple((error.field, error.message) for error in self.found)
+            raise first
+
+
+def check_name(value: object, *, field: str = "name", kind: str = "job") -> str:
+    """Check the name of a job or saved query."""
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise DefinitionError(
+            field,
+            f"{value!r} is not a {kind} name (1-100 letters, digits, '_', '.', '-'; "
+            "not starting with '.' or '-')",
+        )
+    return value
+
+
+def check_schedule(
+    keys: Mapping[str, Any], *, refusal: type[DefinitionError] = DefinitionError
+) -> CronSchedule:
+    """Read ``schedule``; a text that does not parse raises ``refusal`` with cron's message."""
+    text = keys.get("schedule")
+    if not isinstance(text, str):
+        raise DefinitionError("schedule", "a job needs a 5-field cron schedule, as text")
+    try:
+        return CronSchedule.parse(text)
+    except CronError as error:
+        raise refusal("schedule", error.message) from None
+
+
+def check_enabled(keys: Mapping[str, Any]) -> bool:
+    """Read ``enabled`` (on when left out)."""
+    enabled = keys.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise DefinitionError("enabled", f"expected true or false, got {enabled!r}")
+    return enabled
+
+
+def check_positive(keys: Mapping[str, Any], key: str, most: int, meaning: str) -> int | None:
+    """Read a positive whole number of at most ``most`` (None when left out)."""
+    value = keys.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise DefinitionError(key, f"expected a positive whole number, got {value!r}")
+    if value > most:
+        raise DefinitionError(
+            key, f"{value} is more than {most} ({meaning}); leave it out for no limit"
+        )
+    return value
