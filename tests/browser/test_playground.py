@@ -9,12 +9,14 @@ control does not reach a worker's timers), so time moves with ``page.clock``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from support import need, serving
 
+import dgxmm
 from dgxmm.server import Host, Services, Tokens, create_app
 from dgxmm.server.pages.playground import FETCH_COMMAND, PLAYGROUND_FILES, missing_files
 from dgxmm.store import Store
@@ -28,6 +30,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     need(
         not missing_files(PLAYGROUND_FILES),
         f"the playground's files are missing: run {FETCH_COMMAND}",
+    )
+    (wheel,) = PLAYGROUND_FILES.glob("dgxmm-*.whl")
+    newest = max(path.stat().st_mtime for path in Path(dgxmm.__file__).parent.rglob("*.py"))
+    need(
+        wheel.stat().st_mtime >= newest, f"dgxmm's wheel is older than its source: {FETCH_COMMAND}"
     )
     store = Store.open(tmp_path_factory.mktemp("playground") / "dgxmm.db")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2)
