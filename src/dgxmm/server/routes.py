@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter
 
@@ -25,7 +26,8 @@ class DeploymentSection:
 
     name: str
     template: str  # in server/templates; sees ``deployment`` and ``extra``
-    context: Callable[[Services, Deployment], Mapping[str, Any]] | None = None
+    # What ``extra`` holds, given the page's display zone (for the times it draws).
+    context: Callable[[Services, Deployment, ZoneInfo], Mapping[str, Any]] | None = None
     order: int = 100  # sections are shown by order, then name
 
 

@@ -66,7 +66,12 @@ def test_a_deployments_page_shows_facts_charts_and_events(
     page = client.get(f"/deployments/{created.id}").text
     assert "<h1>chat" in page
     assert "4 request(s), per 10 minutes" in page
-    assert page.count('data-measure="requests"') == 2
+    assert page.count('data-measure="requests"') == 1  # the range picked: a day by default
+    week = client.get(f"/deployments/{created.id}", params={"range": "week"}).text
+    assert "4 request(s), per hour" in week
+    wrong = client.get(f"/deployments/{created.id}", params={"range": "year"})
+    assert wrong.status_code == 400
+    assert "'year' is not one of hour, day, week, month" in wrong.text
     assert '<g class="bar"' in page
     assert 'data-value="4"' in page
     assert "server.log" in page
@@ -95,7 +100,7 @@ def test_other_parts_add_sections_to_a_deployments_page(
     section = DeploymentSection(
         name="test",
         template=extra_template,
-        context=lambda services, deployment: {"note": f"priority {deployment.priority}"},
+        context=lambda services, deployment, zone: {"note": f"priority {deployment.priority}"},
     )
     services = Services(host=host, tokens=tokens, fleet=fleet)
     with_section = create_app(services, [FLEET_ROUTES, Routes(name="test", sections=(section,))])

@@ -8,7 +8,7 @@ from dgxmm.decider.days import days_in
 from dgxmm.decider.schedules.rows import Schedule
 from dgxmm.decider.schedules.slots import parse_time
 
-__all__ = ["WEEK_MINUTES", "down_intervals"]
+__all__ = ["WEEK_MINUTES", "down_intervals", "intervals_between"]
 
 WEEK_MINUTES = 7 * 24 * 60
 
@@ -27,6 +27,14 @@ def down_intervals(schedules: Iterable[Schedule]) -> list[tuple[int, int]]:
         hour, minute = parse_time(schedule.time)
         for weekday in days_in(schedule.days):
             changes.append((weekday * 1440 + hour * 60 + minute, schedule.action.quiets))
+    return intervals_between(changes)
+
+
+def intervals_between(changes: list[tuple[int, bool]]) -> list[tuple[int, int]]:
+    """Return the down intervals of a week's changes: (minute of week, down after it).
+
+    The state at Monday 00:00 is the one the week's last change leaves, as the week repeats.
+    """
     if not changes:
         return []
     changes.sort()

@@ -8,11 +8,12 @@ profile's link) is a template of ``server/templates`` included with ``deployment
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from dgxmm.errors import InvalidInput
 from dgxmm.fleet import BackendKind, Deployment
 from dgxmm.fleet.demo import synthetic_note
 from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep
@@ -21,7 +22,6 @@ from dgxmm.server.job_list import iso
 from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.svg.gpu_bars import gpu_bar
 from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
-from dgxmm.time_units import DAY_US
 
 __all__ = ["router"]
 
@@ -56,29 +56,30 @@ def deployments_page(request: Request, fleet: FleetDep, host: HostDep) -> Respon
 def deployment_page(
     request: Request,
     deployment_id: PathId,
+    *,
     services: ServicesDep,
     fleet: FleetDep,
     sections: SectionsDep,
+    range: Annotated[str, Query(max_length=10)] = "day",
 ) -> Response:
-    """One deployment: its facts, actions, traffic over the last day and week, events."""
+    """One deployment: its facts, actions, traffic over the range picked, events."""
     host = services.host
     deployment = fleet.deployments.get(deployment_id)
+    if range not in WINDOWS:
+        raise InvalidInput("range", f"{range!r} is not one of {', '.join(WINDOWS)}")
     now = host.clock.now_us()
     _, zone = display_zone(request)
-    width, count, _ = WINDOWS["week"]
+    width, count, _, per = WINDOWS[range]
     rollups = fleet.metrics.rollups(deployment_id, now - now % width - count * width, now + 1)
     charts = {
-        f"{window}_{measure}": traffic_chart(
-            rollups, window=window, measure=measure, now_us=now, zone=zone
-        )
-        for window in WINDOWS
+        measure: traffic_chart(rollups, window=range, measure=measure, now_us=now, zone=zone)
         for measure in ("requests", "latency")
     }
     extras = [
         {
             "name": section.name,
             "template": section.template,
-            "context": dict(section.context(services, deployment)) if section.context else {},
+            "context": dict(section.context(services, deployment, zone)) if section.context else {},
         }
         for section in sections
     ]
@@ -94,8 +95,10 @@ def deployment_page(
         d=deployment,
         deployment=deployment,
         charts=charts,
-        requests_day=sum(r.requests for r in rollups if r.minute_us > now - DAY_US),
-        requests_week=sum(r.requests for r in rollups),
+        range=range,
+        ranges=list(WINDOWS),
+        per=per,
+        requests_shown=sum(r.requests for r in rollups),
         events=[{"e": e, "at": iso(e.at_us, host)} for e in fleet.events.list(deployment_id)],
         extras=extras,
         log=log,

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -14,7 +15,7 @@ from dgxmm.decider.days import describe_days
 from dgxmm.fleet import Deployment
 from dgxmm.server.deps import FleetDep, HostDep, PathId, SchedulesDep
 from dgxmm.server.job_list import iso
-from dgxmm.server.pages.render import render_page
+from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.routes import DeploymentSection
 from dgxmm.server.services import Services
 from dgxmm.server.svg.week_strip import week_strip
@@ -24,11 +25,12 @@ __all__ = ["SECTION", "router"]
 router = APIRouter(include_in_schema=False)
 
 
-def _section_context(services: Services, deployment: Deployment) -> dict[str, Any]:
+def _section_context(services: Services, deployment: Deployment, zone: ZoneInfo) -> dict[str, Any]:
     schedules = services.schedules
     assert schedules is not None  # the schedules' routes need the service
     rows = schedules.list(deployment.id)
-    return {"strip": week_strip(rows), "count": len(rows), "paused_all": schedules.paused_all()}
+    strip = week_strip(rows, zone=zone, now_us=services.host.clock.now_us())
+    return {"strip": strip, "count": len(rows), "paused_all": schedules.paused_all()}
 
 
 SECTION = DeploymentSection(
@@ -60,6 +62,6 @@ def schedules_page(
             }
             for row in rows
         ],
-        strip=week_strip(rows),
+        strip=week_strip(rows, zone=display_zone(request)[1], now_us=host.clock.now_us()),
         paused_all=schedules.paused_all(),
     )

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -26,7 +27,7 @@ __all__ = ["SECTION", "router"]
 router = APIRouter(include_in_schema=False)
 
 
-def _section_context(services: Services, deployment: Deployment) -> dict[str, Any]:
+def _section_context(services: Services, deployment: Deployment, _zone: ZoneInfo) -> dict[str, Any]:
     proposals = services.proposals
     assert proposals is not None  # the proposals' routes need the service
     return {"open": len(proposals.list(deployment.id, status=ProposalStatus.OPEN))}

@@ -430,3 +430,29 @@ document.addEventListener("click", (event) => {
   root.dataset.theme = dark ? "light" : "dark";
   try { localStorage.setItem("dgxmm-theme", root.dataset.theme); } catch (_) { /* private mode */ }
 });
+
+// -- values on hover -------------------------------------------------------------------------
+
+// A chart's bar names its time and value (data-tip) in a tip beside the pointer; the SVG's
+// <title> says the same to a screen reader and where there is no pointer.
+(function () {
+  let tip = null;
+  document.addEventListener("pointerover", (event) => {
+    const bar = event.target.closest && event.target.closest("svg g[data-tip]");
+    if (!bar) { if (tip) tip.hidden = true; return; }
+    if (!tip) {
+      tip = document.createElement("div");
+      tip.className = "chart-tip";
+      tip.setAttribute("role", "tooltip");
+      document.body.append(tip);
+    }
+    tip.textContent = bar.dataset.tip;
+    tip.hidden = false;
+  });
+  document.addEventListener("pointermove", (event) => {
+    if (!tip || tip.hidden) return;
+    const x = Math.min(event.clientX + 12, window.innerWidth - tip.offsetWidth - 4);
+    tip.style.left = `${Math.max(4, x)}px`;
+    tip.style.top = `${event.clientY + 14}px`;
+  });
+})();

@@ -1,8 +1,11 @@
 """The traffic charts of a deployment's page: requests and latency over its last day and week.
 
-Traffic comes from the per-minute rollups: over the last day in 10-minute buckets, over the
-last week in hours. A bucket's requests are the sum of its minutes; its latency is the mean
-over the requests completed in it (each minute's mean weighted by its requests).
+Traffic comes from the per-minute rollups, in buckets by the range the page picked: the last
+hour by the minute, the last day by 10 minutes, the last week by the hour, the last month by
+six hours. A bucket's requests are the sum of its minutes; its latency is the mean over the
+requests completed in it (each minute's mean weighted by its requests). The chart is as wide
+as its card (the SVG scales); its axis is ``time_axis``'s, in the page's display zone, and each
+bar names its time and value on hover.
 """
 
 from __future__ import annotations
@@ -14,16 +17,19 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us
 from dgxmm.fleet import Rollup
+from dgxmm.server.svg.time_axis import time_axis
 from dgxmm.time_units import MINUTE_US
 
 __all__ = ["WINDOWS", "traffic_chart"]
 
-# name: (bucket width, buckets, label format)
+# name: (bucket width, buckets, hover label format, what a bucket is called)
 WINDOWS = {
-    "day": (10 * MINUTE_US, 144, "%H:%M"),
-    "week": (60 * MINUTE_US, 168, "%a %H:00"),
+    "hour": (MINUTE_US, 60, "%a %d %b %H:%M", "per minute"),
+    "day": (10 * MINUTE_US, 144, "%a %d %b %H:%M", "per 10 minutes"),
+    "week": (60 * MINUTE_US, 168, "%a %d %b %H:00", "per hour"),
+    "month": (360 * MINUTE_US, 120, "%a %d %b %H:00", "per 6 hours"),
 }
-_WIDTH, _HEIGHT, _PAD = 720, 120, 44
+_WIDTH, _HEIGHT, _LEFT, _TOP, _BOTTOM = 1000, 150, 52, 10, 34
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,7 +40,7 @@ class _Bucket:
 
 
 def _buckets(rollups: Sequence[Rollup], window: str, now_us: int) -> list[_Bucket]:
-    width, count, _ = WINDOWS[window]
+    width, count, _, _ = WINDOWS[window]
     last = now_us - now_us % width
     first = last - (count - 1) * width
     requests = dict.fromkeys(range(first, last + 1, width), 0)
@@ -63,20 +69,27 @@ def traffic_chart(
     buckets = _buckets(rollups, window, now_us)
     values = [float(b.requests) if measure == "requests" else (b.latency_s or 0.0) for b in buckets]
     peak = max(values, default=0.0) or 1.0
-    plot_w, plot_h = _WIDTH - 2 * _PAD, _HEIGHT - 2 * _PAD
+    baseline = _HEIGHT - _BOTTOM
+    plot_w, plot_h = _WIDTH - _LEFT - 8, baseline - _TOP
+    width = WINDOWS[window][0]
+    first, end = buckets[0].start_us, buckets[-1].start_us + width
     step = plot_w / len(buckets)
+
+    def x_of(at_us: int) -> float:
+        return _LEFT + plot_w * (at_us - first) / (end - first)
+
     label = WINDOWS[window][2]
     unit = "requests" if measure == "requests" else "s mean latency"
     peak_text = f"{peak:g}" if measure == "requests" else _seconds(peak)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart traffic" role="img" '
         f'data-window="{window}" data-measure="{measure}" viewBox="0 0 {_WIDTH} {_HEIGHT}" '
-        f'width="{_WIDTH}" height="{_HEIGHT}">',
+        'preserveAspectRatio="xMinYMin meet">',
         f"<title>{escape(unit.capitalize())} over the last {window}</title>",
-        f'<line x1="{_PAD}" y1="{_HEIGHT - _PAD}" x2="{_WIDTH - _PAD}" y2="{_HEIGHT - _PAD}" '
-        'class="axis"/>',
-        f'<text x="{_PAD - 4}" y="{_PAD + 4}" class="label" text-anchor="end">{peak_text}</text>',
-        f'<text x="{_PAD - 4}" y="{_HEIGHT - _PAD}" class="label" text-anchor="end">0</text>',
+        *time_axis(first, end, zone, x_of=x_of, baseline=baseline, top=_TOP),
+        f'<line x1="{_LEFT}" y1="{baseline}" x2="{_WIDTH - 8}" y2="{baseline}" class="axis"/>',
+        f'<text x="{_LEFT - 4}" y="{_TOP + 8}" class="label" text-anchor="end">{peak_text}</text>',
+        f'<text x="{_LEFT - 4}" y="{baseline}" class="label" text-anchor="end">0</text>',
     ]
     for index, (bucket, value) in enumerate(zip(buckets, values, strict=True)):
         if value <= 0:
@@ -85,19 +98,14 @@ def traffic_chart(
         when = from_us(bucket.start_us, zone).strftime(label)
         shown = f"{bucket.requests} request(s)" if measure == "requests" else _seconds(value)
         parts.append(
-            f'<g class="bar" data-start="{bucket.start_us}" data-value="{value:g}">'
+            f'<g class="bar" data-start="{bucket.start_us}" data-value="{value:g}" '
+            f'data-tip="{escape(when)}: {escape(shown)}">'
             f"<title>{when}: {shown}</title>"
-            f'<rect class="{measure}" x="{_PAD + index * step:.1f}" '
-            f'y="{_HEIGHT - _PAD - height:.1f}" width="{max(step - 1, 1):.1f}" '
+            f'<rect class="{measure}" x="{_LEFT + index * step:.1f}" '
+            f'y="{baseline - height:.1f}" width="{max(step - 1, 1):.1f}" '
             f'height="{height:.1f}"/></g>'
         )
-    first = from_us(buckets[0].start_us, zone).strftime(label)
-    last = from_us(buckets[-1].start_us, zone).strftime(label)
-    parts.append(f'<text x="{_PAD}" y="{_HEIGHT - 8}" class="label">{first}</text>')
-    parts.append(
-        f'<text x="{_WIDTH - _PAD}" y="{_HEIGHT - 8}" class="label" text-anchor="end">'
-        f"{last}</text></svg>"
-    )
+    parts.append("</svg>")
     return "".join(parts)
 
 
