@@ -464,3 +464,28 @@ def test_it_abandons_a_run_under_way_and_the_action_sees_it_at_its_next_check() 
     assert run.is_abandoned
     with pytest.raises(Conflict, match="already abandoned"):
         run.abandon("again")
+
+
+def test_it_forgoes_a_run_another_process_claimed_without_counting_it() -> None:
+    action = Recorder()
+    scheduler = make()
+    scheduler.add(job("a", "* * * * *", action, group="g"))
+    scheduler.add(job("b", "0 4 * * *", Recorder(), group="g"))
+    scheduler.tick(T0)
+    (run,) = scheduler.start_due(at("2026-06-01T10:01:00+02:00"))
+    assert scheduler.is_group_busy("g")
+    scheduler.forgo(run, at("2026-06-01T10:01:00.2+02:00"), "another instance claimed it")
+    assert not scheduler.is_group_busy("g")
+    assert scheduler.running() == []
+    assert action.count == 0
+    assert scheduler.next_run("a") == at("2026-06-01T10:02:00+02:00")
+    skip = scheduler.skips[-1]
+    assert (skip.reason, skip.at_us, skip.detail) == (
+        SkipReason.CLAIMED,
+        at("2026-06-01T10:01:00+02:00"),
+        "another instance claimed it",
+    )
+    assert scheduler.stats is not None
+    assert scheduler.stats.last_run("a") is None
+    with pytest.raises(Conflict):
+        scheduler.forgo(run, at("2026-06-01T10:01:01+02:00"))

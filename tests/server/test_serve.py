@@ -68,9 +68,9 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_pat
     try:
         jobs = httpx.get(f"{base}/api/jobs", headers=headers, timeout=30).json()["jobs"]
         names = [job["name"] for job in jobs]
-        assert names[:2] == ["stats_flush", "compact"]
+        assert names[:3] == ["stats_flush", "compact", "runs_purge"]
         # The fleet's, the schedules' and the proposals' system jobs are wired in too.
-        assert names[2:] == [
+        assert names[3:] == [
             "metrics_rollup", "metrics_purge", "schedule_runner", "traffic_profiles",
             "schedule_proposals",
         ]  # fmt: skip

@@ -27,6 +27,8 @@ OWNERS = {
     "change_log": TableOwner.STORE,
     "protected_tables": TableOwner.STORE,
     "catalog_attic": TableOwner.STORE,
+    "job_runs": TableOwner.STORE,
+    "instances": TableOwner.STORE,
     "api_tokens": TableOwner.SERVER,
     "deployments": TableOwner.FLEET,
     "deployment_events": TableOwner.FLEET,

@@ -26,6 +26,7 @@ def test_it_brings_stats_flush_on_every_minute_and_compact_off_at_three(store: S
     assert [(j.name, j.kind, str(j.schedule), j.enabled) for j in jobs] == [
         ("stats_flush", JobKind.SYSTEM, "* * * * *", True),
         ("compact", JobKind.SYSTEM, "0 3 * * *", False),
+        ("runs_purge", JobKind.SYSTEM, "10 4 * * *", True),
     ]
 
 

@@ -93,7 +93,7 @@ def test_it_runs_user_jobs_on_a_scheduler_the_host_ticks(store: Store, clock: Ma
         name="adder", schedule="*/5 * * * *", action="query", query="add", args={"label": "t"}
     )
     scheduler = store.scheduler("Europe/Berlin")
-    assert [j.name for j in scheduler.jobs()] == ["stats_flush", "compact", "adder"]
+    assert [j.name for j in scheduler.jobs()] == ["stats_flush", "compact", "runs_purge", "adder"]
     scheduler.tick(at("2026-03-02T10:01:00+00:00"))  # the first tick only plans
     results = scheduler.tick(at("2026-03-02T10:05:00+00:00"))
     by_name = {r.name: r for r in results}
@@ -107,4 +107,4 @@ def test_it_runs_user_jobs_on_a_scheduler_the_host_ticks(store: Store, clock: Ma
     store.drop_job("adder")
     store.define_job(name="cp", schedule="0 * * * *", action="checkpoint")
     store.sync(scheduler)
-    assert [j.name for j in scheduler.jobs()] == ["stats_flush", "compact", "cp"]
+    assert [j.name for j in scheduler.jobs()] == ["stats_flush", "compact", "runs_purge", "cp"]

@@ -12,6 +12,7 @@ from dgxmm.clock import from_us
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import Tier, resolve_zone
 from dgxmm.places import machine_zone
+from dgxmm.store import Trigger
 
 __all__ = ["app"]
 
@@ -117,8 +118,13 @@ def run(where: Target, name: str) -> Answer:
         with where.store() as store:
             scheduler = store.scheduler(machine_zone())
             started = scheduler.start_now(name, store.clock.now_us())
+            # Claimed in the store's job_runs like a server's run: a server beside this
+            # process lists it and holds off its type and the store operations meanwhile.
+            run_id = store.runs.claim(started, Trigger.CLI)
             result = started.run()
             scheduler.finish(result)
+            if run_id is not None:
+                store.runs.finish(run_id, result)
         value = {
             "name": result.name, "outcome": result.outcome.value, "error": result.error,
             "detail": result.detail, "duration_ms": result.duration_us / 1000,

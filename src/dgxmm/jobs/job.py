@@ -55,6 +55,7 @@ class SkipReason(Enum):
     GROUP_BUSY = "group_busy"  # another job of its group ran; it waits and runs once after
     DISABLED = "disabled"  # the job is switched off
     MISSED = "missed"  # no tick came within the scheduler's max_lateness of the time
+    CLAIMED = "claimed"  # another process claimed the time first (it runs it, not this one)
 
 
 class Outcome(Enum):

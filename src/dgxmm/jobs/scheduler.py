@@ -299,6 +299,34 @@ class Scheduler:
         self._skip(result.name, first, SkipReason.OVERLAP, detail)
         self._plan(entry, finished)
 
+    def forgo(
+        self,
+        run: JobRun,
+        now: int,
+        detail: str | None = None,
+        *,
+        reason: SkipReason | None = SkipReason.CLAIMED,
+    ) -> None:
+        """Give back a run handed out but never run (another process claimed its time).
+
+        Nothing is counted as a run: its time is recorded as skipped with ``reason`` (None:
+        not recorded, for a run asked for by hand), its group freed, and the job planned
+        after ``now``.
+        """
+        _check_instant(now)
+        if self._running.pop(run.token, None) is None:
+            raise Conflict(f"run {run.token} of job {run.name} is not under way")
+        group = run.job.group
+        if group is not None and self._busy.get(group) is run:
+            del self._busy[group]
+        if reason is not None:
+            self._skip(run.name, run.scheduled_at, reason, detail)
+        entry = self._entries.get(run.name)
+        if entry is None or entry.run is not run:
+            return  # removed meanwhile
+        entry.run = None
+        self._plan(entry, max(now, run.scheduled_at))
+
     def running(self) -> list[JobRun]:
         """Return the runs under way."""
         return list(self._running.values())

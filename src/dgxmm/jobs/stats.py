@@ -152,6 +152,11 @@ class WorkloadStats:
         self._overrides: dict[str, Override] = {}
         # Per channel and tier: bucket start -> [count, failures, total_us, longest_us].
         self._channels: dict[Channel, dict[Tier, dict[int, list[int]]]] = {}
+        # What was recorded here since the last ``merge_into``: what another process sharing
+        # the sidecar has not seen yet (added to its counts, never written over them).
+        self._pending: dict[str, _JobSeries] = {}
+        self._pending_overrides: set[str] = set()
+        self._pending_channels: dict[Channel, dict[Tier, dict[int, list[int]]]] = {}
         self._version = 0  # bumped on every change, so a flush can tell whether to write
 
     @property
@@ -171,27 +176,29 @@ class WorkloadStats:
         """Count a finished run in every tier and remember it as the job's last run."""
         failed = result.outcome is not Outcome.SUCCEEDED
         with self._changing():
-            job = self._jobs.get(result.name)
-            if job is None:
-                job = self._jobs[result.name] = _JobSeries()
-            self._count(job.series, result.started_at, result.duration_us, failed)
-            if job.last is None or result.started_at >= job.last.started_at:
-                job.last = LastRun(
-                    started_at=result.started_at,
-                    duration_us=result.duration_us,
-                    outcome=result.outcome,
-                    error=result.error,
-                    detail=result.detail,
-                    public_error=result.public_error,
-                )
+            last = LastRun(
+                started_at=result.started_at,
+                duration_us=result.duration_us,
+                outcome=result.outcome,
+                error=result.error,
+                detail=result.detail,
+                public_error=result.public_error,
+            )
+            for jobs in (self._jobs, self._pending):
+                job = jobs.get(result.name)
+                if job is None:
+                    job = jobs[result.name] = _JobSeries()
+                self._count(job.series, result.started_at, result.duration_us, failed)
+                job.last = _later_run(job.last, last)
 
     def record_query(
         self, channel: Channel, *, started_at: int, duration_us: int, failed: bool
     ) -> None:
         """Count one run of a saved query under its channel, in every tier."""
         with self._changing():
-            series = self._channels.setdefault(channel, {tier: {} for tier in Tier})
-            self._count(series, started_at, duration_us, failed)
+            for channels in (self._channels, self._pending_channels):
+                series = channels.setdefault(channel, {tier: {} for tier in Tier})
+                self._count(series, started_at, duration_us, failed)
 
     def _count(
         self, series: dict[Tier, dict[int, list[int]]], at_us: int, duration_us: int, failed: bool
@@ -226,9 +233,10 @@ class WorkloadStats:
     def record_skip(self, skip: SkipRecord) -> None:
         """Count a skipped time by its reason."""
         with self._changing():
-            job = self._jobs.setdefault(skip.name, _JobSeries())
-            job.skips[skip.reason] = job.skips.get(skip.reason, 0) + 1
-            job.last_skip = skip
+            for jobs in (self._jobs, self._pending):
+                job = jobs.setdefault(skip.name, _JobSeries())
+                job.skips[skip.reason] = job.skips.get(skip.reason, 0) + 1
+                job.last_skip = skip
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -303,6 +311,7 @@ class WorkloadStats:
                 raise TypeError("schedule: expected cron text or None")
             if new_enabled is not None and not isinstance(new_enabled, bool):
                 raise TypeError("enabled: expected true, false or None")
+            self._pending_overrides.add(name)
             if new_schedule is None and new_enabled is None:
                 self._overrides.pop(name, None)
             else:
@@ -312,6 +321,54 @@ class WorkloadStats:
         """Return a job's override, if it has one."""
         with self._lock:
             return self._overrides.get(name)
+
+    # -- several processes on one sidecar ------------------------------------------------------
+
+    @property
+    def has_pending(self) -> bool:
+        """Tell whether anything was recorded since the last ``merge_into``."""
+        with self._lock:
+            return bool(self._pending or self._pending_overrides or self._pending_channels)
+
+    def merge_into(self, theirs: WorkloadStats) -> None:
+        """Add what was recorded here since the last merge to ``theirs``, then become it.
+
+        ``theirs`` is the sidecar as another process may have written it meanwhile: counts
+        are added (never written over), the later last run and skip win, and an override
+        changed here replaces theirs. Afterwards these stats hold the sum (``theirs`` is
+        used up) and start a new pending record.
+        """
+        with self._lock:
+            for name, mine in self._pending.items():
+                job = theirs._jobs.setdefault(name, _JobSeries())
+                for tier in Tier:
+                    for start, values in mine.series[tier].items():
+                        _add_bucket(job.series[tier], tier, start, values)
+                job.last = _later_run(job.last, mine.last)
+                for reason, count in mine.skips.items():
+                    job.skips[reason] = job.skips.get(reason, 0) + count
+                if mine.last_skip is not None and (
+                    job.last_skip is None or mine.last_skip.at_us >= job.last_skip.at_us
+                ):
+                    job.last_skip = mine.last_skip
+            for channel, mine_series in self._pending_channels.items():
+                series = theirs._channels.setdefault(channel, {tier: {} for tier in Tier})
+                for tier in Tier:
+                    for start, values in mine_series[tier].items():
+                        _add_bucket(series[tier], tier, start, values)
+            for name in self._pending_overrides:
+                override = self._overrides.get(name)
+                if override is None:
+                    theirs._overrides.pop(name, None)
+                else:
+                    theirs._overrides[name] = override
+            self._jobs = theirs._jobs
+            self._channels = theirs._channels
+            self._overrides = dict(theirs._overrides)
+            self._pending = {}
+            self._pending_channels = {}
+            self._pending_overrides = set()
+            self._version += 1
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -403,6 +460,7 @@ class WorkloadStats:
                 }
             for name, o in data.get("overrides", {}).items():
                 stats.set_job_override(name, schedule=o.get("schedule"), enabled=o.get("enabled"))
+            stats._pending_overrides = set()
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise ValueError(f"workload stats: malformed entry ({error})") from error
         stats._version = 0
@@ -414,6 +472,32 @@ def _buckets(rows: list[tuple[int, list[int]]]) -> list[Bucket]:
         Bucket(start_us=start, count=c, failures=f, total_us=t, longest_us=lg)
         for start, (c, f, t, lg) in rows
     ]
+
+
+def _add_bucket(buckets: dict[int, list[int]], tier: Tier, start: int, values: list[int]) -> None:
+    """Add one bucket's count, failures and time to ``buckets`` (the longest: the larger)."""
+    bucket = buckets.get(start)
+    if bucket is None:
+        in_order = not buckets or start > next(reversed(buckets))
+        buckets[start] = list(values)
+        if not in_order:  # merged in from another process: keep the dict oldest first
+            ordered = sorted(buckets.items())
+            buckets.clear()
+            buckets.update(ordered)
+        _prune(buckets, next(reversed(buckets)) - tier.keep_us)
+        return
+    bucket[0] += values[0]
+    bucket[1] += values[1]
+    bucket[2] += values[2]
+    bucket[3] = max(bucket[3], values[3])
+
+
+def _later_run(mine: LastRun | None, other: LastRun | None) -> LastRun | None:
+    if mine is None:
+        return other
+    if other is None:
+        return mine
+    return other if other.started_at >= mine.started_at else mine
 
 
 def _prune(buckets: dict[int, list[int]], cutoff: int) -> None:

@@ -19,9 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dgxmm.clock import Clock
-from dgxmm.errors import Conflict
-from dgxmm.jobs import CronSchedule, Job, JobRun, RunResult, Scheduler, Timer, resolve_zone
-from dgxmm.store import JobDefinition, NotScheduled, Store
+from dgxmm.errors import Busy, Conflict, DgxmmError
+from dgxmm.jobs import (
+    CronSchedule,
+    Job,
+    JobRun,
+    RunResult,
+    Scheduler,
+    SkipReason,
+    Timer,
+    resolve_zone,
+)
+from dgxmm.store import JobDefinition, NotScheduled, Store, Trigger
+from dgxmm.store.database import CHANGE_BUSY_MS
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
 
@@ -75,6 +85,7 @@ class Host:
         self.row_parts: dict[tuple[str, int], RowParts] = {}
         self._finished: queue.Queue[RunResult] = queue.Queue()
         self._waiters: dict[int, _Waiter] = {}
+        self._claims: dict[int, int] = {}  # run token -> its row in the store's job_runs
         self._workers: dict[int, threading.Thread] = {}
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -98,13 +109,18 @@ class Host:
         with self.lock:
             self.collect()
             for run in self.scheduler.running():
-                result = run.abandon("the server stopped while it ran")
+                try:
+                    result = run.abandon("the server stopped while it ran")
+                except Conflict:
+                    continue  # it has just finished: its result is on its way to the queue
+                self._record(result)
                 self._finish(result)
                 abandoned.append(result)
         # Give the abandoned work a moment to notice (a query stops at its next check).
         deadline = time.monotonic() + self._stop_grace
         for worker in list(self._workers.values()):
             worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.collect()  # the runs that finished as the stop began
         self.store.flush_stats()
         return abandoned
 
@@ -120,9 +136,17 @@ class Host:
         with self.lock:
             self.collect()
             self.sync()
-            runs = self.scheduler.start_due(self.clock.now_us() if now is None else now)
-            for run in runs:
+            at = self.clock.now_us() if now is None else now
+            runs = []
+            for run in self.scheduler.start_due(at):
+                # Claimed in the store before it starts: another process that claimed the
+                # same time runs it, and this one gives it back untouched.
+                refused = self._claim(run)
+                if refused is not None:
+                    self.scheduler.forgo(run, at, refused[1], reason=refused[0])
+                    continue
                 self._spawn(run)
+                runs.append(run)
             return runs
 
     def collect(self) -> list[RunResult]:
@@ -176,7 +200,15 @@ class Host:
             for skipped in self.not_scheduled:
                 if skipped.name == name:
                     raise Conflict(f"job {name} is not scheduled here: {skipped.reason}")
-            run = self.scheduler.start_now(name, self.clock.now_us())
+            now = self.clock.now_us()
+            run = self.scheduler.start_now(name, now)
+            try:  # Busy while it or its group runs in another process
+                run_id = self.store.runs.claim(run, Trigger.MANUAL, busy_ms=CHANGE_BUSY_MS)
+            except BaseException:
+                self.scheduler.forgo(run, now, reason=None)
+                raise
+            assert run_id is not None  # a run by hand has no unique key
+            self._claims[run.token] = run_id
             waiter = _Waiter()
             self._waiters[run.token] = waiter
             self._spawn(run)
@@ -188,6 +220,30 @@ class Host:
 
     # -- inside -------------------------------------------------------------------------------
 
+    def _claim(self, run: JobRun) -> tuple[SkipReason, str] | None:
+        """Claim a scheduled run in the store; return why not, or None when it is ours."""
+        try:
+            run_id = self.store.runs.claim(run, Trigger.SCHEDULE, busy_ms=CHANGE_BUSY_MS)
+        except Busy as error:  # it, or a job of its group, runs in another process
+            return SkipReason.GROUP_BUSY, str(error)
+        except DgxmmError as error:  # nothing runs without its record
+            log.warning("dgxmm host: could not claim %s: %s", run.name, error)
+            return SkipReason.CLAIMED, f"could not claim it: {error}"
+        if run_id is None:
+            return SkipReason.CLAIMED, "another instance claimed it"
+        self._claims[run.token] = run_id
+        return None
+
+    def _record(self, result: RunResult) -> None:
+        """Write how a run ended into its row (the first word on a run stands)."""
+        run_id = self._claims.pop(result.token, None)
+        if run_id is None:
+            return
+        try:
+            self.store.runs.finish(run_id, result)
+        except DgxmmError as error:  # the store is down: the row stays under way
+            log.warning("dgxmm host: could not record the end of %s: %s", result.name, error)
+
     def _spawn(self, run: JobRun) -> None:
         worker = threading.Thread(
             target=self._work, args=(run,), name=f"dgxmm-job-{run.name}", daemon=True
@@ -197,7 +253,9 @@ class Host:
         except RuntimeError as error:  # "can't start new thread": out of threads or memory
             # Give the run up with the reason, through the queue like any finished run, so
             # the scheduler frees its group and a waiter (POST /api/jobs/run) hears why.
-            self._finished.put(run.abandon(str(error)))
+            result = run.abandon(str(error))
+            self._record(result)
+            self._finished.put(result)
             self._wake.set()
             if not self.running:
                 self.collect()
@@ -209,6 +267,7 @@ class Host:
             result = run.run()
         except Conflict:
             return  # abandoned before it started
+        self._record(result)
         self._finished.put(result)
         self._wake.set()  # the ticker takes it back now rather than at its next tick
         if not self.running:

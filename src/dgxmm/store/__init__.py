@@ -11,6 +11,7 @@ from dgxmm.store.changes import ChangeEntry, record_change
 from dgxmm.store.database import Dialect, reading, writing
 from dgxmm.store.definitions import JOB_KEYS, JobAction, JobSpec, RunOn
 from dgxmm.store.effects import AllowAll, Authorizer, Create, Execute, Request, Write
+from dgxmm.store.job_runs import JobRuns, RunRecord, Trigger
 from dgxmm.store.journal import Change, JournalEntry, Subject
 from dgxmm.store.params import ParamType
 from dgxmm.store.protection import ProtectedTable, TableOwner
@@ -19,12 +20,13 @@ from dgxmm.store.revival import Restored
 from dgxmm.store.rollback import RollbackResult, RollbackStep
 from dgxmm.store.schema import metadata
 from dgxmm.store.store import Store, restore
-from dgxmm.store.system_jobs import COMPACT, STATS_FLUSH, SYSTEM_JOB_NAMES
+from dgxmm.store.system_jobs import COMPACT, RUNS_PURGE, STATS_FLUSH, SYSTEM_JOB_NAMES
 from dgxmm.store.user_jobs import NotScheduled, UserJobs
 
 __all__ = [
     "COMPACT",
     "JOB_KEYS",
+    "RUNS_PURGE",
     "STATS_FLUSH",
     "SYSTEM_JOB_NAMES",
     "AllowAll",
@@ -40,6 +42,7 @@ __all__ = [
     "ImportResult",
     "JobAction",
     "JobDefinition",
+    "JobRuns",
     "JobSpec",
     "JournalEntry",
     "NotScheduled",
@@ -51,12 +54,14 @@ __all__ = [
     "RollbackResult",
     "RollbackStep",
     "RunOn",
+    "RunRecord",
     "SavedQuery",
     "Statement",
     "StatementKind",
     "Store",
     "Subject",
     "TableOwner",
+    "Trigger",
     "UserJobs",
     "Write",
     "analyze",

@@ -15,11 +15,13 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     Column,
+    Index,
     Integer,
     MetaData,
     String,
     Table,
     Text,
+    text,
 )
 
 __all__ = [
@@ -29,6 +31,8 @@ __all__ = [
     "catalog_journal",
     "catalog_queries",
     "change_log",
+    "instances",
+    "job_runs",
     "metadata",
     "protected_tables",
     "settings",
@@ -139,4 +143,49 @@ catalog_attic = Table(
     Column("dropped_by", String(200)),
     Column("dropped_at", BigInteger, nullable=False),
     Column("why", Text, nullable=False),  # dropped, replaced by a rollback, ...
+)
+
+# One row per run of any job, claimed by inserting it (``job_runs.py``). A scheduled run's
+# (job, scheduled time) is unique: of several instances that tick the same minute, the one
+# whose insert lands runs it; the others cannot insert and do not.
+job_runs = Table(
+    "job_runs",
+    metadata,
+    Column("id", _Id, primary_key=True, autoincrement=True),
+    Column("job", String(NAME_LENGTH), nullable=False),
+    Column("kind", String(10), nullable=False),  # jobs.JobKind
+    Column("job_group", String(NAME_LENGTH)),  # the engine's group: one run of it at a time
+    Column("trigger", String(10), nullable=False),  # job_runs.Trigger
+    Column("scheduled_at", BigInteger, nullable=False),
+    Column("started_at", BigInteger, nullable=False),
+    Column("finished_at", BigInteger),  # NULL while under way
+    Column("outcome", String(20)),  # jobs.Outcome; NULL while under way
+    Column("error", Text),
+    Column("public_error", Text),
+    Column("result", Text),  # what the action returned, as text
+    Column("instance", String(100), nullable=False),
+    Index(
+        "uq_job_runs_scheduled",
+        "job",
+        "scheduled_at",
+        unique=True,
+        sqlite_where=text("\"trigger\" = 'schedule'"),
+        postgresql_where=text("\"trigger\" = 'schedule'"),
+    ),
+    Index("ix_job_runs_job_id", "job", "id"),
+    Index("ix_job_runs_unfinished", "finished_at", "instance"),
+)
+
+# The dgxmm processes on this database: servers (the ticker's holder and its standbys) and
+# the CLI while it runs a job (``instances.py``).
+instances = Table(
+    "instances",
+    metadata,
+    Column("id", String(100), primary_key=True),
+    Column("role", String(20), nullable=False),  # instances.Role
+    Column("started_at", BigInteger, nullable=False),
+    Column("role_since", BigInteger, nullable=False),
+    Column("last_seen", BigInteger, nullable=False),
+    Column("stopped_at", BigInteger),  # set by a clean stop; NULL while it may be alive
+    Column("place", Text, nullable=False),  # host name, process id, address
 )

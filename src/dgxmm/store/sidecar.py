@@ -1,15 +1,20 @@
 """The workload sidecar: the workload statistics, in a JSON file beside the database.
 
 It holds every job's run history and the overrides of the system jobs' schedules and
-switches. It belongs to the instance, not to the data: a backup does not carry it. Writes are
-atomic (temporary file, fsync, rename). A damaged sidecar is set aside (renamed with
+switches. Several processes may share it (a server and the CLI beside it on one data
+directory): a flush takes the file's lock, reads what the others wrote, adds what this
+process recorded since its last flush, writes the sum and keeps it, so no process's runs
+overwrite another's. It belongs to the instance, not to the data: a backup does not carry
+it. Writes are atomic (temporary file, fsync, rename). A damaged sidecar is set aside (renamed with
 ``.damaged-<time>``) and the store starts with empty statistics rather than refuse to open.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -28,19 +33,30 @@ class Sidecar:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.stats = _load(path)
-        self._written = self.stats.version if path.exists() else None
+        self._seen = _stamp(path)  # the file as this process last read or wrote it
         self._lock = threading.Lock()
 
     def flush(self) -> int | None:
-        """Write the statistics when they changed since the last write; return the bytes."""
+        """Merge with the file when either side changed; return the bytes written, or None."""
         with self._lock:
-            version = self.stats.version
-            if version == self._written:
+            if not self.stats.has_pending and _stamp(self.path) == self._seen:
                 return None
-            data = json.dumps(self.stats.to_json(), separators=(",", ":")).encode()
-            write_atomic(self.path, data)
-            self._written = version
+            with open(self.path.with_name(self.path.name + ".lock"), "ab") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # another process's flush waits here
+                # The file is what this process last wrote plus what others wrote since.
+                self.stats.merge_into(_load(self.path))
+                data = json.dumps(self.stats.to_json(), separators=(",", ":")).encode()
+                write_atomic(self.path, data)
+                self._seen = _stamp(self.path)
             return len(data)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (status.st_mtime_ns, status.st_size, status.st_ino)
 
 
 def _load(path: Path) -> WorkloadStats:

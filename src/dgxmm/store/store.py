@@ -25,8 +25,8 @@ from typing import Any
 from sqlalchemy import Engine, event, select
 
 from dgxmm.clock import Clock, SystemClock
-from dgxmm.errors import InvalidInput, NotAllowed, NotFound, StoreError
-from dgxmm.jobs import Channel, Job, JobLimits, RunContext, Scheduler, WorkloadStats
+from dgxmm.errors import Busy, InvalidInput, NotAllowed, NotFound, StoreError
+from dgxmm.jobs import Channel, Job, JobKind, JobLimits, RunContext, Scheduler, WorkloadStats
 from dgxmm.store import maintenance
 from dgxmm.store.attic import AtticEntry, attic_kind, read_attic
 from dgxmm.store.backup_dir import BackupResult, Progress, RestoreResult, no_progress
@@ -46,6 +46,8 @@ from dgxmm.store.database import (
 from dgxmm.store.definitions import JobAction
 from dgxmm.store.effects import AllowAll, Authorizer, Create, ask_again
 from dgxmm.store.files import make_private_dir
+from dgxmm.store.instances import Presence, new_instance_id
+from dgxmm.store.job_runs import KEEP_DAYS_SETTING, JobRuns, keep_days_of
 from dgxmm.store.journal import (
     JournalEntry,
     Subject,
@@ -96,6 +98,16 @@ class Store:
         self._running = RunningJobs()
         self._files_lock = threading.RLock()
         self._closed = False
+        # This process's name in the store: on each run it claims, and in ``instances``.
+        self.instance = new_instance_id()
+        self.presence = Presence(
+            engine,
+            dialect=self.dialect,
+            clock=clock,
+            instance=self.instance,
+            database_path=self.path,
+        )
+        self.runs = JobRuns(engine, dialect=self.dialect, clock=clock, presence=self.presence)
         with reading(engine) as connection:
             self.store_id = str(connection.execute(select(store_state.c.store_id)).scalar_one())
             # Recorded by the migrations, so every process refuses the same writes.
@@ -368,8 +380,10 @@ class Store:
     # -- jobs for the scheduler ---------------------------------------------------------------
 
     def system_jobs(self) -> list[Job]:
-        """Return ``stats_flush`` and ``compact`` with their built-in schedules."""
-        return build_system_jobs(flush=self._flush_job, compact=lambda _ctx: self.compact())
+        """Return ``stats_flush``, ``compact`` and ``runs_purge`` with their built-in schedules."""
+        return build_system_jobs(
+            flush=self._flush_job, compact=lambda _ctx: self.compact(), purge=self._purge_job
+        )
 
     def user_jobs(self) -> UserJobs:
         """Return the user jobs to schedule, and the others with their reasons."""
@@ -509,8 +523,9 @@ class Store:
         with self._files_lock:
             if self._closed:
                 return
-            self._refuse_while_user_jobs_run("close")
+            self._refuse_while_user_jobs_run("close", here_only=True)
             self._sidecar.flush()
+            self.presence.stop()
             self._closed = True
             event.listen(self.engine, "checkout", _refuse_closed)
             self.engine.dispose()
@@ -539,13 +554,25 @@ class Store:
         written = self._sidecar.flush()
         return "unchanged" if written is None else f"wrote {written} bytes"
 
+    def _purge_job(self, _ctx: RunContext) -> str:
+        keep = keep_days_of(self.get_setting(KEEP_DAYS_SETTING))
+        return f"deleted {self.runs.purge(keep_days=keep)} run(s) older than {keep} days"
+
     def _action_for(self, name: str) -> Any:
         return lambda ctx: self.run_job(name, ctx)
 
-    def _refuse_while_user_jobs_run(self, what: str) -> None:
+    def _refuse_while_user_jobs_run(self, what: str, *, here_only: bool = False) -> None:
         if self._closed:
             raise StoreError(f"{what}: the store is closed")
         self._running.refuse(what)
+        if here_only:
+            return  # closing lets go of this process's handles only
+        # "Running" is what the store says: a user job of another process (a CLI beside the
+        # server, another server) holds these operations off too.
+        elsewhere = self.runs.running_elsewhere(JobKind.USER)
+        if elsewhere:
+            names = ", ".join(sorted({f"{r.job} (instance {r.instance})" for r in elsewhere}))
+            raise Busy(f"{what}: job {names} is running; try again when it has finished")
 
 
 def _refuse_closed(*_: object) -> None:

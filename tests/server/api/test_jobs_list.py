@@ -39,10 +39,11 @@ def test_it_lists_system_jobs_first_then_user_jobs_by_name(client: TestClient) -
     assert names == [
         ("stats_flush", "system"),
         ("compact", "system"),
+        ("runs_purge", "system"),
         ("alpha", "user"),
         ("zeta", "user"),
     ]
-    alpha = body["jobs"][2]
+    alpha = body["jobs"][3]
     assert alpha["schedule"] == "*/5 * * * *"
     assert alpha["schedule_description"] == "every 5 minutes"
     assert alpha["next_at"] == "2026-06-01T10:05:00+02:00"

@@ -1,4 +1,4 @@
-"""The jobs API of the spec: list, define, drop, enable, schedule, run, history, preview."""
+"""The jobs API of the spec: list, define, drop, enable, schedule, run, runs, history, preview."""
 
 from __future__ import annotations
 
@@ -90,6 +90,36 @@ def run_job(body: NameBody, host: HostDep, _: Admin) -> dict[str, Any]:
     }
 
 
+@router.get("/runs")
+def runs(
+    host: HostDep,
+    who: Viewer,
+    name: str | None = None,
+    before: str | None = None,
+    limit: str | None = None,
+) -> dict[str, Any]:
+    """The runs of every job (or of ``name``), newest first, ``limit`` at a time.
+
+    ``before`` is a run id: the page after one ends at its ``next_before``. A run of a job
+    since dropped is still listed; a viewer reads errors' public form.
+    """
+    if name is not None and not 1 <= len(name) <= 200:
+        raise InvalidInput("name", "a job name is 1-200 characters")
+    page = host.store.runs.page(
+        job=name,
+        before=None if before is None else _whole(before, "before"),
+        limit=50 if limit is None else _whole(limit, "limit"),
+    )
+    rows = []
+    for record in page:
+        row = record.to_json(full_errors=who.is_admin)
+        row["scheduled_at"] = iso(record.scheduled_at, host)
+        row["started_at"] = iso(record.started_at, host)
+        row["finished_at"] = iso(record.finished_at, host)
+        rows.append(row)
+    return {"runs": rows, "next_before": page[-1].id if page else None}
+
+
 @router.get("/history")
 def history(
     host: HostDep,
@@ -137,6 +167,12 @@ def preview(
         "zone": place.key,
         "times": [{"at": t.local.isoformat(), "at_us": t.at_us, "moved": t.moved} for t in times],
     }
+
+
+def _whole(text: str, field: str) -> int:
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise InvalidInput(field, f"{text[:40]!r} is not a whole number")
+    return int(text)
 
 
 def _parse(text: str) -> CronSchedule:
