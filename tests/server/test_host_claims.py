@@ -32,8 +32,8 @@ def test_two_hosts_on_one_database_run_each_minute_once(
         for minute in ("10:01", "10:02", "10:03"):
             clock.set(at(f"2026-06-01T{minute}:00+02:00"))
             first.tick()
+            first.wait_idle()  # ended: the second is refused for the claim, not a run under way
             second.tick()
-            first.wait_idle()
             second.wait_idle()
         assert sorted(ran) == ["first", "first", "first"]
         rows = [r for r in store.runs.page() if r.job == "tally"]
