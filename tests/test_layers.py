@@ -25,6 +25,7 @@ LAYERS = (
     "dgxmm.store",
     "dgxmm.fleet",
     "dgxmm.decider",
+    "dgxmm.proxy",  # the OpenAI-compatible proxy: fleet and below (the decider reads activity)
     "dgxmm.server",
     "dgxmm.cli",
     "dgxmm.__main__",

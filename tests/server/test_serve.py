@@ -15,7 +15,7 @@ import httpx
 from support import free_port
 
 
-def start(data: Path, port: int) -> subprocess.Popen[str]:
+def start(data: Path, port: int, *more: str) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -30,6 +30,7 @@ def start(data: Path, port: int) -> subprocess.Popen[str]:
             "Europe/Berlin",
             "--tick",
             "0.5",
+            *more,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -118,3 +119,27 @@ def test_it_binds_loopback_unless_told_otherwise_and_stops_on_sigterm(tmp_path: 
     finally:
         output = stop(process, signal.SIGTERM)
     assert "dgxmm: stopped" in output  # SIGTERM stops as cleanly as Ctrl-C
+
+
+def test_it_serves_the_proxy_on_its_own_loopback_port(tmp_path: Path) -> None:
+    port, proxy_port = free_port(), free_port()
+    process = start(tmp_path / "data", port, "--proxy-port", str(proxy_port))
+    try:
+        models = httpx.get(f"http://127.0.0.1:{proxy_port}/v1/models", timeout=30)
+        assert models.json() == {"object": "list", "data": []}
+        unknown = httpx.post(
+            f"http://127.0.0.1:{proxy_port}/v1/chat/completions",
+            json={"model": "nothing", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30,
+        )
+        assert unknown.status_code == 404
+        assert unknown.json()["error"]["code"] == "model_not_found"
+        addresses = {
+            line.split()[1]
+            for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+            if line.split()[3] == "0A"
+        }
+        assert f"0100007F:{proxy_port:04X}" in addresses
+    finally:
+        output = stop(process)
+    assert "dgxmm: stopped" in output  # the proxy stopped first, cleanly

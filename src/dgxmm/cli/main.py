@@ -46,6 +46,19 @@ def serve_command(
         typer.Option("--time-zone", help="IANA zone of the schedules (default: the machine's)."),
     ] = None,
     tick: Annotated[float, typer.Option(help="Seconds between ticks.", min=0.1)] = 5.0,
+    proxy_port: Annotated[
+        int | None,
+        typer.Option(
+            "--proxy-port",
+            help="Serve the OpenAI-compatible proxy on this port too (requests wake sleeping "
+            "deployments); see docs/proxy.md.",
+            min=1,
+            max=65535,
+        ),
+    ] = None,
+    proxy_host: Annotated[
+        str, typer.Option("--proxy-host", help="Address the proxy listens on.")
+    ] = "127.0.0.1",
     demo: Annotated[
         bool,
         typer.Option(
@@ -65,6 +78,8 @@ def serve_command(
             time_zone=time_zone,
             tick_seconds=tick,
             demo=demo,
+            proxy_host=proxy_host,
+            proxy_port=proxy_port,
         )
     )
 

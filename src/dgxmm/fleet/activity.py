@@ -92,6 +92,11 @@ class RequestActivity:
         with self._lock:
             return self._of(deployment_id).generation
 
+    def generations(self) -> dict[int, int]:
+        """Return every deployment's generation now (one not listed is at 0)."""
+        with self._lock:
+            return {key: known.generation for key, known in self._by_id.items()}
+
     def is_closed(self, deployment_id: int) -> bool:
         """Tell whether a take-down has its door shut now."""
         with self._lock:

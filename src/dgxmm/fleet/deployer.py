@@ -298,7 +298,8 @@ class Deployer:
                     action=action,
                     outcome=EventOutcome.DONE,
                     actor=actor,
-                    detail=f"{'awake and healthy' if waking else 'healthy'} after {took:.1f} s",
+                    detail=f"{'awake and healthy' if waking else 'healthy'} after {took:.2f} s "
+                    "(time to ready: until its first completion answered)",
                     state=S.RUNNING,
                     # A new server clears the last error; a woken one keeps it on record.
                     error=KEEP if waking else None,

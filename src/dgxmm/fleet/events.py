@@ -146,6 +146,11 @@ class Events:
             row = connection.execute(query.limit(1)).first()
         return None if row is None else Event.from_row(row)
 
+    def stopped_by(self, deployment_id: int) -> str | None:
+        """Return who stopped it last (None: never stopped, or a stop that names no actor)."""
+        stop = self.latest(deployment_id, EventAction.STOP)
+        return stop.actor if stop is not None else None
+
     def list(
         self, deployment_id: int, limit: int = 100, *, before_id: int | None = None
     ) -> builtins.list[Event]:

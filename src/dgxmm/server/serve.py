@@ -1,5 +1,8 @@
 """``dgxmm serve``: open the store, start the host's ticker, serve the app with uvicorn.
 
+With ``proxy_port``, the OpenAI-compatible proxy (``dgxmm.proxy``) serves on that port too,
+on its own thread, before the app listens; it stops first.
+
 Ctrl-C (SIGINT) or SIGTERM stops uvicorn; then the host stops ticking, gives up the runs
 under way with a reason, the fleet closes its connections (model servers keep running; the
 demo's stand-ins are stopped), and the store flushes its statistics and closes.
@@ -24,6 +27,7 @@ from dgxmm.errors import Busy
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
 from dgxmm.jobs import resolve_zone
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
+from dgxmm.proxy import ProxyApp, ProxyServer
 from dgxmm.server.app import FLEET_ROUTES, PROPOSAL_ROUTES, SCHEDULE_ROUTES, create_app
 from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host
@@ -48,6 +52,8 @@ class ServeOptions:
     time_zone: str | None = None  # default: the machine's zone
     tick_seconds: float = 5.0
     demo: bool = False  # three stand-in deployments with a little traffic
+    proxy_host: str = "127.0.0.1"
+    proxy_port: int | None = None  # the OpenAI-compatible proxy's port; None: no proxy
 
 
 class _Stop(Exception):
@@ -121,6 +127,11 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
         telemetry=metrics,
     )
+    proxy = (
+        ProxyServer(ProxyApp(fleet), host=options.proxy_host, port=options.proxy_port)
+        if options.proxy_port is not None
+        else None
+    )
     app = create_app(
         Services(
             host=host,
@@ -129,9 +140,16 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
             schedules=schedules,
             proposals=proposals,
             metrics=metrics,
+            proxy=proxy.app.stats if proxy is not None else None,
         ),
         [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES],
     )
+    if proxy is not None:  # first: a port taken fails before anything else runs
+        proxy.start()
+        say(
+            f"dgxmm: OpenAI-compatible proxy on http://{options.proxy_host}:{options.proxy_port}"
+            "/v1 (requests wake sleeping deployments)"
+        )
     host.start()
     demo = (
         Demo(
@@ -180,6 +198,8 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _withdraw(data_dir, announced[0] if announced else None)
+        if proxy is not None:
+            proxy.stop()
         if demo is not None:
             demo.stop()
         for result in host.stop():

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
+from dgxmm.proxy import ProxyStats
 from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host
 from dgxmm.server.telemetry import ServerMetrics
@@ -28,3 +29,4 @@ class Services:
     proposals: ProposalService | None = None
     # What /metrics serves; give the same one to the fleet and the host as their telemetry.
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
+    proxy: ProxyStats | None = None  # the proxy's numbers, when it serves (for /metrics)

@@ -46,7 +46,6 @@ from dgxmm.fleet import (
     AuditSubject,
     Deployment,
     DeploymentState,
-    EventAction,
     EventOutcome,
     Fleet,
     InsightKind,
@@ -298,22 +297,26 @@ class ScheduleRunner:
     def _busy(self, deployment: Deployment, now: int) -> str | None:
         """Say why the deployment is not quiet, or None.
 
-        The proxy's count first (exact, for the traffic through it: requests held for a
-        wake count too, so a sleeping deployment with requests waiting is not stopped),
-        then, for a running one, a fresh sample and the last request either source saw.
+        A running one's fresh sample is taken first (it may take a while: what the proxy
+        counts is read after it). Then the proxy's count, exact for the traffic through it
+        (requests held for a wake count too, so a sleeping deployment with requests waiting
+        is not stopped), the sample's gauges, and the last request either source saw.
         """
+        running = deployment.state is DeploymentState.RUNNING
+        sample = None
+        if running:
+            try:
+                sample = self._fleet.metrics.sample_now(deployment.id)
+            except ServerGone:
+                raise  # the deployment has failed: a real failure
+            except BackendError as error:  # unreadable is not quiet; try again at the next pass
+                return f"its metrics could not be read: {error}"
         activity = self._fleet.activity
         held = activity.in_flight(deployment.id)
         if held:
             return f"{held} request(s) under way through the proxy"
-        if deployment.state is not DeploymentState.RUNNING:
+        if sample is None:
             return None  # asleep: nothing runs on its server
-        try:
-            sample = self._fleet.metrics.sample_now(deployment.id)
-        except ServerGone:
-            raise  # the deployment has failed: a real failure
-        except BackendError as error:  # unreadable is not quiet; try again at the next pass
-            return f"its metrics could not be read: {error}"
         if not sample.is_idle:
             return (
                 f"{sample.requests_running} request(s) running, {sample.requests_waiting} waiting"
@@ -343,8 +346,7 @@ class ScheduleRunner:
         if wake and state is not DeploymentState.SLEEPING:
             # Woken from stopped only when a schedule stopped it; a stop with no actor
             # (older events) counts as not stopped by a schedule.
-            stop = self._fleet.events.latest(deployment.id, EventAction.STOP)
-            by = stop.actor if stop is not None else None
+            by = self._fleet.events.stopped_by(deployment.id)
             if by is None or not by.startswith("schedule:"):
                 who = by or "someone unknown (the stop names no actor)"
                 return _Outcome(kind=skipped, reason=f"it was stopped by {who}, not by a schedule")

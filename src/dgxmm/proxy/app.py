@@ -1,0 +1,275 @@
+"""The proxy's ASGI app: OpenAI's routes, each request routed by its ``model``.
+
+``POST /v1/chat/completions``, ``/v1/completions`` and ``/v1/embeddings`` go to the
+deployment serving the body's ``model``; ``GET /v1/models`` lists every model a deployment
+serves (answered here, so listing wakes nothing). A request, from its first byte to its
+last, counts in ``RequestActivity``: held or forwarded, it is activity.
+
+- **Awake** (the cached state says running and no take-down has moved the door since):
+  passed through (``upstream.py``).
+- **Asleep, or stopped by a schedule**: held while ``Waker`` brings the deployment up, one
+  bring-up for all the requests held, then passed through. Past the hold's bounds
+  (``bounds.py``), 503 at once; a client that goes away leaves the hold.
+- **Going down** (the door is shut: a sleep or a stop, or a scheduled sleep's quiet check):
+  held the same way; the bring-up waits for the deployment's lock, then looks again.
+- **Refused** (opted out, stopped by a person, failed, or the bring-up was refused, such as
+  a wake that does not fit): 503 at once with ``Retry-After``, the reason as the error's
+  ``code``. An unknown model is 404, in OpenAI's shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dgxmm.errors import NotFound
+from dgxmm.fleet import DeploymentState, Fleet
+from dgxmm.proxy.bounds import HoldBounds, read_bounds
+from dgxmm.proxy.replies import ProxyRefused, Refusal, Reply, error_reply, refusal_reply
+from dgxmm.proxy.routes import Route, RouteTable
+from dgxmm.proxy.stats import ProxyStats
+from dgxmm.proxy.upstream import Receive, Scope, Send, Upstream, wait_disconnected
+from dgxmm.proxy.waking import Waker, refusal_for
+
+__all__ = ["MAX_BODY_BYTES", "OPENAI_PATHS", "ProxyApp"]
+
+OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/completions", "/v1/embeddings"})
+MAX_BODY_BYTES = 32 * 1024 * 1024  # embeddings of long documents; vLLM takes this much
+
+
+class ProxyApp:
+    """The ASGI app; ``aclose`` when done. See the module docstring."""
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        *,
+        stats: ProxyStats | None = None,
+        upstream: Upstream | None = None,
+        bounds: Callable[[], HoldBounds] | None = None,
+        refresh_s: float = 1.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._fleet = fleet
+        self.stats = stats or ProxyStats()
+        self._upstream = upstream or Upstream()
+        self._monotonic = monotonic
+        self._table = RouteTable(
+            fleet.deployments,
+            fleet.activity,
+            bounds=bounds or (lambda: read_bounds(fleet.store.get_setting)),
+            refresh_s=refresh_s,
+            monotonic=monotonic,
+        )
+        self._waker = Waker(fleet, self.stats)
+        self._held: dict[int, int] = {}  # deployment id -> requests held now (event loop only)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"], scope["method"]
+        if path == "/v1/models":
+            if method != "GET":
+                await _send(send, _method_not_allowed(method, path))
+            else:
+                await _send(send, await self._models())
+        elif path in OPENAI_PATHS:
+            if method != "POST":
+                await _send(send, _method_not_allowed(method, path))
+            else:
+                await self._openai(scope, receive, send)
+        else:
+            await _send(send, error_reply(404, f"{method} {path}: no such route",
+                                          kind="invalid_request_error"))  # fmt: skip
+
+    async def aclose(self) -> None:
+        """Close the upstream connections and the bring-up threads."""
+        self._waker.close()
+        await self._upstream.aclose()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- one request --------------------------------------------------------------------------
+
+    async def _openai(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = await _read_body(receive)
+        if body is None:
+            await _send(send, error_reply(413, f"the body is over {MAX_BODY_BYTES} bytes",
+                                          kind="invalid_request_error"))  # fmt: skip
+            return
+        model = _model_of(body)
+        if isinstance(model, Reply):
+            await _send(send, model)
+            return
+        route = await self._table.route(model)
+        if route is None:
+            await _send(send, _unknown_model(model))
+            return
+        deployment_id = route.deployment.id
+        activity = self._fleet.activity
+        entry = activity.enter(deployment_id)
+        try:
+            if (
+                not entry.closed
+                and route.deployment.state is DeploymentState.RUNNING
+                and self._table.is_current(route, entry.generation)
+            ):
+                await self._forward(route, scope, body, receive, send)
+            else:
+                await self._hold(route, scope, body, receive, send)
+        except ProxyRefused as refused:
+            self.stats.refused(refused.refusal)
+            await _send(send, refusal_reply(refused.refusal, refused.message))
+        finally:
+            activity.leave(deployment_id)
+
+    async def _forward(
+        self, route: Route, scope: Scope, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        self.stats.forwarded(route.deployment.name)
+        await self._upstream.forward(route.deployment.url, scope, body, receive, send)
+
+    async def _hold(
+        self, cached: Route, scope: Scope, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """Read the deployment again; forward, refuse, or hold it while it is brought up."""
+        deployment_id = cached.deployment.id
+        try:
+            route = await self._table.fresh(deployment_id)
+        except NotFound:
+            await _send(send, _unknown_model(cached.deployment.model))
+            return
+        deployment = route.deployment
+        up = deployment.state is DeploymentState.RUNNING
+        if up and not self._fleet.activity.is_closed(deployment_id):
+            await self._forward(route, scope, body, receive, send)
+            return
+        if deployment.state is DeploymentState.STOPPED:
+            stopped_by = await asyncio.to_thread(self._fleet.events.stopped_by, deployment_id)
+        else:
+            stopped_by = None
+        refused = refusal_for(deployment, stopped_by)
+        if refused is not None:
+            raise refused
+        bounds = self._table.bounds
+        name = deployment.name
+        if self._held.get(deployment_id, 0) >= bounds.max_held:
+            raise ProxyRefused(
+                Refusal.HOLD_FULL,
+                f"deployment {name!r} is waking with {bounds.max_held} requests held already "
+                "(the setting proxy.max_held)",
+            )
+        self._held[deployment_id] = self._held.get(deployment_id, 0) + 1
+        self.stats.hold_began(name)
+        began = self._monotonic()
+        try:
+            woke = await self._wait_for_bring_up(deployment_id, name, bounds, receive)
+        finally:
+            self._held[deployment_id] -= 1
+            self.stats.hold_ended(name, self._monotonic() - began)
+        if not woke:
+            return  # the client went away while held
+        await self._forward(await self._table.fresh(deployment_id), scope, body, receive, send)
+
+    async def _wait_for_bring_up(
+        self, deployment_id: int, name: str, bounds: HoldBounds, receive: Receive
+    ) -> bool:
+        """Wait for the bring-up; False when the client went away first."""
+        bring_up: asyncio.Future[Any] = asyncio.wrap_future(self._waker.bring_up(deployment_id))
+        gone: asyncio.Future[Any] = asyncio.ensure_future(wait_disconnected(receive))
+        try:
+            done, _ = await asyncio.wait(
+                {bring_up, gone}, timeout=bounds.max_hold_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            gone.cancel()
+        if bring_up not in done:
+            # Never cancel it: the bring-up is shared, and goes on for the others.
+            bring_up.add_done_callback(_swallow)
+            if gone in done:
+                return False
+            raise ProxyRefused(
+                Refusal.HOLD_TIMEOUT,
+                f"deployment {name!r} was not up within {bounds.max_hold_s:g} s "
+                "(the setting proxy.max_hold_s); its wake goes on",
+            )
+        bring_up.result()  # ProxyRefused when it was refused
+        return True
+
+    async def _models(self) -> Reply:
+        seen: dict[str, dict[str, Any]] = {}
+        for route in await self._table.routes():
+            d = route.deployment
+            seen.setdefault(d.model, {
+                "id": d.model, "object": "model", "created": d.created_at // 1_000_000,
+                "owned_by": "dgxmm",
+            })  # fmt: skip
+        data = [seen[model] for model in sorted(seen)]
+        body = json.dumps({"object": "list", "data": data}).encode()
+        return Reply(200, body, [(b"content-type", b"application/json")])
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """Return the request's body (None: over ``MAX_BODY_BYTES``)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _model_of(body: bytes) -> str | Reply:
+    try:
+        request = json.loads(body)
+    except ValueError as error:
+        return error_reply(400, f"malformed JSON in the request body: {error}",
+                           kind="invalid_request_error")  # fmt: skip
+    model = request.get("model") if isinstance(request, dict) else None
+    if not isinstance(model, str) or not model:
+        return error_reply(400, "model: give the model to use, as a text",
+                           kind="invalid_request_error", param="model")  # fmt: skip
+    return model
+
+
+def _unknown_model(model: str) -> Reply:
+    return error_reply(
+        404, f"The model `{model}` does not exist: no deployment of this dgxmm serves it.",
+        kind="invalid_request_error", param="model", code="model_not_found",
+    )  # fmt: skip
+
+
+def _method_not_allowed(method: str, path: str) -> Reply:
+    return error_reply(405, f"{method} {path}: method not allowed", kind="invalid_request_error")
+
+
+async def _send(send: Send, reply: Reply) -> None:
+    headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})
+
+
+def _swallow(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved: a refusal nobody waits for any more is not an error

@@ -1,0 +1,100 @@
+"""What the proxy answers itself, in OpenAI's error shape, and why it refused.
+
+``{"error": {"message", "type", "param", "code"}}``, as OpenAI's API and vLLM answer: a
+client library raises its usual error (``NotFoundError``, ``APIStatusError``) with the
+message. A 503 names its reason in ``code`` (a ``Refusal``) and carries ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+
+from dgxmm.errors import DgxmmError
+
+__all__ = ["ProxyRefused", "Refusal", "Reply", "error_reply", "refusal_reply"]
+
+Headers = list[tuple[bytes, bytes]]
+
+
+class Refusal(StrEnum):
+    """Why a request for a known model is answered 503 at once, with no wake."""
+
+    WAKE_OFF = "wake_on_request_off"  # the deployment opted out
+    DOES_NOT_FIT = "does_not_fit"  # a wake or start would need an eviction
+    STOPPED = "stopped_by_a_person"  # a request does not start what a person stopped
+    FAILED = "deployment_failed"
+    WAKE_FAILED = "wake_failed"  # the server did not come up
+    HOLD_FULL = "hold_full"  # max held requests are already waiting
+    HOLD_TIMEOUT = "hold_timeout"  # waited max hold time
+    UNREACHABLE = "server_unreachable"  # the server did not answer the forwarded request
+
+    @property
+    def retry_after_s(self) -> int:
+        """How long a client should wait before it tries again."""
+        return _RETRY_AFTER_S[self]
+
+    @property
+    def status(self) -> int:
+        """The status code it answers with."""
+        return 502 if self is Refusal.UNREACHABLE else 503
+
+
+_RETRY_AFTER_S = {
+    Refusal.WAKE_OFF: 60,
+    Refusal.DOES_NOT_FIT: 60,
+    Refusal.STOPPED: 300,
+    Refusal.FAILED: 60,
+    Refusal.WAKE_FAILED: 30,
+    Refusal.HOLD_FULL: 5,  # a wake is under way: room comes soon
+    Refusal.HOLD_TIMEOUT: 5,
+    Refusal.UNREACHABLE: 5,
+}
+
+
+class Reply:
+    """A whole answer: status, headers and body."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, body: bytes, headers: Headers) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+
+def error_reply(
+    status: int,
+    message: str,
+    *,
+    kind: str,
+    code: str | None = None,
+    param: str | None = None,
+    retry_after_s: int | None = None,
+) -> Reply:
+    """Return an error in OpenAI's shape."""
+    body = json.dumps(
+        {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    ).encode()
+    headers: Headers = [(b"content-type", b"application/json")]
+    if retry_after_s is not None:
+        headers.append((b"retry-after", str(retry_after_s).encode()))
+    return Reply(status, body, headers)
+
+
+def refusal_reply(refusal: Refusal, message: str) -> Reply:
+    """Return the 503 (or 502) of a refusal, with ``Retry-After`` and its reason as ``code``."""
+    kind = "server_error" if refusal is Refusal.UNREACHABLE else "service_unavailable_error"
+    return error_reply(
+        refusal.status, message, kind=kind, code=refusal.value,
+        retry_after_s=refusal.retry_after_s,
+    )  # fmt: skip
+
+
+class ProxyRefused(DgxmmError):
+    """A request the proxy answers itself with a ``Refusal`` (never leaves the proxy)."""
+
+    def __init__(self, refusal: Refusal, message: str) -> None:
+        super().__init__(message)
+        self.refusal = refusal
+        self.message = message

@@ -1,0 +1,95 @@
+"""The proxy's own numbers: requests held now and in all, how long they were held, refusals.
+
+Thread-safe counters the proxy moves and ``/metrics`` reads through ``snapshot``; the hold
+time is a histogram with Prometheus' cumulative buckets.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from dgxmm.proxy.replies import Refusal
+
+__all__ = ["HOLD_BUCKETS_S", "ProxyStats", "StatsSnapshot"]
+
+HOLD_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatsSnapshot:
+    """The numbers at one moment; per deployment name where they are per deployment."""
+
+    held: dict[str, int]  # held now
+    held_total: dict[str, int]  # ever held (answered, refused or gone)
+    hold_buckets: tuple[int, ...]  # cumulative counts of hold times <= HOLD_BUCKETS_S[i]
+    hold_count: int
+    hold_sum_s: float
+    wakes: dict[str, int]  # wakes and starts a request asked for
+    refused: dict[str, int]  # Refusal value -> count
+    forwarded: dict[str, int]
+
+
+class ProxyStats:
+    """Counters of the proxy, moved by its requests; ``snapshot`` for ``/metrics``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
+        self._held_total: dict[str, int] = {}
+        self._buckets = [0] * len(HOLD_BUCKETS_S)
+        self._count = 0
+        self._sum = 0.0
+        self._wakes: dict[str, int] = {}
+        self._refused: dict[str, int] = {}
+        self._forwarded: dict[str, int] = {}
+
+    def hold_began(self, name: str) -> None:
+        """Count a request that began to wait for its deployment."""
+        with self._lock:
+            self._held[name] = self._held.get(name, 0) + 1
+            self._held_total[name] = self._held_total.get(name, 0) + 1
+
+    def hold_ended(self, name: str, seconds: float) -> None:
+        """Count a request that stopped waiting, ``seconds`` after it began."""
+        with self._lock:
+            self._held[name] = max(0, self._held.get(name, 0) - 1)
+            self._count += 1
+            self._sum += seconds
+            for i, bound in enumerate(HOLD_BUCKETS_S):
+                if seconds <= bound:
+                    self._buckets[i] += 1
+
+    def woke(self, name: str) -> None:
+        """Count a wake or start a request asked for."""
+        with self._lock:
+            self._wakes[name] = self._wakes.get(name, 0) + 1
+
+    def refused(self, refusal: Refusal) -> None:
+        """Count a request answered with a refusal."""
+        with self._lock:
+            self._refused[refusal.value] = self._refused.get(refusal.value, 0) + 1
+
+    def forwarded(self, name: str) -> None:
+        """Count a request passed on to its deployment's server."""
+        with self._lock:
+            self._forwarded[name] = self._forwarded.get(name, 0) + 1
+
+    def held_now(self, name: str) -> int:
+        """Return how many requests for the deployment wait now."""
+        with self._lock:
+            return self._held.get(name, 0)
+
+    def snapshot(self) -> StatsSnapshot:
+        """Return the numbers now."""
+        with self._lock:
+            return StatsSnapshot(
+                held=dict(self._held),
+                held_total=dict(self._held_total),
+                hold_buckets=tuple(self._buckets),
+                hold_count=self._count,
+                hold_sum_s=self._sum,
+                wakes=dict(self._wakes),
+                refused=dict(self._refused),
+                forwarded=dict(self._forwarded),
+            )

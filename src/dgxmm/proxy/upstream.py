@@ -1,0 +1,111 @@
+"""Passing a request on to a model server and its answer back, chunk by chunk.
+
+The status and headers come back as the server sent them, less the hop-by-hop headers
+(RFC 9110 7.6.1: ``Connection`` and those it names, ``Keep-Alive``, ``Transfer-Encoding``,
+``TE``, ``Trailer``, ``Upgrade``, ``Proxy-*``), which belong to one connection. The body is
+passed raw, as it arrives (a server-sent event stream is never gathered up), still in its
+content encoding, so ``Content-Length`` stays true. A client that goes away ends the
+upstream request, so the server stops generating for nobody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import httpx
+
+from dgxmm.proxy.replies import ProxyRefused, Refusal
+
+__all__ = ["Upstream", "wait_disconnected"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_HOP_BY_HOP = frozenset(
+    {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization",
+     b"proxy-connection", b"te", b"trailer", b"trailers", b"transfer-encoding", b"upgrade"}
+)  # fmt: skip
+# The request's own length and host are the new connection's, set by httpx.
+_REQUEST_DROPPED = _HOP_BY_HOP | {b"host", b"content-length"}
+
+
+class Upstream:
+    """An HTTP client to the model servers, kept alive between requests."""
+
+    def __init__(self, client: httpx.AsyncClient | None = None) -> None:
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=10.0, read=None, write=60.0, pool=None),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            trust_env=False,
+        )
+
+    async def forward(
+        self, base_url: str, scope: Scope, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """Send the request to ``base_url`` and stream its answer to the client.
+
+        ``ProxyRefused`` (unreachable) when the server could not be asked; once the answer
+        began nothing is raised: a server that breaks off mid-answer ends the client's too.
+        """
+        url = base_url + scope["path"]
+        if scope.get("query_string"):
+            url += "?" + scope["query_string"].decode("latin-1")
+        headers = _without(scope["headers"], _REQUEST_DROPPED | _hop_by_hop_of(scope["headers"]))
+        request = self._client.build_request(scope["method"], url, headers=headers, content=body)
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.TransportError as error:
+            raise ProxyRefused(
+                Refusal.UNREACHABLE, f"the model server at {base_url} did not answer: {error}"
+            ) from error
+        gone = asyncio.ensure_future(wait_disconnected(receive))
+        pump = asyncio.ensure_future(_pump(response, send))
+        try:
+            await asyncio.wait({gone, pump}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (gone, pump):
+                task.cancel()
+            await asyncio.gather(gone, pump, return_exceptions=True)
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._client.aclose()
+
+
+async def _pump(response: httpx.Response, send: Send) -> None:
+    headers = _without(response.headers.raw, _hop_by_hop_of(response.headers.raw))
+    await send({"type": "http.response.start", "status": response.status_code,
+                "headers": headers})  # fmt: skip
+    try:
+        async for chunk in response.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    except httpx.TransportError:
+        pass  # the server broke off: end what the client got
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def wait_disconnected(receive: Receive) -> None:
+    """Return once the client has gone (its body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _hop_by_hop_of(headers: list[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    named = {
+        token.strip().lower()
+        for key, value in headers
+        if key.lower() == b"connection"
+        for token in value.split(b",")
+    }
+    return _HOP_BY_HOP | named
+
+
+def _without(
+    headers: list[tuple[bytes, bytes]], dropped: frozenset[bytes]
+) -> list[tuple[bytes, bytes]]:
+    return [(key, value) for key, value in headers if key.lower() not in dropped]

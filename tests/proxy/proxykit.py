@@ -1,0 +1,96 @@
+"""The proxy's tests: the schedule runner's kit (a store, a fleet of real stand-in servers,
+the schedule service, a manual clock) with a ``ProxyApp`` served by uvicorn on loopback.
+
+Import the fixture with ``from proxy.proxykit import ...`` (tests/ is on pytest's
+pythonpath)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from decider.schedulekit import Kit
+from sqlalchemy import select
+from support import PATIENCE_S, serving
+
+from dgxmm.fleet.tables import deployment_events
+from dgxmm.proxy import ProxyApp
+from dgxmm.store import reading
+
+__all__ = ["ProxyKit", "chat_body", "proxied"]
+
+
+def chat_body(model: str, **more: Any) -> dict[str, Any]:
+    """Return a chat completion's body for ``model``."""
+    return {"model": model, "messages": [{"role": "user", "content": "hello there"}], **more}
+
+
+class ProxyKit(Kit):
+    """A kit whose fleet is fronted by a proxy at ``url``."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        super().__init__(tmp_path)
+        self.proxy = ProxyApp(self.fleet, refresh_s=0.2)
+        self.proxy_url = ""
+
+    def model(self, deployment_id: int) -> str:
+        return self.fleet.deployments.get(deployment_id).model
+
+    def post(self, path: str, body: dict[str, Any], **options: Any) -> httpx.Response:
+        """Send one request through the proxy and wait for its answer."""
+        return httpx.post(f"{self.proxy_url}{path}", json=body, timeout=PATIENCE_S, trust_env=False,
+                          **options)  # fmt: skip
+
+    def chat(self, deployment_id: int) -> None:  # the kit's own chat, through the proxy
+        response = self.post("/v1/chat/completions", chat_body(self.model(deployment_id)))
+        assert response.status_code == 200, response.text
+
+    def post_in_background(
+        self, path: str, body: dict[str, Any]
+    ) -> tuple[threading.Thread, list[httpx.Response]]:
+        """Send a request through the proxy on another thread; its answer lands in the list."""
+        answers: list[httpx.Response] = []
+        thread = threading.Thread(target=lambda: answers.append(self.post(path, body)), daemon=True)
+        thread.start()
+        return thread, answers
+
+    def many(self, count: int, path: str, body: dict[str, Any]) -> list[httpx.Response]:
+        """Send ``count`` requests through the proxy at once; return their answers."""
+
+        async def send_all() -> list[httpx.Response]:
+            limits = httpx.Limits(max_connections=count)
+            async with httpx.AsyncClient(
+                timeout=PATIENCE_S, limits=limits, trust_env=False
+            ) as client:
+                return await asyncio.gather(
+                    *(client.post(f"{self.proxy_url}{path}", json=body) for _ in range(count))
+                )
+
+        return asyncio.run(send_all())
+
+    def events(self, deployment_id: int) -> list[tuple[str, str | None, str, str | None]]:
+        """(action, actor, outcome, detail) of a deployment's events, oldest first."""
+        c = deployment_events.c
+        with reading(self.store.engine) as connection:
+            rows = connection.execute(
+                select(c.action, c.actor, c.outcome, c.detail)
+                .where(c.deployment_id == deployment_id)
+                .order_by(c.id)
+            )
+            return [(row.action, row.actor, row.outcome, row.detail) for row in rows]
+
+
+@pytest.fixture
+def proxied(tmp_path: Path) -> Iterator[ProxyKit]:
+    made = ProxyKit(tmp_path)
+    try:
+        with serving(made.proxy) as url:
+            made.proxy_url = url
+            yield made
+    finally:
+        made.close()
