@@ -13,7 +13,9 @@ from support import wait_for
 
 from dgxmm.decider.days import ALL_DAYS
 from dgxmm.decider.schedules import ScheduleAction
+from dgxmm.fleet import parse_exposition
 from dgxmm.proxy import MAX_HELD_SETTING, MAX_HOLD_SETTING
+from dgxmm.server import ServerMetrics
 
 CHAT = "/v1/chat/completions"
 
@@ -34,6 +36,14 @@ def test_a_hundred_requests_to_a_sleeping_deployment_wake_it_once(proxied: Proxy
     assert stats.wakes == {"sleepy": 1}
     assert stats.held == {"sleepy": 0}
     assert stats.hold_count == stats.held_total["sleepy"] >= 1
+    # dgxmm's /metrics has them: held now, held in all, the hold time, the one wake.
+    page = parse_exposition(ServerMetrics().exposition(proxied.fleet, proxied.proxy.stats).decode())
+    served = {(s.name, s.label("deployment")): s.value for s in page.series}
+    assert served["dgxmm_proxy_held_requests", "sleepy"] == 0
+    assert served["dgxmm_proxy_held_requests_total", "sleepy"] == stats.held_total["sleepy"]
+    assert served["dgxmm_proxy_wakes_total", "sleepy"] == 1
+    assert served["dgxmm_proxy_hold_seconds_count", None] == stats.hold_count
+    assert served["dgxmm_proxy_hold_seconds_sum", None] > 0
     # Each request stops counting just after its last byte went out.
     wait_for(lambda: proxied.fleet.activity.in_flight(deployment) == 0, "no request in flight")
 

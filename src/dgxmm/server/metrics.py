@@ -23,4 +23,5 @@ router = APIRouter(tags=["metrics"])
 @router.get("/metrics", response_class=Response)
 def metrics(services: ServicesDep, _: Viewer) -> Response:
     """dgxmm's own metrics in Prometheus' text format (a viewer's token)."""
-    return Response(services.metrics.exposition(services.fleet), media_type=TEXT_FORMAT)
+    page = services.metrics.exposition(services.fleet, services.proxy)
+    return Response(page, media_type=TEXT_FORMAT)

@@ -7,7 +7,9 @@ Two kinds of series, kept apart on purpose:
   runner's decisions by action and outcome, job runs and their durations by job and outcome,
   and model servers whose metrics could not be read. They start at zero with the process, as
   Prometheus counters do; ``rate()`` and ``increase()`` take restarts in their stride.
-- **Read at scrape time** from the store: deployments by state. A gauge fed by events would
+- **Read at scrape time** from the store: deployments by state. And the proxy's numbers
+  (``ProxyStats``, when the proxy serves): requests held now and in all, hold time,
+  wakes asked for, requests forwarded, refusals by reason. A gauge fed by events would
   drift from the table (a restart, a reattachment, a row changed by another instance); the
   table is the truth and a count of a few rows is cheap.
 
@@ -21,10 +23,16 @@ from collections.abc import Iterable
 from enum import Enum
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 from dgxmm import __version__
 from dgxmm.fleet import DeploymentState, Fleet
+from dgxmm.proxy import HOLD_BUCKETS_S, ProxyStats
 
 __all__ = ["ServerMetrics"]
 
@@ -85,11 +93,13 @@ class ServerMetrics:
 
     # -- the page -----------------------------------------------------------------------------
 
-    def exposition(self, fleet: Fleet | None) -> bytes:
+    def exposition(self, fleet: Fleet | None, proxy: ProxyStats | None = None) -> bytes:
         """Return every series in the text format: the counted ones, then those read now."""
         scrape = CollectorRegistry(auto_describe=False)
         scrape.register(self.registry)
         scrape.register(_State(fleet))
+        if proxy is not None:
+            scrape.register(_Proxy(proxy))
         return generate_latest(scrape)
 
 
@@ -114,3 +124,47 @@ class _State:
         for state, count in counts.items():
             states.add_metric([state.value], float(count))
         yield states
+
+
+class _Proxy:
+    """The proxy's numbers, as ``ProxyStats`` has them at each scrape."""
+
+    def __init__(self, stats: ProxyStats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterable[Metric]:
+        now = self._stats.snapshot()
+        held = GaugeMetricFamily(
+            "dgxmm_proxy_held_requests",
+            "Requests the proxy holds now while their deployment wakes.",
+            labels=["deployment"],
+        )
+        for name, count in sorted(now.held.items()):
+            held.add_metric([name], float(count))
+        yield held
+        for name, doc, values in (
+            ("dgxmm_proxy_held_requests", "Requests ever held for a wake.", now.held_total),
+            ("dgxmm_proxy_wakes", "Wakes and starts a request asked for.", now.wakes),
+            ("dgxmm_proxy_forwarded_requests", "Requests passed on to a model server.",
+             now.forwarded),
+        ):  # fmt: skip
+            counter = CounterMetricFamily(name, doc, labels=["deployment"])
+            for deployment, count in sorted(values.items()):
+                counter.add_metric([deployment], float(count))
+            yield counter
+        refused = CounterMetricFamily(
+            "dgxmm_proxy_refused_requests",
+            "Requests the proxy answered itself with a 503 (or 502), by reason.",
+            labels=["reason"],
+        )
+        for reason, count in sorted(now.refused.items()):
+            refused.add_metric([reason], float(count))
+        yield refused
+        buckets = [(repr(bound), float(n)) for bound, n in zip(HOLD_BUCKETS_S, now.hold_buckets,
+                                                              strict=True)]  # fmt: skip
+        yield HistogramMetricFamily(
+            "dgxmm_proxy_hold_seconds",
+            "How long requests were held before they were forwarded, refused or gone.",
+            buckets=[*buckets, ("+Inf", float(now.hold_count))],
+            sum_value=now.hold_sum_s,
+        )
