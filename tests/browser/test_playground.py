@@ -2,8 +2,8 @@
 
 One page is shared by the tests of this module (Pyodide takes seconds to start), in a context
 whose zone differs from the server's and which refuses every request that is not to the
-loopback server. The page's clock drives the worker (``?clock=page``: Playwright's clock
-control does not reach a worker's timers), so time moves with ``page.clock``.
+loopback server. Each tick takes the page's time (``?clock=page``: Playwright's clock control
+does not reach a worker), so the engine's time moves with ``page.clock``.
 """
 
 from __future__ import annotations
@@ -116,6 +116,8 @@ def test_it_runs_an_every_minute_job_in_the_worker(
     assert row.locator(".last-run").inner_text().startswith("2026-06-01 10:0")
     job_channel = playground.locator("#channels tr[data-channel=job] .count")
     assert int(job_channel.inner_text()) >= 2
+    # The worker's own 5 s timer ticks too (it asks the page for the time in this mode).
+    playground.locator("body[data-worker-ticks]").wait_for()
     assert outside == []
     # The worker's own loads went through the same filter: the runtime and both wheels.
     assert "/playground/files/pyodide.asm.wasm" in loaded

@@ -23,16 +23,20 @@ async function start(zone, ownClock) {
   engine = pyodide.runPython(
     "from dgxmm.playground import Playground\nPlayground(browser_zone)"
   );
-  if (ownClock) setInterval(() => tick(Date.now()), TICK_MS);
+  // The timer is the worker's own; with ownClock false (the page's ?clock=page) it takes the
+  // time from the page, whose clock a test can move.
+  setInterval(() => {
+    if (ownClock) tick(Date.now(), "worker"); else self.postMessage({ kind: "time?" });
+  }, TICK_MS);
   self.postMessage({ kind: "ready", zone, pyodide: manifest.pyodide });
   while (queue.length) answer(queue.shift());
 }
 
-function tick(nowMs) {
+function tick(nowMs, source) {
   const ran = engine.tick(Math.round(nowMs * 1000));
   const names = ran.toJs();
   ran.destroy();
-  self.postMessage({ kind: "ticked", ran: names });
+  self.postMessage({ kind: "ticked", ran: names, source });
 }
 
 function answer(message) {
@@ -48,7 +52,7 @@ self.onmessage = (event) => {
       start(message.zone, message.ownClock).catch((error) =>
         self.postMessage({ kind: "failed", message: String(error) }));
     } else if (message.kind === "tick") {
-      if (engine) tick(message.now);
+      if (engine) tick(message.now, message.source);
     } else if (message.kind === "request") {
       if (engine) answer(message); else queue.push(message);
     }

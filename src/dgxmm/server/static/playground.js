@@ -3,8 +3,10 @@
 // the worker; its answer has the server's shapes (rows, {error, field, message, errors}).
 "use strict";
 
-// ?clock=page: the page's timer (which Playwright's clock moves) drives the worker's ticks;
-// otherwise the worker ticks on its own timer every 5 s.
+// ?clock=page: the time of every tick is the page's (which Playwright's clock moves, and
+// which does not reach a worker): the worker's timer asks the page for it, and the page's
+// own timer ticks too, so moving the page's clock moves the engine. Otherwise the worker
+// ticks on its own timer and clock every 5 s.
 const PAGE_CLOCK = new URLSearchParams(location.search).get("clock") === "page";
 const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 const worker = new Worker("/static/playground-worker.mjs", { type: "module" });
@@ -37,7 +39,12 @@ worker.onmessage = (event) => {
     setStatus(`Ready: Pyodide ${message.pyodide}, ticking every 5 s in ${message.zone}.`);
     document.body.dataset.ready = "true";
     refresh();
+  } else if (message.kind === "time?") {
+    worker.postMessage({ kind: "tick", now: Date.now(), source: "worker" });
   } else if (message.kind === "ticked") {
+    if (message.source === "worker") {
+      document.body.dataset.workerTicks = String(Number(document.body.dataset.workerTicks || 0) + 1);
+    }
     if (message.ran.length) refresh();
   } else if (message.kind === "failed") {
     setStatus(`The engine did not start: ${message.message}`, "error");
@@ -45,7 +52,9 @@ worker.onmessage = (event) => {
 };
 worker.onerror = (event) => setStatus(`The engine's worker failed: ${event.message}`, "error");
 worker.postMessage({ kind: "start", zone: ZONE, ownClock: !PAGE_CLOCK });
-if (PAGE_CLOCK) setInterval(() => worker.postMessage({ kind: "tick", now: Date.now() }), 5000);
+if (PAGE_CLOCK) {
+  setInterval(() => worker.postMessage({ kind: "tick", now: Date.now(), source: "page" }), 5000);
+}
 
 function setStatus(text, kind) {
   const status = document.getElementById("status");
