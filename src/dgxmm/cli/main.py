@@ -65,6 +65,14 @@ def serve_command(
             "--demo", help="Run three stand-in deployments with a little traffic (no GPU needed)."
         ),
     ] = False,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray",
+            help="With --demo: put the demo deployments on a local two-node Ray cluster with "
+            "pretend GPUs (needs pip install 'dgxmm[ray]').",
+        ),
+    ] = False,
 ) -> None:
     """Run the server: the API, the pages, and the host that ticks the jobs."""
     from dgxmm.server.serve import ServeOptions, serve  # the server loads only for `serve`
@@ -80,6 +88,7 @@ def serve_command(
             demo=demo,
             proxy_host=proxy_host,
             proxy_port=proxy_port,
+            ray=ray,
         )
     )
 

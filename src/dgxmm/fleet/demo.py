@@ -15,6 +15,9 @@
   over ten minutes, so the rollups, charts and request activity fill in. ``demo-batch`` gets
   none: once it runs, the ``quiet`` hook (``serve``: a sleep schedule a few minutes on, and
   a wake after it) shows a scheduled sleep going through.
+- With ``--ray`` they are ray deployments instead, on a local Ray cluster of two nodes with
+  pretend GPUs that ``serve`` starts first (``DEMO_RAY_NODES``): demo-chat and demo-code on
+  the first node, demo-batch on the second.
 - When dgxmm stops, the demo stops its deployments: they are throwaway stand-ins, unlike
   real model servers, which outlive dgxmm.
 """
@@ -27,7 +30,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -36,10 +39,12 @@ import httpx
 
 from dgxmm.clock import from_us
 from dgxmm.errors import DgxmmError, NotFound
+from dgxmm.fleet.backends.protocol import BackendKind
 from dgxmm.fleet.config import configured_gpus, write_gpus
 from dgxmm.fleet.deployment import Deployment, DeploymentState
 from dgxmm.fleet.insights import InsightKind, Severity
 from dgxmm.fleet.inventory import Gpu, NvmlReader, read_nvml
+from dgxmm.fleet.local_cluster import LocalNode
 from dgxmm.fleet.metrics import Rollup
 from dgxmm.fleet.service import Fleet
 from dgxmm.time_units import DAY_US, MINUTE_US
@@ -47,6 +52,7 @@ from dgxmm.time_units import DAY_US, MINUTE_US
 __all__ = [
     "DEMO_GPUS",
     "DEMO_MODELS",
+    "DEMO_RAY_NODES",
     "Demo",
     "DemoModel",
     "prepare_demo_gpus",
@@ -112,6 +118,30 @@ DEMO_MODELS = (
 )
 
 
+# The local Ray cluster of ``dgxmm serve --demo --ray``: demo-chat and demo-code on the
+# first node, demo-batch on the second.
+DEMO_RAY_NODES = (
+    LocalNode(name="demo-node-a", num_gpus=2, gpu_memory_gib=80.0),
+    LocalNode(name="demo-node-b", num_gpus=2, gpu_memory_gib=48.0),
+)
+
+
+def _command(model: DemoModel, *, host: str = "127.0.0.1") -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "dgxmm.standin",
+        "--host",
+        host,
+        "--port",
+        "{port}",
+        "--model",
+        model.model,
+        "--latency",
+        str(model.latency_ms),
+    ]
+
+
 def prepare_demo_gpus(data_dir: Path, *, nvml: NvmlReader = read_nvml) -> bool:
     """Write the pretend GPUs into config.json when neither NVML nor it has any."""
     if configured_gpus(data_dir) or nvml().gpus:
@@ -145,8 +175,12 @@ class Demo:
         say: Callable[[str], None] = print,
         after_history: Callable[[], None] | None = None,
         quiet: Callable[[Deployment], None] | None = None,
+        ray_address: str | None = None,
+        ray_nodes: Sequence[LocalNode] = DEMO_RAY_NODES,
     ) -> None:
         self._fleet = fleet
+        self._ray_address = ray_address  # None: process deployments on this machine
+        self._ray_nodes = tuple(ray_nodes)
         self._say = say
         self._after_history = after_history
         self._quiet = quiet
@@ -156,7 +190,7 @@ class Demo:
 
     def start(self) -> None:
         """Create (or find) the demo deployments, start them and the traffic, in threads."""
-        self.deployments = [self._ensure(model) for model in DEMO_MODELS]
+        self.create()
         starter = threading.Thread(target=self._start_all, name="dgxmm-demo-start", daemon=True)
         self._threads.append(starter)
         starter.start()
@@ -177,10 +211,15 @@ class Demo:
             severity=Severity.INFO,
             message="Demo: three stand-in deployments (demo-chat, demo-code, demo-batch); "
             "the first two get a little traffic, demo-batch none, so its scheduled sleep "
-            "goes through. They are not models, the GPUs in config.json are pretend, and "
+            f"goes through. They are not models, {self._where()}, and "
             "the four weeks of traffic before now are synthetic; stop dgxmm to end the demo.",
             key="demo",
         )
+
+    def create(self) -> list[Deployment]:
+        """Create the demo deployments, or find them and make them what this run asks for."""
+        self.deployments = [self._ensure(model) for model in DEMO_MODELS]
+        return self.deployments
 
     def stop(self) -> None:
         """Stop the traffic and the demo's deployments."""
@@ -193,7 +232,15 @@ class Demo:
             except DgxmmError as error:
                 self._say(f"dgxmm demo: stopping {deployment.name}: {error}")
 
+    def _where(self) -> str:
+        if self._ray_address is None:
+            return "the GPUs in config.json are pretend"
+        names = ", ".join(node.name for node in self._ray_nodes)
+        return f"they run on a local Ray cluster ({names}) whose GPUs are pretend"
+
     def _ensure(self, model: DemoModel) -> Deployment:
+        if self._ray_address is not None:
+            return self._ensure_on_ray(model, self._ray_address)
         inventory = self._fleet.inventory
         gpu = inventory.gpus[min(model.gpu, len(inventory.gpus) - 1)] if inventory.gpus else None
         try:
@@ -202,6 +249,15 @@ class Demo:
             found = None
         if found is not None:
             at_rest = found.state in (DeploymentState.STOPPED, DeploymentState.FAILED)
+            if at_rest and found.backend is not BackendKind.PROCESS:  # a --ray run's, before
+                found = self._fleet.deployments.update(
+                    found.id,
+                    ACTOR,
+                    backend="process",
+                    command=_command(model),
+                    port=_free_port(),
+                    gpus=[gpu.index] if gpu else [],
+                )
             if at_rest and found.port is not None and not _is_free(found.port):
                 found = self._fleet.deployments.update(found.id, ACTOR, port=_free_port())
             return found
@@ -210,23 +266,43 @@ class Demo:
             name=model.name,
             model=model.model,
             backend="process",
-            command=[
-                sys.executable,
-                "-m",
-                "dgxmm.standin",
-                "--port",
-                "{port}",
-                "--model",
-                model.model,
-                "--latency",
-                str(model.latency_ms),
-            ],
+            command=_command(model),
             port=_free_port(),
             gpus=[gpu.index] if gpu else [],
             memory_gib_awake=round(model.awake_share * gpu.memory_gib, 1) if gpu else 0.0,
             memory_gib_asleep=round(model.asleep_share * gpu.memory_gib, 1) if gpu else 0.0,
             priority=model.priority,
             startup_timeout_s=60.0,
+        )
+
+    def _ensure_on_ray(self, model: DemoModel, address: str) -> Deployment:
+        """Find or create a demo deployment as a ray one, on its node of the local cluster."""
+        node = self._ray_nodes[min(model.gpu, len(self._ray_nodes) - 1)]
+        run = {
+            "backend": "ray",
+            "command": _command(model, host="{host}"),
+            "port": None,
+            "ray_address": address,  # a new local cluster each run: a new port
+            "ray_node": node.name,
+            "num_gpus": 1,
+        }
+        try:
+            found = self._fleet.deployments.by_name(model.name)
+        except NotFound:
+            found = None
+        if found is not None:
+            if found.state in (DeploymentState.STOPPED, DeploymentState.FAILED):
+                found = self._fleet.deployments.update(found.id, ACTOR, gpus=[], **run)
+            return found
+        return self._fleet.deployments.create(
+            actor=ACTOR,
+            name=model.name,
+            model=model.model,
+            **run,
+            memory_gib_awake=round(model.awake_share * node.gpu_memory_gib, 1),
+            memory_gib_asleep=round(model.asleep_share * node.gpu_memory_gib, 1),
+            priority=model.priority,
+            startup_timeout_s=120.0,  # Ray starts a worker for the actor first
         )
 
     def write_history(self, now_us: int) -> int:

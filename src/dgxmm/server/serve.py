@@ -23,8 +23,11 @@ import uvicorn
 from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
-from dgxmm.errors import Busy
+from dgxmm.errors import Busy, InvalidInput
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
+from dgxmm.fleet.cluster import ray_missing
+from dgxmm.fleet.demo import DEMO_RAY_NODES
+from dgxmm.fleet.local_cluster import LocalCluster
 from dgxmm.jobs import resolve_zone
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
 from dgxmm.proxy import ProxyApp, ProxyServer
@@ -54,6 +57,7 @@ class ServeOptions:
     demo: bool = False  # three stand-in deployments with a little traffic
     proxy_host: str = "127.0.0.1"
     proxy_port: int | None = None  # the OpenAI-compatible proxy's port; None: no proxy
+    ray: bool = False  # with demo: on a local Ray cluster of two nodes with pretend GPUs
 
 
 class _Stop(Exception):
@@ -105,6 +109,8 @@ def _withdraw(data_dir: Path, content: bytes | None) -> None:
 
 def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     """Run the server until Ctrl-C."""
+    if options.ray and not options.demo:
+        raise InvalidInput("--ray", "goes with --demo (a deployment names its own Ray cluster)")
     data_dir = options.data_dir.expanduser().absolute()
     make_private_dir(data_dir)  # 0700: it holds the database and the admin token
     zone = resolve_zone(options.time_zone or machine_zone(), field="time_zone").key
@@ -116,6 +122,44 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         say(f"dgxmm: created an admin token in {created} (mode 0600); read it with: cat {created}")
     if options.demo and prepare_demo_gpus(data_dir):
         say(f"dgxmm: demo: wrote two pretend GPUs into {data_dir / 'config.json'}")
+    local_ray = _start_local_ray(say) if options.ray else None
+    try:
+        _serve(
+            options,
+            store=store,
+            tokens=tokens,
+            data_dir=data_dir,
+            zone=zone,
+            ray=local_ray,
+            say=say,
+        )
+    finally:
+        if local_ray is not None:
+            local_ray.shutdown()
+            say("dgxmm: demo: the local Ray cluster is shut down")
+
+
+def _start_local_ray(say: Callable[[str], None]) -> LocalCluster:
+    missing = ray_missing()
+    if missing is not None:
+        raise InvalidInput("--ray", missing)
+    say("dgxmm: demo: starting a local Ray cluster of two nodes with pretend GPUs")
+    cluster = LocalCluster(DEMO_RAY_NODES)
+    address = cluster.start()
+    say(f"dgxmm: demo: Ray cluster at {address} (127.0.0.1 only)")
+    return cluster
+
+
+def _serve(
+    options: ServeOptions,
+    *,
+    store: Store,
+    tokens: Tokens,
+    data_dir: Path,
+    zone: str,
+    ray: LocalCluster | None,
+    say: Callable[[str], None],
+) -> None:
     metrics = ServerMetrics()  # the fleet, the schedule runner and the host count into it
     fleet = Fleet(store, inventory=discover_inventory(data_dir), telemetry=metrics)
     schedules = ScheduleService(store, fleet)
@@ -157,6 +201,7 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
             say=say,
             after_history=lambda: propose_now(proposals),
             quiet=lambda d: schedule_a_sleep_to_watch(schedules, d, store.clock.now_us()),
+            ray_address=ray.address if ray is not None else None,
         )
         if options.demo
         else None

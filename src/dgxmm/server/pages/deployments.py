@@ -49,6 +49,16 @@ def deployments_page(request: Request, fleet: FleetDep, host: HostDep) -> Respon
             for gpu, held in gpus
         ],
         inventory=fleet.inventory,
+        ray_nodes=[
+            {
+                "node": node,
+                "gpus": [
+                    {"gpu": gpu, "held": sum(h.gib for h in held), "svg": gpu_bar(gpu, held)}
+                    for gpu, held in gpus_of_node
+                ],
+            }
+            for node, gpus_of_node in fleet.ray_nodes()
+        ],
     )
 
 
