@@ -178,8 +178,11 @@ def test_an_unknown_page_is_an_html_page(page: Any) -> None:
 def test_dark_mode_follows_the_system_and_the_switch(page: Any) -> None:
     background = "() => getComputedStyle(document.body).backgroundColor"
     page.emulate_media(color_scheme="light")
-    page.goto("/jobs")
+    page.goto("/deployments")
     assert page.evaluate(background) == "rgb(250, 251, 252)"
+    # Every colour resolves in both themes: the free memory swatch is light grey, not black.
+    swatch = "() => getComputedStyle(document.querySelector('.swatch.free')).backgroundColor"
+    assert page.evaluate(swatch) == "rgb(238, 241, 245)"
     page.emulate_media(color_scheme="dark")
     assert page.evaluate(background) == "rgb(18, 22, 27)"
     page.click("#theme-switch")  # the person's choice wins over the system's
