@@ -93,13 +93,14 @@ def test_a_jobs_page_lists_its_runs_and_adds_one_after_run_now(page: Any, consol
     page.goto("/jobs")
     page.click("tr[data-job=cp] a.name")
     page.wait_for_url("**/jobs/cp")
-    runs = page.locator("#job-runs tbody tr[data-count]")
+    runs = page.locator("#job-runs tbody tr[data-run]")
     assert runs.count() == 1
-    assert runs.first.get_attribute("data-count") == "1"
+    assert runs.first.get_attribute("data-outcome") == "succeeded"
     assert page.locator("#next-times li").count() == 8
     page.evaluate("window.loadedOnce = true")
     page.click("#job-head button[data-action=run]")
-    page.locator("#job-runs tbody tr[data-count='2']").wait_for()
+    page.wait_for_function("document.querySelectorAll('#job-runs tr[data-run]').length === 2")
+    assert runs.first.get_attribute("data-trigger") == "manual"
     assert page.evaluate("window.loadedOnce") is True  # updated in place
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi.testclient import TestClient
 from support import at
 
@@ -19,8 +21,24 @@ def test_it_shows_a_jobs_definition_and_runs(client: TestClient, host: Host) -> 
     page = client.get("/jobs/cp", headers=HTML)
     assert page.status_code == 200
     assert '<code class="schedule">0 3 * * *</code>' in page.text
-    assert 'data-count="2" data-failures="0"' in page.text
+    assert page.text.count('data-trigger="manual" data-outcome="succeeded"') == 2
     assert "/jobs/new?edit=cp" in page.text
+
+
+def test_it_pages_back_through_a_jobs_runs(client: TestClient, host: Host) -> None:
+    host.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    host.sync()
+    for _ in range(3):
+        host.run_now("cp")
+    first = client.get("/jobs/cp", params={"limit": 2}, headers=HTML).text
+    ids = [int(i) for i in re.findall(r'data-run="(\d+)"', first)]
+    assert len(ids) == 2
+    assert ids[0] > ids[1]  # newest first
+    older = re.search(r'href="/jobs/cp\?before=(\d+)" id="older-runs"', first)
+    assert older is not None
+    rest = client.get(f"/jobs/cp?before={older.group(1)}&limit=2", headers=HTML).text
+    assert len(re.findall(r'data-run="(\d+)"', rest)) == 1
+    assert 'id="older-runs"' not in rest
 
 
 def test_it_marks_the_next_times_after_the_clocks_change(

@@ -1,7 +1,8 @@
 """A job's page: its definition, its next times (DST marked), and its runs, paged.
 
-The runs come from the scheduler's workload history, per hour (count, failures, longest),
-newest first; ``?before=`` (an hour's start, in microseconds) pages back.
+The runs are the store's per-run records (``job_runs``, as ``GET /api/jobs/runs`` reads
+them): each run's start, trigger, outcome, duration, error or result and the instance that
+ran it, newest first; ``?before=`` (a run id) pages back.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.clock import from_us
-from dgxmm.errors import CronError, NotFound
-from dgxmm.jobs import CronSchedule, Tier
-from dgxmm.server.deps import HostDep, QueryInstant, identify
+from dgxmm.errors import CronError
+from dgxmm.jobs import CronSchedule
+from dgxmm.server.deps import HostDep, QueryId, identify
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso, job_row
 from dgxmm.server.pages.render import render_page
+from dgxmm.store.job_runs import MAX_PAGE
 
 __all__ = ["router"]
 
@@ -53,20 +55,17 @@ def job_page(
     request: Request,
     name: str,
     host: HostDep,
-    before: QueryInstant = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 48,
+    before: QueryId = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 25,
 ) -> Response:
     """One job: what it is, when it runs next, and how its runs went."""
     who = identify(request)
-    row = job_row(host, name, full_errors=who is not None and who.is_admin)  # NotFound: 404
+    full_errors = who is not None and who.is_admin
+    row = job_row(host, name, full_errors=full_errors)  # NotFound: 404
     now = host.clock.now_us()
-    stats = host.scheduler.stats
-    if stats is None:  # pragma: no cover - a host always keeps stats
-        raise NotFound("job", name)
-    buckets = sorted(stats.history(name, Tier.HOURS), key=lambda b: -b.start_us)
-    if before is not None:
-        buckets = [b for b in buckets if b.start_us < before]
-    shown = buckets[:limit]
+    # One more than shown: whether there is an older page.
+    found = host.store.runs.page(job=name, before=before, limit=min(limit + 1, MAX_PAGE))
+    shown = found[:limit]
     return render_page(
         request,
         "job.html",
@@ -74,14 +73,12 @@ def job_page(
         next_times=_next_times(host, row.get("schedule"), now),
         runs=[
             {
-                "start": iso(b.start_us, host),
-                "count": b.count,
-                "failures": b.failures,
-                "longest_ms": round(b.longest_us / 1000, 3),
-                "mean_ms": round(b.total_us / b.count / 1000, 3) if b.count else None,
+                **run.to_json(full_errors=full_errors),
+                "started_at": iso(run.started_at, host),
+                "scheduled_at": iso(run.scheduled_at, host),
             }
-            for b in shown
+            for run in shown
         ],
-        older=shown[-1].start_us if len(buckets) > limit else None,
+        older=shown[-1].id if len(found) > limit else None,
         paged=before is not None,
     )
