@@ -173,6 +173,12 @@ def test_a_lost_node_fails_its_deployments_within_one_metrics_pass(
         actor="user:a", **ray_keys("doomed", local_ray.address, node="node-c", awake=10.0)
     )
     fleet.deployer.start(doomed.id, actor="user:a")
+    asleep = fleet.deployments.create(
+        actor="user:a",
+        **ray_keys("asleep-on-c", local_ray.address, node="node-c", num_gpus=0, asleep=0.0),
+    )
+    fleet.deployer.start(asleep.id, actor="user:a")
+    fleet.deployer.sleep(asleep.id, actor="user:a")  # a sleeping one: only its health is asked
     node_c = local_ray.node_id("node-c")
 
     local_ray.kill_node("node-c")
@@ -182,13 +188,15 @@ def test_a_lost_node_fails_its_deployments_within_one_metrics_pass(
     )
     fleet.metrics.rollup_all()  # one pass
 
-    failed = fleet.deployments.get(doomed.id)
-    assert failed.state is S.FAILED
-    assert failed.placement is None
-    assert failed.last_error is not None
-    insights = fleet.insights.list(deployment_id=doomed.id)
-    assert [i.kind for i in insights] == [InsightKind.DEPLOYMENT_FAILED]
-    assert "doomed failed" in insights[0].message
+    for deployment in (doomed, asleep):
+        failed = fleet.deployments.get(deployment.id)
+        assert failed.state is S.FAILED
+        assert failed.placement is None
+        assert failed.last_error is not None
+        assert "its node has died" in failed.last_error  # Ray's words, through the actor
+        insights = fleet.insights.list(deployment_id=deployment.id)
+        assert [i.kind for i in insights] == [InsightKind.DEPLOYMENT_FAILED]
+        assert f"{deployment.name} failed" in insights[0].message
     # The node is gone from what a start may use.
     assert not fleet.deployer.fit(doomed.id, S.RUNNING).fits
 
