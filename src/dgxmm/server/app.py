@@ -28,6 +28,7 @@ JOBS_ROUTES = Routes(
     name="jobs",
     routers=(
         api.jobs.router,
+        api.instances.router,
         api.queries.router,
         api.store.router,
         api.attic.router,

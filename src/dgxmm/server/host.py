@@ -30,12 +30,12 @@ from dgxmm.jobs import (
     Timer,
     resolve_zone,
 )
-from dgxmm.store import JobDefinition, NotScheduled, Store, Trigger
+from dgxmm.store import Dialect, InstanceRole, JobDefinition, NotScheduled, Store, Trigger
 from dgxmm.store.database import CHANGE_BUSY_MS
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
 
-__all__ = ["Host", "RowParts"]
+__all__ = ["Host", "RowParts", "second_server"]
 
 # The parts of a user job's row in the job list that follow from its definition alone, and its
 # parsed schedule (``server/job_list.py``).
@@ -43,11 +43,25 @@ RowParts = tuple[dict[str, Any], CronSchedule | None]
 
 log = logging.getLogger(__name__)
 
+# A standby tries the ticker's lease this often: a dead holder is replaced within about it.
+LEASE_TRY_SECONDS = 1.0
+# At a takeover, times due this long before it are still run (if nobody claimed them).
+TAKEOVER_CATCHUP_US = 30 * SECOND_US
+
 
 @dataclass(slots=True)
 class _Waiter:
     done: threading.Event = field(default_factory=threading.Event)
     result: RunResult | None = None
+
+
+def second_server(store: Store) -> Conflict:
+    """The refusal of a second server on one SQLite database (SQLite serves one instance)."""
+    return Conflict(
+        f"another dgxmm serve is running on {store.path}; stop it first "
+        "(several instances on one database need PostgreSQL)",
+        field="database",
+    )
 
 
 class Host:
@@ -64,8 +78,13 @@ class Host:
         timer: Timer = time.monotonic,
         stop_grace_seconds: float = 10.0,
         telemetry: Telemetry = NO_TELEMETRY,
+        lease: bool = False,
     ) -> None:
         self.store = store
+        # With a lease (``dgxmm serve``), only the holder of the store's ticker lease ticks;
+        # without one (a library or a test), this host ticks whatever else runs.
+        self._lease = lease
+        self.role = InstanceRole.HOLDER if not lease else InstanceRole.STANDBY
         self._telemetry = telemetry
         self.clock = clock or store.clock
         self.time_zone = resolve_zone(time_zone, field="time_zone")
@@ -90,12 +109,25 @@ class Host:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._planned = False  # the scheduler had its first (planning) tick
 
     # -- life ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Plan the jobs (the first tick only plans) and start the ticker thread."""
-        self.tick()
+        """Plan the jobs (the first tick only plans) and start the ticker thread.
+
+        With a lease: the holder ticks; on PostgreSQL another instance stands by, trying the
+        lease every second; on SQLite a second server on the database is refused (Conflict).
+        """
+        if not self._lease:
+            self.tick()
+        elif self.store.presence.try_lease():
+            self._take_over()
+        elif self.store.dialect is Dialect.SQLITE:
+            raise second_server(self.store)
+        else:
+            self.store.presence.register(InstanceRole.STANDBY)
+            log.info("dgxmm host: standing by; instance %s ticks", self._holder_name())
         self._ticker = threading.Thread(target=self._tick_forever, name="dgxmm-ticker", daemon=True)
         self._ticker.start()
 
@@ -122,6 +154,8 @@ class Host:
             worker.join(timeout=max(0.0, deadline - time.monotonic()))
         self.collect()  # the runs that finished as the stop began
         self.store.flush_stats()
+        if self._lease:
+            self.store.presence.stop()  # a standby takes the lease at its next try
         return abandoned
 
     @property
@@ -134,6 +168,7 @@ class Host:
     def tick(self, now: int | None = None) -> list[JobRun]:
         """One tick: take results back, pick up catalog changes, start what is due."""
         with self.lock:
+            self._planned = True
             self.collect()
             self.sync()
             at = self.clock.now_us() if now is None else now
@@ -285,17 +320,64 @@ class Host:
             waiter.result = result
             waiter.done.set()
 
+    # -- the lease ----------------------------------------------------------------------------
+
+    def _take_over(self) -> None:
+        """Become the ticking instance: record the lost ones' runs, plan, tick."""
+        with self.lock:
+            self.role = InstanceRole.HOLDER
+            self.store.presence.set_role(InstanceRole.HOLDER)
+            lost = self.store.runs.reap_lost()
+            if lost:
+                log.warning("dgxmm host: took over; runs of %s recorded abandoned", lost)
+            if not self._planned:
+                # Planned from a little before now, so that a time the lost holder had no
+                # chance to claim still runs here (one it claimed is refused by the key).
+                self.tick(self.clock.now_us() - TAKEOVER_CATCHUP_US)
+            self.tick()
+
+    def _step_lease(self) -> bool:
+        """Keep or try the lease; tell whether this instance ticks now."""
+        presence = self.store.presence
+        if self.role is InstanceRole.HOLDER:
+            if presence.holds_lease():
+                return True
+            log.error("dgxmm host: lost the ticker's lease (its connection); standing by")
+            self.role = InstanceRole.STANDBY
+            return False
+        if presence.try_lease():
+            self._take_over()
+            return True
+        return False
+
+    def _holder_name(self) -> str:
+        instances = self.store.presence.all()
+        holders = [i.id for i in instances if i.alive and i.role is InstanceRole.HOLDER]
+        return holders[0] if holders else "another"
+
     def _tick_forever(self) -> None:
         next_tick = time.monotonic() + self.tick_seconds
+        next_try = time.monotonic()
         while not self._stopping.is_set():
-            self._wake.wait(timeout=max(0.0, next_tick - time.monotonic()))
+            wake_at = next_tick if self.role is InstanceRole.HOLDER else min(next_tick, next_try)
+            self._wake.wait(timeout=max(0.0, wake_at - time.monotonic()))
             self._wake.clear()
             if self._stopping.is_set():
                 return
             try:
+                if self._lease and time.monotonic() >= next_try:
+                    next_try = time.monotonic() + LEASE_TRY_SECONDS
+                    if not self._step_lease():
+                        if time.monotonic() >= next_tick:
+                            next_tick = time.monotonic() + self.tick_seconds
+                            self.store.presence.beat()
+                        continue
                 if time.monotonic() >= next_tick:
                     next_tick = max(next_tick + self.tick_seconds, time.monotonic())
                     self.tick()
+                    if self._lease:
+                        self.store.presence.beat()
+                        self.store.runs.reap_lost()
                 else:
                     self.collect()
             except Exception:  # the ticker must outlive any one bad step

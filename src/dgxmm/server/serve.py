@@ -33,10 +33,10 @@ from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machin
 from dgxmm.proxy import ProxyApp, ProxyServer
 from dgxmm.server.app import FLEET_ROUTES, PROPOSAL_ROUTES, SCHEDULE_ROUTES, create_app
 from dgxmm.server.auth import Tokens
-from dgxmm.server.host import Host
+from dgxmm.server.host import Host, second_server
 from dgxmm.server.services import Services
 from dgxmm.server.telemetry import ServerMetrics
-from dgxmm.store import Store
+from dgxmm.store import Dialect, Store
 from dgxmm.store.files import make_private_dir, write_atomic
 
 __all__ = ["ServeOptions", "machine_zone", "serve"]
@@ -115,6 +115,9 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     make_private_dir(data_dir)  # 0700: it holds the database and the admin token
     zone = resolve_zone(options.time_zone or machine_zone(), field="time_zone").key
     store = Store.open(options.db or data_dir / "dgxmm.db", data_dir=data_dir)
+    if store.dialect is Dialect.SQLITE and not store.presence.try_lease():
+        store.close()  # before it writes anything: the running server's files are its own
+        raise second_server(store)
     tokens = Tokens(store.engine, store.clock)
     store.protect_paths([data_dir / ADMIN_TOKEN_FILE], what="the server's admin token")
     created = tokens.ensure_admin_token(data_dir)
@@ -170,6 +173,7 @@ def _serve(
         tick_seconds=options.tick_seconds,
         system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
         telemetry=metrics,
+        lease=True,
     )
     proxy = (
         ProxyServer(ProxyApp(fleet), host=options.proxy_host, port=options.proxy_port)

@@ -11,6 +11,7 @@ from dgxmm.store.changes import ChangeEntry, record_change
 from dgxmm.store.database import Dialect, reading, writing
 from dgxmm.store.definitions import JOB_KEYS, JobAction, JobSpec, RunOn
 from dgxmm.store.effects import AllowAll, Authorizer, Create, Execute, Request, Write
+from dgxmm.store.instances import Instance, InstanceRole
 from dgxmm.store.job_runs import JobRuns, RunRecord, Trigger
 from dgxmm.store.journal import Change, JournalEntry, Subject
 from dgxmm.store.params import ParamType
@@ -40,6 +41,8 @@ __all__ = [
     "Dialect",
     "Execute",
     "ImportResult",
+    "Instance",
+    "InstanceRole",
     "JobAction",
     "JobDefinition",
     "JobRuns",

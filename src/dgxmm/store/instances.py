@@ -36,14 +36,14 @@ from dgxmm.clock import Clock
 from dgxmm.store.database import Dialect, guarded, reading, writing
 from dgxmm.store.schema import instances
 
-__all__ = ["Instance", "Presence", "Role", "new_instance_id"]
+__all__ = ["Instance", "InstanceRole", "Presence", "new_instance_id"]
 
 _HOST = socket.gethostname().split(".", 1)[0][:40] or "host"
 # Arbitrary, fixed: the advisory lock of the ticker's lease (beside the migrations' lock).
 _LEASE_KEY = 0x64677878_6D6D0002 & 0x7FFFFFFFFFFFFFFF
 
 
-class Role(Enum):
+class InstanceRole(Enum):
     """What an instance does."""
 
     HOLDER = "holder"  # holds the ticker's lease: ticks and runs every scheduled job
@@ -56,7 +56,7 @@ class Instance:
     """One instance as the store has it."""
 
     id: str
-    role: Role
+    role: InstanceRole
     started_at: int
     role_since: int
     last_seen: int
@@ -111,12 +111,12 @@ class Presence:
         self._session: Connection | None = None  # PostgreSQL: holds our locks
         self._lease_file: IO[bytes] | None = None  # SQLite: the ticker's flock
         self._lease_taken = False  # PostgreSQL: the lease's advisory lock is ours
-        self._role = Role.PROCESS
+        self._role = InstanceRole.PROCESS
         self.place: dict[str, Any] = {"host": _HOST, "pid": os.getpid()}
 
     # -- this process -------------------------------------------------------------------------
 
-    def register(self, role: Role | None = None) -> None:
+    def register(self, role: InstanceRole | None = None) -> None:
         """Write this instance's row and take its lock, once; ``role`` changes it later."""
         with self._lock:
             if role is not None and self._registered and role is not self._role:
@@ -145,11 +145,11 @@ class Presence:
             self._registered = True
 
     @property
-    def role(self) -> Role:
+    def role(self) -> InstanceRole:
         """This instance's role."""
         return self._role
 
-    def set_role(self, role: Role) -> None:
+    def set_role(self, role: InstanceRole) -> None:
         """Record a new role (with the instant it began)."""
         with self._lock:
             if not self._registered:
@@ -275,7 +275,7 @@ class Presence:
         return [
             Instance(
                 id=r.id,
-                role=Role(r.role),
+                role=InstanceRole(r.role),
                 started_at=int(r.started_at),
                 role_since=int(r.role_since),
                 last_seen=int(r.last_seen),

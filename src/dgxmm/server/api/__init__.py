@@ -9,6 +9,7 @@ from dgxmm.server.api import catalog as catalog
 from dgxmm.server.api import changes as changes
 from dgxmm.server.api import deployments as deployments
 from dgxmm.server.api import insights as insights
+from dgxmm.server.api import instances as instances
 from dgxmm.server.api import jobs as jobs
 from dgxmm.server.api import proposals as proposals
 from dgxmm.server.api import queries as queries
@@ -24,6 +25,7 @@ __all__ = [
     "changes",
     "deployments",
     "insights",
+    "instances",
     "jobs",
     "proposals",
     "queries",
