@@ -12,7 +12,7 @@ from support import serving, standin_keys, wait_for
 
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.decider.demo import propose_now
-from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
+from dgxmm.fleet import Fleet, Gpu, GpuInventory, InsightKind, InventorySource, Severity
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.demo import DEMO_MODELS, synthetic_rollups
 from dgxmm.server import (
@@ -254,3 +254,27 @@ def test_the_demos_synthetic_weeks_leave_a_proposal_to_accept(page: Any, console
         f"fetch('/api/deployments/{created.id}/schedules').then((r) => r.json())"
     )
     assert {s["action"] for s in schedules["schedules"]} == {"sleep", "wake"}
+
+
+def test_the_insights_and_deployments_lists_update_without_a_reload(
+    page: Any, console: Console
+) -> None:
+    fleet = console.fleet
+    page.goto("/insights")
+    page.evaluate("window.loadedOnce = true")
+    raised = fleet.insights.raise_insight(
+        InsightKind.INVENTORY,
+        deployment_id=None,
+        severity=Severity.WARNING,
+        message="a new thing to know, raised elsewhere",
+    )
+    assert raised is not None
+    row = page.locator(f"tr[data-insight='{raised.id}']")
+    row.wait_for()
+    row.locator("button[data-dismiss]").click()
+    row.wait_for(state="detached")  # dismissed, and gone from the open ones in place
+    page.goto("/deployments")
+    page.evaluate("window.loadedOnce = true")
+    fleet.deployments.create(actor="user:a", **standin_keys("arrived"))
+    page.locator("tr[data-deployment=arrived][data-state=stopped]").wait_for()
+    assert page.evaluate("window.loadedOnce") is True
