@@ -9,11 +9,13 @@
 - ``events`` / ``audit`` / ``insights``: what happened, who did what, what a person should
   know.
 - ``config`` / ``demo``: the GPUs of ``config.json``; ``dgxmm serve --demo``.
-- ``backends/``: the ``Backend`` protocol, the registry, the process and external backends,
+- ``backends/``: the ``Backend`` protocol, the registry, the process, external and ray backends,
   the HTTP client of vLLM's surface, pid files.
 - ``metrics/``: ``/metrics`` read into a ``MetricsSample``, the Prometheus text format,
   per-minute rollups, and ``Metrics``, the service that samples and rolls up.
 - ``inventory``: the machine's GPUs, from NVML or the configuration.
+- ``cluster`` / ``placement`` / ``local_cluster``: a Ray cluster's nodes and their GPUs, the
+  per-node fit check and plans of ray deployments, a loopback cluster with pretend GPUs.
 
 The stand-in model server is its own package, ``dgxmm.standin``.
 """
@@ -33,8 +35,12 @@ from dgxmm.fleet.backends import HealthCheck as HealthCheck
 from dgxmm.fleet.backends import HttpTimeouts as HttpTimeouts
 from dgxmm.fleet.backends import ProcessBackend as ProcessBackend
 from dgxmm.fleet.backends import ProcessSpec as ProcessSpec
+from dgxmm.fleet.backends import RayBackend as RayBackend
 from dgxmm.fleet.backends import StopOutcome as StopOutcome
 from dgxmm.fleet.backends import wait_until_healthy as wait_until_healthy
+from dgxmm.fleet.cluster import ClusterInventory as ClusterInventory
+from dgxmm.fleet.cluster import RayCluster as RayCluster
+from dgxmm.fleet.cluster import RayNode as RayNode
 from dgxmm.fleet.config import configured_gpus as configured_gpus
 from dgxmm.fleet.config import discover_inventory as discover_inventory
 from dgxmm.fleet.demo import Demo as Demo
@@ -42,6 +48,7 @@ from dgxmm.fleet.demo import prepare_demo_gpus as prepare_demo_gpus
 from dgxmm.fleet.deployer import Deployer as Deployer
 from dgxmm.fleet.deployment import Deployment as Deployment
 from dgxmm.fleet.deployment import DeploymentState as DeploymentState
+from dgxmm.fleet.deployment import Placement as Placement
 from dgxmm.fleet.deployments import DeploymentRepo as DeploymentRepo
 from dgxmm.fleet.events import Event as Event
 from dgxmm.fleet.events import EventAction as EventAction
@@ -64,6 +71,8 @@ from dgxmm.fleet.inventory import NvmlReader as NvmlReader
 from dgxmm.fleet.inventory import NvmlReading as NvmlReading
 from dgxmm.fleet.inventory import parse_gpu_config as parse_gpu_config
 from dgxmm.fleet.inventory import read_nvml as read_nvml
+from dgxmm.fleet.local_cluster import LocalCluster as LocalCluster
+from dgxmm.fleet.local_cluster import LocalNode as LocalNode
 from dgxmm.fleet.metrics import Exposition as Exposition
 from dgxmm.fleet.metrics import MetricsDelta as MetricsDelta
 from dgxmm.fleet.metrics import MetricsSample as MetricsSample
@@ -92,6 +101,7 @@ __all__ = [
     "AuditSubject",
     "Backend",
     "BackendKind",
+    "ClusterInventory",
     "Demo",
     "Deployer",
     "Deployment",
@@ -120,15 +130,21 @@ __all__ = [
     "InsightKind",
     "Insights",
     "InventorySource",
+    "LocalCluster",
+    "LocalNode",
     "LogChunk",
     "Metrics",
     "MetricsDelta",
     "MetricsSample",
     "NvmlReader",
     "NvmlReading",
+    "Placement",
     "Plan",
     "ProcessBackend",
     "ProcessSpec",
+    "RayBackend",
+    "RayCluster",
+    "RayNode",
     "RemovalHook",
     "RequestActivity",
     "Rollup",

@@ -80,3 +80,13 @@ def test_without_ray_installed_backend_ray_is_refused_saying_what_to_install(
     assert answer.json()["field"] == "backend"
     assert "pip install 'dgxmm[ray]'" in answer.json()["message"]
     assert fleet.deployments.list() == []
+
+
+def test_dgxmm_does_not_import_ray_until_a_ray_deployment_needs_it() -> None:
+    import subprocess
+
+    check = "import sys, dgxmm.server, dgxmm.fleet; print('ray' in sys.modules)"
+    found = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, check=True
+    ).stdout
+    assert found.strip() == "False"

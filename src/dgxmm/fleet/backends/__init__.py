@@ -3,6 +3,7 @@
 - ``protocol``: ``Backend``, ``BackendKind``, health and stop outcomes, the start-up gate.
 - ``registry``: ``Backends``, the backend of each deployment, built on demand.
 - ``process`` / ``external``: a server dgxmm launches and owns, or one already running.
+- ``ray`` / ``ray_actor``: a server a named Ray actor launches on a node of a cluster.
 - ``client``: vLLM's HTTP surface, through httpx; ``pidfile``: finding our processes again.
 """
 
@@ -21,6 +22,8 @@ from dgxmm.fleet.backends.protocol import HealthCheck as HealthCheck
 from dgxmm.fleet.backends.protocol import HttpTimeouts as HttpTimeouts
 from dgxmm.fleet.backends.protocol import StopOutcome as StopOutcome
 from dgxmm.fleet.backends.protocol import wait_until_healthy as wait_until_healthy
+from dgxmm.fleet.backends.ray import RayBackend as RayBackend
+from dgxmm.fleet.backends.ray import RaySpec as RaySpec
 from dgxmm.fleet.backends.registry import Backends as Backends
 from dgxmm.fleet.backends.registry import run_dir_of as run_dir_of
 
@@ -37,6 +40,8 @@ __all__ = [
     "PidRecord",
     "ProcessBackend",
     "ProcessSpec",
+    "RayBackend",
+    "RaySpec",
     "StopOutcome",
     "check_base_url",
     "read_pid_file",
