@@ -11,6 +11,7 @@ from decider.schedulekit import kit as kit  # noqa: PLC0414  (the fixture)
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from dgxmm.fleet import EventAction, EventOutcome
 from dgxmm.fleet.tables import audit_log
 from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import reading
@@ -174,3 +175,24 @@ def test_openapi_lists_the_schedule_actions(clients: tuple[TestClient, TestClien
     admin, _, _ = clients
     schemas = admin.get("/openapi.json").json()["components"]["schemas"]
     assert schemas["ScheduleAction"]["enum"] == ["sleep", "wake", "stop", "start"]
+
+
+def test_a_deployments_events_link_the_schedule_that_acted(
+    clients: tuple[TestClient, TestClient, int], kit: Kit
+) -> None:
+    admin, _, deployment = clients
+    made = admin.post(
+        f"/api/deployments/{deployment}/schedules",
+        json={"action": "sleep", "days": 31, "time": "22:00"},
+    ).json()
+    kit.fleet.events.record(
+        deployment,
+        EventAction.SLEEP,
+        actor=f"schedule:{made['id']}",
+        outcome=EventOutcome.DONE,
+    )
+    page = admin.get(f"/deployments/{deployment}").text
+    link = f'<a href="/deployments/{deployment}/schedules#schedule-{made["id"]}">'
+    assert f"{link}schedule:{made['id']}</a>" in page
+    schedules = admin.get(f"/deployments/{deployment}/schedules").text
+    assert f'id="schedule-{made["id"]}"' in schedules
