@@ -278,3 +278,17 @@ def test_the_insights_and_deployments_lists_update_without_a_reload(
     fleet.deployments.create(actor="user:a", **standin_keys("arrived"))
     page.locator("tr[data-deployment=arrived][data-state=stopped]").wait_for()
     assert page.evaluate("window.loadedOnce") is True
+
+
+def test_a_long_result_wraps_instead_of_widening_the_job_list(page: Any, console: Console) -> None:
+    store = console.host.store
+    store.define_query("unwrapped", {}, "SELECT no_such_column_" + "x" * 200)
+    store.define_job(name="wide", schedule="0 3 * * *", action="query", query="unwrapped")
+    console.host.sync()
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto("/jobs")
+    page.click("tr[data-job=wide] button[data-action=run]")
+    page.locator("#flash .notice.error").get_by_text("wide: failed").wait_for()
+    page.locator("tr[data-job=wide] .last-error").wait_for()
+    assert page.evaluate("document.querySelector('#jobs').scrollWidth") <= 1280 - 2 * 16
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
