@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
@@ -255,14 +255,17 @@ class DeploymentRepo:
             .values(gpus="[]")
         )
 
-    def note_request(self, connection: Connection, deployment_id: int, at_us: int) -> None:
-        """Move ``last_request_at`` forward to ``at_us`` (never back)."""
+    def note_requests(self, connection: Connection, seen: dict[int, int]) -> None:
+        """Move each deployment's ``last_request_at`` forward to its instant (never back)."""
+        if not seen:
+            return
         column = deployments.c.last_request_at
         connection.execute(
             update(deployments)
-            .where(deployments.c.id == deployment_id)
-            .where((column.is_(None)) | (column < at_us))
-            .values(last_request_at=at_us)
+            .where(deployments.c.id == bindparam("b_id"))
+            .where(column.is_(None) | (column < bindparam("b_at")))
+            .values(last_request_at=bindparam("b_at")),
+            [{"b_id": deployment_id, "b_at": at_us} for deployment_id, at_us in seen.items()],
         )
 
     def _now(self) -> int:

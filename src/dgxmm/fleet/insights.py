@@ -10,6 +10,7 @@ removal hook.
 from __future__ import annotations
 
 import builtins
+from contextlib import nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -115,26 +116,31 @@ class Insights:
         severity: Severity,
         message: str,
         key: str | None = None,
+        connection: Connection | None = None,
     ) -> Insight | None:
-        """Write an insight; return None when an open one with the same key exists."""
+        """Write an insight; return None when an open one with the same key exists.
+
+        With ``connection``, inside that write transaction (many insights, one commit).
+        """
         if not isinstance(message, str) or not message:
             raise InvalidInput("message", "an insight needs a message")
         if key is not None and (not isinstance(key, str) or not key or len(key) > 200):
             raise InvalidInput("key", f"{key!r} is not a key (1-200 characters)")
-        with writing(self._engine) as connection:
-            if deployment_id is not None and not _exists(connection, deployment_id):
+        within = writing(self._engine) if connection is None else nullcontext(connection)
+        with within as used:
+            if deployment_id is not None and not _exists(used, deployment_id):
                 raise NotFound("deployment", deployment_id)
             if key is not None:
                 if self._dialect is Dialect.POSTGRESQL:
-                    connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK})")
-                open_one = connection.execute(
+                    used.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_LOCK})")
+                open_one = used.execute(
                     select(insights.c.id).where(
                         insights.c.key == key, insights.c.dismissed_at.is_(None)
                     )
                 ).first()
                 if open_one is not None:
                     return None
-            inserted = connection.execute(
+            inserted = used.execute(
                 insert(insights).values(
                     kind=kind.value,
                     deployment_id=deployment_id,
@@ -145,7 +151,7 @@ class Insights:
                 )
             ).inserted_primary_key
             assert inserted is not None
-            return self._get(connection, int(inserted[0]))
+            return self._get(used, int(inserted[0]))
 
     def get(self, insight_id: int) -> Insight:
         """Return one insight (``NotFound``)."""

@@ -141,3 +141,5 @@ def test_it_samples_the_others_while_one_target_hangs(
         assert [r.samples for r in fleet.metrics.rollups(sampled.id, minute, 2**62)] == [1]
     assert fleet.metrics.rollups(hung.id, minute, 2**62) == []
     assert fleet.deployments.get(hung.id).state.value == "running"  # unreadable, not failed
+    [insight] = fleet.insights.list()
+    assert (insight.kind, insight.deployment_id) == ("metrics_unreadable", hung.id)

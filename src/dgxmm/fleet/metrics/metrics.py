@@ -28,9 +28,11 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
+from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, Conflict, InvalidInput, ServerGone
@@ -72,6 +74,42 @@ class _Scrape(Enum):
     CHECKED = "checked"  # a sleeping deployment's health
     GONE = "gone"
     UNREADABLE = "unreadable"
+
+
+_Key = tuple[int, int]  # (deployment id, minute)
+_IN_CHUNK = 500  # ids per IN list: far below SQLite's and PostgreSQL's bound-parameter limits
+
+
+@dataclass(slots=True, kw_only=True)
+class _Minute:
+    """A deployment's minute as the pass builds it; ``stored``: its row exists already."""
+
+    requests: int
+    mean_running: float
+    mean_waiting: float
+    mean_latency_s: float | None
+    samples: int
+    stored: bool
+
+
+def _minute_of(sample: MetricsSample) -> int:
+    return sample.taken_at_us - sample.taken_at_us % MINUTE_US
+
+
+def _columns(key: _Key, minute: _Minute, *, keyed: bool = True) -> dict[str, Any]:
+    """Return a minute's row as the table's columns (without its key unless ``keyed``)."""
+    return {
+        **({"deployment_id": key[0], "minute_us": key[1]} if keyed else {}),
+        "requests": minute.requests,
+        "mean_running": minute.mean_running,
+        "mean_waiting": minute.mean_waiting,
+        "mean_latency_s": minute.mean_latency_s,
+        "samples": minute.samples,
+    }
+
+
+# How a scrape went, its sample (sampled) and its error (unreadable).
+_Scraped = tuple[_Scrape, MetricsSample | None, BackendError | None]
 
 
 class Metrics:
@@ -132,17 +170,79 @@ class Metrics:
         self.record_all([(deployment, sample)])
 
     def record_all(self, samples: list[tuple[Deployment, MetricsSample]]) -> None:
-        """Record samples as ``record`` does, in one transaction (one commit for a pass)."""
+        """Record samples as ``record`` does, in one transaction (one commit for a pass).
+
+        The minutes' rows are read in one query and written in two statements of many rows:
+        a pass over a thousand deployments is a handful of statements, not thousands.
+        """
         if not samples:
             return
         with self._lock, writing(self._engine) as connection:
+            minutes = self._minute_rows(connection, samples)
+            seen: dict[int, int] = {}
+            changed: set[_Key] = set()
             for deployment, sample in samples:
-                self._record_one(connection, deployment, sample)
+                self._fold(deployment, sample, minutes, seen, changed)
+            self._deployments.note_requests(connection, seen)
+            rows = [(key, minutes[key]) for key in sorted(changed)]
+            fresh = [_columns(key, minute) for key, minute in rows if not minute.stored]
+            if fresh:
+                connection.execute(insert(metric_rollups), fresh)
+            # An executemany UPDATE: the SET columns come from the rows' keys.
+            stored = [
+                {"b_id": key[0], "b_minute": key[1], **_columns(key, minute, keyed=False)}
+                for key, minute in rows
+                if minute.stored
+            ]
+            if stored:
+                connection.execute(
+                    update(metric_rollups).where(
+                        metric_rollups.c.deployment_id == bindparam("b_id"),
+                        metric_rollups.c.minute_us == bindparam("b_minute"),
+                    ),
+                    stored,
+                )
 
-    def _record_one(
-        self, connection: Connection, deployment: Deployment, sample: MetricsSample
+    def _minute_rows(
+        self, connection: Connection, samples: list[tuple[Deployment, MetricsSample]]
+    ) -> dict[_Key, _Minute]:
+        """Return the stored rollup rows of the running deployments' sampled minutes."""
+        keys = {
+            (deployment.id, _minute_of(sample))
+            for deployment, sample in samples
+            if deployment.state is DeploymentState.RUNNING
+        }
+        found: dict[_Key, _Minute] = {}
+        ids = sorted({deployment_id for deployment_id, _ in keys})
+        minutes = sorted({minute for _, minute in keys})
+        for start in range(0, len(ids), _IN_CHUNK):
+            query = select(metric_rollups).where(
+                metric_rollups.c.deployment_id.in_(ids[start : start + _IN_CHUNK]),
+                metric_rollups.c.minute_us.in_(minutes),
+            )
+            for row in connection.execute(query):
+                key = (int(row.deployment_id), int(row.minute_us))
+                if key in keys:
+                    found[key] = _Minute(
+                        requests=int(row.requests),
+                        mean_running=float(row.mean_running),
+                        mean_waiting=float(row.mean_waiting),
+                        mean_latency_s=row.mean_latency_s,
+                        samples=int(row.samples),
+                        stored=True,
+                    )
+        return found
+
+    def _fold(
+        self,
+        deployment: Deployment,
+        sample: MetricsSample,
+        minutes: dict[_Key, _Minute],
+        seen: dict[int, int],
+        changed: set[_Key],
     ) -> None:
-        minute = sample.taken_at_us - sample.taken_at_us % MINUTE_US
+        """Fold one sample into the activity (``seen``) and its minute's row (``minutes``)."""
+        minute = _minute_of(sample)
         previous = self._previous.get(deployment.id)
         if previous is not None and sample.taken_at_us < previous.taken_at_us:
             return  # an older sample that lost a race: its news is already counted
@@ -153,51 +253,33 @@ class Metrics:
         active = not sample.is_idle or finished > 0
         latency = self._latency.get(deployment.id)
         if active:
-            self._deployments.note_request(connection, deployment.id, sample.taken_at_us)
+            seen[deployment.id] = max(seen.get(deployment.id, 0), sample.taken_at_us)
         if deployment.state is not DeploymentState.RUNNING:
             return
-        row = connection.execute(
-            select(metric_rollups).where(
-                metric_rollups.c.deployment_id == deployment.id,
-                metric_rollups.c.minute_us == minute,
-            )
-        ).first()
+        key = (deployment.id, minute)
+        row = minutes.get(key)
         if latency is None or latency.minute_us != minute:
             # The minute's first sample here; a row already there is from before a
             # restart, its mean weighted by its requests.
-            seeded = row is not None and row.mean_latency_s is not None
+            mean = row.mean_latency_s if row is not None else None
+            requests = row.requests if row is not None and mean is not None else 0
             latency = Latency(
-                minute_us=minute,
-                sum_s=row.mean_latency_s * row.requests if seeded and row else 0.0,
-                count=row.requests if seeded and row else 0,
+                minute_us=minute, sum_s=mean * requests if mean is not None else 0.0, count=requests
             )
             self._latency[deployment.id] = latency
         if delta is not None:
             latency.sum_s += delta.latency_sum_s
             latency.count += delta.latency_count
         samples = (row.samples if row is not None else 0) + 1
-        values = {
-            "requests": (row.requests if row is not None else 0) + finished,
-            "mean_running": mean_of(row, "mean_running", sample.requests_running, samples),
-            "mean_waiting": mean_of(row, "mean_waiting", sample.requests_waiting, samples),
-            "mean_latency_s": latency.sum_s / latency.count if latency.count else None,
-            "samples": samples,
-        }
-        if row is None:
-            connection.execute(
-                insert(metric_rollups).values(
-                    deployment_id=deployment.id, minute_us=minute, **values
-                )
-            )
-        else:
-            connection.execute(
-                update(metric_rollups)
-                .where(
-                    metric_rollups.c.deployment_id == deployment.id,
-                    metric_rollups.c.minute_us == minute,
-                )
-                .values(**values)
-            )
+        minutes[key] = _Minute(
+            requests=(row.requests if row is not None else 0) + finished,
+            mean_running=mean_of(row, "mean_running", sample.requests_running, samples),
+            mean_waiting=mean_of(row, "mean_waiting", sample.requests_waiting, samples),
+            mean_latency_s=latency.sum_s / latency.count if latency.count else None,
+            samples=samples,
+            stored=row is not None and row.stored,
+        )
+        changed.add(key)
 
     def discount(self, deployment_id: int, requests: int = 1) -> None:
         """Note requests of dgxmm's own (the post-wake check): the next sample leaves them out."""
@@ -297,9 +379,11 @@ class Metrics:
         # The targets wait in one queue that each pool thread empties: submitting one task
         # per target would make this thread fight hundreds of busy workers for the GIL.
         work = deque(targets)
-        results: dict[int, tuple[_Scrape, MetricsSample | None]] = {}
+        results: dict[int, _Scraped] = {}
+        go = threading.Event()
 
         def scrape_queued() -> None:
+            go.wait()
             while True:
                 try:
                     deployment = work.popleft()
@@ -309,6 +393,9 @@ class Metrics:
 
         deadline_s = self._backends.timeouts.scrape_deadline_s
         loops = [self._pool.submit(scrape_queued) for _ in range(min(SCRAPE_WORKERS, len(work)))]
+        # Every thread is handed its loop before any starts: threads scraping while this one
+        # still submits starve it of the GIL (seconds, with hundreds of them).
+        go.set()
         wait_all(loops, timeout=deadline_s)
         never = list(work)
         work.clear()  # past the deadline: what no thread took yet waits for the next pass
@@ -317,23 +404,24 @@ class Metrics:
         finished = dict(results)
         counts = dict.fromkeys(_Scrape, 0)
         samples = []
+        unreadable = []
         for deployment in targets:
-            found = finished.get(deployment.id)
-            if found is None:
-                counts[_Scrape.UNREADABLE] += 1
-                self._telemetry.scrape_failed(deployment.name, _Scrape.UNREADABLE)
-                error = BackendError(
-                    f"metrics of {deployment.name}: no answer within {deadline_s:g} s"
-                )
-                self._unreadable(deployment, error)
-                continue
-            kind, sample = found
+            kind, sample, error = finished.get(deployment.id) or (
+                _Scrape.UNREADABLE,
+                None,
+                BackendError(f"metrics of {deployment.name}: no answer within {deadline_s:g} s"),
+            )
             counts[kind] += 1
             if kind in (_Scrape.GONE, _Scrape.UNREADABLE):
                 self._telemetry.scrape_failed(deployment.name, kind)
             if sample is not None:
                 samples.append((deployment, sample))
-        self.record_all(samples)  # one commit for the pass, not one per deployment
+            if error is not None:
+                unreadable.append((deployment, error))
+        # One commit each for the samples and the insights, not one per deployment: a
+        # commit is a sync to disk, and a hundred of them outlast the scrapes.
+        self.record_all(samples)
+        self._unreadable(unreadable)
         for deployment, sample in samples:
             # dgxmm says running, the server says asleep: a sleep that finished after dgxmm
             # stopped waiting for it. Reconciled (by the deployer, under the lock).
@@ -351,24 +439,23 @@ class Metrics:
         """Start no more scrapes (those under way end on their own timeouts)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _scrape(self, deployment: Deployment) -> tuple[_Scrape, MetricsSample | None]:
+    def _scrape(self, deployment: Deployment) -> _Scraped:
         """Sample a running deployment, or check a sleeping one's health; say how it went."""
         try:
             backend = self._backends.of(deployment)
             if deployment.state is DeploymentState.RUNNING:
                 try:
-                    return _Scrape.SAMPLED, backend.sample()
+                    return _Scrape.SAMPLED, backend.sample(), None
                 except ServerGone as error:
                     self._on_gone(deployment, str(error))
-                    return _Scrape.GONE, None
+                    return _Scrape.GONE, None, None
                 except BackendError as error:
-                    self._unreadable(deployment, error)
-                    return _Scrape.UNREADABLE, None
+                    return _Scrape.UNREADABLE, None, error
             check = backend.check_health()
             if check.health is Health.GONE:
                 self._on_gone(deployment, check.detail)
-                return _Scrape.GONE, None
-            return _Scrape.CHECKED, None
+                return _Scrape.GONE, None, None
+            return _Scrape.CHECKED, None, None
         finally:
             with self._lock:
                 self._scraping.discard(deployment.id)
@@ -385,13 +472,21 @@ class Metrics:
             )
         return int(result.rowcount)
 
-    def _unreadable(self, deployment: Deployment, error: BackendError) -> None:
-        log.warning("metrics of deployment %s: %s", deployment.name, error)
-        self._insights.raise_insight(
-            InsightKind.METRICS_UNREADABLE,
-            deployment_id=deployment.id,
-            severity=Severity.WARNING,
-            message=f"The metrics of {deployment.name} cannot be read, so its traffic is "
-            f"not recorded: {error}",
-            key=f"metrics_unreadable:{deployment.id}",
-        )
+    def _unreadable(self, unreadable: list[tuple[Deployment, BackendError]]) -> None:
+        """Raise each deployment's "metrics unreadable" insight, all in one transaction."""
+        if not unreadable:
+            return
+        with writing(self._engine) as connection:
+            for deployment, error in unreadable:
+                log.warning("metrics of deployment %s: %s", deployment.name, error)
+                if not self._deployments.exists(deployment.id, connection=connection):
+                    continue  # removed while it was scraped
+                self._insights.raise_insight(
+                    InsightKind.METRICS_UNREADABLE,
+                    deployment_id=deployment.id,
+                    severity=Severity.WARNING,
+                    message=f"The metrics of {deployment.name} cannot be read, so its "
+                    f"traffic is not recorded: {error}",
+                    key=f"metrics_unreadable:{deployment.id}",
+                    connection=connection,
+                )
