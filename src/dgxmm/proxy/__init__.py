@@ -19,6 +19,7 @@ from dgxmm.proxy.bounds import DEFAULT_BOUNDS as DEFAULT_BOUNDS
 from dgxmm.proxy.bounds import MAX_HELD_SETTING as MAX_HELD_SETTING
 from dgxmm.proxy.bounds import MAX_HOLD_SETTING as MAX_HOLD_SETTING
 from dgxmm.proxy.bounds import HoldBounds as HoldBounds
+from dgxmm.proxy.bounds import check_bounds as check_bounds
 from dgxmm.proxy.bounds import read_bounds as read_bounds
 from dgxmm.proxy.replies import Refusal as Refusal
 from dgxmm.proxy.serving import ProxyServer as ProxyServer
@@ -40,5 +41,6 @@ __all__ = [
     "ProxyStats",
     "Refusal",
     "StatsSnapshot",
+    "check_bounds",
     "read_bounds",
 ]

@@ -15,7 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_BOUNDS", "MAX_HELD_SETTING", "MAX_HOLD_SETTING", "HoldBounds", "read_bounds"]
+from dgxmm.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_BOUNDS",
+    "MAX_HELD_SETTING",
+    "MAX_HOLD_SETTING",
+    "HoldBounds",
+    "check_bounds",
+    "read_bounds",
+]
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +38,10 @@ class HoldBounds:
 
     max_held: int = 1000
     max_hold_s: float = 600.0
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the bounds as the API shows them."""
+        return {"max_held": self.max_held, "max_hold_s": self.max_hold_s}
 
 
 DEFAULT_BOUNDS = HoldBounds()
@@ -52,3 +65,17 @@ def read_bounds(get_setting: Callable[[str, Any], Any]) -> HoldBounds:
                     MAX_HOLD_SETTING, hold, DEFAULT_BOUNDS.max_hold_s)  # fmt: skip
         hold = DEFAULT_BOUNDS.max_hold_s
     return HoldBounds(max_held=held, max_hold_s=float(hold))
+
+
+def check_bounds(max_held: Any, max_hold_s: Any) -> HoldBounds:
+    """Return the bounds given; ``InvalidInput`` names the one it cannot use."""
+    if isinstance(max_held, bool) or not isinstance(max_held, int) or not 0 <= max_held <= 10**6:
+        raise InvalidInput("max_held", f"{max_held!r} is not a whole number 0-1000000")
+    if (
+        isinstance(max_hold_s, bool)
+        or not isinstance(max_hold_s, int | float)
+        or not math.isfinite(max_hold_s)
+        or not 0 <= max_hold_s <= 86400
+    ):
+        raise InvalidInput("max_hold_s", f"{max_hold_s!r} is not a number of seconds 0-86400")
+    return HoldBounds(max_held=max_held, max_hold_s=float(max_hold_s))

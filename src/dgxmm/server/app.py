@@ -50,6 +50,7 @@ FLEET_ROUTES = Routes(
     name="fleet",
     routers=(
         api.deployments.router,
+        api.proxy.router,
         api.insights.router,
         api.audit.router,
         pages.deployment_form.router,  # /deployments/new before /deployments/{id}

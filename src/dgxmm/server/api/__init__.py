@@ -12,6 +12,7 @@ from dgxmm.server.api import insights as insights
 from dgxmm.server.api import instances as instances
 from dgxmm.server.api import jobs as jobs
 from dgxmm.server.api import proposals as proposals
+from dgxmm.server.api import proxy as proxy
 from dgxmm.server.api import queries as queries
 from dgxmm.server.api import schedules as schedules
 from dgxmm.server.api import store as store
@@ -28,6 +29,7 @@ __all__ = [
     "instances",
     "jobs",
     "proposals",
+    "proxy",
     "queries",
     "schedules",
     "store",

@@ -1,0 +1,40 @@
+"""``/api/proxy/settings``: the proxy's hold bounds, read by viewers, set by admins only."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dgxmm.fleet import Fleet
+from dgxmm.proxy import MAX_HELD_SETTING, read_bounds
+
+
+def test_it_shows_the_defaults_and_changes_one_bound(client: TestClient, fleet: Fleet) -> None:
+    shown = client.get("/api/proxy/settings").json()["settings"]
+    assert shown == {"max_held": 1000, "max_hold_s": 600.0}
+    changed = client.put("/api/proxy/settings", json={"max_hold_s": 90})
+    assert changed.status_code == 200
+    assert changed.json()["settings"] == {"max_held": 1000, "max_hold_s": 90.0}
+    assert read_bounds(fleet.store.get_setting).max_hold_s == 90.0  # what the proxy reads
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        pytest.param({"max_held": -1}, "max_held", id="negative-held"),
+        pytest.param({"max_hold_s": 1e9}, "max_hold_s", id="hold-too-long"),
+        pytest.param({"max_hold_s": -0.5}, "max_hold_s", id="negative-hold"),
+    ],
+)
+def test_it_refuses_a_bound_naming_the_field_and_changes_nothing(
+    client: TestClient, fleet: Fleet, body: dict[str, object], field: str
+) -> None:
+    answer = client.put("/api/proxy/settings", json=body)
+    assert answer.status_code == 400
+    assert answer.json()["field"] == field
+    assert fleet.store.get_setting(MAX_HELD_SETTING) is None
+
+
+def test_a_viewer_reads_but_does_not_set(viewer: TestClient) -> None:
+    assert viewer.get("/api/proxy/settings").status_code == 200
+    assert viewer.put("/api/proxy/settings", json={"max_held": 5}).status_code == 403
