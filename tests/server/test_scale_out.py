@@ -64,7 +64,7 @@ def test_a_standby_takes_over_from_a_killed_holder_and_records_its_run_lost(
     second: Instance | None = None
     third: Instance | None = None
     try:
-        second = Instance(tmp_path, "b", pg_url)
+        standby = second = Instance(tmp_path, "b", pg_url)
         assert (first.role(), second.role()) == ("holder", "standby")
         listed = {i["id"]: i for i in second.get("/api/instances")["instances"]}
         holder_id = first.get("/api/instances")["this"]
@@ -80,7 +80,7 @@ def test_a_standby_takes_over_from_a_killed_holder_and_records_its_run_lost(
         )
         asking.start()
         wait_for(
-            lambda: [r for r in second.get("/api/jobs/runs", name="nap")["runs"]
+            lambda: [r for r in standby.get("/api/jobs/runs", name="nap")["runs"]
                      if r["finished_at"] is None] or None,
             "the holder's run of nap to be under way",
         )  # fmt: skip
@@ -90,19 +90,19 @@ def test_a_standby_takes_over_from_a_killed_holder_and_records_its_run_lost(
         assert f"instance {holder_id}" in refused.json()["message"]
         first.kill()
         asking.join(timeout=60)
-        wait_for(lambda: second.role() == "holder" or None, "the standby to take over")
+        wait_for(lambda: standby.role() == "holder" or None, "the standby to take over")
         (row,) = second.get("/api/jobs/runs", name="nap")["runs"]
         assert (row["outcome"], row["error"]) == (
             "failed",
             f"abandoned: instance {holder_id} was lost",
         )
-        third = Instance(tmp_path, "c", pg_url)
+        last = third = Instance(tmp_path, "c", pg_url)
         assert third.role() == "standby"
         alive = {i["id"]: i["alive"] for i in third.get("/api/instances")["instances"]}
         assert alive[holder_id] is False
         second.stop()
         second = None
-        wait_for(lambda: third.role() == "holder" or None, "the third to take over")
+        wait_for(lambda: last.role() == "holder" or None, "the third to take over")
     finally:
         for instance in (first, second, third):
             if instance is not None and instance.process.poll() is None:

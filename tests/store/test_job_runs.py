@@ -165,3 +165,27 @@ def test_runs_purge_deletes_the_ended_runs_older_than_the_setting(
     with pytest.raises(InvalidInput) as caught:
         purge.action(None)  # type: ignore[arg-type]
     assert caught.value.field == "jobs.runs_keep_days"
+
+
+def test_it_claims_a_ticks_runs_in_one_step_answering_each(
+    open_store: Callable[..., Store],
+) -> None:
+    server, cli = open_store(), open_store()
+    minute = at("2026-03-02T10:01:00+00:00")
+    taken = a_run(minute)
+    taken_id = server.runs.claim(taken, Trigger.SCHEDULE)
+    server.runs.finish(taken_id or 0, result_of(taken))
+    busy = Job(
+        "bk", JobKind.USER, CronSchedule.parse("* * * * *"), lambda _ctx: None, group="backup"
+    )
+    cli.runs.claim(a_run(minute, job=busy), Trigger.CLI)  # under way in the CLI
+    other = Job("other", JobKind.SYSTEM, CronSchedule.parse("* * * * *"), lambda _ctx: None)
+    answers = server.runs.claim_all(
+        [a_run(minute), a_run(minute + 60_000_000, job=busy), a_run(minute, job=other)],
+        Trigger.SCHEDULE,
+    )
+    assert answers[0] is None  # that time was claimed already
+    assert isinstance(answers[1], Busy)
+    assert "job bk is running on instance" in str(answers[1])
+    assert isinstance(answers[2], int)
+    assert [r.job for r in server.runs.page() if r.instance == server.instance] == ["other", "cp"]

@@ -173,10 +173,10 @@ class Host:
             self.sync()
             at = self.clock.now_us() if now is None else now
             runs = []
-            for run in self.scheduler.start_due(at):
-                # Claimed in the store before it starts: another process that claimed the
-                # same time runs it, and this one gives it back untouched.
-                refused = self._claim(run)
+            due = self.scheduler.start_due(at)
+            # Claimed in the store before they start, in one transaction: another process
+            # that claimed the same time runs it, and this one gives it back untouched.
+            for run, refused in zip(due, self._claim(due), strict=True):
                 if refused is not None:
                     self.scheduler.forgo(run, at, refused[1], reason=refused[0])
                     continue
@@ -255,19 +255,23 @@ class Host:
 
     # -- inside -------------------------------------------------------------------------------
 
-    def _claim(self, run: JobRun) -> tuple[SkipReason, str] | None:
-        """Claim a scheduled run in the store; return why not, or None when it is ours."""
+    def _claim(self, runs: list[JobRun]) -> list[tuple[SkipReason, str] | None]:
+        """Claim scheduled runs in the store; for each, why not, or None when it is ours."""
         try:
-            run_id = self.store.runs.claim(run, Trigger.SCHEDULE, busy_ms=CHANGE_BUSY_MS)
-        except Busy as error:  # it, or a job of its group, runs in another process
-            return SkipReason.GROUP_BUSY, str(error)
+            answers = self.store.runs.claim_all(runs, Trigger.SCHEDULE, busy_ms=CHANGE_BUSY_MS)
         except DgxmmError as error:  # nothing runs without its record
-            log.warning("dgxmm host: could not claim %s: %s", run.name, error)
-            return SkipReason.CLAIMED, f"could not claim it: {error}"
-        if run_id is None:
-            return SkipReason.CLAIMED, "another instance claimed it"
-        self._claims[run.token] = run_id
-        return None
+            log.warning("dgxmm host: could not claim %d run(s): %s", len(runs), error)
+            return [(SkipReason.CLAIMED, f"could not claim it: {error}")] * len(runs)
+        refusals: list[tuple[SkipReason, str] | None] = []
+        for run, answer in zip(runs, answers, strict=True):
+            if isinstance(answer, Busy):  # it, or a job of its group, runs in another process
+                refusals.append((SkipReason.GROUP_BUSY, str(answer)))
+            elif answer is None:
+                refusals.append((SkipReason.CLAIMED, "another instance claimed it"))
+            else:
+                self._claims[run.token] = answer
+                refusals.append(None)
+        return refusals
 
     def _record(self, result: RunResult) -> None:
         """Write how a run ended into its row (the first word on a run stands)."""

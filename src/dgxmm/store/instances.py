@@ -108,6 +108,7 @@ class Presence:
         self._database_path = database_path
         self._lock = threading.RLock()
         self._registered = False
+        self._ever_registered = False  # its row exists (a later register updates it)
         self._session: Connection | None = None  # PostgreSQL: holds our locks
         self._lease_file: IO[bytes] | None = None  # SQLite: the ticker's flock
         self._lease_taken = False  # PostgreSQL: the lease's advisory lock is ours
@@ -124,12 +125,13 @@ class Presence:
                 return
             if self._registered:
                 return
+            if self._ever_registered:  # stopped, or its session was cut: come back
+                self._ensure_session()
+                self._registered = True
+                self.set_role(role or self._role)
+                return
             self._role = role or self._role
-            if self.dialect is Dialect.POSTGRESQL:
-                session = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-                with guarded():
-                    session.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _key(self.instance)})
-                self._session = session
+            self._ensure_session()
             now = self.clock.now_us()
             with writing(self.engine) as connection:
                 connection.execute(
@@ -143,6 +145,20 @@ class Presence:
                     )
                 )
             self._registered = True
+            self._ever_registered = True
+
+    def _ensure_session(self) -> None:
+        """PostgreSQL: open our own session and take this instance's lock on it, once."""
+        if self.dialect is not Dialect.POSTGRESQL or self._session is not None:
+            return
+        session = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            with guarded():
+                session.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _key(self.instance)})
+        except BaseException:
+            session.close()
+            raise
+        self._session = session
 
     @property
     def role(self) -> InstanceRole:
@@ -161,7 +177,7 @@ class Presence:
                 connection.execute(
                     update(instances)
                     .where(instances.c.id == self.instance)
-                    .values(role=role.value, role_since=now, last_seen=now)
+                    .values(role=role.value, role_since=now, last_seen=now, stopped_at=None)
                 )
 
     def beat(self) -> None:
@@ -183,6 +199,7 @@ class Presence:
                 return True
             if self.dialect is Dialect.POSTGRESQL:
                 self.register()
+                self._ensure_session()  # again after a cut connection
                 assert self._session is not None
                 with guarded():
                     taken = self._session.execute(

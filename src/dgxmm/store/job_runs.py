@@ -117,6 +117,29 @@ class JobRuns:
             self._refuse_if_elsewhere(connection, run)
             return self._insert(connection, run, trigger)
 
+    def claim_all(
+        self, runs: list[JobRun], trigger: Trigger, *, busy_ms: int | None = None
+    ) -> list[int | Busy | None]:
+        """``claim`` each run in one transaction (one commit for a tick's runs), in order.
+
+        Each answer is the run's id, None (its time was claimed), or the ``Busy`` refusal.
+        """
+        if not runs:
+            return []
+        self.presence.register()
+        answers: list[int | Busy | None] = []
+        with writing(self.engine, busy_ms=busy_ms) as connection:
+            if self.dialect is Dialect.POSTGRESQL:
+                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CLAIM_LOCK})
+            for run in runs:
+                try:
+                    self._refuse_if_elsewhere(connection, run)
+                except Busy as refusal:
+                    answers.append(refusal)
+                    continue
+                answers.append(self._insert(connection, run, trigger))
+        return answers
+
     def _refuse_if_elsewhere(self, connection: Connection, run: JobRun) -> None:
         same = job_runs.c.job == run.job.name
         if run.job.group is not None:
