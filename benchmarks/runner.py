@@ -35,8 +35,10 @@ from dgxmm.clock import ManualClock  # noqa: E402
 from dgxmm.decider.schedules.service import ScheduleService  # noqa: E402
 from dgxmm.decider.tables import deployment_schedules  # noqa: E402
 from dgxmm.fleet import DeploymentState, EventOutcome  # noqa: E402
+from dgxmm.fleet.activity import RequestActivity  # noqa: E402
 from dgxmm.fleet.tables import deployments  # noqa: E402
 from dgxmm.store import Store, writing  # noqa: E402
+from dgxmm.telemetry import NO_TELEMETRY  # noqa: E402
 
 
 @dataclass
@@ -73,6 +75,8 @@ class MemoryFleet:
         self.events = self
         self.audit = self
         self.insights = self
+        self.telemetry = NO_TELEMETRY
+        self.activity = RequestActivity(ManualClock(0))  # no proxy: no requests through it
 
     def add_removal_hook(self, hook: Any) -> None:
         pass
