@@ -51,7 +51,7 @@ class ServerActor:
         import ray
 
         context = ray.get_runtime_context()
-        self._host = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+        self._host = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call, unused-ignore]
         self._node_id = context.get_node_id()
         self._gpus = [int(str(gpu)) for gpu in ray.get_gpu_ids()]
         self._port = port or _free_port(self._host)
