@@ -151,7 +151,8 @@ class ModelServerClient:
     def _sleep_level(self, deadline: _Deadline) -> int | None:
         """Return the level the server reports it sleeps at; None when it does not say."""
         what = "metrics (GET /metrics)"
-        wait = min(deadline.left("wake", self._server), self._timeouts.metrics_s)
+        # The probe timeout, not the metrics one: a hung /metrics must not eat the wake's time.
+        wait = min(deadline.left("wake", self._server), self._timeouts.probe_s)
         try:
             text = self._send("GET", "/metrics", what=what, timeout_s=wait).text
             state = sample_from_text(text, taken_at_us=0).sleep_state
