@@ -1,4 +1,5 @@
-"""System jobs and the workload sidecar: overrides that survive a restart, flush on close."""
+"""System jobs, their overrides (in the database) across a restart, and the workload sidecar
+flushed on close."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_it_flushes_the_statistics_to_the_sidecar_when_they_changed(
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
-def test_it_keeps_system_job_overrides_in_the_sidecar_across_a_restart(
+def test_it_keeps_system_job_overrides_in_the_database_across_a_restart(
     open_store: Callable[..., Store],
 ) -> None:
     store = open_store()

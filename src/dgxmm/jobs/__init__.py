@@ -20,8 +20,11 @@ from dgxmm.jobs.job import (
 )
 from dgxmm.jobs.scheduler import JobState, Scheduler
 from dgxmm.jobs.stats import (
+    KEEP,
     Bucket,
     Channel,
+    JobOverrides,
+    Keep,
     LastRun,
     Override,
     RunCounts,
@@ -32,6 +35,7 @@ from dgxmm.jobs.stats import (
 from dgxmm.jobs.zones import ZoneClock, resolve_zone, zone_clock
 
 __all__ = [
+    "KEEP",
     "Action",
     "Bucket",
     "Channel",
@@ -40,8 +44,10 @@ __all__ = [
     "Job",
     "JobKind",
     "JobLimits",
+    "JobOverrides",
     "JobRun",
     "JobState",
+    "Keep",
     "LastRun",
     "Outcome",
     "Override",

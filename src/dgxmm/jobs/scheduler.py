@@ -37,7 +37,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.errors import Busy, Conflict, CronError, NotFound
 from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import Job, JobKind, JobRun, RunResult, SkipReason, Timer
-from dgxmm.jobs.stats import SkipRecord, WorkloadStats
+from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
 from dgxmm.jobs.zones import resolve_zone
 from dgxmm.time_units import SECOND_US
 
@@ -80,9 +80,13 @@ class Scheduler:
         max_lateness: timedelta = timedelta(minutes=1),
         timer: Timer = time.monotonic,
         keep_skips: int = 1000,
+        overrides: JobOverrides | None = None,
     ) -> None:
         self.time_zone = resolve_zone(time_zone, field="time_zone")
         self.stats = stats
+        # Where the system jobs' overrides are kept: the stats unless told (a store gives its
+        # database, so every instance on it shares them).
+        self.overrides: JobOverrides | None = overrides if overrides is not None else stats
         if stats is not None:
             stats.time_zone = self.time_zone  # day buckets start at this zone's midnight
         self._max_lateness = round(max_lateness.total_seconds() * SECOND_US)
@@ -163,11 +167,14 @@ class Scheduler:
         return self.state(name).next_at
 
     def set_enabled(self, name: str, on: bool) -> None:
-        """Switch a job on or off; a system job's switch is kept as an override in the stats."""
+        """Switch a job on or off; a system job's switch is kept as an override."""
         entry = self._entry(name)
+        if entry.job.kind is JobKind.SYSTEM and self.overrides is not None:
+            # Kept first: when keeping it fails, the job is left as it was.
+            self.overrides.set_job_override(
+                name, enabled=None if on == entry.builtin.enabled else on
+            )
         entry.job = replace(entry.job, enabled=on)
-        if entry.job.kind is JobKind.SYSTEM and self.stats is not None:
-            self.stats.set_job_override(name, enabled=None if on == entry.builtin.enabled else on)
         if on and entry.next_at is None and entry.run is None and entry.waiting_since is None:
             self._replan(entry)
 
@@ -178,12 +185,28 @@ class Scheduler:
             if entry.job.kind is not JobKind.SYSTEM:
                 raise Conflict(f"{name} is a user job: it has no built-in schedule")
             schedule = entry.builtin.schedule
-        if entry.job.kind is JobKind.SYSTEM and self.stats is not None:
+        if entry.job.kind is JobKind.SYSTEM and self.overrides is not None:
             same = schedule == entry.builtin.schedule
-            self.stats.set_job_override(name, schedule=None if same else str(schedule))
+            self.overrides.set_job_override(name, schedule=None if same else str(schedule))
         if schedule != entry.job.schedule:
             entry.job = replace(entry.job, schedule=schedule)
             self._replan(entry)
+
+    def refresh_overrides(self) -> None:
+        """Apply the system jobs' overrides as their keeper has them now.
+
+        Another instance may have changed them: a changed schedule plans the job again, a
+        job switched on that has no planned time gets one; a run under way goes on.
+        """
+        for entry in self._entries.values():
+            if entry.job.kind is not JobKind.SYSTEM:
+                continue
+            job = self._overridden(entry.builtin)
+            old, entry.job = entry.job, job
+            if job.schedule != old.schedule or (
+                job.enabled and not old.enabled and entry.next_at is None
+            ):
+                self._replan(entry)
 
     def sync_user_jobs(self, jobs: list[Job]) -> None:
         """Make the user jobs exactly ``jobs``: add, replace and remove in one call.
@@ -344,9 +367,9 @@ class Scheduler:
         return entry
 
     def _overridden(self, job: Job) -> Job:
-        if self.stats is None:
+        if self.overrides is None:
             return job
-        override = self.stats.job_override(job.name)
+        override = self.overrides.job_override(job.name)
         if override is None:
             return job
         changes: dict[str, object] = {}

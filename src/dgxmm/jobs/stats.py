@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from zoneinfo import ZoneInfo
 
 from dgxmm.jobs.job import Outcome, RunResult, SkipReason
@@ -28,8 +28,11 @@ from dgxmm.jobs.zones import resolve_zone, zone_clock
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US
 
 __all__ = [
+    "KEEP",
     "Bucket",
     "Channel",
+    "JobOverrides",
+    "Keep",
     "LastRun",
     "Override",
     "RunCounts",
@@ -132,13 +135,35 @@ class _JobSeries:
         self.last_skip: SkipRecord | None = None
 
 
-class _Keep(Enum):
+class Keep(Enum):
     """A typed "leave it as it is" for an override that None restores."""
 
     KEEP = "keep"
 
 
-_KEEP: Final = _Keep.KEEP
+KEEP: Final = Keep.KEEP
+
+
+class JobOverrides(Protocol):
+    """Where a scheduler keeps the overrides of its system jobs' schedules and switches.
+
+    ``WorkloadStats`` keeps them in memory (and its sidecar); a store keeps them in its
+    database, shared by every instance on it (``dgxmm.store.job_overrides``).
+    """
+
+    def job_override(self, name: str) -> Override | None:
+        """Return a job's override, if it has one."""
+        ...
+
+    def set_job_override(
+        self,
+        name: str,
+        *,
+        schedule: str | Keep | None = KEEP,
+        enabled: bool | Keep | None = KEEP,
+    ) -> None:
+        """Change a job's overridden schedule and/or switch; None restores the built-in one."""
+        ...
 
 
 class WorkloadStats:
@@ -299,14 +324,14 @@ class WorkloadStats:
         self,
         name: str,
         *,
-        schedule: str | _Keep | None = _KEEP,
-        enabled: bool | _Keep | None = _KEEP,
+        schedule: str | Keep | None = KEEP,
+        enabled: bool | Keep | None = KEEP,
     ) -> None:
         """Change a job's overridden schedule and/or switch; None restores the built-in one."""
         with self._changing():
             current = self._overrides.get(name, Override())
-            new_schedule = current.schedule if schedule is _KEEP else schedule
-            new_enabled = current.enabled if enabled is _KEEP else enabled
+            new_schedule = current.schedule if schedule is KEEP else schedule
+            new_enabled = current.enabled if enabled is KEEP else enabled
             if new_schedule is not None and not isinstance(new_schedule, str):
                 raise TypeError("schedule: expected cron text or None")
             if new_enabled is not None and not isinstance(new_enabled, bool):
@@ -321,6 +346,11 @@ class WorkloadStats:
         """Return a job's override, if it has one."""
         with self._lock:
             return self._overrides.get(name)
+
+    def job_overrides(self) -> dict[str, Override]:
+        """Return every job's override, by name."""
+        with self._lock:
+            return dict(self._overrides)
 
     # -- several processes on one sidecar ------------------------------------------------------
 

@@ -89,7 +89,10 @@ class Host:
         self.clock = clock or store.clock
         self.time_zone = resolve_zone(time_zone, field="time_zone")
         self.tick_seconds = tick_seconds
-        self.scheduler = Scheduler(self.time_zone, stats=store.workload_stats, timer=timer)
+        store.job_overrides.load()
+        self.scheduler = Scheduler(
+            self.time_zone, stats=store.workload_stats, overrides=store.job_overrides, timer=timer
+        )
         self.lock = threading.RLock()  # every scheduler call happens under it
         self.not_scheduled: list[NotScheduled] = []
         self._stop_grace = stop_grace_seconds

@@ -2,8 +2,9 @@
 
 ``Store.open(path_or_url)`` opens (and migrates) a SQLite file or a PostgreSQL database.
 The library never ticks: a host gives ``system_jobs()`` and ``user_jobs()`` to a
-``Scheduler`` built with ``stats=store.workload_stats`` (``store.scheduler()`` does all of it)
-and re-syncs the user jobs whenever ``catalog_version()`` changes.
+``Scheduler`` built with ``stats=store.workload_stats`` and ``overrides=store.job_overrides``
+(``store.scheduler()`` does all of it) and calls ``sync`` whenever ``catalog_version()``
+changes.
 
 While a user job runs, the operations that move, remove or write the store's files
 (``checkpoint``, ``backup``, ``restore``, ``compact``, ``close``), and those the spec lists
@@ -47,6 +48,7 @@ from dgxmm.store.definitions import JobAction
 from dgxmm.store.effects import AllowAll, Authorizer, Create, ask_again
 from dgxmm.store.files import make_private_dir
 from dgxmm.store.instances import Presence, new_instance_id
+from dgxmm.store.job_overrides import SystemJobOverrides
 from dgxmm.store.job_runs import KEEP_DAYS_SETTING, JobRuns, keep_days_of
 from dgxmm.store.journal import (
     JournalEntry,
@@ -122,6 +124,12 @@ class Store:
             protected=self.protected,
         )
         self._sidecar = Sidecar(_sidecar_path(target, data_dir))
+        # The system jobs' overrides are the database's, shared by every instance; an older
+        # dgxmm kept them in the sidecar, so an upgrade moves them over once.
+        self.job_overrides = SystemJobOverrides(engine, clock)
+        if self.job_overrides.adopt(self._sidecar.stats):
+            self._sidecar.flush()
+        self.job_overrides.load()
         self._live = LiveStore(  # what a restore must leave alone, and how it reads paths
             dialect=self.dialect,
             data_dir=data_dir,
@@ -390,14 +398,20 @@ class Store:
         return build_user_jobs(self.jobs(), spec_of=self.catalog.spec, action_for=self._action_for)
 
     def sync(self, scheduler: Scheduler) -> UserJobs:
-        """Give ``scheduler`` the user jobs as the catalog has them now; return what was found."""
+        """Give ``scheduler`` the user jobs and the system jobs' overrides as the database has
+        them now (any instance may have changed them); return what was found."""
         found = self.user_jobs()
         scheduler.sync_user_jobs(found.jobs)
+        self.job_overrides.load()
+        scheduler.refresh_overrides()
         return found
 
     def scheduler(self, time_zone: str = "UTC", **options: Any) -> Scheduler:
-        """Return a scheduler with this store's statistics, system jobs and user jobs."""
-        scheduler = Scheduler(time_zone, stats=self.workload_stats, **options)
+        """Return a scheduler with this store's statistics, overrides, system and user jobs."""
+        self.job_overrides.load()
+        scheduler = Scheduler(
+            time_zone, stats=self.workload_stats, overrides=self.job_overrides, **options
+        )
         for job in self.system_jobs():
             scheduler.add(job)
         self.sync(scheduler)

@@ -5,10 +5,10 @@
 - ``runs_purge``: 04:10 daily, on: deletes the job runs older than the setting
   ``jobs.runs_keep_days`` (default 90).
 
-The overrides live in the workload sidecar (``WorkloadStats.set_job_override``, which the
-``Scheduler`` calls when built with ``stats=store.workload_stats``): they survive a restart
-and are not carried by a backup. These are the built-in definitions; the scheduler applies
-the overrides when the jobs are added.
+The overrides live in the database (``job_overrides.py``, which the ``Scheduler`` calls when
+built with ``overrides=store.job_overrides``): they survive a restart and every instance on
+the database shares them. These are the built-in definitions; the scheduler applies the
+overrides when the jobs are added and at each ``store.sync``.
 """
 
 from __future__ import annotations

@@ -39,13 +39,14 @@ def test_it_switches_a_user_job_off_and_on_keeping_its_effects(
     assert on["effects"] == ["Execute(add)", "Write(notes)"]
 
 
-def test_it_switches_a_system_job_and_keeps_it_in_the_sidecar(
+def test_it_switches_a_system_job_and_keeps_it_in_the_database(
     client: TestClient, store: Store
 ) -> None:
     row = client.post("/api/jobs/enable", json={"name": "compact", "enabled": True}).json()
     assert row["enabled"] is True
     assert row["next_at"] == "2026-06-02T03:00:00+02:00"
-    override = store.workload_stats.job_override("compact")
+    store.job_overrides.load()  # as the database has it, for every instance on it
+    override = store.job_overrides.job_override("compact")
     assert override is not None
     assert override.enabled is True
 
@@ -61,7 +62,8 @@ def test_it_changes_a_system_jobs_schedule_and_null_brings_the_built_in_back(
     assert row["next_at"] == "2026-06-02T04:30:00+02:00"
     row = client.post("/api/jobs/schedule", json={"name": "compact", "schedule": None}).json()
     assert row["schedule"] == "0 3 * * *"
-    override = store.workload_stats.job_override("compact")
+    store.job_overrides.load()  # as the database has it, for every instance on it
+    override = store.job_overrides.job_override("compact")
     assert override is not None
     assert override.schedule is None
 
