@@ -1,7 +1,8 @@
 """The workload sidecar: the workload statistics, in a JSON file beside the database.
 
-It holds every job's run history and the overrides of the system jobs' schedules and
-switches. Several processes may share it (a server and the CLI beside it on one data
+It holds every job's run history (the overrides of the system jobs' schedules and switches
+are the database's, ``job_overrides.py``; one an older dgxmm left here moves there on open).
+Several processes may share it (a server and the CLI beside it on one data
 directory): a flush takes the file's lock, reads what the others wrote, adds what this
 process recorded since its last flush, writes the sum and keeps it, so no process's runs
 overwrite another's. It belongs to the instance, not to the data: a backup does not carry
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 
 from dgxmm.jobs import WorkloadStats
-from dgxmm.store.files import write_atomic
+from dgxmm.store.files import FILE_MODE, write_atomic
 
 __all__ = ["Sidecar"]
 
@@ -41,7 +42,10 @@ class Sidecar:
         with self._lock:
             if not self.stats.has_pending and _stamp(self.path) == self._seen:
                 return None
-            with open(self.path.with_name(self.path.name + ".lock"), "ab") as lock:
+            lock_path = self.path.with_name(self.path.name + ".lock")
+            # Private like the store's other files, whatever the umask.
+            descriptor = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+            with os.fdopen(descriptor, "ab") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # another process's flush waits here
                 # The file is what this process last wrote plus what others wrote since.
                 self.stats.merge_into(_load(self.path))
