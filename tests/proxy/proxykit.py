@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,10 @@ class ProxyKit(Kit):
                     *(client.post(f"{self.proxy_url}{path}", json=body) for _ in range(count))
                 )
 
-        return asyncio.run(send_all())
+        # A thread of its own: Playwright's sync API (the browser tests' session fixture) keeps
+        # an event loop running in the main thread, where asyncio.run refuses to start one.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, send_all()).result()
 
     def events(self, deployment_id: int) -> list[tuple[str, str | None, str, str | None]]:
         """(action, actor, outcome, detail) of a deployment's events, oldest first."""
