@@ -15,7 +15,9 @@ import httpx
 from support import free_port
 
 
-def start(data: Path, port: int, *more: str) -> subprocess.Popen[str]:
+def start(
+    data: Path, port: int, *more: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [
             sys.executable,
@@ -35,7 +37,7 @@ def start(data: Path, port: int, *more: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     assert process.stdout is not None
     deadline = time.monotonic() + 60

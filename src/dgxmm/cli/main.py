@@ -73,6 +73,15 @@ def serve_command(
             "pretend GPUs (needs pip install 'dgxmm[ray]').",
         ),
     ] = False,
+    fast_clock: Annotated[
+        str | None,
+        typer.Option(
+            "--fast-clock",
+            envvar="DGXMM_FAST_CLOCK",
+            hidden=True,  # a test and demo facility (docs/scale-out.md), not for production
+            help="RATE@ANCHOR: the clock runs RATE times faster from the ISO instant ANCHOR.",
+        ),
+    ] = None,
 ) -> None:
     """Run the server: the API, the pages, and the host that ticks the jobs."""
     from dgxmm.server.serve import ServeOptions, serve  # the server loads only for `serve`
@@ -89,6 +98,7 @@ def serve_command(
             proxy_host=proxy_host,
             proxy_port=proxy_port,
             ray=ray,
+            fast_clock=fast_clock,
         )
     )
 

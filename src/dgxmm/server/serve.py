@@ -20,6 +20,7 @@ from pathlib import Path
 
 import uvicorn
 
+from dgxmm.clock import FastClock, from_us
 from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
@@ -58,6 +59,9 @@ class ServeOptions:
     proxy_host: str = "127.0.0.1"
     proxy_port: int | None = None  # the OpenAI-compatible proxy's port; None: no proxy
     ray: bool = False  # with demo: on a local Ray cluster of two nodes with pretend GPUs
+    # A test and demo facility: RATE@ANCHOR makes this server's clock run RATE times faster
+    # from the instant ANCHOR (``clock.FastClock``); None: the machine's clock.
+    fast_clock: str | None = None
 
 
 class _Stop(Exception):
@@ -111,10 +115,14 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
     """Run the server until Ctrl-C."""
     if options.ray and not options.demo:
         raise InvalidInput("--ray", "goes with --demo (a deployment names its own Ray cluster)")
+    clock = _fast_clock(options.fast_clock)
     data_dir = options.data_dir.expanduser().absolute()
     make_private_dir(data_dir)  # 0700: it holds the database and the admin token
     zone = resolve_zone(options.time_zone or machine_zone(), field="time_zone").key
-    store = Store.open(options.db or data_dir / "dgxmm.db", data_dir=data_dir)
+    store = Store.open(options.db or data_dir / "dgxmm.db", data_dir=data_dir, clock=clock)
+    if clock is not None:
+        anchor = from_us(clock.anchor_us).isoformat()
+        say(f"dgxmm: FAST CLOCK (a test facility): time runs {clock.rate:g}x from {anchor}")
     if store.dialect is Dialect.SQLITE and not store.presence.try_lease():
         store.close()  # before it writes anything: the running server's files are its own
         raise second_server(store)
@@ -140,6 +148,15 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         if local_ray is not None:
             local_ray.shutdown()
             say("dgxmm: demo: the local Ray cluster is shut down")
+
+
+def _fast_clock(spec: str | None) -> FastClock | None:
+    if spec is None:
+        return None
+    try:
+        return FastClock.parse(spec)
+    except ValueError as error:
+        raise InvalidInput("--fast-clock", str(error)) from None
 
 
 def _start_local_ray(say: Callable[[str], None]) -> LocalCluster:
