@@ -374,11 +374,16 @@ class Host:
             try:
                 if self._lease and time.monotonic() >= next_try:
                     next_try = time.monotonic() + LEASE_TRY_SECONDS
-                    if not self._step_lease():
-                        if time.monotonic() >= next_tick:
-                            next_tick = time.monotonic() + self.tick_seconds
-                            self.store.presence.beat()
-                        continue
+                    self._step_lease()
+                if self._lease and self.role is not InstanceRole.HOLDER:
+                    # A standby never ticks, whatever woke it (its tick time between two
+                    # tries, a run of its own that finished): it takes its Run now results
+                    # back and says it is here.
+                    self.collect()
+                    if time.monotonic() >= next_tick:
+                        next_tick = time.monotonic() + self.tick_seconds
+                        self.store.presence.beat()
+                    continue
                 if time.monotonic() >= next_tick:
                     next_tick = max(next_tick + self.tick_seconds, time.monotonic())
                     self.tick()
