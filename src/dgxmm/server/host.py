@@ -332,11 +332,13 @@ class Host:
     def _take_over(self) -> None:
         """Become the ticking instance: record the lost ones' runs, plan, tick."""
         with self.lock:
-            self.role = InstanceRole.HOLDER
-            self.store.presence.set_role(InstanceRole.HOLDER)
+            # The lost runs are recorded before this instance says it holds the lease, so
+            # whoever sees "holder" in /api/instances also sees them abandoned.
             lost = self.store.runs.reap_lost()
             if lost:
                 log.warning("dgxmm host: took over; runs of %s recorded abandoned", lost)
+            self.role = InstanceRole.HOLDER
+            self.store.presence.set_role(InstanceRole.HOLDER)
             if not self._planned:
                 # Planned from a little before now, so that a time the lost holder had no
                 # chance to claim still runs here (one it claimed is refused by the key).
