@@ -55,6 +55,16 @@ class Holding:
     state: DeploymentState
     gib: float
 
+    @classmethod
+    def of(cls, deployment: Deployment) -> Holding:
+        """What ``deployment`` holds on each of its GPUs in its state now."""
+        return cls(
+            deployment_id=deployment.id,
+            name=deployment.name,
+            state=deployment.state,
+            gib=deployment.held_gib,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GpuFit:
@@ -169,18 +179,10 @@ def gpu_holdings(
     """Return, per GPU index of the inventory, what each deployment holds on it now."""
     found: dict[int, list[Holding]] = {gpu.index: [] for gpu in inventory.gpus}
     for deployment in _on_this_machine(deployments):
-        gib = deployment.held_gib
-        if gib <= 0:
+        if deployment.held_gib <= 0:
             continue
         for index in deployment.gpus:
-            found.setdefault(index, []).append(
-                Holding(
-                    deployment_id=deployment.id,
-                    name=deployment.name,
-                    state=deployment.state,
-                    gib=gib,
-                )
-            )
+            found.setdefault(index, []).append(Holding.of(deployment))
     return found
 
 

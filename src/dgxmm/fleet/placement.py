@@ -52,16 +52,8 @@ def node_holdings(
         node.node_id: {gpu.index: [] for gpu in node.gpus} for node in cluster.nodes
     }
     for deployment, node_id in _placed(deployments):
-        gib = deployment.held_gib
         for index in deployment.gpus:
-            found.setdefault(node_id, {}).setdefault(index, []).append(
-                Holding(
-                    deployment_id=deployment.id,
-                    name=deployment.name,
-                    state=deployment.state,
-                    gib=gib,
-                )
-            )
+            found.setdefault(node_id, {}).setdefault(index, []).append(Holding.of(deployment))
     return found
 
 
