@@ -33,7 +33,7 @@ from dgxmm.clock import ManualClock, to_us
 from dgxmm.decider.profiles import ProfileService
 from dgxmm.decider.traffic import local_seconds
 from dgxmm.fleet import Fleet, GpuInventory, InventorySource
-from dgxmm.fleet.tables import deployments
+from dgxmm.fleet.deployments.tables import deployments
 from dgxmm.store import Store, writing
 from dgxmm.time_units import MINUTE_US
 

@@ -37,7 +37,7 @@ from sqlalchemy import insert  # noqa: E402
 from dgxmm.clock import ManualClock  # noqa: E402
 from dgxmm.errors import BackendError  # noqa: E402
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, HttpTimeouts, InventorySource  # noqa: E402
-from dgxmm.fleet.tables import deployments  # noqa: E402
+from dgxmm.fleet.deployments.tables import deployments  # noqa: E402
 from dgxmm.standin.engine import Engine, StandinConfig  # noqa: E402
 from dgxmm.store import Store, writing  # noqa: E402
 

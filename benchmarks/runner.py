@@ -36,7 +36,7 @@ from dgxmm.decider.schedules.service import ScheduleService  # noqa: E402
 from dgxmm.decider.tables import deployment_schedules  # noqa: E402
 from dgxmm.fleet import DeploymentState, EventOutcome  # noqa: E402
 from dgxmm.fleet.activity import RequestActivity  # noqa: E402
-from dgxmm.fleet.tables import deployments  # noqa: E402
+from dgxmm.fleet.deployments.tables import deployments  # noqa: E402
 from dgxmm.store import Store, writing  # noqa: E402
 from dgxmm.telemetry import NO_TELEMETRY  # noqa: E402
 

@@ -36,6 +36,33 @@ ALONE = ("dgxmm.standin",)
 # nodes of a Ray cluster, where dgxmm need not be installed.
 SHIPPED = ("dgxmm.fleet.backends.ray_actor",)
 
+# Inside a layer, its rooms: what each may not import (docs/architecture.md, "Rooms").
+_STORE_ROOMS = ("dgxmm.store.catalog", "dgxmm.store.backups", "dgxmm.store.runs")
+_FLEET_TOP = (
+    "dgxmm.fleet.demo",
+    "dgxmm.fleet.deployer",
+    "dgxmm.fleet.service",
+    "dgxmm.fleet.reattach",
+)
+ROOM_RULES: dict[str, tuple[str, ...]] = {
+    # The database, its schema and durable files sit under every room of the store.
+    "dgxmm.store.database": (*_STORE_ROOMS, "dgxmm.store.store"),
+    "dgxmm.store.schema": (*_STORE_ROOMS, "dgxmm.store.store"),
+    "dgxmm.store.files": (*_STORE_ROOMS, "dgxmm.store.store"),
+    # A backup copies the database; it never reads the catalog or the runs in it.
+    "dgxmm.store.catalog": ("dgxmm.store.backups", "dgxmm.store.runs", "dgxmm.store.store"),
+    "dgxmm.store.backups": ("dgxmm.store.catalog", "dgxmm.store.runs", "dgxmm.store.store"),
+    # A run reads the catalog (its query, its effects), never the backups' machinery.
+    "dgxmm.store.runs": ("dgxmm.store.backups", "dgxmm.store.store"),
+    # The fleet's rooms sit under the deployer, the facade and the demo.
+    "dgxmm.fleet.backends": _FLEET_TOP,
+    "dgxmm.fleet.metrics": _FLEET_TOP,
+    "dgxmm.fleet.deployments": (*_FLEET_TOP, "dgxmm.fleet.metrics"),
+    "dgxmm.fleet.placement": (*_FLEET_TOP, "dgxmm.fleet.metrics"),
+}
+# A room's modules are its layer's business: another layer reaches them through the face.
+FACED = _STORE_ROOMS
+
 
 def _module_of(path: Path) -> str:
     parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
@@ -68,6 +95,12 @@ def _refusal(importer: str, imported: str) -> str | None:
     """Say why ``importer`` may not import ``imported``, or None when it may."""
     if imported == "dgxmm":
         return None  # the package itself: its version
+    room = _home(importer, tuple(ROOM_RULES))
+    if room is not None and _home(imported, ROOM_RULES[room]):
+        return f"{room} is below {_home(imported, ROOM_RULES[room])} in its layer"
+    faced = _home(imported, FACED)
+    if faced is not None and not importer.startswith("dgxmm.store"):
+        return f"another layer reaches {faced} through dgxmm.store"
     if _home(importer, ALONE):
         return None if _home(imported, ALONE) else "the stand-in imports nothing of ours"
     if _home(importer, SHIPPED):
@@ -110,9 +143,15 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("dgxmm.jobs.cron", "dgxmm.time_units", False),
         ("dgxmm.clock", "dgxmm.jobs", True),
         ("dgxmm.standin.engine", "dgxmm.errors", True),
-        ("dgxmm.fleet.demo", "dgxmm.standin", True),
+        ("dgxmm.fleet.demo.demo", "dgxmm.standin", True),
         ("dgxmm.fleet.backends.ray_actor", "dgxmm.errors", True),
         ("dgxmm.fleet.backends.ray", "dgxmm.fleet.backends.ray_actor", False),
+        ("dgxmm.store.catalog.attic", "dgxmm.store.backups.directory", True),
+        ("dgxmm.store.runs.query_runs", "dgxmm.store.catalog.effects", False),
+        ("dgxmm.store.schema", "dgxmm.store.catalog.journal", True),
+        ("dgxmm.server.pages.job", "dgxmm.store.runs.job_runs", True),
+        ("dgxmm.fleet.placement.fit", "dgxmm.fleet.deployer", True),
+        ("dgxmm.fleet.deployer", "dgxmm.fleet.placement.fit", False),
     ],
     ids=[
         "store-jobs",
@@ -126,6 +165,12 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         "fleet-standin",
         "shipped-errors",
         "fleet-shipped",
+        "catalog-backups",
+        "runs-catalog",
+        "schema-catalog",
+        "server-store-room",
+        "placement-deployer",
+        "deployer-placement",
     ],
 )
 def test_the_rule_refuses_what_it_should(importer: str, imported: str, refused: bool) -> None:

@@ -8,7 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 import dgxmm.decider.tables
-import dgxmm.fleet.tables
+import dgxmm.fleet.deployments.tables
 import dgxmm.server.tables  # noqa: F401  (each registers its tables on the metadata)
 from dgxmm.store import Store, metadata
 

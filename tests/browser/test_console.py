@@ -14,7 +14,7 @@ from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.decider.demo import propose_now
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InsightKind, InventorySource, Severity
 from dgxmm.fleet.backends.process import LOG_NAME
-from dgxmm.fleet.demo import DEMO_MODELS, synthetic_rollups
+from dgxmm.fleet.demo.demo import DEMO_MODELS, synthetic_rollups
 from dgxmm.server import (
     FLEET_ROUTES,
     PROPOSAL_ROUTES,

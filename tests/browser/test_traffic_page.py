@@ -18,7 +18,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.fleet.tables import deployments, metric_rollups
+from dgxmm.fleet.deployments.tables import deployments, metric_rollups
 from dgxmm.server import FLEET_ROUTES, PROPOSAL_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import Store, writing
 

@@ -10,7 +10,7 @@ from support import free_port
 
 from dgxmm.fleet import InsightKind, Severity
 from dgxmm.fleet.backends.process import LOG_NAME
-from dgxmm.fleet.tables import metric_rollups
+from dgxmm.fleet.deployments.tables import metric_rollups
 from dgxmm.store import writing
 
 EXTERNAL = ("--model", "llama-model", "--backend", "external", "--base-url", "http://127.0.0.1:9",

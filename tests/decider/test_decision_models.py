@@ -24,7 +24,7 @@ from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import CannotDecide
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.fleet.tables import deployments
+from dgxmm.fleet.deployments.tables import deployments
 from dgxmm.store import Store, writing
 
 FACTS = DeploymentFacts(

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from dgxmm.fleet import EventAction, EventOutcome
-from dgxmm.fleet.tables import audit_log
+from dgxmm.fleet.deployments.tables import audit_log
 from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.store import reading
 

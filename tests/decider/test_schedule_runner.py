@@ -17,7 +17,7 @@ from dgxmm.decider.schedules import ScheduleAction
 from dgxmm.decider.schedules.service import PAUSED_ALL, ResultKind
 from dgxmm.decider.tables import deployment_schedules, traffic_profiles
 from dgxmm.fleet import InsightKind, ProcessBackend, Severity
-from dgxmm.fleet.tables import audit_log, deployment_events, insights
+from dgxmm.fleet.deployments.tables import audit_log, deployment_events, insights
 from dgxmm.store import reading, writing
 
 MINUTE = 60_000_000

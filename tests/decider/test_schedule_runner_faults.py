@@ -25,7 +25,7 @@ from support import PATIENCE_S, at, wait_for
 from dgxmm.decider.days import ALL_DAYS
 from dgxmm.decider.schedules import ResultKind, ScheduleAction, SlotRun
 from dgxmm.fleet import ProcessBackend
-from dgxmm.fleet.tables import deployment_events, insights
+from dgxmm.fleet.deployments.tables import deployment_events, insights
 from dgxmm.jobs import JobLimits, RunContext
 from dgxmm.store import reading
 

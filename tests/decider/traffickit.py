@@ -18,7 +18,7 @@ from sqlalchemy import insert
 from dgxmm.clock import from_us, to_us
 from dgxmm.decider.profiles import HourProfile
 from dgxmm.decider.tables import traffic_profiles
-from dgxmm.fleet.tables import deployments, metric_rollups
+from dgxmm.fleet.deployments.tables import deployments, metric_rollups
 from dgxmm.store import Store, writing
 from dgxmm.time_units import MINUTE_US
 

@@ -19,7 +19,7 @@ from decider.schedulekit import Kit
 from sqlalchemy import select
 from support import PATIENCE_S, serving
 
-from dgxmm.fleet.tables import deployment_events
+from dgxmm.fleet.deployments.tables import deployment_events
 from dgxmm.proxy import ProxyApp
 from dgxmm.store import reading
 

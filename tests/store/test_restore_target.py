@@ -201,7 +201,7 @@ def crash_in_a_restore(target: Path) -> Path:
     program = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from dgxmm.store.backup_dir import restoring_beside\n"
+        "from dgxmm.store.backups.directory import restoring_beside\n"
         "with restoring_beside(Path(sys.argv[1])) as scratch:\n"
         "    (scratch / 'restoring.db').write_bytes(b'half')\n"
         "    print(scratch, flush=True)\n"
@@ -217,7 +217,7 @@ def crash_in_a_restore(target: Path) -> Path:
 def test_it_removes_only_the_leftovers_it_can_prove_are_its_own(
     store: Store, sqlite_backup: Path, tmp_path: Path
 ) -> None:
-    from dgxmm.store.backup_dir import restoring_beside
+    from dgxmm.store.backups.directory import restoring_beside
 
     place = tmp_path / "restores"
     place.mkdir()

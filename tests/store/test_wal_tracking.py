@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from dgxmm.errors import Busy
 from dgxmm.store import Store, restore
-from dgxmm.store.pagelog import PageLog
-from dgxmm.store.wal import SqliteFiles, scan_wal
+from dgxmm.store.backups.pagelog import PageLog
+from dgxmm.store.backups.wal import SqliteFiles, scan_wal
 
 
 def connect(path: Path) -> sqlite3.Connection:

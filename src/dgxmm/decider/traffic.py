@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy import BigInteger, ColumnElement, Connection, Text, cast, func, literal, select
 
-from dgxmm.fleet.tables import metric_rollups
+from dgxmm.fleet.deployments.tables import metric_rollups
 from dgxmm.jobs import zone_clock
 from dgxmm.time_units import DAY_US, MINUTE_US, SECOND_US
 

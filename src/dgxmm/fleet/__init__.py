@@ -1,21 +1,18 @@
-"""Deployments and the model servers behind them: backends, metrics, GPU inventory.
+"""Deployments and the model servers behind them: backends, metrics, GPU placement.
 
 - ``service``: ``Fleet``, the facade: deployments, deployer, events, audit, insights,
   metrics, removal hooks, system jobs.
-- ``deployment`` / ``deployments`` / ``definition``: the typed row, the repository, checks.
-- ``deployer`` / ``fit`` / ``recorder`` / ``reattach``: actions under per-deployment locks,
-  the fit check and eviction plans, how actions are written down, finding servers again.
-- ``activity``: requests through the proxy, per deployment, and the door a take-down shuts.
-- ``events`` / ``audit`` / ``insights``: what happened, who did what, what a person should
-  know.
-- ``config`` / ``demo``: the GPUs of ``config.json``; ``dgxmm serve --demo``.
+- ``deployer`` / ``reattach`` / ``activity``: actions under per-deployment locks, finding
+  servers again after a restart, the requests the proxy counts and the door a take-down shuts.
+- ``deployments/``: the typed row, its definition checks, the repository, events, audit,
+  insights, the recorder of actions, the server log, the tables.
+- ``placement/``: this machine's GPUs (NVML or ``config.json``), the one fit model and the
+  eviction plans, and a Ray cluster's nodes with the same fit asked per node.
 - ``backends/``: the ``Backend`` protocol, the registry, the process, external and ray backends,
   the HTTP client of vLLM's surface, pid files.
 - ``metrics/``: ``/metrics`` read into a ``MetricsSample``, the Prometheus text format,
   per-minute rollups, and ``Metrics``, the service that samples and rolls up.
-- ``inventory``: the machine's GPUs, from NVML or the configuration.
-- ``cluster`` / ``placement`` / ``local_cluster``: a Ray cluster's nodes and their GPUs, the
-  per-node fit check and plans of ray deployments, a loopback cluster with pretend GPUs.
+- ``demo/``: ``dgxmm serve --demo`` and a loopback Ray cluster with pretend GPUs.
 
 The stand-in model server is its own package, ``dgxmm.standin``.
 """
@@ -23,10 +20,6 @@ The stand-in model server is its own package, ``dgxmm.standin``.
 from dgxmm.fleet.activity import Door as Door
 from dgxmm.fleet.activity import Entry as Entry
 from dgxmm.fleet.activity import RequestActivity as RequestActivity
-from dgxmm.fleet.audit import Audit as Audit
-from dgxmm.fleet.audit import AuditAction as AuditAction
-from dgxmm.fleet.audit import AuditEntry as AuditEntry
-from dgxmm.fleet.audit import AuditSubject as AuditSubject
 from dgxmm.fleet.backends import Backend as Backend
 from dgxmm.fleet.backends import BackendKind as BackendKind
 from dgxmm.fleet.backends import ExternalBackend as ExternalBackend
@@ -38,41 +31,30 @@ from dgxmm.fleet.backends import ProcessSpec as ProcessSpec
 from dgxmm.fleet.backends import RayBackend as RayBackend
 from dgxmm.fleet.backends import StopOutcome as StopOutcome
 from dgxmm.fleet.backends import wait_until_healthy as wait_until_healthy
-from dgxmm.fleet.cluster import ClusterInventory as ClusterInventory
-from dgxmm.fleet.cluster import RayCluster as RayCluster
-from dgxmm.fleet.cluster import RayNode as RayNode
-from dgxmm.fleet.config import configured_gpus as configured_gpus
-from dgxmm.fleet.config import discover_inventory as discover_inventory
-from dgxmm.fleet.demo import Demo as Demo
-from dgxmm.fleet.demo import prepare_demo_gpus as prepare_demo_gpus
+from dgxmm.fleet.demo.demo import Demo as Demo
+from dgxmm.fleet.demo.demo import prepare_demo_gpus as prepare_demo_gpus
+from dgxmm.fleet.demo.local_cluster import LocalCluster as LocalCluster
+from dgxmm.fleet.demo.local_cluster import LocalNode as LocalNode
 from dgxmm.fleet.deployer import Deployer as Deployer
-from dgxmm.fleet.deployment import Deployment as Deployment
-from dgxmm.fleet.deployment import DeploymentState as DeploymentState
-from dgxmm.fleet.deployment import Placement as Placement
-from dgxmm.fleet.deployments import DeploymentRepo as DeploymentRepo
-from dgxmm.fleet.events import Event as Event
-from dgxmm.fleet.events import EventAction as EventAction
-from dgxmm.fleet.events import EventOutcome as EventOutcome
-from dgxmm.fleet.events import Events as Events
-from dgxmm.fleet.fit import Eviction as Eviction
-from dgxmm.fleet.fit import EvictionAction as EvictionAction
-from dgxmm.fleet.fit import Fit as Fit
-from dgxmm.fleet.fit import GpuFit as GpuFit
-from dgxmm.fleet.fit import Holding as Holding
-from dgxmm.fleet.fit import Plan as Plan
-from dgxmm.fleet.insights import Insight as Insight
-from dgxmm.fleet.insights import InsightKind as InsightKind
-from dgxmm.fleet.insights import Insights as Insights
-from dgxmm.fleet.insights import Severity as Severity
-from dgxmm.fleet.inventory import Gpu as Gpu
-from dgxmm.fleet.inventory import GpuInventory as GpuInventory
-from dgxmm.fleet.inventory import InventorySource as InventorySource
-from dgxmm.fleet.inventory import NvmlReader as NvmlReader
-from dgxmm.fleet.inventory import NvmlReading as NvmlReading
-from dgxmm.fleet.inventory import parse_gpu_config as parse_gpu_config
-from dgxmm.fleet.inventory import read_nvml as read_nvml
-from dgxmm.fleet.local_cluster import LocalCluster as LocalCluster
-from dgxmm.fleet.local_cluster import LocalNode as LocalNode
+from dgxmm.fleet.deployments.audit import Audit as Audit
+from dgxmm.fleet.deployments.audit import AuditAction as AuditAction
+from dgxmm.fleet.deployments.audit import AuditEntry as AuditEntry
+from dgxmm.fleet.deployments.audit import AuditSubject as AuditSubject
+from dgxmm.fleet.deployments.deployment import Deployment as Deployment
+from dgxmm.fleet.deployments.deployment import DeploymentState as DeploymentState
+from dgxmm.fleet.deployments.deployment import Placement as Placement
+from dgxmm.fleet.deployments.events import Event as Event
+from dgxmm.fleet.deployments.events import EventAction as EventAction
+from dgxmm.fleet.deployments.events import EventOutcome as EventOutcome
+from dgxmm.fleet.deployments.events import Events as Events
+from dgxmm.fleet.deployments.insights import Insight as Insight
+from dgxmm.fleet.deployments.insights import InsightKind as InsightKind
+from dgxmm.fleet.deployments.insights import Insights as Insights
+from dgxmm.fleet.deployments.insights import Severity as Severity
+from dgxmm.fleet.deployments.recorder import ActionResult as ActionResult
+from dgxmm.fleet.deployments.repo import DeploymentRepo as DeploymentRepo
+from dgxmm.fleet.deployments.server_log import LogChunk as LogChunk
+from dgxmm.fleet.deployments.server_log import read_log as read_log
 from dgxmm.fleet.metrics import Exposition as Exposition
 from dgxmm.fleet.metrics import MetricsDelta as MetricsDelta
 from dgxmm.fleet.metrics import MetricsSample as MetricsSample
@@ -83,9 +65,24 @@ from dgxmm.fleet.metrics import delta_between as delta_between
 from dgxmm.fleet.metrics import parse_exposition as parse_exposition
 from dgxmm.fleet.metrics import sample_from_text as sample_from_text
 from dgxmm.fleet.metrics.metrics import Metrics as Metrics
-from dgxmm.fleet.recorder import ActionResult as ActionResult
-from dgxmm.fleet.server_log import LogChunk as LogChunk
-from dgxmm.fleet.server_log import read_log as read_log
+from dgxmm.fleet.placement.cluster import ClusterInventory as ClusterInventory
+from dgxmm.fleet.placement.cluster import RayCluster as RayCluster
+from dgxmm.fleet.placement.cluster import RayNode as RayNode
+from dgxmm.fleet.placement.config import configured_gpus as configured_gpus
+from dgxmm.fleet.placement.config import discover_inventory as discover_inventory
+from dgxmm.fleet.placement.fit import Eviction as Eviction
+from dgxmm.fleet.placement.fit import EvictionAction as EvictionAction
+from dgxmm.fleet.placement.fit import Fit as Fit
+from dgxmm.fleet.placement.fit import GpuFit as GpuFit
+from dgxmm.fleet.placement.fit import Holding as Holding
+from dgxmm.fleet.placement.fit import Plan as Plan
+from dgxmm.fleet.placement.inventory import Gpu as Gpu
+from dgxmm.fleet.placement.inventory import GpuInventory as GpuInventory
+from dgxmm.fleet.placement.inventory import InventorySource as InventorySource
+from dgxmm.fleet.placement.inventory import NvmlReader as NvmlReader
+from dgxmm.fleet.placement.inventory import NvmlReading as NvmlReading
+from dgxmm.fleet.placement.inventory import parse_gpu_config as parse_gpu_config
+from dgxmm.fleet.placement.inventory import read_nvml as read_nvml
 from dgxmm.fleet.service import METRICS_PURGE as METRICS_PURGE
 from dgxmm.fleet.service import METRICS_ROLLUP as METRICS_ROLLUP
 from dgxmm.fleet.service import Fleet as Fleet

@@ -3,8 +3,8 @@
 - **Locks**: each deployment has a re-entrant lock that every action holds from its first
   read to its last write, so two actions on one deployment never interleave; a caller (the
   schedule runner) may hold it around a check and an action.
-- **Fit check**: a start or wake needs its awake memory on each of its GPUs (``fit.py``);
-  a ray deployment needs its GPUs free on one node of its cluster (``placement.py``), and
+- **Fit check**: a start or wake needs its awake memory on each of its GPUs (``placement/fit.py``);
+  a ray deployment needs its GPUs free on one node of its cluster (``placement/nodes.py``), and
   its start writes down that node before the actor is created there.
 - **Plans**: with ``plans=True`` (manual starts), a start or wake that does not fit first
   puts lower-priority deployments to sleep or stops them, as ``plan`` shows beforehand; with
@@ -46,14 +46,14 @@ from dgxmm.fleet.activity import RequestActivity
 from dgxmm.fleet.backends.protocol import Backend, BackendKind, StopOutcome, wait_until_healthy
 from dgxmm.fleet.backends.ray import RayBackend
 from dgxmm.fleet.backends.registry import Backends
-from dgxmm.fleet.cluster import ClusterInventory
-from dgxmm.fleet.deployment import Deployment, DeploymentState, Placement
-from dgxmm.fleet.deployments import KEEP, DeploymentRepo
-from dgxmm.fleet.events import EventAction, EventOutcome
-from dgxmm.fleet.fit import EvictionAction, Fit, Plan, check_fit, make_plan
-from dgxmm.fleet.inventory import GpuInventory
-from dgxmm.fleet.placement import check_node_fit, make_node_plan
-from dgxmm.fleet.recorder import ActionRecorder, ActionResult
+from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState, Placement
+from dgxmm.fleet.deployments.events import EventAction, EventOutcome
+from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
+from dgxmm.fleet.deployments.repo import KEEP, DeploymentRepo
+from dgxmm.fleet.placement.cluster import ClusterInventory
+from dgxmm.fleet.placement.fit import EvictionAction, Fit, Plan, check_fit, make_plan
+from dgxmm.fleet.placement.inventory import GpuInventory
+from dgxmm.fleet.placement.nodes import check_node_fit, make_node_plan
 from dgxmm.store import writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 

@@ -22,10 +22,10 @@ from dgxmm.fleet.backends.protocol import BackendKind, Health
 from dgxmm.fleet.backends.ray import RayBackend
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployer import Deployer
-from dgxmm.fleet.deployment import Deployment, DeploymentState
-from dgxmm.fleet.deployments import DeploymentRepo
-from dgxmm.fleet.events import EventAction, EventOutcome
-from dgxmm.fleet.recorder import ActionRecorder, ActionResult
+from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState
+from dgxmm.fleet.deployments.events import EventAction, EventOutcome
+from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
+from dgxmm.fleet.deployments.repo import DeploymentRepo
 from dgxmm.store import writing
 
 __all__ = ["reattach"]

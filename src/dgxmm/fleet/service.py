@@ -20,23 +20,23 @@ from sqlalchemy import Connection, delete
 from dgxmm.clock import Clock
 from dgxmm.errors import DgxmmError
 from dgxmm.fleet.activity import RequestActivity
-from dgxmm.fleet.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.backends.protocol import BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.registry import Backends
-from dgxmm.fleet.cluster import RayCluster, RayNode
 from dgxmm.fleet.deployer import Deployer
-from dgxmm.fleet.deployment import Deployment, DeploymentState
-from dgxmm.fleet.deployments import DeploymentRepo
-from dgxmm.fleet.events import Events
-from dgxmm.fleet.fit import Holding, gpu_holdings
-from dgxmm.fleet.insights import InsightKind, Insights, Severity
-from dgxmm.fleet.inventory import Gpu, GpuInventory, InventorySource
+from dgxmm.fleet.deployments.audit import Audit, AuditAction, AuditSubject
+from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState
+from dgxmm.fleet.deployments.events import Events
+from dgxmm.fleet.deployments.insights import InsightKind, Insights, Severity
+from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
+from dgxmm.fleet.deployments.repo import DeploymentRepo
+from dgxmm.fleet.deployments.tables import deployments as deployments_table
 from dgxmm.fleet.metrics.metrics import Metrics
 from dgxmm.fleet.metrics.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING
-from dgxmm.fleet.placement import node_holdings
+from dgxmm.fleet.placement.cluster import RayCluster, RayNode
+from dgxmm.fleet.placement.fit import Holding, gpu_holdings
+from dgxmm.fleet.placement.inventory import Gpu, GpuInventory, InventorySource
+from dgxmm.fleet.placement.nodes import node_holdings
 from dgxmm.fleet.reattach import reattach
-from dgxmm.fleet.recorder import ActionRecorder, ActionResult
-from dgxmm.fleet.tables import deployments as deployments_table
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry

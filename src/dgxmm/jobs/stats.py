@@ -148,7 +148,7 @@ class JobOverrides(Protocol):
     """Where a scheduler keeps the overrides of its system jobs' schedules and switches.
 
     ``WorkloadStats`` keeps them in memory (and its sidecar); a store keeps them in its
-    database, shared by every instance on it (``dgxmm.store.job_overrides``).
+    database, shared by every instance on it (``dgxmm.store.runs.overrides``).
     """
 
     def job_override(self, name: str) -> Override | None:

@@ -26,9 +26,9 @@ from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy, InvalidInput
 from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
-from dgxmm.fleet.cluster import ray_missing
-from dgxmm.fleet.demo import DEMO_RAY_NODES
-from dgxmm.fleet.local_cluster import LocalCluster
+from dgxmm.fleet.demo.demo import DEMO_RAY_NODES
+from dgxmm.fleet.demo.local_cluster import LocalCluster
+from dgxmm.fleet.placement.cluster import ray_missing
 from dgxmm.jobs import resolve_zone
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
 from dgxmm.proxy import ProxyApp, ProxyServer

@@ -2,9 +2,9 @@
 
 SQLite (the default) is a file in WAL mode; every connection gets ``foreign_keys=ON``, a busy
 timeout, and no automatic checkpoints (the store does every checkpoint itself, to know which
-pages changed: see ``wal.py``). SQLAlchemy emits our own ``BEGIN`` (``BEGIN IMMEDIATE`` for a
-write, so a transaction never has to upgrade its lock half way). PostgreSQL is reached by a
-``postgresql://`` or ``postgresql+psycopg://`` URL through psycopg 3.
+pages changed: see ``backups/wal.py``). SQLAlchemy emits our own ``BEGIN`` (``BEGIN
+IMMEDIATE`` for a write, so a transaction never has to upgrade its lock half way). PostgreSQL
+is reached by a ``postgresql://`` or ``postgresql+psycopg://`` URL through psycopg 3.
 
 Migrations are Alembic revisions in ``migrations/versions``, applied on open with a ``Config``
 built in code (no ``alembic.ini``), under a lock so that two processes opening one database

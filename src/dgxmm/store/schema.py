@@ -3,7 +3,7 @@
 Later packages define their own ``Table`` objects on this same ``metadata`` and add their
 tables as further Alembic revisions in ``store/migrations/versions/``. The revision that
 creates a table of dgxmm's also records it in ``protected_tables``: saved queries may read it
-but never write it, whichever process defines or runs them (``protection.py``).
+but never write it, whichever process defines or runs them (``catalog/protection.py``).
 
 Instants are integer microseconds since the Unix epoch (UTC); JSON is stored as text so
 that both databases keep it byte for byte as written.
@@ -145,7 +145,7 @@ catalog_attic = Table(
     Column("why", Text, nullable=False),  # dropped, replaced by a rollback, ...
 )
 
-# One row per run of any job, claimed by inserting it (``job_runs.py``). A scheduled run's
+# One row per run of any job, claimed by inserting it (``runs/job_runs.py``). A scheduled run's
 # (job, scheduled time) is unique: of several instances that tick the same minute, the one
 # whose insert lands runs it; the others cannot insert and do not.
 job_runs = Table(
@@ -177,7 +177,7 @@ job_runs = Table(
 )
 
 # The dgxmm processes on this database: servers (the ticker's holder and its standbys) and
-# the CLI while it runs a job (``instances.py``).
+# the CLI while it runs a job (``runs/instances.py``).
 instances = Table(
     "instances",
     metadata,

@@ -28,12 +28,27 @@ from sqlalchemy import Engine, event, select
 from dgxmm.clock import Clock, SystemClock
 from dgxmm.errors import Busy, InvalidInput, NotAllowed, NotFound, StoreError
 from dgxmm.jobs import Channel, Job, JobKind, JobLimits, RunContext, Scheduler, WorkloadStats
-from dgxmm.store import maintenance
-from dgxmm.store.attic import AtticEntry, attic_kind, read_attic
-from dgxmm.store.backup_dir import BackupResult, Progress, RestoreResult, no_progress
-from dgxmm.store.catalog import Catalog
-from dgxmm.store.catalog_file import ImportResult, export_catalog, import_catalog
-from dgxmm.store.changes import ChangeEntry, read_changes
+from dgxmm.store.backups import maintenance
+from dgxmm.store.backups.directory import BackupResult, Progress, RestoreResult, no_progress
+from dgxmm.store.backups.restore import LiveStore, path_errors, restore, store_files, user_path
+from dgxmm.store.backups.wal import SqliteFiles
+from dgxmm.store.catalog.attic import AtticEntry, attic_kind, read_attic
+from dgxmm.store.catalog.catalog import Catalog
+from dgxmm.store.catalog.definitions import JobAction
+from dgxmm.store.catalog.effects import AllowAll, Authorizer, Create, ask_again
+from dgxmm.store.catalog.file import ImportResult, export_catalog, import_catalog
+from dgxmm.store.catalog.journal import (
+    JournalEntry,
+    Subject,
+    current_version,
+    read_journal,
+    read_setting,
+    write_setting,
+)
+from dgxmm.store.catalog.protection import read_protected
+from dgxmm.store.catalog.records import JobDefinition, SavedQuery
+from dgxmm.store.catalog.revival import Restored, remove_entry, restore_entry
+from dgxmm.store.catalog.rollback import RollbackResult, roll_back
 from dgxmm.store.database import (
     CHANGE_BUSY_MS,
     Dialect,
@@ -44,32 +59,17 @@ from dgxmm.store.database import (
     reading,
     writing,
 )
-from dgxmm.store.definitions import JobAction
-from dgxmm.store.effects import AllowAll, Authorizer, Create, ask_again
 from dgxmm.store.files import make_private_dir
-from dgxmm.store.instances import Presence, new_instance_id
-from dgxmm.store.job_overrides import SystemJobOverrides
-from dgxmm.store.job_runs import KEEP_DAYS_SETTING, JobRuns, keep_days_of
-from dgxmm.store.journal import (
-    JournalEntry,
-    Subject,
-    current_version,
-    read_journal,
-    read_setting,
-    write_setting,
-)
-from dgxmm.store.protection import read_protected
-from dgxmm.store.records import JobDefinition, SavedQuery
-from dgxmm.store.recovery import LiveStore, path_errors, restore, store_files, user_path
-from dgxmm.store.revival import Restored, remove_entry, restore_entry
-from dgxmm.store.rollback import RollbackResult, roll_back
-from dgxmm.store.running import RunningJobs
-from dgxmm.store.runs import counted, run_query_job, run_saved_query
+from dgxmm.store.runs.changes import ChangeEntry, read_changes
+from dgxmm.store.runs.instances import Presence, new_instance_id
+from dgxmm.store.runs.job_runs import KEEP_DAYS_SETTING, JobRuns, keep_days_of
+from dgxmm.store.runs.overrides import SystemJobOverrides
+from dgxmm.store.runs.query_runs import counted, run_query_job, run_saved_query
+from dgxmm.store.runs.running import RunningJobs
+from dgxmm.store.runs.sidecar import Sidecar
+from dgxmm.store.runs.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
+from dgxmm.store.runs.user_jobs import UserJobs, build_user_jobs
 from dgxmm.store.schema import store_state
-from dgxmm.store.sidecar import Sidecar
-from dgxmm.store.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
-from dgxmm.store.user_jobs import UserJobs, build_user_jobs
-from dgxmm.store.wal import SqliteFiles
 
 __all__ = ["Store", "restore"]
 

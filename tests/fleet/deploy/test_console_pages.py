@@ -7,7 +7,7 @@ from fleet.deploy.deploykit import standin
 
 from dgxmm.fleet import Fleet
 from dgxmm.fleet.backends.process import LOG_NAME
-from dgxmm.fleet.server_log import MAX_CHUNK
+from dgxmm.fleet.deployments.server_log import MAX_CHUNK
 
 
 def write_log(fleet: Fleet, deployment_id: int, text: str) -> None:

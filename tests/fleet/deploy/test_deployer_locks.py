@@ -10,7 +10,7 @@ from support import wait_for
 
 from dgxmm.errors import DgxmmError
 from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
-from dgxmm.fleet.recorder import ActionResult
+from dgxmm.fleet.deployments.recorder import ActionResult
 
 S = DeploymentState
 

@@ -20,7 +20,7 @@ from dgxmm.fleet import (
     GpuInventory,
     InventorySource,
 )
-from dgxmm.fleet.fit import check_fit, make_plan
+from dgxmm.fleet.placement.fit import check_fit, make_plan
 
 S = DeploymentState
 INVENTORY = GpuInventory(

@@ -15,8 +15,8 @@ from dgxmm.fleet import (
     InventorySource,
     Severity,
 )
-from dgxmm.fleet.config import configured_gpus, discover_inventory, write_gpus
-from dgxmm.fleet.inventory import NvmlReading
+from dgxmm.fleet.placement.config import configured_gpus, discover_inventory, write_gpus
+from dgxmm.fleet.placement.inventory import NvmlReading
 from dgxmm.store import Store
 
 

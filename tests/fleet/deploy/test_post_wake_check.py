@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from dgxmm.errors import BackendError
 from dgxmm.fleet import Fleet
-from dgxmm.fleet.tables import deployment_events
+from dgxmm.fleet.deployments.tables import deployment_events
 from dgxmm.store import reading
 
 

@@ -16,7 +16,7 @@ from support import PATIENCE_S, wait_for
 
 from dgxmm.errors import BackendError
 from dgxmm.fleet import Fleet
-from dgxmm.fleet.events import EventAction, EventOutcome
+from dgxmm.fleet.deployments.events import EventAction, EventOutcome
 
 
 def url_of(fleet: Fleet, deployment_id: int) -> str:

@@ -13,7 +13,7 @@ from dgxmm.decider.tables import deployment_schedules, schedule_proposals, traff
 from dgxmm.errors import NotFound
 from dgxmm.fleet import AuditAction, Deployment, Fleet, InsightKind, Severity
 from dgxmm.fleet.backends.pidfile import read_pid_file
-from dgxmm.fleet.tables import audit_log, deployment_events, insights, metric_rollups
+from dgxmm.fleet.deployments.tables import audit_log, deployment_events, insights, metric_rollups
 from dgxmm.store import reading, writing
 
 

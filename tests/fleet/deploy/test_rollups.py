@@ -12,8 +12,8 @@ from support import at
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
 from dgxmm.fleet import Fleet, HttpTimeouts
+from dgxmm.fleet.deployments.tables import metric_rollups
 from dgxmm.fleet.metrics.rollups import RETENTION_SETTING
-from dgxmm.fleet.tables import metric_rollups
 from dgxmm.store import writing
 
 MINUTE = 60_000_000

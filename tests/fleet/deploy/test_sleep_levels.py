@@ -9,8 +9,8 @@ import httpx
 from fleet.deploy.deploykit import standin
 
 from dgxmm.fleet import Fleet
-from dgxmm.fleet.deployment import DeploymentState as S
-from dgxmm.fleet.events import EventAction
+from dgxmm.fleet.deployments.deployment import DeploymentState as S
+from dgxmm.fleet.deployments.events import EventAction
 
 CHAT = {"messages": [{"role": "user", "content": "hello"}]}
 

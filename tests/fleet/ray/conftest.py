@@ -21,8 +21,8 @@ from support import STANDIN, at, need
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy, DgxmmError
 from dgxmm.fleet import BackendKind, DeploymentState, Fleet, GpuInventory, InventorySource
-from dgxmm.fleet.cluster import RayCluster
-from dgxmm.fleet.local_cluster import LocalCluster, LocalNode
+from dgxmm.fleet.demo.local_cluster import LocalCluster, LocalNode
+from dgxmm.fleet.placement.cluster import RayCluster
 from dgxmm.store import Store
 
 NODES = (

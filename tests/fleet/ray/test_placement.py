@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Gpu
-from dgxmm.fleet.cluster import ClusterInventory, RayNode
-from dgxmm.fleet.deployment import Placement
-from dgxmm.fleet.placement import check_node_fit, make_node_plan
+from dgxmm.fleet.deployments.deployment import Placement
+from dgxmm.fleet.placement.cluster import ClusterInventory, RayNode
+from dgxmm.fleet.placement.nodes import check_node_fit, make_node_plan
 
 S = DeploymentState
 A = "a" * 56

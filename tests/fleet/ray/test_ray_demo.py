@@ -11,8 +11,8 @@ from fleet.ray.conftest import NODES
 
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import BackendKind, DeploymentState, Fleet
-from dgxmm.fleet.demo import Demo
-from dgxmm.fleet.local_cluster import LocalCluster
+from dgxmm.fleet.demo.demo import Demo
+from dgxmm.fleet.demo.local_cluster import LocalCluster
 from dgxmm.server import FLEET_ROUTES, Host, Role, Services, Tokens, create_app
 from dgxmm.server.serve import ServeOptions, serve
 from dgxmm.store import Store

@@ -15,8 +15,8 @@ from support import wait_for
 from dgxmm.errors import DoesNotFit
 from dgxmm.fleet import DeploymentState, EventAction, Fleet, InsightKind
 from dgxmm.fleet.backends.ray import RayBackend
-from dgxmm.fleet.cluster import NAMESPACE, RayCluster
-from dgxmm.fleet.local_cluster import LocalCluster
+from dgxmm.fleet.demo.local_cluster import LocalCluster
+from dgxmm.fleet.placement.cluster import NAMESPACE, RayCluster
 
 S = DeploymentState
 pytestmark = pytest.mark.ray

@@ -29,9 +29,9 @@ from dgxmm.fleet.backends.protocol import (
     HttpTimeouts,
     StopOutcome,
 )
-from dgxmm.fleet.cluster import NAMESPACE, RayCluster
-from dgxmm.fleet.deployment import Placement
+from dgxmm.fleet.deployments.deployment import Placement
 from dgxmm.fleet.metrics.sample import MetricsSample
+from dgxmm.fleet.placement.cluster import NAMESPACE, RayCluster
 
 __all__ = ["RayBackend", "RaySpec", "actor_name"]
 

@@ -20,8 +20,8 @@ from dgxmm.fleet.backends.external import ExternalBackend
 from dgxmm.fleet.backends.process import ProcessBackend, ProcessSpec
 from dgxmm.fleet.backends.protocol import Backend, BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.ray import RayBackend, RaySpec, actor_name
-from dgxmm.fleet.cluster import RayCluster
-from dgxmm.fleet.deployment import Deployment
+from dgxmm.fleet.deployments.deployment import Deployment
+from dgxmm.fleet.placement.cluster import RayCluster
 
 __all__ = ["Backends", "run_dir_of"]
 

@@ -38,9 +38,10 @@ from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, Conflict, InvalidInput, ServerGone
 from dgxmm.fleet.backends.protocol import Health
 from dgxmm.fleet.backends.registry import Backends
-from dgxmm.fleet.deployment import Deployment, DeploymentState
-from dgxmm.fleet.deployments import DeploymentRepo
-from dgxmm.fleet.insights import InsightKind, Insights, Severity
+from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState
+from dgxmm.fleet.deployments.insights import InsightKind, Insights, Severity
+from dgxmm.fleet.deployments.repo import DeploymentRepo
+from dgxmm.fleet.deployments.tables import metric_rollups
 from dgxmm.fleet.metrics.rollups import (
     DEFAULT_RETENTION_DAYS,
     RETENTION_SETTING,
@@ -49,7 +50,6 @@ from dgxmm.fleet.metrics.rollups import (
     mean_of,
 )
 from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, delta_between
-from dgxmm.fleet.tables import metric_rollups
 from dgxmm.jobs import RunContext
 from dgxmm.store import reading, writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry

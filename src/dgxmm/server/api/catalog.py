@@ -1,7 +1,7 @@
 """The catalog file over HTTP: export the saved queries and jobs as one document, import one.
 
 ``dgxmm catalog export`` and ``import`` use these; the document is the file's (see
-``store/catalog_file.py``), so a file written offline imports here and the other way round.
+``store/catalog/file.py``), so a file written offline imports here and the other way round.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pydantic import Field
 from dgxmm.errors import NotFound
 from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, read_log
 from dgxmm.fleet.backends.process import LOG_NAME
-from dgxmm.fleet.server_log import DEFAULT_TAIL, MAX_CHUNK
+from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryInstant, Viewer
 from dgxmm.server.host import Host

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.fleet import BackendKind, Deployment
-from dgxmm.fleet.definition import (
+from dgxmm.fleet.deployments.definition import (
     DEFAULT_PRIORITY,
     DEFAULT_SLEEP_LEVEL,
     DEFAULT_SLEEP_TIMEOUT_S,

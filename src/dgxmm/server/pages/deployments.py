@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import BackendKind, Deployment
-from dgxmm.fleet.demo import synthetic_note
+from dgxmm.fleet.demo.demo import synthetic_note
 from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso

@@ -19,7 +19,7 @@ from dgxmm.server.deps import HostDep, QueryId, identify
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso, job_row
 from dgxmm.server.pages.render import render_page
-from dgxmm.store.job_runs import MAX_PAGE
+from dgxmm.store import MAX_RUNS_PAGE
 
 __all__ = ["router"]
 
@@ -56,7 +56,7 @@ def job_page(
     name: str,
     host: HostDep,
     before: QueryId = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 25,
+    limit: Annotated[int, Query(ge=1, le=MAX_RUNS_PAGE)] = 25,
 ) -> Response:
     """One job: what it is, when it runs next, and how its runs went."""
     who = identify(request)
@@ -64,7 +64,7 @@ def job_page(
     row = job_row(host, name, full_errors=full_errors)  # NotFound: 404
     now = host.clock.now_us()
     # One more than shown: whether there is an older page.
-    found = host.store.runs.page(job=name, before=before, limit=min(limit + 1, MAX_PAGE))
+    found = host.store.runs.page(job=name, before=before, limit=min(limit + 1, MAX_RUNS_PAGE))
     shown = found[:limit]
     return render_page(
         request,

@@ -20,7 +20,7 @@ depends_on = None
 _CATALOG = "a table of the store's own catalog"
 _SERVICE = "changed only through the {} service, which audits every change"
 
-# (name, owner, why): owner is dgxmm.store.protection.TableOwner's value.
+# (name, owner, why): owner is dgxmm.store.catalog.protection.TableOwner's value.
 ROWS = [
     ("alembic_version", "store", "the store's schema revision"),
     ("store_state", "store", _CATALOG),

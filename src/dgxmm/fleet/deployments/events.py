@@ -1,0 +1,165 @@
+"""Deployment events: what happened to a deployment, who asked, and how it ended.
+
+Every action of the deployer writes one (the schedule runner writes its own for slots it
+deferred or skipped before asking the deployer). ``actor`` is ``user:<name>``,
+``schedule:<id>`` or ``system``; NULL in rows written before actors were recorded.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Row, insert, select
+
+from dgxmm.clock import Clock
+from dgxmm.errors import InvalidInput
+from dgxmm.fleet.deployments.tables import deployment_events
+from dgxmm.store import reading, writing
+
+__all__ = ["Event", "EventAction", "EventOutcome", "Events"]
+
+
+class EventAction(StrEnum):
+    """What an event is about."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    START = "start"
+    STOP = "stop"
+    SLEEP = "sleep"
+    WAKE = "wake"
+    FAILED = "failed"  # its server was found gone; the deployment is now failed
+    REATTACH = "reattach"  # found again after a dgxmm restart
+
+
+class EventOutcome(StrEnum):
+    """How it ended."""
+
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # nothing was done: already there, refused, or it does not fit
+    DEFERRED = "deferred"  # the schedule runner will try again
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One row of ``deployment_events``."""
+
+    id: int
+    deployment_id: int
+    at_us: int
+    action: EventAction
+    actor: str | None
+    outcome: EventOutcome
+    detail: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the event as JSON values."""
+        return {
+            "id": self.id,
+            "deployment_id": self.deployment_id,
+            "at_us": self.at_us,
+            "action": self.action.value,
+            "actor": self.actor,
+            "outcome": self.outcome.value,
+            "detail": self.detail,
+        }
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> Event:
+        """Read a ``deployment_events`` row."""
+        return cls(
+            id=int(row.id),
+            deployment_id=int(row.deployment_id),
+            at_us=int(row.at_us),
+            action=EventAction(row.action),
+            actor=row.actor,
+            outcome=EventOutcome(row.outcome),
+            detail=row.detail,
+        )
+
+
+class Events:
+    """Writes and reads deployment events."""
+
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def record(
+        self,
+        deployment_id: int,
+        action: EventAction,
+        *,
+        actor: str | None,
+        outcome: EventOutcome,
+        detail: str | None = None,
+        connection: Connection | None = None,
+    ) -> Event:
+        """Write an event (inside ``connection``'s transaction when one is given)."""
+        values = {
+            "deployment_id": deployment_id,
+            "at_us": self._clock.now_us(),
+            "action": action.value,
+            "actor": actor,
+            "outcome": outcome.value,
+            "detail": detail,
+        }
+        if connection is None:
+            with writing(self._engine) as owned:
+                return self._insert(owned, values)
+        return self._insert(connection, values)
+
+    def _insert(self, connection: Connection, values: dict[str, Any]) -> Event:
+        inserted = connection.execute(insert(deployment_events).values(**values))
+        key = inserted.inserted_primary_key
+        assert key is not None
+        return Event.from_row(
+            connection.execute(
+                select(deployment_events).where(deployment_events.c.id == key[0])
+            ).one()
+        )
+
+    def latest(
+        self,
+        deployment_id: int,
+        action: EventAction,
+        *,
+        outcome: EventOutcome | None = EventOutcome.DONE,
+    ) -> Event | None:
+        """Return the newest event of ``action`` that ended with ``outcome`` (None: any).
+
+        By default only an action that was done counts: "who stopped it" is asked of the
+        stop that stopped it, not of a later one that was skipped because it was stopped.
+        """
+        query = select(deployment_events).where(
+            deployment_events.c.deployment_id == deployment_id,
+            deployment_events.c.action == action.value,
+        )
+        if outcome is not None:
+            query = query.where(deployment_events.c.outcome == outcome.value)
+        query = query.order_by(deployment_events.c.id.desc())  # ids follow the order written
+        with reading(self._engine) as connection:
+            row = connection.execute(query.limit(1)).first()
+        return None if row is None else Event.from_row(row)
+
+    def stopped_by(self, deployment_id: int) -> str | None:
+        """Return who stopped it last (None: never stopped, or a stop that names no actor)."""
+        stop = self.latest(deployment_id, EventAction.STOP)
+        return stop.actor if stop is not None else None
+
+    def list(
+        self, deployment_id: int, limit: int = 100, *, before_id: int | None = None
+    ) -> builtins.list[Event]:
+        """Return a deployment's events, newest first (``before_id`` pages back)."""
+        if not 1 <= limit <= 10_000:
+            raise InvalidInput("limit", f"{limit} is out of range 1-10000")
+        query = select(deployment_events).where(deployment_events.c.deployment_id == deployment_id)
+        if before_id is not None:
+            query = query.where(deployment_events.c.id < before_id)
+        query = query.order_by(deployment_events.c.id.desc()).limit(limit)
+        with reading(self._engine) as connection:
+            return [Event.from_row(row) for row in connection.execute(query)]

@@ -1,0 +1,17 @@
+"""The catalog: saved queries and user jobs, versioned, journaled, with their rights.
+
+- ``catalog``: ``Catalog``, every change in one write transaction under the next version;
+- ``definitions`` / ``params`` / ``analysis``: a job's keys checked, a query's typed
+  parameters, what a query's SQL does (parsed with sqlglot);
+- ``effects`` / ``protection``: the rights a job is granted when it is defined, and the tables
+  no saved query may write;
+- ``records`` / ``journal``: the stored query and job, the version, the journal, the settings;
+- ``attic`` / ``revival`` / ``rollback``: what was dropped or replaced, bringing it back, the
+  catalog as it was at an earlier version;
+- ``file``: the catalog as one JSON document, to export and import.
+
+It imports nothing of ``store/backups`` or ``store/runs`` (``tests/test_layers.py``). The
+store's public names are re-exported once, by ``dgxmm.store``; a room has no face of its own.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,208 @@
+"""The catalog's attic: every saved query and job that was dropped or replaced, kept.
+
+Dropping a query or a job (``drop_query``, ``drop_job``, an import with ``replace=True``, a
+rollback) moves it here in the same transaction: the thing as the journal writes it (a
+query's params, body and description; a job's definition and effects), who defined it and
+at which catalog version, who dropped it, when, at which version, and why. Nothing leaves
+the attic but by ``remove`` (for good) or ``restore`` (back into the catalog,
+``revival.py``). One name may be in the attic several times (dropped, defined again,
+dropped again); an entry is picked by its kind and name, the most recently dropped first,
+or by its id.
+
+The attic is in the database, so backups carry it; the catalog file carries it too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from dgxmm.errors import DefinitionError, InvalidInput, NotFound
+from dgxmm.store.catalog.journal import Subject, dump
+from dgxmm.store.catalog.records import JobDefinition, SavedQuery, job_json, query_json
+from dgxmm.store.schema import catalog_attic
+
+__all__ = [
+    "ATTIC_KINDS",
+    "DROPPED",
+    "AtticEntry",
+    "add_entry",
+    "attic_kind",
+    "delete_entry",
+    "find_entry",
+    "keep",
+    "read_attic",
+]
+
+DROPPED = "dropped"
+ATTIC_KINDS = (Subject.QUERY, Subject.JOB)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AtticEntry:
+    """One query or job in the attic."""
+
+    id: int
+    kind: Subject  # QUERY or JOB
+    name: str
+    item: dict[str, Any]  # a query's params, body, description; a job's definition, effects
+    defined_version: int
+    defined_by: str | None
+    defined_at: int
+    dropped_version: int
+    dropped_by: str | None
+    dropped_at: int
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the entry as plain JSON values."""
+        return {
+            "id": self.id,
+            "kind": self.kind.value,
+            "name": self.name,
+            "item": self.item,
+            "defined_version": self.defined_version,
+            "defined_by": self.defined_by,
+            "defined_at": self.defined_at,
+            "dropped_version": self.dropped_version,
+            "dropped_by": self.dropped_by,
+            "dropped_at": self.dropped_at,
+            "why": self.why,
+        }
+
+
+def attic_kind(kind: Subject) -> Subject:
+    """Return ``kind`` when the attic holds things of it (query, job); else ``InvalidInput``."""
+    if kind not in ATTIC_KINDS:
+        raise InvalidInput("kind", f"{kind.value!r} is not a kind of the attic (query or job)")
+    return kind
+
+
+def keep(
+    connection: Connection,
+    thing: SavedQuery | JobDefinition,
+    *,
+    version: int,
+    actor: str | None,
+    at_us: int,
+    why: str,
+) -> None:
+    """Put a query or job that leaves the catalog into the attic (the caller's change)."""
+    if isinstance(thing, SavedQuery):
+        kind, item = Subject.QUERY, query_json(thing)
+    else:
+        kind, item = Subject.JOB, job_json(thing)
+    connection.execute(
+        catalog_attic.insert().values(
+            kind=kind.value,
+            name=thing.name,
+            item=dump(item),
+            defined_version=thing.version,
+            defined_by=thing.defined_by,
+            defined_at=thing.defined_at,
+            dropped_version=version,
+            dropped_by=actor,
+            dropped_at=at_us,
+            why=why,
+        )
+    )
+
+
+def read_attic(connection: Connection) -> list[AtticEntry]:
+    """Return the attic, the most recently dropped first."""
+    rows = connection.execute(select(catalog_attic).order_by(catalog_attic.c.id.desc()))
+    return [_entry(row) for row in rows]
+
+
+def find_entry(
+    connection: Connection, kind: Subject, name: str, entry_id: int | None = None
+) -> AtticEntry:
+    """Return the attic's latest entry of that kind and name (or the one with ``entry_id``)."""
+    query = select(catalog_attic).where(
+        catalog_attic.c.kind == kind.value, catalog_attic.c.name == name
+    )
+    if entry_id is not None:
+        query = query.where(catalog_attic.c.id == entry_id)
+    row = connection.execute(query.order_by(catalog_attic.c.id.desc()).limit(1)).first()
+    if row is None:
+        what = f"{kind.value} in the attic" + ("" if entry_id is None else f" (id {entry_id})")
+        raise NotFound(what, name)
+    return _entry(row)
+
+
+def delete_entry(connection: Connection, entry: AtticEntry) -> None:
+    """Remove an entry from the attic."""
+    connection.execute(catalog_attic.delete().where(catalog_attic.c.id == entry.id))
+
+
+def add_entry(connection: Connection, document: Mapping[str, Any]) -> bool:
+    """Add an entry read from a catalog file, unless the attic holds it; tell whether it did.
+
+    ``DefinitionError`` names the first field that is wrong.
+    """
+    if not isinstance(document, Mapping):
+        raise DefinitionError("", "expected an object")
+    kind = _field(document, "kind", str)
+    if kind not in {k.value for k in ATTIC_KINDS}:
+        raise DefinitionError("kind", f"{kind!r} is not a kind of the attic (query or job)")
+    subject = Subject(kind)
+    name = _field(document, "name", str)
+    item = _field(document, "item", dict)
+    values = {
+        "kind": subject.value,
+        "name": name,
+        "item": _dump(item),
+        "defined_version": _field(document, "defined_version", int),
+        "defined_by": _field(document, "defined_by", str, optional=True),
+        "defined_at": _field(document, "defined_at", int),
+        "dropped_version": _field(document, "dropped_version", int),
+        "dropped_by": _field(document, "dropped_by", str, optional=True),
+        "dropped_at": _field(document, "dropped_at", int),
+        "why": _field(document, "why", str),
+    }
+    same = connection.execute(
+        select(catalog_attic.c.id).where(
+            *(getattr(catalog_attic.c, key) == value for key, value in values.items())
+        )
+    ).first()
+    if same is not None:
+        return False
+    connection.execute(catalog_attic.insert().values(**values))
+    return True
+
+
+def _entry(row: Any) -> AtticEntry:
+    return AtticEntry(
+        id=int(row.id),
+        kind=Subject(row.kind),
+        name=row.name,
+        item=json.loads(row.item),
+        defined_version=int(row.defined_version),
+        defined_by=row.defined_by,
+        defined_at=int(row.defined_at),
+        dropped_version=int(row.dropped_version),
+        dropped_by=row.dropped_by,
+        dropped_at=int(row.dropped_at),
+        why=row.why,
+    )
+
+
+def _field(document: Mapping[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:
+    value = document.get(key)
+    if value is None and optional:
+        return None
+    # bool is an int in Python; no field here is a boolean.
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise DefinitionError(key, f"expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def _dump(item: dict[str, Any]) -> str:
+    try:
+        return dump(item)
+    except (TypeError, ValueError) as error:
+        raise DefinitionError("item", f"not JSON: {error}") from None

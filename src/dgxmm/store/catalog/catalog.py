@@ -1,0 +1,498 @@
+"""The catalog: saved queries and user jobs, versioned and journaled.
+
+Every change runs in one write transaction: it takes the next catalog version, changes the
+rows, and writes a journal row per thing changed (``journal.py``). A refused definition
+raises before anything is written, so it changes nothing.
+
+A job definition is stored exactly as written (JSON, keys in their order), with the effects
+its definer was granted. One this version cannot read (``UnknownToThisVersion``) only comes in
+through a catalog file or a database shared with a newer dgxmm; it is kept, listed with
+``served: false`` and its reason, and never run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select
+
+from dgxmm.clock import Clock
+from dgxmm.errors import Conflict, DefinitionError, NotFound
+from dgxmm.store.catalog.analysis import analyze
+from dgxmm.store.catalog.attic import DROPPED, keep
+from dgxmm.store.catalog.definitions import (
+    JobSpec,
+    RunOn,
+    UnknownToThisVersion,
+    check_job,
+    check_name,
+)
+from dgxmm.store.catalog.effects import (
+    Authorizer,
+    Request,
+    effects_from_json,
+    effects_to_json,
+    grant,
+)
+from dgxmm.store.catalog.journal import Change, Subject, dump, next_version, write_entry
+from dgxmm.store.catalog.params import ParamType, check_params
+from dgxmm.store.catalog.protection import ProtectedTable, write_refusal
+from dgxmm.store.catalog.records import (
+    JobDefinition,
+    SavedQuery,
+    definition_text,
+    job_json,
+    query_from_row,
+    query_json,
+)
+from dgxmm.store.database import CHANGE_BUSY_MS, Dialect, reading, writing
+from dgxmm.store.schema import catalog_jobs, catalog_queries
+
+__all__ = ["Catalog"]
+
+_DESCRIPTION_MAX = 2000
+
+
+class Catalog:
+    """Saved queries and user jobs of one store."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        dialect: Dialect,
+        clock: Clock,
+        authorizer: Authorizer,
+        base_dir: Path,
+        reserved: Callable[[], Collection[str]],
+        protected: Mapping[str, ProtectedTable],
+    ) -> None:
+        self._engine = engine
+        self._dialect = dialect
+        self._clock = clock
+        self.authorizer = authorizer
+        self._base_dir = base_dir
+        self._reserved = reserved
+        self._protected = protected
+
+    # -- saved queries ------------------------------------------------------------------------
+
+    def define_query(
+        self,
+        name: str,
+        params: Mapping[str, str] | None,
+        body: str,
+        description: str | None = None,
+        *,
+        actor: str | None = None,
+    ) -> SavedQuery:
+        """Define or replace a saved query; ``DefinitionError`` when refused."""
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
+            version = next_version(connection)
+            return self.put_query(
+                connection,
+                version,
+                name=name,
+                params=params,
+                body=body,
+                description=description,
+                actor=actor,
+            )
+
+    def put_query(
+        self,
+        connection: Connection,
+        version: int,
+        *,
+        name: str,
+        params: Mapping[str, str] | None,
+        body: str,
+        description: str | None,
+        actor: str | None,
+        change: Change | None = None,
+    ) -> SavedQuery:
+        """Check and write a saved query inside the caller's change (version taken)."""
+        check_name(name, kind="saved query")
+        checked = check_params(params)
+        if description is not None and (
+            not isinstance(description, str) or len(description) > _DESCRIPTION_MAX
+        ):
+            raise DefinitionError(
+                "description", f"expected text of at most {_DESCRIPTION_MAX} chars"
+            )
+        analysis = analyze(body, self._dialect)
+        undeclared = sorted(analysis.params - set(checked))
+        if undeclared:
+            raise DefinitionError(
+                "params", f"the body uses :{', :'.join(undeclared)}, which params does not declare"
+            )
+        unused = sorted(set(checked) - analysis.params)
+        if unused:
+            raise DefinitionError(
+                "params", f"{', '.join(unused)} declared but the body does not use it"
+            )
+        refusal = write_refusal(analysis.writes, self._protected, self._dialect)
+        if refusal is not None:
+            raise DefinitionError("body", f"writes {refusal}")
+        before = self.find_query(connection, name)
+        query = SavedQuery(
+            name=name,
+            params=checked,
+            body=body,
+            description=description,
+            version=version,
+            defined_by=actor,
+            defined_at=self._clock.now_us(),
+        )
+        values = {
+            "params": dump({k: v.value for k, v in checked.items()}),
+            "body": body,
+            "description": description,
+            "version": version,
+            "defined_by": actor,
+            "defined_at": query.defined_at,
+        }
+        if before is None:
+            connection.execute(catalog_queries.insert().values(name=name, **values))
+        else:
+            connection.execute(
+                catalog_queries.update().where(catalog_queries.c.name == name).values(**values)
+            )
+        write_entry(
+            connection,
+            version=version,
+            at_us=query.defined_at,
+            actor=actor,
+            subject=Subject.QUERY,
+            name=name,
+            change=change or (Change.DEFINE if before is None else Change.REPLACE),
+            before=None if before is None else query_json(before),
+            after=query_json(query),
+        )
+        return query
+
+    def queries(self) -> list[SavedQuery]:
+        """Return every saved query, by name."""
+        with reading(self._engine) as connection:
+            rows = connection.execute(select(catalog_queries).order_by(catalog_queries.c.name))
+            return [query_from_row(row) for row in rows]
+
+    def queries_in(self, connection: Connection) -> list[str]:
+        """Return the names of the saved queries, inside the caller's transaction."""
+        rows = connection.execute(select(catalog_queries.c.name).order_by(catalog_queries.c.name))
+        return list(rows.scalars())
+
+    def query(self, name: str) -> SavedQuery:
+        """Return one saved query; ``NotFound``."""
+        with reading(self._engine) as connection:
+            found = self.find_query(connection, name)
+        if found is None:
+            raise NotFound("saved query", name)
+        return found
+
+    def drop_query(self, name: str, *, actor: str | None = None) -> None:
+        """Remove a saved query; ``Conflict`` naming the jobs while any job uses it."""
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
+            version = next_version(connection)
+            self.remove_query(connection, version, name, actor)
+
+    def remove_query(
+        self,
+        connection: Connection,
+        version: int,
+        name: str,
+        actor: str | None,
+        *,
+        why: str = DROPPED,
+    ) -> None:
+        """Move a saved query to the attic inside the caller's change."""
+        before = self.find_query(connection, name)
+        if before is None:
+            raise NotFound("saved query", name)
+        users = connection.execute(
+            select(catalog_jobs.c.name)
+            .where(catalog_jobs.c.query_name == name)
+            .order_by(catalog_jobs.c.name)
+        ).scalars()
+        names = list(users)
+        if names:
+            raise Conflict(
+                f"saved query {name} is used by job(s) {', '.join(names)}: drop or redefine "
+                "them first"
+            )
+        connection.execute(catalog_queries.delete().where(catalog_queries.c.name == name))
+        at_us = self._clock.now_us()
+        keep(connection, before, version=version, actor=actor, at_us=at_us, why=why)
+        write_entry(
+            connection,
+            version=version,
+            at_us=at_us,
+            actor=actor,
+            subject=Subject.QUERY,
+            name=name,
+            change=Change.DROP,
+            before=query_json(before),
+            after=None,
+        )
+
+    # -- user jobs ----------------------------------------------------------------------------
+
+    def define_job(
+        self, keys: Mapping[str, Any], *, actor: str | None, authorizer: Authorizer | None
+    ) -> JobDefinition:
+        """Define or replace a user job; ``DefinitionError`` or ``Forbidden`` when refused."""
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
+            version = next_version(connection)
+            return self.put_job(
+                connection, version, keys, actor=actor, authorizer=authorizer, lenient=False
+            )
+
+    def put_job(
+        self,
+        connection: Connection,
+        version: int,
+        keys: Mapping[str, Any],
+        *,
+        actor: str | None,
+        authorizer: Authorizer | None,
+        lenient: bool,
+        change: Change | None = None,
+    ) -> JobDefinition:
+        """Check and write a job inside the caller's change; ``lenient`` keeps unknown ones."""
+        if not isinstance(keys, Mapping):
+            raise DefinitionError("definition", "expected an object of job keys")
+        definition = dict(keys)
+        definition_text(definition)  # a value JSON cannot hold is refused first, naming its key
+        effects: tuple[Request, ...] = ()
+        try:
+            spec = check_job(
+                definition,
+                params_of=lambda query: self._params_of(connection, query),
+                base_dir=self._base_dir,
+                reserved=self._reserved(),
+            )
+        except UnknownToThisVersion:
+            if not lenient:
+                raise
+        else:
+            saved = self.find_query(connection, spec.query) if spec.query is not None else None
+            effects = grant(
+                spec,
+                body=None if saved is None else saved.body,
+                actor=actor,
+                authorizer=authorizer or self.authorizer,
+                dialect=self._dialect,
+                protected=self._protected,
+            )
+        name = check_name(definition.get("name"))
+        return self.write_job(
+            connection, version, name, definition, effects, actor=actor, change=change
+        )
+
+    def write_job(
+        self,
+        connection: Connection,
+        version: int,
+        name: str,
+        definition: dict[str, Any],
+        effects: tuple[Request, ...],
+        *,
+        actor: str | None,
+        change: Change | None = None,
+        note: str | None = None,
+    ) -> JobDefinition:
+        """Write a checked job inside the caller's change; ``note`` goes to its journal row."""
+        text = definition_text(definition)
+        before = self.find_job(connection, name)
+        query = definition.get("query")
+        values = {
+            "definition": text,
+            "effects": dump(effects_to_json(effects)),
+            "query_name": query if isinstance(query, str) else None,
+            "version": version,
+            "defined_by": actor,
+            "defined_at": self._clock.now_us(),
+        }
+        if before is None:
+            connection.execute(catalog_jobs.insert().values(name=name, **values))
+        else:
+            connection.execute(
+                catalog_jobs.update().where(catalog_jobs.c.name == name).values(**values)
+            )
+        job = self._job_from_values(name, definition, effects, values)
+        write_entry(
+            connection,
+            version=version,
+            at_us=job.defined_at,
+            actor=actor,
+            subject=Subject.JOB,
+            name=name,
+            change=change or (Change.DEFINE if before is None else Change.REPLACE),
+            before=None if before is None else job_json(before),
+            after=job_json(job) | ({} if note is None else {"switched_off": note}),
+        )
+        return job
+
+    def jobs(self) -> list[JobDefinition]:
+        """Return every user job, by name, each with whether it is served and why not."""
+        with reading(self._engine) as connection:
+            rows = connection.execute(select(catalog_jobs).order_by(catalog_jobs.c.name))
+            return [self._job_from_row(row) for row in rows]
+
+    def jobs_in(self, connection: Connection) -> list[str]:
+        """Return the names of the user jobs, inside the caller's transaction."""
+        return list(
+            connection.execute(select(catalog_jobs.c.name).order_by(catalog_jobs.c.name)).scalars()
+        )
+
+    def job(self, name: str) -> JobDefinition:
+        """Return one user job; ``NotFound``."""
+        with reading(self._engine) as connection:
+            found = self.find_job(connection, name)
+        if found is None:
+            raise NotFound("job", name)
+        return found
+
+    def drop_job(self, name: str, *, actor: str | None = None) -> None:
+        """Remove a user job."""
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
+            version = next_version(connection)
+            self.remove_job(connection, version, name, actor)
+
+    def remove_job(
+        self,
+        connection: Connection,
+        version: int,
+        name: str,
+        actor: str | None,
+        *,
+        why: str = DROPPED,
+    ) -> None:
+        """Move a user job to the attic inside the caller's change."""
+        before = self.find_job(connection, name)
+        if before is None:
+            raise NotFound("job", name)
+        connection.execute(catalog_jobs.delete().where(catalog_jobs.c.name == name))
+        at_us = self._clock.now_us()
+        keep(connection, before, version=version, actor=actor, at_us=at_us, why=why)
+        write_entry(
+            connection,
+            version=version,
+            at_us=at_us,
+            actor=actor,
+            subject=Subject.JOB,
+            name=name,
+            change=Change.DROP,
+            before=job_json(before),
+            after=None,
+        )
+
+    def set_job_enabled(self, name: str, on: bool, *, actor: str | None = None) -> JobDefinition:
+        """Switch a job on or off; its definition keeps its effects."""
+        if not isinstance(on, bool):
+            raise DefinitionError("enabled", f"expected true or false, got {on!r}")
+        with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
+            before = self.find_job(connection, name)
+            if before is None:
+                raise NotFound("job", name)
+            if before.enabled == on:
+                return before
+            version = next_version(connection)
+            definition = {**before.definition, "enabled": on}
+            values = {"definition": dump(definition), "version": version}
+            connection.execute(
+                catalog_jobs.update().where(catalog_jobs.c.name == name).values(**values)
+            )
+            after = self._job_from_values(
+                name,
+                definition,
+                before.effects,
+                {**values, "defined_by": before.defined_by, "defined_at": before.defined_at},
+            )
+            write_entry(
+                connection,
+                version=version,
+                at_us=self._clock.now_us(),
+                actor=actor,
+                subject=Subject.JOB,
+                name=name,
+                change=Change.ENABLE if on else Change.DISABLE,
+                before=job_json(before),
+                after=job_json(after),
+            )
+            return after
+
+    def unserved_reason(self, definition: Mapping[str, Any]) -> str | None:
+        """Return why this instance does not run a stored job, or None when it does."""
+        try:
+            spec = check_job(
+                definition, params_of=None, base_dir=self._base_dir, reserved=self._reserved()
+            )
+        except DefinitionError as error:
+            return str(error)
+        if spec.run_on is RunOn.REPLICA:
+            return "run_on: 'replica', and this is a single instance (there is no replica)"
+        return None
+
+    def spec(self, job: JobDefinition) -> JobSpec:
+        """Read a served job's definition; ``DefinitionError`` when it cannot run here."""
+        return check_job(
+            job.definition, params_of=None, base_dir=self._base_dir, reserved=self._reserved()
+        )
+
+    def load(self, connection: Connection, name: str) -> tuple[JobDefinition, SavedQuery | None]:
+        """Return a job and (for a query job) its saved query as they are now."""
+        job = self.find_job(connection, name)
+        if job is None:
+            raise NotFound("job", name)
+        query = job.definition.get("query")
+        saved = self.find_query(connection, query) if isinstance(query, str) else None
+        return job, saved
+
+    # -- inside -------------------------------------------------------------------------------
+
+    def _params_of(self, connection: Connection, name: str) -> dict[str, ParamType] | None:
+        found = self.find_query(connection, name)
+        return None if found is None else found.params
+
+    def find_query(self, connection: Connection, name: str) -> SavedQuery | None:
+        """Return a saved query inside the caller's transaction, or None."""
+        row = connection.execute(
+            select(catalog_queries).where(catalog_queries.c.name == name)
+        ).first()
+        return None if row is None else query_from_row(row)
+
+    def find_job(self, connection: Connection, name: str) -> JobDefinition | None:
+        """Return a user job inside the caller's transaction, or None."""
+        row = connection.execute(select(catalog_jobs).where(catalog_jobs.c.name == name)).first()
+        return None if row is None else self._job_from_row(row)
+
+    def _job_from_row(self, row: Any) -> JobDefinition:
+        definition = json.loads(row.definition)
+        effects = effects_from_json(json.loads(row.effects))
+        return self._job_from_values(
+            row.name,
+            definition,
+            effects,
+            {"version": row.version, "defined_by": row.defined_by, "defined_at": row.defined_at},
+        )
+
+    def _job_from_values(
+        self,
+        name: str,
+        definition: dict[str, Any],
+        effects: tuple[Request, ...],
+        values: Mapping[str, Any],
+    ) -> JobDefinition:
+        return JobDefinition(
+            name=name,
+            definition=definition,
+            effects=effects,
+            version=values["version"],
+            defined_by=values["defined_by"],
+            defined_at=values["defined_at"],
+            reason=self.unserved_reason(definition),
+        )

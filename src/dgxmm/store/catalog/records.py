@@ -1,0 +1,131 @@
+"""The catalog's records: a saved query, and a user job as stored."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dgxmm.errors import DefinitionError
+from dgxmm.store.catalog.effects import Request, effects_to_json
+from dgxmm.store.catalog.journal import dump
+from dgxmm.store.catalog.params import ParamType
+
+__all__ = [
+    "JobDefinition",
+    "SavedQuery",
+    "definition_text",
+    "job_json",
+    "query_from_row",
+    "query_json",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SavedQuery:
+    """A named, parameterized SQL body."""
+
+    name: str
+    params: dict[str, ParamType]
+    body: str
+    description: str | None
+    version: int
+    defined_by: str | None
+    defined_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the query as plain JSON values."""
+        return {
+            "name": self.name,
+            "params": {name: kind.value for name, kind in self.params.items()},
+            "body": self.body,
+            "description": self.description,
+            "version": self.version,
+            "defined_by": self.defined_by,
+            "defined_at": self.defined_at,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobDefinition:
+    """A user job as stored: its definition as written, its effects, and whether it is served."""
+
+    name: str
+    definition: dict[str, Any]
+    effects: tuple[Request, ...]
+    version: int
+    defined_by: str | None
+    defined_at: int
+    reason: str | None  # why this instance does not run it; None when it does
+
+    @property
+    def served(self) -> bool:
+        """Tell whether this instance schedules the job."""
+        return self.reason is None
+
+    @property
+    def action(self) -> str | None:
+        """The action as written."""
+        value = self.definition.get("action")
+        return value if isinstance(value, str) else None
+
+    @property
+    def schedule(self) -> str | None:
+        """The schedule as written."""
+        value = self.definition.get("schedule")
+        return value if isinstance(value, str) else None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the definition is switched on."""
+        return self.definition.get("enabled", True) is not False
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the job as plain JSON values."""
+        return {
+            "name": self.name,
+            "definition": self.definition,
+            "effects": effects_to_json(self.effects),
+            "served": self.served,
+            "reason": self.reason,
+            "version": self.version,
+            "defined_by": self.defined_by,
+            "defined_at": self.defined_at,
+        }
+
+
+def query_from_row(row: Any) -> SavedQuery:
+    return SavedQuery(
+        name=row.name,
+        params={name: ParamType(kind) for name, kind in json.loads(row.params).items()},
+        body=row.body,
+        description=row.description,
+        version=row.version,
+        defined_by=row.defined_by,
+        defined_at=row.defined_at,
+    )
+
+
+def query_json(query: SavedQuery) -> dict[str, Any]:
+    return {
+        "params": {name: kind.value for name, kind in query.params.items()},
+        "body": query.body,
+        "description": query.description,
+    }
+
+
+def job_json(job: JobDefinition) -> dict[str, Any]:
+    return {"definition": job.definition, "effects": effects_to_json(job.effects)}
+
+
+def definition_text(definition: dict[str, Any]) -> str:
+    """Return a definition as JSON text; refuse a value JSON cannot hold, naming its key."""
+    for key, value in definition.items():
+        try:
+            dump(value)
+        except (TypeError, ValueError) as error:
+            raise DefinitionError(str(key), f"not a JSON value ({error})") from None
+    try:
+        return dump(definition)
+    except (TypeError, ValueError) as error:  # a key that is not text
+        raise DefinitionError("definition", f"not JSON: {error}") from None

@@ -1,0 +1,16 @@
+"""Runs: the jobs a store brings and what their runs leave behind.
+
+- ``system_jobs`` / ``user_jobs`` / ``overrides``: the built-in jobs, the catalog's jobs as the
+  engine schedules them, the system jobs' switches and schedules kept in the database;
+- ``query_runs`` / ``changes``: a query job's run within its effects and limits, and the change
+  log that names it;
+- ``job_runs`` / ``instances`` / ``running``: every run's row (claimed by inserting it), the
+  processes on one store and the ticker's lease, the user jobs under way here;
+- ``sidecar``: the workload statistics in a file beside the database.
+
+It may read the catalog (a run checks the job's query and effects); it imports nothing of
+``store/backups`` (``tests/test_layers.py``). The store's public names are re-exported once,
+by ``dgxmm.store``.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,320 @@
+"""The record of every job run in the store, and the claim that makes a run one instance's.
+
+A run is claimed by inserting its row before it starts, and the row is completed when it
+ends. For a scheduled run, (job, scheduled time) is unique: of several processes that reach
+the same due time, the one whose insert lands runs it and every other one gives it up, on
+SQLite and PostgreSQL alike (``INSERT ... ON CONFLICT DO NOTHING`` tells which one it was).
+A run asked for by hand (``manual``: the API; ``cli``: ``dgxmm jobs run``) has no such key.
+
+A finish writes only a row still under way (``WHERE finished_at IS NULL``): the first word
+on a run stands, so a run recorded abandoned (its instance stopped or was lost) keeps that
+record even if its work ends later.
+
+Rows are kept ``keep_days`` (default 90) after they started; the store's ``runs_purge``
+system job deletes older ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import Connection, Engine, and_, delete, func, or_, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from dgxmm.clock import Clock
+from dgxmm.errors import Busy, InvalidInput
+from dgxmm.jobs import JobKind, JobRun, Outcome, RunResult
+from dgxmm.store.database import Dialect, reading, writing
+from dgxmm.store.runs.instances import Presence
+from dgxmm.store.schema import job_runs
+from dgxmm.time_units import DAY_US
+
+__all__ = ["KEEP_DAYS_SETTING", "MAX_RUNS_PAGE", "JobRuns", "RunRecord", "Trigger"]
+
+# The setting that changes how long runs are kept (days, a whole number from 1).
+KEEP_DAYS_SETTING = "jobs.runs_keep_days"
+DEFAULT_KEEP_DAYS = 90
+MAX_RUNS_PAGE = 500
+# Arbitrary, fixed: serializes claims on PostgreSQL, so that "is a run of this job or of its
+# group under way elsewhere?" and the insert are one step (SQLite's BEGIN IMMEDIATE is).
+_CLAIM_LOCK = 0x64677878_6D6D0003 & 0x7FFFFFFFFFFFFFFF
+
+
+class Trigger(Enum):
+    """What started a run."""
+
+    SCHEDULE = "schedule"  # its cron time came, on the ticking instance
+    MANUAL = "manual"  # Run now: POST /api/jobs/run
+    CLI = "cli"  # dgxmm jobs run
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    """One run as the store has it."""
+
+    id: int
+    job: str
+    kind: JobKind
+    group: str | None
+    trigger: Trigger
+    scheduled_at: int
+    started_at: int
+    finished_at: int | None  # None while under way
+    outcome: Outcome | None  # None while under way
+    error: str | None
+    public_error: str | None
+    result: str | None
+    instance: str
+
+    @property
+    def under_way(self) -> bool:
+        """Tell whether the run has not ended (as far as the store knows)."""
+        return self.finished_at is None
+
+    def to_json(self, *, full_errors: bool) -> dict[str, Any]:
+        """Return it as plain JSON values, instants in microseconds (``full_errors``: admins)."""
+        duration = None if self.finished_at is None else self.finished_at - self.started_at
+        return {
+            "id": self.id,
+            "job": self.job,
+            "kind": self.kind.value,
+            "trigger": self.trigger.value,
+            "scheduled_at_us": self.scheduled_at,
+            "started_at_us": self.started_at,
+            "finished_at_us": self.finished_at,
+            "duration_ms": None if duration is None else round(duration / 1000, 3),
+            "outcome": None if self.outcome is None else self.outcome.value,
+            "error": self.error if full_errors else self.public_error,
+            "result": self.result,
+            "instance": self.instance,
+        }
+
+
+class JobRuns:
+    """The ``job_runs`` table of one store, written in the name of one instance."""
+
+    def __init__(
+        self, engine: Engine, *, dialect: Dialect, clock: Clock, presence: Presence
+    ) -> None:
+        self.engine = engine
+        self.dialect = dialect
+        self.clock = clock
+        self.presence = presence
+        self.instance = presence.instance
+
+    def claim(self, run: JobRun, trigger: Trigger, *, busy_ms: int | None = None) -> int | None:
+        """Insert the run's row; return its id, or None when another process claimed its time.
+
+        ``Busy`` when a run of the same job, or of its group, is under way in another live
+        process (the server's, another server's, a CLI's): one job of a type at a time.
+        """
+        self.presence.register()
+        with writing(self.engine, busy_ms=busy_ms) as connection:
+            if self.dialect is Dialect.POSTGRESQL:
+                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CLAIM_LOCK})
+            self._refuse_if_elsewhere(connection, run)
+            return self._insert(connection, run, trigger)
+
+    def claim_all(
+        self, runs: list[JobRun], trigger: Trigger, *, busy_ms: int | None = None
+    ) -> list[int | Busy | None]:
+        """``claim`` each run in one transaction (one commit for a tick's runs), in order.
+
+        Each answer is the run's id, None (its time was claimed), or the ``Busy`` refusal.
+        """
+        if not runs:
+            return []
+        self.presence.register()
+        answers: list[int | Busy | None] = []
+        with writing(self.engine, busy_ms=busy_ms) as connection:
+            if self.dialect is Dialect.POSTGRESQL:
+                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CLAIM_LOCK})
+            for run in runs:
+                try:
+                    self._refuse_if_elsewhere(connection, run)
+                except Busy as refusal:
+                    answers.append(refusal)
+                    continue
+                answers.append(self._insert(connection, run, trigger))
+        return answers
+
+    def _refuse_if_elsewhere(self, connection: Connection, run: JobRun) -> None:
+        same = job_runs.c.job == run.job.name
+        if run.job.group is not None:
+            same = or_(same, job_runs.c.job_group == run.job.group)
+        rows = connection.execute(
+            select(job_runs.c.job, job_runs.c.job_group, job_runs.c.instance).where(
+                job_runs.c.finished_at.is_(None), job_runs.c.instance != self.instance, same
+            )
+        ).all()
+        if not rows:
+            return
+        living = self.presence.alive(connection, {r.instance for r in rows})
+        for row in rows:
+            if row.instance not in living:
+                continue  # its instance is lost: the holder records the run abandoned
+            if row.job == run.job.name:
+                raise Busy(
+                    f"job {row.job} is running on instance {row.instance}; "
+                    "try again when it has finished"
+                )
+            raise Busy(
+                f"job {row.job} of group {row.job_group} is running on instance "
+                f"{row.instance}; try again when it has finished"
+            )
+
+    def _insert(self, connection: Connection, run: JobRun, trigger: Trigger) -> int | None:
+        insert = postgresql.insert if self.dialect is Dialect.POSTGRESQL else sqlite.insert
+        statement = (
+            insert(job_runs)
+            .values(
+                job=run.job.name,
+                kind=run.job.kind.value,
+                job_group=run.job.group,
+                trigger=trigger.value,
+                scheduled_at=run.scheduled_at,
+                started_at=run.started_at,
+                instance=self.instance,
+            )
+            .on_conflict_do_nothing()
+            .returning(job_runs.c.id)
+        )
+        found = connection.execute(statement).scalar()
+        return None if found is None else int(found)
+
+    def finish(self, run_id: int, result: RunResult) -> bool:
+        """Record how a run ended; tell whether this was the first word on it."""
+        with writing(self.engine) as connection:
+            changed = connection.execute(
+                update(job_runs)
+                .where(job_runs.c.id == run_id, job_runs.c.finished_at.is_(None))
+                .values(
+                    finished_at=result.finished_at,
+                    outcome=result.outcome.value,
+                    error=result.error,
+                    public_error=result.public_error,
+                    result=result.detail,
+                )
+            ).rowcount
+        return bool(changed)
+
+    def running_elsewhere(self, kind: JobKind | None = None) -> list[RunRecord]:
+        """Return the runs under way in other live processes (of ``kind`` if given)."""
+        query = select(job_runs).where(
+            job_runs.c.finished_at.is_(None), job_runs.c.instance != self.instance
+        )
+        if kind is not None:
+            query = query.where(job_runs.c.kind == kind.value)
+        with reading(self.engine) as connection:
+            records = [_record(row._mapping) for row in connection.execute(query)]
+            if not records:
+                return []
+            living = self.presence.alive(connection, {r.instance for r in records})
+        return [r for r in records if r.instance in living]
+
+    def reap_lost(self) -> list[str]:
+        """Record the runs under way of every lost instance abandoned; return those instances."""
+        with writing(self.engine) as connection:
+            ids = set(
+                connection.execute(
+                    select(job_runs.c.instance)
+                    .where(job_runs.c.finished_at.is_(None), job_runs.c.instance != self.instance)
+                    .distinct()
+                ).scalars()
+            )
+            if not ids:
+                return []
+            lost = sorted(ids - self.presence.alive(connection, ids))
+            now = self.clock.now_us()
+            for instance in lost:
+                self.abandon_lost(connection, instance, at_us=now)
+        return lost
+
+    def abandon_lost(self, connection: Connection, instance: str, *, at_us: int) -> int:
+        """Record every run of a lost ``instance`` still under way as abandoned; count them."""
+        reason = f"abandoned: instance {instance} was lost"
+        return int(
+            connection.execute(
+                update(job_runs)
+                .where(job_runs.c.instance == instance, job_runs.c.finished_at.is_(None))
+                .values(
+                    finished_at=func.max(job_runs.c.started_at, at_us)
+                    if self.dialect is Dialect.SQLITE
+                    else func.greatest(job_runs.c.started_at, at_us),
+                    outcome=Outcome.FAILED.value,
+                    error=reason,
+                    public_error=reason,
+                )
+            ).rowcount
+        )
+
+    def get(self, run_id: int) -> RunRecord | None:
+        """Return one run, or None."""
+        with reading(self.engine) as connection:
+            row = connection.execute(select(job_runs).where(job_runs.c.id == run_id)).first()
+        return None if row is None else _record(row._mapping)
+
+    def page(
+        self, *, job: str | None = None, before: int | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        """Return runs newest first: of ``job`` if given, with an id below ``before``."""
+        if not 1 <= limit <= MAX_RUNS_PAGE:
+            raise InvalidInput("limit", f"{limit} is out of range 1-{MAX_RUNS_PAGE}")
+        if before is not None and before < 1:
+            raise InvalidInput("before", f"{before} is not a run id (a whole number from 1)")
+        query = select(job_runs).order_by(job_runs.c.id.desc()).limit(limit)
+        if job is not None:
+            query = query.where(job_runs.c.job == job)
+        if before is not None:
+            query = query.where(job_runs.c.id < before)
+        with reading(self.engine) as connection:
+            return [_record(row._mapping) for row in connection.execute(query)]
+
+    def under_way(self, connection: Connection | None = None) -> list[RunRecord]:
+        """Return the runs that have not ended, oldest first."""
+        query = select(job_runs).where(job_runs.c.finished_at.is_(None)).order_by(job_runs.c.id)
+        if connection is not None:
+            return [_record(row._mapping) for row in connection.execute(query)]
+        with reading(self.engine) as reader:
+            return [_record(row._mapping) for row in reader.execute(query)]
+
+    def purge(self, *, keep_days: int) -> int:
+        """Delete the ended runs that started more than ``keep_days`` ago; count them."""
+        cutoff = self.clock.now_us() - keep_days * DAY_US
+        with writing(self.engine) as connection:
+            return int(
+                connection.execute(
+                    delete(job_runs).where(
+                        and_(job_runs.c.started_at < cutoff, job_runs.c.finished_at.is_not(None))
+                    )
+                ).rowcount
+            )
+
+
+def keep_days_of(value: object) -> int:
+    """Return the setting's days, or the default when unset; ``InvalidInput`` otherwise."""
+    if value is None:
+        return DEFAULT_KEEP_DAYS
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(KEEP_DAYS_SETTING, f"{value!r} is not a number of days (from 1)")
+    return value
+
+
+def _record(row: Any) -> RunRecord:
+    return RunRecord(
+        id=int(row["id"]),
+        job=row["job"],
+        kind=JobKind(row["kind"]),
+        group=row["job_group"],
+        trigger=Trigger(row["trigger"]),
+        scheduled_at=int(row["scheduled_at"]),
+        started_at=int(row["started_at"]),
+        finished_at=None if row["finished_at"] is None else int(row["finished_at"]),
+        outcome=None if row["outcome"] is None else Outcome(row["outcome"]),
+        error=row["error"],
+        public_error=row["public_error"],
+        result=row["result"],
+        instance=row["instance"],
+    )

@@ -1,0 +1,475 @@
+"""Runs of query jobs: within the job's effects and limits, a write all or nothing.
+
+Before a run, the store reads the saved query as it is now and finds again what it may write;
+a query that now writes more than the job's effects is refused (``NotAllowed``) until the job
+is defined again. A run that writes is one transaction: every statement of the body, then the
+run's row in the change log (``job: <name>``), then the commit. A breach of a limit, a write
+outside the effects or an error rolls all of it back, and the run is failed with the reason.
+A run that only reads is one transaction per statement: it holds no lock between statements,
+and each statement sees the data as it is when that statement starts.
+
+Limits reach every statement:
+
+- the timeout as the statement's deadline: SQLite checks it in a progress handler (every
+  1,000 virtual-machine steps) and interrupts the statement; PostgreSQL gets
+  ``SET LOCAL statement_timeout`` with the time left before each statement; and as the
+  longest wait for SQLite's write lock (the busy timeout of a writing run's BEGIN IMMEDIATE);
+- the memory limit as the bytes of result rows a statement holds at once: rows are fetched
+  in chunks of ``CHUNK_ROWS`` and charged to the run as they arrive (``row_bytes``), and given
+  back when the statement ends.
+
+Writes are enforced by the database, not only by the parse: on SQLite an authorizer on the
+run's connection denies INSERT, UPDATE and DELETE on any table outside the effects (a
+trigger's writes included) and every statement besides reads and those writes; on PostgreSQL
+a job without write effects runs in a READ ONLY transaction, and a writing run reads
+``pg_stat_xact_user_tables`` when it starts and again before it commits: the tables whose
+counts grew are those the transaction changed (triggers and functions included), and each
+must be among the effects.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from dgxmm.clock import Clock
+from dgxmm.errors import (
+    Abandoned,
+    DefinitionError,
+    InvalidInput,
+    NotAllowed,
+    NotFound,
+    StoreError,
+    TimeoutExceeded,
+)
+from dgxmm.jobs import Channel, RunContext, WorkloadStats
+from dgxmm.store.catalog.analysis import Statement, analyze, table_key
+from dgxmm.store.catalog.effects import Execute, Write
+from dgxmm.store.catalog.params import bind_args, check_args
+from dgxmm.store.catalog.protection import ProtectedTable, write_refusal
+from dgxmm.store.catalog.records import JobDefinition, SavedQuery
+from dgxmm.store.database import (
+    BUSY_TIMEOUT_MS,
+    Dialect,
+    describe_db_error,
+    is_busy_error,
+    transaction_options,
+)
+from dgxmm.store.runs.changes import record_change
+from dgxmm.time_units import SECOND_US
+
+__all__ = ["CHUNK_ROWS", "counted", "row_bytes", "run_query_job", "run_saved_query"]
+
+CHUNK_ROWS = 500
+_PROGRESS_STEPS = 1000
+_WATCH_S = 0.1
+_PG_TIMEOUT_MAX_MS = 2**31 - 1
+_ALLOWED_SQLITE_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+_WRITE_ACTIONS = {
+    sqlite3.SQLITE_INSERT: "insert into",
+    sqlite3.SQLITE_UPDATE: "update",
+    sqlite3.SQLITE_DELETE: "delete from",
+}
+
+
+def row_bytes(row: Any) -> int:
+    """Return the bytes one result row counts for: text and blobs their length, else 8."""
+    total = 0
+    for value in row:
+        if value is None:
+            continue
+        if isinstance(value, str | bytes | bytearray | memoryview):
+            total += len(value)
+        else:
+            total += 8
+    return total
+
+
+@dataclass(slots=True)
+class _Tally:
+    statements: int = 0
+    changed: int = 0
+    returned: int = 0
+    denied: list[str] = field(default_factory=list)
+
+    def detail(self) -> str:
+        return (
+            f"{self.statements} statement(s); {self.changed} row(s) changed; "
+            f"{self.returned} row(s) returned"
+        )
+
+
+def run_query_job(
+    *,
+    engine: Engine,
+    dialect: Dialect,
+    clock: Clock,
+    job: JobDefinition,
+    args: dict[str, object],
+    query: SavedQuery,
+    ctx: RunContext,
+    protected: Mapping[str, ProtectedTable],
+) -> str:
+    """Run a query job once; return its detail, or raise why it failed (nothing changed)."""
+    allowed = _check_effects(job, query, dialect, protected)
+    try:
+        checked = check_args(args, query.params)
+    except DefinitionError as error:
+        raise DefinitionError(
+            "args",
+            f"job {job.name}: {error.message} (saved query {query.name} changed since the job "
+            "was defined: define the job again)",
+        ) from None
+    bound = bind_args(checked, query.params, dialect)
+    statements = analyze(query.body, dialect).statements
+    tally = _Tally()
+    lock_wait_ms = _lock_wait_ms(ctx)
+    with engine.connect() as connection:
+        connection.execution_options(
+            **transaction_options(write=bool(allowed), busy_ms=lock_wait_ms)
+        )
+        run = _Run(connection, dialect, bound, ctx, tally, allowed, job.name)
+        try:
+            if allowed:
+                with connection.begin():
+                    run.execute(statements)
+                    ctx.check()  # a statement that ended past the deadline commits nothing
+                    record_change(
+                        connection,
+                        at_us=clock.now_us(),
+                        job=job.name,
+                        actor=job.defined_by,
+                        summary=f"query {query.name}: {tally.detail()}",
+                    )
+            else:
+                # A run that only reads ends its transaction after each statement: it holds
+                # no lock and no snapshot between them (SQLite keeps a transaction's snapshot
+                # from its first read to its end, PostgreSQL the locks on what it read), so
+                # writes go on beside it and each statement sees the data of its moment.
+                for statement in statements:
+                    with connection.begin():
+                        run.execute((statement,))
+                ctx.check()
+        except DBAPIError as error:
+            cut = lock_wait_ms is not None and lock_wait_ms < BUSY_TIMEOUT_MS
+            raise _run_error(error, job.name, ctx, tally, lock_wait_cut=cut) from error
+    return tally.detail()
+
+
+def run_saved_query(
+    *,
+    engine: Engine,
+    dialect: Dialect,
+    clock: Clock,
+    query: SavedQuery,
+    args: Mapping[str, object],
+    actor: str | None,
+    ctx: RunContext,
+    protected: Mapping[str, ProtectedTable],
+) -> str:
+    """Run a saved query that only reads, now (from the API or the CLI); return its detail.
+
+    It runs as a query job without write effects would: a statement at a time, under the
+    same authorizer and limits. A query that writes is refused: a write runs as a job, whose
+    effects were granted when it was defined.
+    """
+    writes = sorted(analyze(query.body, dialect).writes)
+    if writes:
+        raise InvalidInput(
+            "name",
+            f"saved query {query.name} writes {', '.join(writes)}: define a job to run it",
+        )
+    checked = check_args(args, query.params)
+    reader = JobDefinition(
+        name=query.name,
+        definition={},
+        effects=(Execute(query=query.name),),
+        version=0,
+        defined_by=actor,
+        defined_at=clock.now_us(),
+        reason=None,
+    )
+    return run_query_job(
+        engine=engine,
+        dialect=dialect,
+        clock=clock,
+        job=reader,
+        args=checked,
+        query=query,
+        ctx=ctx,
+        protected=protected,
+    )
+
+
+@contextmanager
+def counted(
+    stats: WorkloadStats, clock: Clock, channel: Channel, ctx: RunContext
+) -> Iterator[None]:
+    """Count a saved query's run under its channel; one refused before it ran is no run."""
+    started_at = clock.now_us()
+    failed: bool | None = True
+    try:
+        yield
+        failed = False
+    except (InvalidInput, NotAllowed, NotFound):
+        failed = None
+        raise
+    finally:
+        if failed is not None:
+            stats.record_query(
+                channel,
+                started_at=started_at,
+                duration_us=round(ctx.elapsed() * SECOND_US),
+                failed=failed,
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One run's connection and state: runs statements inside the caller's transaction."""
+
+    connection: Connection
+    dialect: Dialect
+    bound: dict[str, object]
+    ctx: RunContext
+    tally: _Tally
+    allowed: frozenset[str]
+    name: str
+
+    def execute(self, statements: tuple[Statement, ...]) -> None:
+        """Run the statements under the dialect's guards (the authorizer, the watch)."""
+        connection, allowed = self.connection, self.allowed
+        if self.dialect is Dialect.SQLITE:
+            with _sqlite_guard(connection, allowed, self.ctx, self.tally):
+                self._execute_all(statements)
+            return
+        if not allowed:
+            connection.exec_driver_sql("SET TRANSACTION READ ONLY")
+        with _pg_watch(connection, self.ctx):
+            before = _pg_tuple_counts(connection) if allowed else {}
+            self._execute_all(statements)
+            if allowed:
+                _check_pg_writes(connection, allowed, before, self.name)
+
+    def _execute_all(self, statements: tuple[Statement, ...]) -> None:
+        _execute_all(
+            self.connection,
+            dialect=self.dialect,
+            statements=statements,
+            bound=self.bound,
+            ctx=self.ctx,
+            tally=self.tally,
+        )
+
+
+def _lock_wait_ms(ctx: RunContext) -> int | None:
+    """Return how long the run may wait for SQLite's write lock: no longer than its deadline."""
+    remaining = ctx.remaining()
+    if remaining is None:
+        return None
+    return min(BUSY_TIMEOUT_MS, max(1, math.ceil(remaining * 1000)))
+
+
+def _check_effects(
+    job: JobDefinition,
+    query: SavedQuery,
+    dialect: Dialect,
+    protected: Mapping[str, ProtectedTable],
+) -> frozenset[str]:
+    """Return the tables the run may write; refuse when the query now writes more.
+
+    The database's protected tables are refused whatever the effects say: a job defined by a
+    process that did not know them (an older dgxmm, a row written by hand) never writes them.
+    """
+    if Execute(query=query.name) not in job.effects:
+        raise NotAllowed(f"job {job.name}: its effects do not allow Execute({query.name})")
+    allowed = frozenset(e.table for e in job.effects if isinstance(e, Write))
+    writes = analyze(query.body, dialect).writes
+    refusal = write_refusal(allowed | writes, protected, dialect)
+    if refusal is not None:
+        raise NotAllowed(f"job {job.name}: its saved query {query.name} writes {refusal}")
+    extra = sorted(writes - allowed)
+    if extra:
+        raise NotAllowed(
+            f"job {job.name}: saved query {query.name} now writes {', '.join(extra)}, which "
+            "the job's effects do not allow; define the job again"
+        )
+    return allowed
+
+
+def _execute_all(
+    connection: Connection,
+    *,
+    dialect: Dialect,
+    statements: tuple[Statement, ...],
+    bound: dict[str, object],
+    ctx: RunContext,
+    tally: _Tally,
+) -> None:
+    for statement in statements:
+        ctx.check()
+        tally.statements += 1
+        params = {name: bound[name] for name in set(statement.params)}
+        options: dict[str, object] = {}
+        if dialect is Dialect.POSTGRESQL:
+            remaining = ctx.remaining()
+            if remaining is not None:
+                # statement_timeout holds at most INT_MAX milliseconds (24.8 days).
+                deadline_ms = min(_PG_TIMEOUT_MAX_MS, max(1, math.ceil(remaining * 1000)))
+                connection.exec_driver_sql(f"SET LOCAL statement_timeout = {deadline_ms}")
+            if statement.is_read_only:
+                # A server-side cursor, so that rows arrive a chunk at a time.
+                options = {"stream_results": True, "max_row_buffer": CHUNK_ROWS}
+        result = connection.exec_driver_sql(
+            statement.driver_text(dialect), params, execution_options=options
+        )
+        held = 0
+        try:
+            if result.returns_rows:
+                while rows := result.fetchmany(CHUNK_ROWS):
+                    size = sum(row_bytes(row) for row in rows)
+                    held += size
+                    ctx.charge(size)
+                    tally.returned += len(rows)
+                    ctx.check()
+            if not statement.is_read_only and result.rowcount >= 0:
+                tally.changed += result.rowcount
+        finally:
+            result.close()
+            ctx.release(held)
+
+
+@contextmanager
+def _sqlite_guard(
+    connection: Connection, allowed: frozenset[str], ctx: RunContext, tally: _Tally
+) -> Iterator[None]:
+    """Install the authorizer and the deadline on the run's SQLite connection, then remove them."""
+    raw = connection.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+
+    def authorize(
+        action: int, arg1: str | None, _arg2: str | None, db: str | None, _trigger: str | None
+    ) -> int:
+        if action in _ALLOWED_SQLITE_ACTIONS:
+            return sqlite3.SQLITE_OK
+        verb = _WRITE_ACTIONS.get(action)
+        if verb is not None and arg1 is not None:
+            key = table_key(arg1, db, quoted=False, dialect=Dialect.SQLITE)
+            if key in allowed:
+                return sqlite3.SQLITE_OK
+            tally.denied.append(f"{verb} {key}")
+        else:
+            tally.denied.append(f"action {action} ({arg1})")
+        return sqlite3.SQLITE_DENY
+
+    def past_deadline() -> int:
+        remaining = ctx.remaining()
+        return 1 if remaining is not None and remaining <= 0 else 0
+
+    raw.set_authorizer(authorize)
+    raw.set_progress_handler(past_deadline, _PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        raw.set_authorizer(None)
+        raw.set_progress_handler(None, 0)
+
+
+@contextmanager
+def _pg_watch(connection: Connection, ctx: RunContext) -> Iterator[None]:
+    """Cancel the running statement when the host abandons the run.
+
+    The timeout reaches PostgreSQL as ``statement_timeout``; an abandoned run has no time left
+    from one moment to the next, which only a cancel request tells the server.
+    """
+    raw = connection.connection.driver_connection
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(_WATCH_S):
+            if ctx.abandoned is not None:
+                raw.cancel_safe()  # type: ignore[union-attr]
+                return
+
+    watcher = threading.Thread(target=watch, name=f"dgxmm-watch-{ctx.name}", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+
+
+def _pg_tuple_counts(connection: Connection) -> dict[str, int]:
+    """Return the rows inserted, updated and deleted per table, as this session counts them.
+
+    The counts hold the current transaction and earlier ones not yet flushed to the
+    statistics; nothing is flushed inside a transaction, so the difference between two
+    readings in one transaction is what that transaction did.
+    """
+    rows = connection.exec_driver_sql(
+        "SELECT schemaname, relname, n_tup_ins + n_tup_upd + n_tup_del "
+        "FROM pg_stat_xact_user_tables"
+    ).all()
+    return {
+        table_key(relname, schema, quoted=True, dialect=Dialect.POSTGRESQL): int(count)
+        for schema, relname, count in rows
+    }
+
+
+def _check_pg_writes(
+    connection: Connection, allowed: frozenset[str], before: dict[str, int], name: str
+) -> None:
+    after = _pg_tuple_counts(connection)
+    written = {table for table, count in after.items() if count > before.get(table, 0)}
+    outside = sorted(written - allowed)
+    if outside:
+        raise NotAllowed(
+            f"job {name}: wrote {', '.join(outside)} outside its effects (a trigger or a "
+            "function, perhaps); nothing was changed"
+        )
+
+
+def _run_error(
+    error: DBAPIError, name: str, ctx: RunContext, tally: _Tally, *, lock_wait_cut: bool
+) -> Exception:
+    original = error.orig
+    message = describe_db_error(error)
+    where = f"job {name}: statement {tally.statements}"
+    if lock_wait_cut and is_busy_error(error):
+        # The wait for the write lock was cut to the run's deadline: that is why it ended.
+        return _timeout(f"job {name}: the wait for the database's write lock", ctx)
+    if tally.denied:
+        return NotAllowed(
+            f"{where} would {tally.denied[0]}, outside the job's effects; nothing was changed"
+        )
+    if isinstance(original, sqlite3.OperationalError) and message == "interrupted":
+        return _timeout(where, ctx)
+    sqlstate = getattr(original, "sqlstate", None)
+    if sqlstate == "57014":  # query_canceled: statement_timeout
+        return _timeout(where, ctx)
+    if sqlstate == "25006":  # read_only_sql_transaction
+        return NotAllowed(f"{where} writes, and the job's effects allow no write")
+    # The database's words can quote a value the query read (a failed cast, a JSON path):
+    # only the statement's number is for everyone.
+    return StoreError(f"{where} failed: {message}", public=f"{where} failed")
+
+
+def _timeout(where: str, ctx: RunContext) -> TimeoutExceeded | Abandoned:
+    if ctx.abandoned is not None:
+        return Abandoned(f"{where} was stopped: the run was abandoned ({ctx.abandoned})")
+    timeout = ctx.limits.timeout
+    limit = "" if timeout is None else f" of {timeout.total_seconds():g} s"
+    return TimeoutExceeded(
+        f"{where} passed the run's timeout{limit} after {ctx.elapsed():.3f} s; nothing was changed"
+    )
