@@ -1,4 +1,7 @@
-"""Logging in and out: the token form, the HttpOnly cookie, and the start page."""
+"""Logging in and out: the token form, the HttpOnly cookie, and the start page.
+
+Both cookie writes, login and logout, come only from our own pages (``is_same_origin``).
+"""
 
 from __future__ import annotations
 
@@ -52,8 +55,14 @@ async def login(request: Request, tokens: TokensDep) -> Response:
 
 
 @router.post("/logout")
-def logout() -> Response:
-    """Forget the login cookie."""
+def logout(request: Request) -> Response:
+    """Forget the login cookie; only from our own pages.
+
+    Another site's page could otherwise log a person out (a nuisance, and a way to make them
+    log in again on a page the attacker leads them to).
+    """
+    if not is_same_origin(request):
+        raise Forbidden("logout: a logout from another site's page is refused (Origin)")
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
