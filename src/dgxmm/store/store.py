@@ -6,36 +6,31 @@ The library never ticks: a host gives ``system_jobs()`` and ``user_jobs()`` to a
 (``store.scheduler()`` does all of it) and calls ``sync`` whenever ``catalog_version()``
 changes.
 
-While a user job runs, the operations that move, remove or write the store's files
-(``checkpoint``, ``backup``, ``restore``, ``compact``, ``close``), and those the spec lists
-beside them (``rollback``, the attic's ``restore_from_attic`` and ``remove_from_attic``),
+``Store`` is a facade: opening is ``opening.py``; the catalog, ``catalog/``; the jobs and their
+runs, ``runs/``; the file operations (checkpoint, backup, restore, compact, close) with the
+lock they share, ``upkeep.py``. While a user job runs, those operations and the ones the spec
+lists beside them (``rollback``, the attic's ``restore_from_attic`` and ``remove_from_attic``)
 raise ``Busy`` and change nothing; a user job's own checkpoint or backup runs through the
 same code without that check.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, event, select
 
 from dgxmm.clock import Clock, SystemClock
-from dgxmm.errors import Busy, InvalidInput, NotAllowed, NotFound, StoreError
-from dgxmm.jobs import Channel, Job, JobKind, JobLimits, RunContext, Scheduler, WorkloadStats
-from dgxmm.store.backups import maintenance
+from dgxmm.errors import InvalidInput, StoreError
+from dgxmm.jobs import Channel, Job, RunContext, Scheduler, WorkloadStats
 from dgxmm.store.backups.directory import BackupResult, Progress, RestoreResult, no_progress
-from dgxmm.store.backups.restore import LiveStore, path_errors, restore, store_files, user_path
+from dgxmm.store.backups.restore import LiveStore, restore, store_files
 from dgxmm.store.backups.wal import SqliteFiles
 from dgxmm.store.catalog.attic import AtticEntry, attic_kind, read_attic
 from dgxmm.store.catalog.catalog import Catalog
-from dgxmm.store.catalog.definitions import JobAction
-from dgxmm.store.catalog.effects import AllowAll, Authorizer, Create, ask_again
+from dgxmm.store.catalog.effects import AllowAll, Authorizer
 from dgxmm.store.catalog.file import ImportResult, export_catalog, import_catalog
 from dgxmm.store.catalog.journal import (
     JournalEntry,
@@ -49,27 +44,19 @@ from dgxmm.store.catalog.protection import read_protected
 from dgxmm.store.catalog.records import JobDefinition, SavedQuery
 from dgxmm.store.catalog.revival import Restored, remove_entry, restore_entry
 from dgxmm.store.catalog.rollback import RollbackResult, roll_back
-from dgxmm.store.database import (
-    CHANGE_BUSY_MS,
-    Dialect,
-    Target,
-    create_store_engine,
-    migrate,
-    parse_target,
-    reading,
-    writing,
-)
-from dgxmm.store.files import make_private_dir
+from dgxmm.store.database import CHANGE_BUSY_MS, Target, reading, writing
+from dgxmm.store.opening import open_database, sidecar_path
+from dgxmm.store.runs.actions import JobActions
 from dgxmm.store.runs.changes import ChangeEntry, read_changes
 from dgxmm.store.runs.instances import Presence, new_instance_id
 from dgxmm.store.runs.job_runs import KEEP_DAYS_SETTING, JobRuns, keep_days_of
 from dgxmm.store.runs.overrides import SystemJobOverrides
-from dgxmm.store.runs.query_runs import counted, run_query_job, run_saved_query
 from dgxmm.store.runs.running import RunningJobs
 from dgxmm.store.runs.sidecar import Sidecar
 from dgxmm.store.runs.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
 from dgxmm.store.runs.user_jobs import UserJobs, build_user_jobs
 from dgxmm.store.schema import store_state
+from dgxmm.store.upkeep import Upkeep
 
 __all__ = ["Store", "restore"]
 
@@ -98,8 +85,6 @@ class Store:
         self._recheck = recheck
         self._reserved: set[str] = set(SYSTEM_JOB_NAMES)
         self._running = RunningJobs()
-        self._files_lock = threading.RLock()
-        self._closed = False
         # This process's name in the store: on each run it claims, and in ``instances``.
         self.instance = new_instance_id()
         self.presence = Presence(
@@ -123,18 +108,39 @@ class Store:
             reserved=lambda: self._reserved,
             protected=self.protected,
         )
-        self._sidecar = Sidecar(_sidecar_path(target, data_dir))
+        self._sidecar = Sidecar(sidecar_path(target, data_dir))
         # The system jobs' overrides are the database's, shared by every instance; an older
         # dgxmm kept them in the sidecar, so an upgrade moves them over once.
         self.job_overrides = SystemJobOverrides(engine, clock)
         if self.job_overrides.adopt(self._sidecar.stats):
             self._sidecar.flush()
         self.job_overrides.load()
-        self._live = LiveStore(  # what a restore must leave alone, and how it reads paths
-            dialect=self.dialect,
+        self.upkeep = Upkeep(
+            engine=engine,
+            files=files,
             data_dir=data_dir,
-            files=store_files(self.path, self._sidecar.path),
-            engine=engine if self.path is None else None,
+            store_id=self.store_id,
+            now_us=clock.now_us,
+            running=self._running,
+            runs=self.runs,
+            live=LiveStore(  # what a restore must leave alone, and how it reads paths
+                dialect=self.dialect,
+                data_dir=data_dir,
+                files=store_files(self.path, self._sidecar.path),
+                engine=engine if self.path is None else None,
+            ),
+        )
+        self.actions = JobActions(
+            engine=engine,
+            dialect=self.dialect,
+            clock=clock,
+            catalog=self.catalog,
+            stats=self._sidecar.stats,
+            running=self._running,
+            recheck=recheck,
+            protected=self.protected,
+            checkpoint=self.upkeep.run_checkpoint,
+            backup=self._backup_job,
         )
 
     @classmethod
@@ -153,41 +159,23 @@ class Store:
         is asked again before every run. ``data_dir`` holds the workload sidecar and relative
         backup paths: beside the database for SQLite, required for PostgreSQL.
         """
-        place = parse_target(target)
-        if data_dir is None:
-            if place.path is None:
-                raise InvalidInput(
-                    "data_dir", "a PostgreSQL store needs a data directory for its sidecar"
-                )
-            directory = place.path.parent
-        else:
-            directory = Path(data_dir).expanduser().absolute()
-        make_private_dir(directory)
-        engine = create_store_engine(place)
-        files: SqliteFiles | None = None
+        opened = open_database(target, data_dir)
         try:
-            if place.dialect is Dialect.SQLITE:
-                assert place.path is not None
-                engine.connect().close()  # creates the file, in WAL mode
-                files = SqliteFiles(place.path)
-                files.checkpoint()  # what a crash left in the WAL, recorded before we write
-            migrate(engine, place.dialect)
             store = cls(
-                target=place,
-                engine=engine,
+                target=opened.target,
+                engine=opened.engine,
                 clock=clock or SystemClock(),
                 authorizer=authorizer or AllowAll(),
                 recheck=recheck,
-                data_dir=directory,
-                files=files,
+                data_dir=opened.data_dir,
+                files=opened.files,
             )
         except BaseException:
-            engine.dispose()
-            if files is not None:
-                files.close()
+            opened.dispose()
             raise
+        files = opened.files
         if files is not None:
-            event.listen(engine, "checkin", lambda *_: files.maybe_checkpoint())
+            event.listen(opened.engine, "checkin", lambda *_: files.maybe_checkpoint())
         return store
 
     def __enter__(self) -> Store:
@@ -419,37 +407,7 @@ class Store:
 
     def run_job(self, name: str, ctx: RunContext) -> str:
         """Run user job ``name`` once (its action calls this); return the run's detail."""
-        with self._running.run(name):
-            with reading(self.engine) as connection:
-                job, query = self.catalog.load(connection, name)
-            if not job.served:
-                raise NotAllowed(f"job {name} does not run here: {job.reason}")
-            spec = self.catalog.spec(job)
-            ask_again(job.name, job.defined_by, job.effects, self._recheck)
-            if spec.action is JobAction.QUERY:
-                if query is None:
-                    raise NotFound("saved query", spec.query)
-                with counted(self.workload_stats, self.clock, Channel.JOB, ctx):
-                    return run_query_job(
-                        engine=self.engine,
-                        dialect=self.dialect,
-                        clock=self.clock,
-                        job=job,
-                        args=spec.args,
-                        query=query,
-                        ctx=ctx,
-                        protected=self.protected,
-                    )
-            if spec.action is JobAction.CHECKPOINT:
-                ctx.check()
-                return maintenance.checkpoint(self.files, self.engine)
-            assert spec.path is not None
-            if Create(directory=str(spec.path)) not in job.effects:
-                raise NotAllowed(f"job {name}: its effects do not allow Create({spec.path})")
-            result = self._backup(spec.path, ctx.check)
-            return f"run {result.sequence} ({result.method_text}): {result.items} item(s), " + (
-                f"{result.bytes_written} bytes"
-            )
+        return self.actions.run_job(name, ctx)
 
     def run_query(
         self,
@@ -461,23 +419,7 @@ class Store:
         timeout_s: float | None = None,
     ) -> str:
         """Run a saved query that only reads, now; return its detail (counted under ``channel``)."""
-        query = self.query(name)
-        now = self.clock.now_us()
-        limits = JobLimits(timeout=None if timeout_s is None else timedelta(seconds=timeout_s))
-        ctx = RunContext(
-            name=name, scheduled_at=now, started_at=now, limits=limits, timer=time.monotonic
-        )
-        with counted(self.workload_stats, self.clock, channel, ctx):
-            return run_saved_query(
-                engine=self.engine,
-                dialect=self.dialect,
-                clock=self.clock,
-                query=query,
-                args=args or {},
-                actor=actor,
-                ctx=ctx,
-                protected=self.protected,
-            )
+        return self.actions.run_query(name, args, channel=channel, actor=actor, timeout_s=timeout_s)
 
     def running_jobs(self) -> list[str]:
         """Return the names of the user jobs whose runs are under way in this store."""
@@ -487,20 +429,14 @@ class Store:
 
     def checkpoint(self) -> str:
         """Checkpoint the database (SQLite: the tracked WAL checkpoint; PostgreSQL: CHECKPOINT)."""
-        with self._files_lock:
-            self._refuse_while_user_jobs_run("checkpoint")
-            return maintenance.checkpoint(self.files, self.engine)
+        return self.upkeep.checkpoint()
 
     def backup(self, directory: str | Path, *, progress: Progress = no_progress) -> BackupResult:
         """Back up into ``directory``: the first run a full copy, later runs what changed.
 
         ``progress(done, total)`` hears of the pages (SQLite) or tables (PostgreSQL) written.
         """
-        path = self._under_data_dir(directory, "directory")
-        with self._files_lock:
-            self._refuse_while_user_jobs_run("backup")
-            with path_errors("directory"):
-                return self._backup(path, lambda: None, progress)
+        return self.upkeep.backup(directory, progress=progress)
 
     def restore(
         self, directory: str | Path, target: str | Path, *, progress: Progress = no_progress
@@ -510,23 +446,15 @@ class Store:
         Relative paths are under the data directory; on a PostgreSQL store a file is given
         as ``sqlite:///``. Never this store's files, its database, nor ``protect_paths``.
         """
-        source = self._under_data_dir(directory, "directory")
-        with self._files_lock:
-            self._refuse_while_user_jobs_run("restore")
-            return restore(source, target, progress=progress, live=self._live)
+        return self.upkeep.restore(directory, target, progress=progress)
 
     def protect_paths(self, paths: Iterable[Path], *, what: str) -> None:
         """Keep restores away from a host's own files (and from what is inside them)."""
-        files = {**self._live.files, **{Path(p).absolute(): what for p in paths}}
-        self._live = dataclasses.replace(self._live, files=files)
+        self.upkeep.protect_paths(paths, what=what)
 
     def compact(self) -> str:
         """Rebuild the database compactly (VACUUM on both databases)."""
-        with self._files_lock:
-            self._refuse_while_user_jobs_run("compact")
-            started = time.monotonic()
-            maintenance.compact(self.files, self.engine)
-            return f"compacted in {time.monotonic() - started:.3f} s"
+        return self.upkeep.compact()
 
     def flush_stats(self) -> bool:
         """Write the workload statistics to the sidecar if they changed; tell whether it did."""
@@ -534,34 +462,24 @@ class Store:
 
     def close(self) -> None:
         """Flush the statistics, checkpoint and close; ``Busy`` while a user job runs."""
-        with self._files_lock:
-            if self._closed:
-                return
-            self._refuse_while_user_jobs_run("close", here_only=True)
+
+        def let_go() -> None:
             self._sidecar.flush()
             self.presence.stop()
-            self._closed = True
-            event.listen(self.engine, "checkout", _refuse_closed)
-            self.engine.dispose()
-            if self.files is not None:
-                self.files.close()
+
+        if not self.upkeep.close(let_go):
+            return
+        event.listen(self.engine, "checkout", _refuse_closed)
+        self.engine.dispose()
+        if self.files is not None:
+            self.files.close()
 
     # -- inside -------------------------------------------------------------------------------
 
-    def _under_data_dir(self, place: str | Path, field: str) -> Path:
-        return user_path(place, self.data_dir, field)
-
-    def _backup(
-        self, directory: Path, check: Callable[[], None], progress: Progress = no_progress
-    ) -> BackupResult:
-        return maintenance.back_up(
-            self.files,
-            self.engine,
-            directory,
-            store_id=self.store_id,
-            now_us=self.clock.now_us(),
-            check=check,
-            progress=progress,
+    def _backup_job(self, directory: Path, check: Callable[[], None]) -> str:
+        result = self.upkeep.run_backup(directory, check)
+        return f"run {result.sequence} ({result.method_text}): {result.items} item(s), " + (
+            f"{result.bytes_written} bytes"
         )
 
     def _flush_job(self, _ctx: RunContext) -> str:
@@ -575,25 +493,9 @@ class Store:
     def _action_for(self, name: str) -> Any:
         return lambda ctx: self.run_job(name, ctx)
 
-    def _refuse_while_user_jobs_run(self, what: str, *, here_only: bool = False) -> None:
-        if self._closed:
-            raise StoreError(f"{what}: the store is closed")
-        self._running.refuse(what)
-        if here_only:
-            return  # closing lets go of this process's handles only
-        # "Running" is what the store says: a user job of another process (a CLI beside the
-        # server, another server) holds these operations off too.
-        elsewhere = self.runs.running_elsewhere(JobKind.USER)
-        if elsewhere:
-            names = ", ".join(sorted({f"{r.job} (instance {r.instance})" for r in elsewhere}))
-            raise Busy(f"{what}: job {names} is running; try again when it has finished")
+    def _refuse_while_user_jobs_run(self, what: str) -> None:
+        self.upkeep.refuse_while_user_jobs_run(what)
 
 
 def _refuse_closed(*_: object) -> None:
     raise StoreError("the store is closed")
-
-
-def _sidecar_path(target: Target, data_dir: Path) -> Path:
-    if target.path is not None:
-        return target.path.with_name(target.path.name + ".workload.json")
-    return data_dir / f"{target.url.database}.workload.json"
