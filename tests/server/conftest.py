@@ -1,4 +1,9 @@
-"""A store, a host (ticked by hand), tokens and an API client, on SQLite in a temp dir."""
+"""A store, a host (ticked by hand), tokens and an API client, on SQLite in a temp dir.
+
+``client`` and ``viewer`` serve the jobs engine's and the store's routes; ``full_admin`` and
+``full_viewer`` serve every layer's (a fleet with one configured GPU, its schedules and
+proposals), for the tests about the whole API.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from support import at
 
 from dgxmm.clock import ManualClock
+from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.errors import Busy
-from dgxmm.server import Host, Role, Services, Tokens, create_app
+from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
+from dgxmm.server import (
+    FLEET_ROUTES,
+    PROPOSAL_ROUTES,
+    SCHEDULE_ROUTES,
+    Host,
+    Role,
+    Services,
+    Tokens,
+    create_app,
+)
 from dgxmm.store import Store
 
 START = "2026-06-01T10:00:30+02:00"
@@ -69,5 +86,46 @@ def client(host: Host, tokens: Tokens, admin_token: str) -> Iterator[TestClient]
 @pytest.fixture
 def viewer(host: Host, tokens: Tokens, viewer_token: str) -> Iterator[TestClient]:
     with TestClient(create_app(Services(host=host, tokens=tokens))) as made:
+        made.headers["Authorization"] = f"Bearer {viewer_token}"
+        yield made
+
+
+@pytest.fixture
+def fleet(store: Store, clock: ManualClock) -> Iterator[Fleet]:
+    """A fleet with one configured GPU; what it started is stopped after the test."""
+    inventory = GpuInventory(
+        gpus=(Gpu(index=0, name="H100", memory_gib=80.0),),
+        source=InventorySource.CONFIGURATION,
+        note="configured for the tests",
+    )
+    made = Fleet(store, inventory=inventory, clock=clock, stop_grace_s=2.0)
+    yield made
+    for deployment in made.deployments.list():
+        made.backends.of(deployment).stop(grace_s=2.0)
+    made.close()
+    made.backends.reap()
+
+
+@pytest.fixture
+def full_app(host: Host, tokens: Tokens, fleet: Fleet, store: Store, clock: ManualClock) -> FastAPI:
+    """The app with every layer's routes, as ``dgxmm serve`` builds it."""
+    schedules = ScheduleService(store, fleet, clock=clock)
+    proposals = ProposalService(store, fleet, schedules, clock=clock)
+    services = Services(
+        host=host, tokens=tokens, fleet=fleet, schedules=schedules, proposals=proposals
+    )
+    return create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES])
+
+
+@pytest.fixture
+def full_admin(full_app: FastAPI, admin_token: str) -> Iterator[TestClient]:
+    with TestClient(full_app) as made:
+        made.headers["Authorization"] = f"Bearer {admin_token}"
+        yield made
+
+
+@pytest.fixture
+def full_viewer(full_app: FastAPI, viewer_token: str) -> Iterator[TestClient]:
+    with TestClient(full_app) as made:
         made.headers["Authorization"] = f"Bearer {viewer_token}"
         yield made

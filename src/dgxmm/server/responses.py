@@ -128,6 +128,9 @@ def _read_validation(error: Mapping[str, Any]) -> tuple[bool, str | None, str]:
 
 def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    unreadable = _unreadable_body(exc)
+    if unreadable is not None:
+        return _answer(request, error_body("invalid_request", unreadable, "body"), 422)
     names = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
     message = str(exc.detail)
     if exc.status_code == 404 and message == "Not Found" and _wants_page(request):
@@ -138,6 +141,23 @@ def _http_error(request: Request, exc: Exception) -> Response:
         exc.status_code,
         exc.headers,
     )
+
+
+def _unreadable_body(exc: HTTPException) -> str | None:
+    """Return why a body could not be read as JSON, when that is what ``exc`` says.
+
+    FastAPI turns only a ``JSONDecodeError`` into a validation error; a body that is not
+    UTF-8, or JSON nested past the parser's depth, becomes its bare 400 "There was an error
+    parsing the body", with the parser's error as the cause. Those are malformed bodies too,
+    answered like one, on every route at once.
+    """
+    if exc.status_code != 400:
+        return None
+    if isinstance(exc.__cause__, UnicodeDecodeError):
+        return "the body is not valid JSON: it is not UTF-8 text"
+    if isinstance(exc.__cause__, RecursionError):
+        return "the body is not valid JSON: it is nested too deep"
+    return None
 
 
 def install_error_handlers(app: FastAPI) -> None:
