@@ -51,6 +51,7 @@ __all__ = [
     "Progress",
     "RestoreResult",
     "Run",
+    "manifest_head",
     "no_progress",
     "read_marker",
     "read_runs",
@@ -207,6 +208,26 @@ def read_runs(path: Path) -> list[Run]:
             raise BackupError(f"backup run {entry} does not follow the run before it")
         runs.append(run)
     return runs
+
+
+def manifest_head(
+    *, kind: str, format: int, runs: list[Run], method: str, now_us: int
+) -> dict[str, Any]:
+    """Return the keys every run's manifest starts with, whichever database it backs up.
+
+    A run's number follows the last finished one; ``base`` and ``previous`` (that run's
+    manifest digest) chain it to the run before, so a restore can tell a chain was cut.
+    """
+    sequence = len(runs) + 1
+    return {
+        "format": format,
+        "kind": kind,
+        "sequence": sequence,
+        "base": sequence - 1 if runs else None,
+        "previous": runs[-1].digest if runs else None,
+        "method": method,
+        "created_at_us": now_us,
+    }
 
 
 def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:

@@ -48,6 +48,7 @@ from dgxmm.store.backups.directory import (
     BackupResult,
     Progress,
     RestoreResult,
+    manifest_head,
     no_progress,
     read_marker,
     read_runs,
@@ -136,13 +137,13 @@ def backup_postgresql(
         write_manifest(
             temp,
             {
-                "format": _FORMAT,
-                "kind": "postgresql",
-                "sequence": sequence,
-                "base": sequence - 1 if runs else None,
-                "previous": runs[-1].digest if runs else None,
-                "method": "full" if not runs else "tables",
-                "created_at_us": now_us,
+                **manifest_head(
+                    kind="postgresql",
+                    format=_FORMAT,
+                    runs=runs,
+                    method="full" if not runs else "tables",
+                    now_us=now_us,
+                ),
                 "revision": None if revision is None else revision[0],
                 "tables": tables,
                 "sequences": sequences,

@@ -40,6 +40,7 @@ from dgxmm.store.backups.directory import (
     Progress,
     RestoreResult,
     Run,
+    manifest_head,
     no_progress,
     read_marker,
     read_runs,
@@ -96,13 +97,7 @@ def backup_sqlite(
             listing = json.dumps(stored, separators=(",", ":")).encode()
             (temp / PAGE_LIST).write_bytes(listing)
             manifest: dict[str, Any] = {
-                "format": 1,
-                "kind": "sqlite",
-                "sequence": sequence,
-                "base": sequence - 1 if runs else None,
-                "previous": runs[-1].digest if runs else None,
-                "method": method,
-                "created_at_us": now_us,
+                **manifest_head(kind="sqlite", format=1, runs=runs, method=method, now_us=now_us),
                 "page_size": snapshot.page_size,
                 "page_count": snapshot.page_count,
                 "tracking": {"id": files.pagelog.tracking_id, "generation": snapshot.generation},
