@@ -11,6 +11,12 @@ to sleep or stop so that it fits:
    order, until it fits; only then are candidates stopped, in the same order;
 4. then what turned out not to be needed is dropped again (the highest priority first),
    and a stop that a sleep would do is made a sleep.
+
+One model serves this machine and a Ray cluster's nodes (``nodes.py``): the same ``Holding``,
+``GpuFit``, ``Fit``, ``Eviction`` and ``Plan``, built by the same constructors here
+(``Plan.fitting``, ``Plan.infeasible``, ``Plan.making_room``, ``Eviction.of``), and the same
+order of candidates (``eviction_order``). What differs is what a GPU holds: here memory, which
+a sleep shrinks; on Ray a whole GPU, which only a stop gives back.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ __all__ = [
     "Holding",
     "Plan",
     "check_fit",
+    "eviction_order",
     "gpu_holdings",
     "make_plan",
 ]
@@ -130,6 +137,18 @@ class Eviction:
     action: EvictionAction
     frees_gib: float  # on each of its GPUs
 
+    @classmethod
+    def of(cls, deployment: Deployment, action: EvictionAction, frees_gib: float) -> Eviction:
+        """The step that puts ``deployment`` to sleep or stops it, freeing ``frees_gib``."""
+        return cls(
+            deployment_id=deployment.id,
+            name=deployment.name,
+            priority=deployment.priority,
+            state=deployment.state,
+            action=action,
+            frees_gib=frees_gib,
+        )
+
     def to_json(self) -> dict[str, Any]:
         """Return the step as JSON values."""
         return {
@@ -153,6 +172,54 @@ class Plan:
     evictions: tuple[Eviction, ...]
     reason: str
     node: str | None = None  # ray: the node it makes room on; evictions are all there
+
+    @classmethod
+    def fitting(cls, target: Deployment, state: DeploymentState, fit: Fit) -> Plan:
+        """The plan of a deployment that fits as things are: nothing to evict."""
+        return cls(
+            deployment_id=target.id,
+            target=state,
+            fit=fit,
+            feasible=True,
+            evictions=(),
+            reason=fit.reason,
+            node=fit.node,
+        )
+
+    @classmethod
+    def infeasible(cls, target: Deployment, state: DeploymentState, fit: Fit, why: str) -> Plan:
+        """The plan of a deployment no allowed eviction makes fit, and why not."""
+        return cls(
+            deployment_id=target.id,
+            target=state,
+            fit=fit,
+            feasible=False,
+            evictions=(),
+            reason=f"{fit.reason}; {why}",
+        )
+
+    @classmethod
+    def making_room(
+        cls,
+        target: Deployment,
+        state: DeploymentState,
+        fit: Fit,
+        evictions: tuple[Eviction, ...],
+        *,
+        where: str = "",
+        node: str | None = None,
+    ) -> Plan:
+        """The plan whose ``evictions`` make room for ``target`` (``where``: on which node)."""
+        steps = ", ".join(f"{e.action.value} {e.name} (priority {e.priority})" for e in evictions)
+        return cls(
+            deployment_id=target.id,
+            target=state,
+            fit=fit,
+            feasible=True,
+            evictions=evictions,
+            reason=f"{fit.reason}; to make room{where}: {steps}",
+            node=node,
+        )
 
     @property
     def fits_now(self) -> bool:
@@ -247,14 +314,7 @@ def make_plan(
     deployments = _on_this_machine(deployments)
     fit = check_fit(inventory, deployments, target, state)
     if fit.fits:
-        return Plan(
-            deployment_id=target.id,
-            target=state,
-            fit=fit,
-            feasible=True,
-            evictions=(),
-            reason=fit.reason,
-        )
+        return Plan.fitting(target, state, fit)
     short = {g.index for g in fit.gpus if g.short_gib > 0}
     candidates = sorted(
         (
@@ -266,7 +326,7 @@ def make_plan(
             and d.held_gib > 0
             and short & set(d.gpus)
         ),
-        key=lambda d: (d.priority, d.last_request_at or 0, d.id),
+        key=eviction_order,
     )
     states: dict[int, DeploymentState] = {}
 
@@ -283,19 +343,15 @@ def make_plan(
             break
         states[d.id] = DeploymentState.STOPPED
     if not fits():
-        return Plan(
-            deployment_id=target.id,
-            target=state,
-            fit=fit,
-            feasible=False,
-            evictions=(),
-            reason=(
-                f"{fit.reason}; even evicting every deployment of lower priority than "
-                f"{target.priority} would not make room"
-                if candidates
-                else f"{fit.reason}; no deployment of lower priority than {target.priority} "
-                "holds memory there to evict"
-            ),
+        return Plan.infeasible(
+            target,
+            state,
+            fit,
+            f"even evicting every deployment of lower priority than {target.priority} would "
+            "not make room"
+            if candidates
+            else f"no deployment of lower priority than {target.priority} holds memory there "
+            "to evict",
         )
     for d in reversed(candidates):  # drop what is not needed, the highest priority first
         chosen = states.pop(d.id, None)
@@ -307,30 +363,22 @@ def make_plan(
                 continue
         states[d.id] = chosen
     evictions = tuple(
-        Eviction(
-            deployment_id=d.id,
-            name=d.name,
-            priority=d.priority,
-            state=d.state,
-            action=(
-                EvictionAction.STOP
-                if states[d.id] is DeploymentState.STOPPED
-                else EvictionAction.SLEEP
-            ),
-            frees_gib=d.held_gib - d.gib_in(states[d.id]),
+        Eviction.of(
+            d,
+            EvictionAction.STOP
+            if states[d.id] is DeploymentState.STOPPED
+            else EvictionAction.SLEEP,
+            d.held_gib - d.gib_in(states[d.id]),
         )
         for d in candidates
         if d.id in states
     )
-    steps = ", ".join(f"{e.action.value} {e.name} (priority {e.priority})" for e in evictions)
-    return Plan(
-        deployment_id=target.id,
-        target=state,
-        fit=fit,
-        feasible=True,
-        evictions=evictions,
-        reason=f"{fit.reason}; to make room: {steps}",
-    )
+    return Plan.making_room(target, state, fit, evictions)
+
+
+def eviction_order(deployment: Deployment) -> tuple[int, int, int]:
+    """Order candidates for eviction: the lowest priority, then the one idle longest, first."""
+    return (deployment.priority, deployment.last_request_at or 0, deployment.id)
 
 
 def _on_this_machine(deployments: Sequence[Deployment]) -> list[Deployment]:

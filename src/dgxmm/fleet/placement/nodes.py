@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from dgxmm.fleet.backends.protocol import BackendKind
 from dgxmm.fleet.deployments.deployment import AWAKE_STATES, Deployment, DeploymentState
 from dgxmm.fleet.placement.cluster import ClusterInventory, RayNode
-from dgxmm.fleet.placement.fit import Eviction, EvictionAction, Fit, GpuFit, Holding, Plan
+from dgxmm.fleet.placement.fit import (
+    Eviction,
+    EvictionAction,
+    Fit,
+    GpuFit,
+    Holding,
+    Plan,
+    eviction_order,
+)
 
 __all__ = ["check_node_fit", "make_node_plan", "node_holdings"]
 
@@ -99,15 +107,7 @@ def make_node_plan(
     """Return the stops on one node that make ``target`` fit (see the module docstring)."""
     fit = check_node_fit(cluster, deployments, target, state)
     if fit.fits:
-        return Plan(
-            deployment_id=target.id,
-            target=state,
-            fit=fit,
-            feasible=True,
-            evictions=(),
-            reason=fit.reason,
-            node=fit.node,
-        )
+        return Plan.fitting(target, state, fit)
     rooms, _ = _rooms(cluster, deployments, target)
     needed = target.num_gpus or 0
     best: tuple[tuple[int, int, str], _Room, list[Deployment]] | None = None
@@ -119,35 +119,21 @@ def make_node_plan(
         if best is None or score < best[0]:
             best = (score, room, stops)
     if best is None:
-        return Plan(
-            deployment_id=target.id,
-            target=state,
-            fit=fit,
-            feasible=False,
-            evictions=(),
-            reason=f"{fit.reason}; on no node would stopping deployments of lower priority "
-            f"than {target.priority} free {needed} GPU(s)",
+        return Plan.infeasible(
+            target,
+            state,
+            fit,
+            f"on no node would stopping deployments of lower priority than {target.priority} "
+            f"free {needed} GPU(s)",
         )
     _, room, stops = best
-    evictions = tuple(
-        Eviction(
-            deployment_id=d.id,
-            name=d.name,
-            priority=d.priority,
-            state=d.state,
-            action=EvictionAction.STOP,
-            frees_gib=d.held_gib,
-        )
-        for d in stops
-    )
-    steps = ", ".join(f"stop {e.name} (priority {e.priority})" for e in evictions)
-    return Plan(
-        deployment_id=target.id,
-        target=state,
-        fit=fit,
-        feasible=True,
-        evictions=evictions,
-        reason=f"{fit.reason}; to make room on node {room.node.name}: {steps}",
+    evictions = tuple(Eviction.of(d, EvictionAction.STOP, d.held_gib) for d in stops)
+    return Plan.making_room(
+        target,
+        state,
+        fit,
+        evictions,
+        where=f" on node {room.node.name}",
         node=room.node.node_id,
     )
 
@@ -204,7 +190,7 @@ def _stops_on(room: _Room, target: Deployment, needed: int) -> list[Deployment] 
             and d.state in _EVICTABLE
             and set(d.gpus) & set(room.usable)
         ),
-        key=lambda d: (d.priority, d.last_request_at or 0, d.id),
+        key=eviction_order,
     )
 
     def free_with(stopped: list[Deployment]) -> int:
