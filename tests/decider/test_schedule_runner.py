@@ -314,3 +314,25 @@ def test_it_audits_and_deletes_schedules_profile_and_insights_with_the_deploymen
         (str(first.id), "user:alice"),
         (str(second.id), "user:alice"),
     ]
+
+
+def test_it_acts_once_where_a_skipped_days_slot_meets_the_next_days(kit: Kit) -> None:
+    # Pacific/Apia skipped 2011-12-30: the 30th's 00:00 and the 31st's are one instant.
+    deployment = kit.deployment("apia", start=False)
+    schedule = kit.schedules.create(
+        deployment, action=ScheduleAction.STOP, days=ALL_DAYS, time="00:00",
+        time_zone="Pacific/Apia", actor="user:a",
+    )  # fmt: skip
+    first = at("2011-12-31T00:00:00+14:00")
+    runs = []
+    for minute in range(-5, 16):  # every pass from before the gap's end to 15 minutes after
+        kit.clock.set(first + minute * MINUTE)
+        runs.extend(kit.schedules.run_pass(first + minute * MINUTE))
+    assert [(run.day, run.days) for run in runs] == [("2011-12-31", ("2011-12-30", "2011-12-31"))]
+    assert audits(kit, "schedule.stop") == 1
+    with reading(kit.store.engine) as connection:
+        detail = connection.execute(
+            select(audit_log.c.detail).where(audit_log.c.action == "schedule.stop")
+        ).scalar_one()
+    assert '"days": ["2011-12-30", "2011-12-31"]' in detail
+    assert kit.schedules.get(schedule.id).last_run_day == "2011-12-31"

@@ -98,7 +98,8 @@ class SlotRun:
     schedule_id: int
     deployment_id: int
     action: ScheduleAction
-    day: str
+    day: str  # the latest local date it served, recorded as the schedule's last run day
+    days: tuple[str, ...]  # every local date it served (two where the zone skipped a day)
     kind: ResultKind
     reason: str | None = None
 
@@ -229,7 +230,7 @@ class ScheduleRunner:
             fresh = self._rows.get(schedule.id)
         except NotFound:
             return None  # removed since the pass read it
-        if not fresh.enabled or fresh.last_run_day == slot.day.isoformat():
+        if not fresh.enabled or fresh.last_run_day in {day.isoformat() for day in slot.days}:
             return None  # paused since, or an earlier worker recorded this slot already
         actor = f"schedule:{schedule.id}"
         lock = self._fleet.deployer.lock(schedule.deployment_id)
@@ -259,6 +260,7 @@ class ScheduleRunner:
             deployment_id=schedule.deployment_id,
             action=schedule.action,
             day=slot.day.isoformat(),
+            days=tuple(day.isoformat() for day in slot.days),
             kind=outcome.kind,
             reason=outcome.reason,
         )
@@ -410,7 +412,8 @@ class ScheduleRunner:
             fleet.audit.record(
                 actor=actor, action=schedule.action.audited, subject=AuditSubject.DEPLOYMENT,
                 subject_id=str(schedule.deployment_id),
-                detail={"schedule": schedule.id, "day": run.day, "result": run.result},
+                detail={"schedule": schedule.id, "day": run.day, "days": list(run.days),
+                        "result": run.result},
                 connection=connection,
             )  # fmt: skip
             if pause:

@@ -2,16 +2,18 @@
 
 A schedule names local days (a bitmask) and a local ``HH:MM`` in an IANA zone. Each named
 day has one slot, placed by the engine's DST rule: a time in a gap happens at the first
-instant after the gap, a repeated time once, at its first occurrence. A slot is due from
-its instant until 15 minutes later (15 minutes late runs, 16 does not), once per local day;
-a slot that was deferred stays due for 60 minutes from its first deferral.
+instant after the gap, a repeated time once, at its first occurrence. A day the zone skips
+entirely (Pacific/Apia's 2011-12-30) so has its slot at the next day's: one instant, one
+slot, serving both days. A slot is due from its instant until 15 minutes later (15 minutes
+late runs, 16 does not), once per local day; a slot that was deferred stays due for 60
+minutes from its first deferral.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
@@ -40,9 +42,12 @@ _TIME = re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d")
 class Slot:
     """One day's slot of a schedule: its local date and the instant it happens."""
 
-    day: date
+    day: date  # the latest day it serves: the runner records it as the last run's day
     at_us: int
     moved: bool  # the local time did not exist that day: the slot is at the gap's end
+    # Every local date whose slot this is: two where a day was skipped (its slot moved onto
+    # the next day's instant), one otherwise.
+    days: tuple[date, ...]
 
 
 def parse_time(text: object, field: str = "time") -> tuple[int, int]:
@@ -57,7 +62,7 @@ def slot_on(day: date, time: tuple[int, int], zone: ZoneInfo) -> Slot:
     """Return the slot of ``day`` at local ``time`` in ``zone``, by the DST rule."""
     wall = days_from_civil(day.year, day.month, day.day) * 86400 + time[0] * 3600 + time[1] * 60
     at, moved = zone_clock(zone).instant(wall)
-    return Slot(day=day, at_us=at * SECOND_US, moved=moved)
+    return Slot(day=day, at_us=at * SECOND_US, moved=moved, days=(day,))
 
 
 def local_today(now_us: int, zone: ZoneInfo) -> date:
@@ -87,11 +92,19 @@ def due_slot(
     if today is None:
         today = local_today(now_us, zone)
     # Yesterday too: a slot just before midnight can still be due (late, or deferred).
-    for day in (today, today - timedelta(days=1)):
-        if not days & day_bit(day.weekday()) or last_run_day == day.isoformat():
-            continue
-        slot = slot_on(day, time, zone)
-        if slot.at_us > now_us:
+    slots = [
+        slot_on(day, time, zone)
+        for day in (today - timedelta(days=1), today)
+        if days & day_bit(day.weekday())
+    ]
+    if len(slots) == 2 and slots[0].at_us == slots[1].at_us:
+        # A skipped local day (Pacific/Apia's 2011-12-30): its slot moved to the gap's end,
+        # the instant of the next day's slot. One action serves both; a run of either day
+        # counts for both, or each run would make the other due again at the next pass.
+        served = slots[0].days + slots[1].days
+        slots = [replace(slots[1], moved=slots[0].moved or slots[1].moved, days=served)]
+    for slot in reversed(slots):  # today's first
+        if last_run_day in {day.isoformat() for day in slot.days} or slot.at_us > now_us:
             continue
         if now_us - slot.at_us <= LATE_WINDOW_US:
             return slot
