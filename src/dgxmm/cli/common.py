@@ -107,6 +107,14 @@ class Target:
         finally:
             store.close()
 
+    def either(self, offline: Callable[[Store], R], online: Callable[[Client], R]) -> R:
+        """Do a command's work on the database (``--offline``) or on the server, once."""
+        if self.offline:
+            with self.store() as store:
+                return offline(store)
+        with self.client() as api:
+            return online(api)
+
     def _announces(self, url: str) -> bool:
         """Tell whether the data directory's server listens at ``url``."""
         try:
@@ -248,6 +256,14 @@ def command(
         return fn
 
     return register
+
+
+def json_option(text: str, field: str) -> Any:
+    """Read an option given as JSON; ``InvalidInput`` naming the option when it is not."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidInput(field, f"not valid JSON ({error})") from error
 
 
 def exit_code(error: DgxmmError) -> int:

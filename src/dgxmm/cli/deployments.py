@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -104,37 +105,28 @@ NumGpusOption = Annotated[
 ]
 
 
-def _fields(
-    *,
-    name: str | None,
-    model: str | None,
-    backend: str | None,
-    command_line: str | None,
-    port: int | None,
-    env: list[str] | None,
-    base_url: str | None,
-    gpus: str | None,
-    memory_awake: float | None,
-    memory_asleep: float | None,
-    priority: int | None,
-    zone: str | None,
-    startup_timeout: float | None,
-    sleep_timeout: float | None,
-    sleep_level: int | None,
-    wake_on_request: bool | None,
-    ray_address: str | None,
-    ray_node: str | None,
-    num_gpus: int | None,
-) -> dict[str, Any]:
-    """Return the API's fields for the options given (those left out are not sent)."""
-    keys: dict[str, Any] = {
-        "name": name, "model": model, "backend": backend, "port": port, "base_url": base_url,
-        "memory_gib_awake": memory_awake, "memory_gib_asleep": memory_asleep,
-        "priority": priority, "time_zone": zone, "startup_timeout_s": startup_timeout,
-        "sleep_timeout_s": sleep_timeout, "sleep_level": sleep_level,
-        "wake_on_request": wake_on_request, "ray_address": ray_address, "ray_node": ray_node,
-        "num_gpus": num_gpus,
-    }  # fmt: skip
+# Each option of ``create`` and ``update`` and the API field it fills, where the two differ
+# in more than their name; ``command_line``, ``env`` and ``gpus`` are parsed by ``_fields``.
+_API_FIELDS = {
+    "name": "name", "model": "model", "backend": "backend", "port": "port",
+    "base_url": "base_url", "memory_awake": "memory_gib_awake",
+    "memory_asleep": "memory_gib_asleep", "priority": "priority", "zone": "time_zone",
+    "startup_timeout": "startup_timeout_s", "sleep_timeout": "sleep_timeout_s",
+    "sleep_level": "sleep_level", "wake_on_request": "wake_on_request",
+    "ray_address": "ray_address", "ray_node": "ray_node", "num_gpus": "num_gpus",
+}  # fmt: skip
+
+
+def _fields(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the API's fields for the options given (those left out are not sent).
+
+    ``options`` is a command's ``locals()``: typer reads the options from the command's
+    signature, so the command has them as parameters, and both commands share this one list.
+    """
+    keys: dict[str, Any] = {field: options[option] for option, field in _API_FIELDS.items()}
+    command_line: str | None = options["command_line"]
+    env: list[str] | None = options["env"]
+    gpus: str | None = options["gpus"]
     if command_line is not None:
         keys["command"] = shlex.split(command_line)
     if env is not None:
@@ -174,13 +166,7 @@ def create(
     num_gpus: NumGpusOption = None,
 ) -> Answer:
     """Create a deployment (stopped): a process (--command, --port), --base-url, or ray."""
-    keys = _fields(
-        name=name, model=model, backend=backend, command_line=command_line, port=port, env=env,
-        base_url=base_url, gpus=gpus, memory_awake=memory_awake, memory_asleep=memory_asleep,
-        priority=priority, zone=zone, startup_timeout=startup_timeout,
-        sleep_timeout=sleep_timeout, sleep_level=sleep_level, wake_on_request=wake_on_request,
-        ray_address=ray_address, ray_node=ray_node, num_gpus=num_gpus,
-    )  # fmt: skip
+    keys = _fields(locals())
     with where.client() as api:
         row = api.post("/api/deployments", keys)
     return Answer(value=row, text=f"created deployment {row['name']} (id {row['id']}), stopped")
@@ -211,13 +197,7 @@ def update(
     num_gpus: NumGpusOption = None,
 ) -> Answer:
     """Change some fields; what it runs changes only while it is stopped or failed."""
-    keys = _fields(
-        name=name, model=model, backend=backend, command_line=command_line, port=port, env=env,
-        base_url=base_url, gpus=gpus, memory_awake=memory_awake, memory_asleep=memory_asleep,
-        priority=priority, zone=zone, startup_timeout=startup_timeout,
-        sleep_timeout=sleep_timeout, sleep_level=sleep_level, wake_on_request=wake_on_request,
-        ray_address=ray_address, ray_node=ray_node, num_gpus=num_gpus,
-    )  # fmt: skip
+    keys = _fields(locals())
     if not keys:
         raise InvalidInput("deployment", "give at least one field to change")
     with where.client() as api:

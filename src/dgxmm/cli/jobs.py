@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
-from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, table
+from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, json_option, table
 from dgxmm.clock import from_us
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import Tier, resolve_zone
@@ -67,34 +66,27 @@ def define(
         "enabled": enabled,
     }
     if args is not None:
-        try:
-            keys["args"] = json.loads(args)
-        except json.JSONDecodeError as error:
-            raise InvalidInput("args", f"not valid JSON ({error})") from error
+        keys["args"] = json_option(args, "args")
     for key, value in (
         ("query", query), ("path", path), ("timeout_ms", timeout_ms),
         ("memory_limit", memory_limit), ("run_on", run_on), ("description", description),
     ):  # fmt: skip
         if value is not None:
             keys[key] = value
-    if where.offline:
-        with where.store() as store:
-            row = store.define_job(actor="cli", **keys).to_json()
-    else:
-        with where.client() as api:
-            row = api.post("/api/jobs/define", keys)
+    row = where.either(
+        lambda store: store.define_job(actor="cli", **keys).to_json(),
+        lambda api: api.post("/api/jobs/define", keys),
+    )
     return Answer(value=row, text=f"defined {name} (catalog version {row['version']})")
 
 
 @command(app, "drop")
 def drop(where: Target, name: str) -> Answer:
     """Remove a user job."""
-    if where.offline:
-        with where.store() as store:
-            store.drop_job(name, actor="cli")
-    else:
-        with where.client() as api:
-            api.post("/api/jobs/drop", {"name": name})
+    where.either(
+        lambda store: store.drop_job(name, actor="cli"),
+        lambda api: api.post("/api/jobs/drop", {"name": name}),
+    )
     return Answer(value={"dropped": name}, text=f"dropped {name}")
 
 
@@ -102,12 +94,10 @@ def drop(where: Target, name: str) -> Answer:
 def enable(where: Target, name: str, switch: SwitchArgument) -> Answer:
     """Switch a job on or off: ``dgxmm jobs enable NAME on|off``."""
     on = switch is Switch.ON
-    if where.offline:
-        with where.store() as store:
-            row = store.set_job_enabled(name, on, actor="cli").to_json()
-    else:
-        with where.client() as api:
-            row = api.post("/api/jobs/enable", {"name": name, "enabled": on})
+    row = where.either(
+        lambda store: store.set_job_enabled(name, on, actor="cli").to_json(),
+        lambda api: api.post("/api/jobs/enable", {"name": name, "enabled": on}),
+    )
     return Answer(value=row, text=f"{name} is {switch.value}")
 
 

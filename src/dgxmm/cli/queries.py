@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from dgxmm.cli.common import Answer, Target, command, table
+from dgxmm.cli.common import Answer, Target, command, json_option, table
 from dgxmm.errors import InvalidInput
 from dgxmm.jobs import Channel
 
@@ -20,12 +19,10 @@ app = typer.Typer(help="Saved queries.", no_args_is_help=True)
 @command(app, "list")
 def list_queries(where: Target) -> Answer:
     """List the saved queries."""
-    if where.offline:
-        with where.store() as store:
-            rows = [q.to_json() for q in store.queries()]
-    else:
-        with where.client() as api:
-            rows = api.get("/api/queries")["queries"]
+    rows = where.either(
+        lambda store: [q.to_json() for q in store.queries()],
+        lambda api: api.get("/api/queries")["queries"],
+    )
     lines = [
         (r["name"], ", ".join(f"{n}: {k}" for n, k in r["params"].items()) or "-", r["body"])
         for r in rows
@@ -52,29 +49,22 @@ def define(
     elif (body is None) == (body_file is None):
         raise InvalidInput("body", "give the SQL with --body or --body-file (one of them)")
     assert body is not None
-    try:
-        parsed = json.loads(params)
-    except json.JSONDecodeError as error:
-        raise InvalidInput("params", f"not valid JSON ({error})") from error
-    if where.offline:
-        with where.store() as store:
-            row = store.define_query(name, parsed, body, description, actor="cli").to_json()
-    else:
-        keys = {"name": name, "params": parsed, "body": body, "description": description}
-        with where.client() as api:
-            row = api.post("/api/queries/define", keys)
+    parsed = json_option(params, "params")
+    keys = {"name": name, "params": parsed, "body": body, "description": description}
+    row = where.either(
+        lambda store: store.define_query(name, parsed, body, description, actor="cli").to_json(),
+        lambda api: api.post("/api/queries/define", keys),
+    )
     return Answer(value=row, text=f"defined {name} (catalog version {row['version']})")
 
 
 @command(app, "drop")
 def drop(where: Target, name: str) -> Answer:
     """Remove a saved query (refused while a job uses it)."""
-    if where.offline:
-        with where.store() as store:
-            store.drop_query(name, actor="cli")
-    else:
-        with where.client() as api:
-            api.post("/api/queries/drop", {"name": name})
+    where.either(
+        lambda store: store.drop_query(name, actor="cli"),
+        lambda api: api.post("/api/queries/drop", {"name": name}),
+    )
     return Answer(value={"dropped": name}, text=f"dropped {name}")
 
 
@@ -85,17 +75,12 @@ def run(
     args: Annotated[str, typer.Option(help="Arguments as JSON, e.g. '{\"days\": 7}'.")] = "{}",
 ) -> Answer:
     """Run a saved query that only reads, now (counted in the workload statistics as cli)."""
-    try:
-        parsed = json.loads(args)
-    except json.JSONDecodeError as error:
-        raise InvalidInput("args", f"not valid JSON ({error})") from error
+    parsed = json_option(args, "args")
     if not isinstance(parsed, dict):
         raise InvalidInput("args", "expected an object of {parameter: value}")
-    if where.offline:
-        with where.store() as store:
-            detail = store.run_query(name, parsed, channel=Channel.CLI, actor="cli")
-    else:
-        with where.client() as api:
-            keys = {"name": name, "args": parsed, "channel": Channel.CLI.value}
-            detail = api.post("/api/queries/run", keys)["detail"]
+    keys = {"name": name, "args": parsed, "channel": Channel.CLI.value}
+    detail = where.either(
+        lambda store: store.run_query(name, parsed, channel=Channel.CLI, actor="cli"),
+        lambda api: api.post("/api/queries/run", keys)["detail"],
+    )
     return Answer(value={"name": name, "detail": detail}, text=f"ran {name}: {detail}")
