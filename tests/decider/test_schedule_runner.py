@@ -336,3 +336,24 @@ def test_it_acts_once_where_a_skipped_days_slot_meets_the_next_days(kit: Kit) ->
         ).scalar_one()
     assert '"days": ["2011-12-30", "2011-12-31"]' in detail
     assert kit.schedules.get(schedule.id).last_run_day == "2011-12-31"
+
+
+def test_a_persons_stop_over_a_schedules_is_not_woken_by_a_wake_schedule(kit: Kit) -> None:
+    deployment = kit.deployment("taken_over")
+    stopper = kit.schedules.create(
+        deployment, action=ScheduleAction.STOP, days=WEDNESDAY, time="12:00", actor="user:a"
+    )
+    kit.clock.set(at("2026-06-03T12:20:00+02:00"))  # quiet: no request ever
+    (stop,) = kit.schedules.run_pass(at("2026-06-03T12:00:30+02:00"))
+    assert stop.kind is ResultKind.DONE
+    kit.fleet.deployer.stop(deployment, actor="user:bob")  # Stop, pressed on a stopped one
+    assert events(kit, deployment)[-2:] == [
+        ("stop", f"schedule:{stopper.id}", "done"),
+        ("stop", "user:bob", "done"),
+    ]
+    kit.schedules.create(
+        deployment, action=ScheduleAction.WAKE, days=WEDNESDAY, time="12:30", actor="user:a"
+    )
+    (wake,) = kit.schedules.run_pass(at("2026-06-03T12:30:00+02:00"))
+    assert wake.result == "skipped: it was stopped by user:bob, not by a schedule"
+    assert kit.state(deployment) == "stopped"

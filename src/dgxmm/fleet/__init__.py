@@ -47,6 +47,7 @@ from dgxmm.fleet.deployments.events import Event as Event
 from dgxmm.fleet.deployments.events import EventAction as EventAction
 from dgxmm.fleet.deployments.events import EventOutcome as EventOutcome
 from dgxmm.fleet.deployments.events import Events as Events
+from dgxmm.fleet.deployments.events import is_schedule as is_schedule
 from dgxmm.fleet.deployments.insights import Insight as Insight
 from dgxmm.fleet.deployments.insights import InsightKind as InsightKind
 from dgxmm.fleet.deployments.insights import Insights as Insights
@@ -152,6 +153,7 @@ __all__ = [
     "configured_gpus",
     "delta_between",
     "discover_inventory",
+    "is_schedule",
     "parse_exposition",
     "parse_gpu_config",
     "prepare_demo_gpus",

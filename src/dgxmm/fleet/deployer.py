@@ -27,6 +27,8 @@
   an error as ``failed``, an unknown deployment not at all.
 - **Records**: every action writes a deployment event with its actor and an audit row, in
   one transaction with the state it leaves. A refused action writes a ``skipped`` event.
+  A person's stop of a deployment a schedule stopped is ``done``: the stop is theirs now,
+  so neither a request nor a wake schedule starts it (both start only a schedule's stop).
 - **Failure**: a server that is gone, or a start or wake whose gate fails, leaves the
   deployment ``failed`` with ``last_error``, raises an insight, and stops what is left of a
   process dgxmm owns: a failed deployment holds no GPU memory.
@@ -47,7 +49,7 @@ from dgxmm.fleet.backends.protocol import Backend, BackendKind, StopOutcome, wai
 from dgxmm.fleet.backends.ray import RayBackend
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState, Placement
-from dgxmm.fleet.deployments.events import EventAction, EventOutcome
+from dgxmm.fleet.deployments.events import EventAction, EventOutcome, Events, is_schedule
 from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
 from dgxmm.fleet.deployments.repo import KEEP, DeploymentRepo
 from dgxmm.fleet.placement.cluster import ClusterInventory
@@ -87,6 +89,7 @@ class Deployer:
         *,
         inventory: GpuInventory,
         deployments: DeploymentRepo,
+        events: Events,
         backends: Backends,
         recorder: ActionRecorder,
         activity: RequestActivity,
@@ -96,6 +99,7 @@ class Deployer:
         self._engine = engine
         self._inventory = inventory
         self._deployments = deployments
+        self._events = events
         self._backends = backends
         self._rec = recorder
         self._activity = activity
@@ -314,6 +318,10 @@ class Deployer:
         with self.lock(deployment_id), self._activity.closing(deployment_id):
             deployment = self._deployments.get(deployment_id)
             if deployment.state is (S.SLEEPING if sleeping else S.STOPPED):
+                if not sleeping and not is_schedule(actor):
+                    taken = self._take_over_stop(deployment, actor)
+                    if taken is not None:
+                        return taken
                 return self._rec.record(
                     deployment=deployment,
                     action=action,
@@ -351,6 +359,25 @@ class Deployer:
                 state=state,
                 error=KEEP if sleeping else None,  # a stopped server's last error is over
             )
+
+    def _take_over_stop(self, deployment: Deployment, actor: str) -> ActionResult | None:
+        """Make a schedule's stop a person's stop, or None when no schedule stopped it.
+
+        A person who presses Stop on a deployment a schedule stopped means it to stay
+        stopped: were the stop left the schedule's, a request through the proxy or a wake
+        schedule would start it again (both start only what a schedule stopped).
+        """
+        by = self._events.stopped_by(deployment.id)
+        if not is_schedule(by):
+            return None
+        return self._rec.record(
+            deployment=deployment,
+            action=EventAction.STOP,
+            outcome=EventOutcome.DONE,
+            actor=actor,
+            detail=f"it was stopped already, by {by}; the stop is {actor}'s now, so no request "
+            "or wake schedule starts it",
+        )
 
     def _sleep_backend(self, deployment: Deployment, backend: Backend, actor: str) -> str:
         """Ask the server to sleep; say how it went (a gone server leaves it failed)."""

@@ -110,6 +110,7 @@ class Fleet:
             engine,
             inventory=inventory,
             deployments=self.deployments,
+            events=self.events,
             backends=self.backends,
             recorder=self._recorder,
             activity=self.activity,

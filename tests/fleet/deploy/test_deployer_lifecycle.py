@@ -150,15 +150,34 @@ def test_it_skips_a_start_of_a_running_deployment(fleet: Fleet) -> None:
     again = fleet.deployer.start(created.id, actor="schedule:3")
     assert (again.outcome, again.deployment.state) == (EventOutcome.SKIPPED, S.RUNNING)
     assert pid_of(fleet, created.id) == pid
-    # "Who stopped it" asks the stop that was done, not a later skipped one.
-    fleet.deployer.stop(created.id, actor="schedule:3")
+    # "Who stopped it" asks the stop that was done, not a later skipped one: a schedule's
+    # stop of a stopped deployment is skipped, and a person's stop stays theirs.
     fleet.deployer.stop(created.id, actor="user:alice")
-    latest = fleet.events.latest(created.id, EventAction.STOP)
-    assert latest is not None
-    assert latest.actor == "schedule:3"
+    skipped = fleet.deployer.stop(created.id, actor="schedule:3")
+    assert (skipped.outcome, skipped.detail) == (EventOutcome.SKIPPED, "it is already stopped")
+    assert fleet.events.stopped_by(created.id) == "user:alice"
     any_outcome = fleet.events.latest(created.id, EventAction.STOP, outcome=None)
     assert any_outcome is not None
-    assert any_outcome.actor == "user:alice"
+    assert any_outcome.actor == "schedule:3"
+
+
+def test_a_persons_stop_takes_over_a_schedules_stop(fleet: Fleet) -> None:
+    created = fleet.deployments.create(actor="user:alice", **standin("llama"))
+    fleet.deployer.start(created.id, actor="user:alice")
+    fleet.deployer.stop(created.id, actor="schedule:3")
+    taken = fleet.deployer.stop(created.id, actor="user:bob")
+    assert taken.outcome is EventOutcome.DONE
+    assert taken.detail == (
+        "it was stopped already, by schedule:3; the stop is user:bob's now, so no request "
+        "or wake schedule starts it"
+    )
+    assert fleet.events.stopped_by(created.id) == "user:bob"
+    assert fleet.deployments.get(created.id).state is S.STOPPED
+    again = fleet.deployer.stop(created.id, actor="user:carol")  # a person's already: skipped
+    assert (again.outcome, fleet.events.stopped_by(created.id)) == (
+        EventOutcome.SKIPPED,
+        "user:bob",
+    )
 
 
 def test_it_writes_the_servers_output_to_a_log_under_the_data_dir(

@@ -50,6 +50,7 @@ from dgxmm.fleet import (
     Fleet,
     InsightKind,
     Severity,
+    is_schedule,
 )
 from dgxmm.jobs import resolve_zone
 from dgxmm.store import Store, writing
@@ -349,7 +350,7 @@ class ScheduleRunner:
             # Woken from stopped only when a schedule stopped it; a stop with no actor
             # (older events) counts as not stopped by a schedule.
             by = self._fleet.events.stopped_by(deployment.id)
-            if by is None or not by.startswith("schedule:"):
+            if not is_schedule(by):
                 who = by or "someone unknown (the stop names no actor)"
                 return _Outcome(kind=skipped, reason=f"it was stopped by {who}, not by a schedule")
         return self._act(schedule, deployment, actor)

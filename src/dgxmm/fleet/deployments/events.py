@@ -19,7 +19,12 @@ from dgxmm.errors import InvalidInput
 from dgxmm.fleet.deployments.tables import deployment_events
 from dgxmm.store import reading, writing
 
-__all__ = ["Event", "EventAction", "EventOutcome", "Events"]
+__all__ = ["Event", "EventAction", "EventOutcome", "Events", "is_schedule"]
+
+
+def is_schedule(actor: str | None) -> bool:
+    """Tell whether an event's actor is a schedule (``schedule:<id>``)."""
+    return actor is not None and actor.startswith("schedule:")
 
 
 class EventAction(StrEnum):
