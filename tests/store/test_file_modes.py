@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+from dgxmm.jobs import Channel
 from dgxmm.store import Store
 
 
@@ -17,7 +18,9 @@ def test_a_new_sqlite_store_is_private(tmp_path: Path) -> None:
     store = Store.open(data / "dgxmm.db")
     try:
         store.define_query("q", None, "SELECT 1")  # a write: the WAL and its index exist
-        store.workload_stats.set_job_override("compact", enabled=True)  # the sidecar has news
+        store.workload_stats.record_query(  # the sidecar has news
+            Channel.API, started_at=store.clock.now_us(), duration_us=1, failed=False
+        )
     finally:
         store.close()
     assert _mode(data) == 0o700

@@ -18,7 +18,7 @@ from store.storekit import Place, ctx
 from dgxmm.clock import ManualClock
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.jobs import CronSchedule, WorkloadStats
+from dgxmm.jobs import CronSchedule, Scheduler, WorkloadStats
 from dgxmm.server import Host
 from dgxmm.store import Store
 
@@ -71,7 +71,7 @@ def test_an_override_left_in_a_sidecar_by_an_older_version_moves_to_the_database
     sidecar.parent.mkdir(parents=True, exist_ok=True)
     sidecar.write_text(json.dumps(old.to_json()))
     upgraded = open_store()
-    assert upgraded.workload_stats.job_override("compact") is None  # no longer in the sidecar
+    assert upgraded.workload_stats.job_overrides() == {}  # the stats hold none of their own
     other = open_store(data_dir=tmp_path / "elsewhere").scheduler()
     assert (str(other.get("compact").schedule), other.get("compact").enabled) == (
         "15 1 * * *",
@@ -114,3 +114,50 @@ def test_a_hosts_next_tick_applies_what_another_instance_switched_and_scheduled(
         assert holder.workload_stats.last_skip("stats_flush") is not None
     finally:
         host.stop()
+
+
+def test_workload_stats_set_job_override_reaches_the_hosts_scheduler_at_its_next_tick(
+    open_store: Callable[..., Store], clock: ManualClock, tmp_path: Path
+) -> None:
+    # The spec's way "in your own program": store.workload_stats.set_job_override(...).
+    holder, standby = two(open_store, tmp_path)
+    host = Host(holder, time_zone="UTC", clock=clock)
+    host.tick()
+    holder.workload_stats.set_job_override("compact", schedule="*/5 * * * *", enabled=True)
+    clock.advance(timedelta(minutes=1))
+    try:
+        host.tick()
+        compact = host.scheduler.get("compact")
+        assert (str(compact.schedule), compact.enabled) == ("*/5 * * * *", True)
+    finally:
+        host.stop()
+    # One place of truth: the database's, which every instance reads.
+    other = standby.scheduler().get("compact")
+    assert (str(other.schedule), other.enabled) == ("*/5 * * * *", True)
+    assert standby.workload_stats.job_override("compact") == holder.job_overrides.job_override(
+        "compact"
+    )
+    holder.workload_stats.set_job_override("compact", schedule=None, enabled=None)
+    assert str(standby.scheduler().get("compact").schedule) == "0 3 * * *"
+
+
+def test_a_scheduler_given_only_the_stores_stats_keeps_its_overrides_in_the_database(
+    open_store: Callable[..., Store], tmp_path: Path
+) -> None:
+    # The spec's whole program: Scheduler(zone, stats=store.workload_stats), system jobs added.
+    mine, other = two(open_store, tmp_path)
+    scheduler = Scheduler("UTC", stats=mine.workload_stats)
+    for job in mine.system_jobs():
+        scheduler.add(job)
+    scheduler.set_enabled("compact", True)
+    scheduler.set_schedule("runs_purge", CronSchedule.parse("0 6 * * *"))
+    theirs = other.scheduler()
+    assert (theirs.get("compact").enabled, str(theirs.get("runs_purge").schedule)) == (
+        True,
+        "0 6 * * *",
+    )
+    # And what another instance changes is what this scheduler applies at its refresh.
+    theirs.set_enabled("stats_flush", False)
+    mine.job_overrides.load()
+    scheduler.refresh_overrides()
+    assert scheduler.get("stats_flush").enabled is False

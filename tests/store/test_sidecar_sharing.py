@@ -48,11 +48,11 @@ def test_a_flush_picks_up_another_process_changes_with_nothing_of_its_own(
 ) -> None:
     server, cli = open_store(), open_store()
     cli.workload_stats.record_run(run_at("2026-03-02T10:01:30+00:00"))
-    cli.workload_stats.set_job_override("compact", enabled=True)
+    cli.workload_stats.record_skip(
+        SkipRecord(name="cp", at_us=at("2026-03-02T10:03:00+00:00"), reason=SkipReason.CLAIMED)
+    )
     cli.flush_stats()
     assert server.flush_stats() is True
     assert server.workload_stats.counts("cp", at("2026-03-02T10:05:00+00:00")).last_hour == 1
-    override = server.workload_stats.job_override("compact")
-    assert override is not None
-    assert override.enabled is True
+    assert server.workload_stats.skips("cp") == {SkipReason.CLAIMED: 1}
     assert server.flush_stats() is False  # nothing new on either side

@@ -92,8 +92,17 @@ def test_it_writes_the_statistics_when_closed_without_a_scheduler(
 
 
 def test_it_does_not_carry_the_sidecar_in_a_backup(store: Store, tmp_path: Path) -> None:
-    store.workload_stats.set_job_override("compact", enabled=True)
-    store.flush_stats()
+    store.workload_stats.record_run(
+        RunResult(
+            name="x",
+            token=1,
+            scheduled_at=at("2026-03-02T10:00:00+00:00"),
+            started_at=at("2026-03-02T10:00:00+00:00"),
+            duration_us=1500,
+            outcome=Outcome.SUCCEEDED,
+        )
+    )
+    assert store.flush_stats()
     store.backup(tmp_path / "bk")
     names = {p.name for p in (tmp_path / "bk").rglob("*")}
     assert not any("workload" in name for name in names)

@@ -4,10 +4,16 @@ Per job, three series of buckets hold the count of runs, the failures, the total
 longest duration: minutes are kept 2 days, hours 90 days and days 3 years. Minutes and hours
 are aligned on UTC; days start at local midnight in the stats' ``time_zone`` (so a day bucket
 is 23 or 25 hours long on a DST day). The stats
-also hold the last run, skip counts by reason, and the per-job overrides of a system job's
-schedule and switch, and the saved queries run per channel (``Channel``: a job's run, the
-API, the CLI, the playground) in the same three series. Everything round-trips through plain
-JSON (``to_json`` / ``from_json``); the store keeps it in a sidecar file beside the database.
+also hold the last run, skip counts by reason, and the saved queries run per channel
+(``Channel``: a job's run, the API, the CLI, the playground) in the same three series.
+Everything round-trips through plain JSON (``to_json`` / ``from_json``); the store keeps it in
+a sidecar file beside the database.
+
+The overrides of a system job's schedule and switch go through ``set_job_override`` and
+``job_override``. Alone, the stats keep them (and write them with the rest); given a keeper
+(``keep_overrides_in``), both calls are the keeper's, so there is one place of truth: a store
+hands its database's overrides, which every instance on it shares, and the spec's
+``store.workload_stats.set_job_override(...)`` reaches them.
 
 The host reads the stats from request threads while its ticker records runs, so every method
 takes the one lock.
@@ -147,8 +153,9 @@ KEEP: Final = Keep.KEEP
 class JobOverrides(Protocol):
     """Where a scheduler keeps the overrides of its system jobs' schedules and switches.
 
-    ``WorkloadStats`` keeps them in memory (and its sidecar); a store keeps them in its
-    database, shared by every instance on it (``dgxmm.store.runs.overrides``).
+    ``WorkloadStats`` keeps them in memory (and its sidecar) unless given a keeper; a store
+    keeps them in its database, shared by every instance on it
+    (``dgxmm.store.runs.overrides``), and gives its stats that keeper.
     """
 
     def job_override(self, name: str) -> Override | None:
@@ -183,6 +190,7 @@ class WorkloadStats:
         self._pending_overrides: set[str] = set()
         self._pending_channels: dict[Channel, dict[Tier, dict[int, list[int]]]] = {}
         self._version = 0  # bumped on every change, so a flush can tell whether to write
+        self._keeper: JobOverrides | None = None  # where the overrides live, if not here
 
     @property
     def version(self) -> int:
@@ -320,6 +328,15 @@ class WorkloadStats:
 
     # -- overrides ----------------------------------------------------------------------------
 
+    def keep_overrides_in(self, keeper: JobOverrides) -> None:
+        """Make ``keeper`` the one place of the overrides: both override calls become its.
+
+        Overrides these stats held before (a sidecar's) stay here, unused: the caller moves
+        them first (``job_overrides`` lists them; ``Store`` moves them to its database).
+        """
+        with self._lock:
+            self._keeper = keeper
+
     def set_job_override(
         self,
         name: str,
@@ -328,14 +345,18 @@ class WorkloadStats:
         enabled: bool | Keep | None = KEEP,
     ) -> None:
         """Change a job's overridden schedule and/or switch; None restores the built-in one."""
+        if schedule is not KEEP and schedule is not None and not isinstance(schedule, str):
+            raise TypeError("schedule: expected cron text or None")
+        if enabled is not KEEP and enabled is not None and not isinstance(enabled, bool):
+            raise TypeError("enabled: expected true, false or None")
+        keeper = self._keeper
+        if keeper is not None:
+            keeper.set_job_override(name, schedule=schedule, enabled=enabled)
+            return
         with self._changing():
             current = self._overrides.get(name, Override())
             new_schedule = current.schedule if schedule is KEEP else schedule
             new_enabled = current.enabled if enabled is KEEP else enabled
-            if new_schedule is not None and not isinstance(new_schedule, str):
-                raise TypeError("schedule: expected cron text or None")
-            if new_enabled is not None and not isinstance(new_enabled, bool):
-                raise TypeError("enabled: expected true, false or None")
             self._pending_overrides.add(name)
             if new_schedule is None and new_enabled is None:
                 self._overrides.pop(name, None)
@@ -343,12 +364,15 @@ class WorkloadStats:
                 self._overrides[name] = Override(schedule=new_schedule, enabled=new_enabled)
 
     def job_override(self, name: str) -> Override | None:
-        """Return a job's override, if it has one."""
+        """Return a job's override, if it has one (the keeper's, when given one)."""
+        keeper = self._keeper
+        if keeper is not None:
+            return keeper.job_override(name)
         with self._lock:
             return self._overrides.get(name)
 
     def job_overrides(self) -> dict[str, Override]:
-        """Return every job's override, by name."""
+        """Return every override these stats hold themselves, by name (not a keeper's)."""
         with self._lock:
             return dict(self._overrides)
 

@@ -115,6 +115,9 @@ class Store:
         if self.job_overrides.adopt(self._sidecar.stats):
             self._sidecar.flush()
         self.job_overrides.load()
+        # One place of truth: the spec's ``store.workload_stats.set_job_override(...)`` (and a
+        # Scheduler given only these stats) reaches the database's overrides.
+        self._sidecar.stats.keep_overrides_in(self.job_overrides)
         self.upkeep = Upkeep(
             engine=engine,
             files=files,
