@@ -24,7 +24,7 @@ from support import PATIENCE_S, at, wait_for
 
 from dgxmm.decider.days import ALL_DAYS
 from dgxmm.decider.schedules import ResultKind, ScheduleAction, SlotRun
-from dgxmm.fleet import ProcessBackend
+from dgxmm.fleet import AuditAction, ProcessBackend
 from dgxmm.fleet.deployments.tables import deployment_events, insights
 from dgxmm.jobs import JobLimits, RunContext
 from dgxmm.store import reading
@@ -296,3 +296,69 @@ def test_it_defers_a_sleep_whose_metrics_do_not_answer(kit: Kit) -> None:
     assert kit.state(deployment) == "running"
     assert not is_paused(kit, sleep)
     assert lock_is_free(kit, deployment)
+
+
+def open_critical_insights(kit: Kit) -> list[str]:
+    with reading(kit.store.engine) as connection:
+        rows = connection.execute(
+            select(insights.c.kind).where(
+                insights.c.severity == "critical", insights.c.dismissed_at.is_(None)
+            )
+        ).all()
+    return [row.kind for row in rows]
+
+
+def test_it_lifts_the_pause_of_a_sleep_that_timed_out_and_finished_after_all(kit: Kit) -> None:
+    deployment = kit.deployment("late", "--hang-sleep", "3600", sleep_timeout_s=1.0)
+    sleep = schedule(kit, deployment, ScheduleAction.SLEEP, "12:05")
+    wake = schedule(kit, deployment, ScheduleAction.WAKE, "20:00")
+    own = schedule(kit, deployment, ScheduleAction.WAKE, "07:00")
+    kit.schedules.update(own, actor="user:alice", enabled=False)  # a person's own pause
+    kit.clock.set(berlin("12:30:00"))  # quiet
+    (run,) = kit.schedules.run_pass(berlin("12:05:00"))
+    assert run.kind is ResultKind.FAILED
+    assert "no answer within 1 s" in (run.reason or "")
+    assert (is_paused(kit, sleep), is_paused(kit, wake)) == (True, True)  # the spec's rule
+    assert open_critical_insights(kit) == ["schedule_failed"]
+
+    # The hang ends and the server sleeps after all; the next metrics pass finds it asleep.
+    set_faults(kit, deployment, sleep_hang_s=0)
+    wait_for(lambda: kit.is_sleeping(deployment), "the late sleep to finish on the server")
+    kit.fleet.metrics.rollup_all()
+    assert kit.state(deployment) == "sleeping"
+    assert (is_paused(kit, sleep), is_paused(kit, wake)) == (False, False)
+    assert kit.schedules.get(sleep).paused_reason is None
+    assert is_paused(kit, own)  # a person's pause stays
+    assert open_critical_insights(kit) == []  # the failure did not happen
+    stored = kit.schedules.get(sleep)
+    assert (stored.last_result or "").startswith("done: late")
+    assert stored.last_run_day == "2026-06-03"  # it ran today: not again until tomorrow
+    assert [outcome for _, outcome, _ in schedule_events(kit, sleep)] == ["failed", "done"]
+    _, _, lifted = schedule_events(kit, sleep)[-1]
+    assert f"schedules {sleep}, {wake} are switched on again" in (lifted or "")
+    resumed = kit.fleet.audit.list(action=AuditAction.SCHEDULE_RESUME)
+    assert sorted((e.subject_id, e.actor) for e in resumed) == [
+        (str(sleep), "system"),
+        (str(wake), "system"),
+    ]
+    # Switched on, the wake schedule runs at its time again.
+    (woken,) = kit.schedules.run_pass(berlin("20:00:00"))
+    assert (woken.schedule_id, woken.kind) == (wake, ResultKind.DONE)
+    assert kit.state(deployment) == "running"
+
+
+def test_it_keeps_the_pause_of_a_sleep_the_server_refused(kit: Kit) -> None:
+    deployment = kit.deployment("refused", "--fail-sleep")
+    sleep = schedule(kit, deployment, ScheduleAction.SLEEP, "12:05")
+    kit.clock.set(berlin("12:30:00"))  # quiet
+    (run,) = kit.schedules.run_pass(berlin("12:05:00"))
+    assert run.kind is ResultKind.FAILED
+    # Someone puts the server to sleep outside dgxmm; the metrics pass finds it asleep. The
+    # server answered 500: that failure did happen, so the pause stays.
+    set_faults(kit, deployment, sleep_error=False)
+    response = httpx.post(f"{kit.url(deployment)}/sleep", params={"level": "1"}, timeout=30)
+    assert response.status_code == 200, response.text
+    kit.fleet.metrics.rollup_all()
+    assert kit.state(deployment) == "sleeping"
+    assert is_paused(kit, sleep)
+    assert open_critical_insights(kit) == ["schedule_failed"]

@@ -1,4 +1,4 @@
-"""The decider's tables, on the store's ``metadata`` (migration 0004)."""
+"""The decider's tables, on the store's ``metadata`` (migrations 0004 and 0011)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ deployment_schedules = Table(
     Column("last_run_day", String(10)),  # the local date (YYYY-MM-DD) of the slot last run
     Column("last_result", Text),  # done, deferred, skipped: <reason>, failed: <error>
     Column("paused_reason", Text),  # why a failure switched it off
+    # The deployment event of the timed-out sleep whose failure switched it off (migration
+    # 0011): found finished after all, that sleep lifts the pause. NULL for any other pause.
+    Column("paused_for_event", BigInteger),
     Column("deferred_since", BigInteger),  # first deferral of the slot under way
     CheckConstraint("action in ('sleep', 'wake', 'stop', 'start')", name="action"),
     CheckConstraint("days between 1 and 127", name="days"),

@@ -30,6 +30,7 @@ from dgxmm.fleet.backends import ProcessBackend as ProcessBackend
 from dgxmm.fleet.backends import ProcessSpec as ProcessSpec
 from dgxmm.fleet.backends import RayBackend as RayBackend
 from dgxmm.fleet.backends import StopOutcome as StopOutcome
+from dgxmm.fleet.backends import TimedOut as TimedOut
 from dgxmm.fleet.backends import wait_until_healthy as wait_until_healthy
 from dgxmm.fleet.demo.demo import Demo as Demo
 from dgxmm.fleet.demo.demo import prepare_demo_gpus as prepare_demo_gpus
@@ -87,6 +88,7 @@ from dgxmm.fleet.placement.inventory import read_nvml as read_nvml
 from dgxmm.fleet.service import METRICS_PURGE as METRICS_PURGE
 from dgxmm.fleet.service import METRICS_ROLLUP as METRICS_ROLLUP
 from dgxmm.fleet.service import Fleet as Fleet
+from dgxmm.fleet.service import LateFinishHook as LateFinishHook
 from dgxmm.fleet.service import RemovalHook as RemovalHook
 
 __all__ = [
@@ -128,6 +130,7 @@ __all__ = [
     "InsightKind",
     "Insights",
     "InventorySource",
+    "LateFinishHook",
     "LocalCluster",
     "LocalNode",
     "LogChunk",
@@ -150,6 +153,7 @@ __all__ = [
     "Severity",
     "SleepState",
     "StopOutcome",
+    "TimedOut",
     "configured_gpus",
     "delta_between",
     "discover_inventory",

@@ -21,7 +21,8 @@
 - **Timeouts**: a start or wake, with its gate and check, is bounded by the deployment's
   ``startup_timeout_s``, a sleep by its ``sleep_timeout_s``; every request of the action gets
   only what is left, so no lock is held past the action's timeout. A sleep the server
-  finishes later is reconciled by the metrics pass (``mark_asleep``).
+  finishes later is reconciled by the metrics pass (``mark_asleep``), whose result names
+  the failed sleeps it finished (``ActionResult.finishes``).
 - **Telemetry**: each action (an eviction too) tells ``Telemetry.action_finished`` its
   outcome and how long it took, by the injected ``timer``; a refusal counts as ``skipped``,
   an error as ``failed``, an unknown deployment not at all.
@@ -39,6 +40,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from sqlalchemy import Connection, Engine
@@ -218,16 +220,23 @@ class Deployer:
                 return None
         except DgxmmError:
             return None  # the next pass looks again
-        return self._rec.record(
+        late = self._events.failed_since_done(deployment_id, EventAction.SLEEP)
+        detail = (
+            f"found asleep ({reason}): a sleep that finished after dgxmm stopped waiting for it"
+        )
+        if late:
+            asked = ", ".join(f"event {e.id} ({e.actor or 'no actor'})" for e in late)
+            detail += f"; the failed sleep of {asked} finished after all"
+        found = self._rec.record(
             deployment=deployment,
             action=EventAction.SLEEP,
             outcome=EventOutcome.DONE,
             actor=actor,
-            detail=f"found asleep ({reason}): a sleep that finished after dgxmm stopped "
-            "waiting for it",
+            detail=detail,
             state=S.SLEEPING,
             error=KEEP,
         )
+        return replace(found, finishes=late)
 
     # -- inside -------------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 
-__all__ = ["METRICS_PURGE", "METRICS_ROLLUP", "Fleet", "RemovalHook"]
+__all__ = ["METRICS_PURGE", "METRICS_ROLLUP", "Fleet", "LateFinishHook", "RemovalHook"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,8 @@ METRICS_ROLLUP = "metrics_rollup"
 METRICS_PURGE = "metrics_purge"
 
 RemovalHook = Callable[[Connection, Deployment, str], None]
+# Told of a reconciliation that found failed attempts finished after all (``finishes``).
+LateFinishHook = Callable[[ActionResult], None]
 
 
 class Fleet:
@@ -118,6 +120,7 @@ class Fleet:
         )
         # Insights go first, before the deployment: their table has no cascade.
         self._hooks: list[RemovalHook] = [self.insights.remove_for]
+        self._late_hooks: list[LateFinishHook] = []
         self._note_inventory()
         self.reattach()
 
@@ -160,6 +163,14 @@ class Fleet:
             self.activity.forget(deployment_id)
             # Ids may be used again: a new deployment must not find this one's log.
             shutil.rmtree(self.backends.run_dir(deployment_id), ignore_errors=True)
+
+    def add_late_finish_hook(self, hook: LateFinishHook) -> None:
+        """Run ``hook(result)`` when a reconciliation finds failed attempts finished after all.
+
+        The metrics pass calls it after ``mark_asleep`` wrote the deployment asleep: the
+        schedule runner lifts the pause a timed-out scheduled sleep caused.
+        """
+        self._late_hooks.append(hook)
 
     # -- restarts, jobs, life -----------------------------------------------------------------
 
@@ -239,7 +250,14 @@ class Fleet:
         self.deployer.mark_failed(deployment.id, why, wait=False)
 
     def _asleep(self, deployment: Deployment, why: str) -> None:
-        self.deployer.mark_asleep(deployment.id, why)
+        found = self.deployer.mark_asleep(deployment.id, why)
+        if found is None or not found.finishes:
+            return
+        for hook in list(self._late_hooks):
+            try:
+                hook(found)
+            except DgxmmError as error:  # the pass goes on; the pause stays until someone looks
+                log.warning("after finding %s asleep: %s", deployment.name, error)
 
     def _rollup(self, ctx: RunContext) -> str:
         return self.metrics.rollup_all(ctx)

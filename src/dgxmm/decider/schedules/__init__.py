@@ -3,6 +3,7 @@
 - ``service``: ``ScheduleService``, the schedules and the ``schedule_runner`` job.
 - ``runner``: the runner's pass, which only decides, and the pool its actions run on.
 - ``rows``: the ``deployment_schedules`` rows (``Schedule``, ``ScheduleAction``) and checks.
+- ``pauses``: pausing sleep and wake schedules after a failure; lifting a timed-out one's.
 - ``slots``: when a schedule's slot is due (pure functions of the schedule and ``now``).
 - ``week``: where the schedules leave a deployment down over a week.
 """

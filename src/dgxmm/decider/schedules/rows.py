@@ -77,6 +77,9 @@ class Schedule:
     last_result: str | None
     paused_reason: str | None
     deferred_since: int | None
+    # The timed-out sleep event whose failure paused it; None for any other pause (kept out
+    # of the JSON: it is the runner's bookkeeping, ``paused_reason`` says it for people).
+    paused_for_event: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the schedule as plain JSON values."""
@@ -152,6 +155,7 @@ def _row(row: Any) -> Schedule:
         last_result=row.last_result,
         paused_reason=row.paused_reason,
         deferred_since=row.deferred_since,
+        paused_for_event=row.paused_for_event,
     )
 
 

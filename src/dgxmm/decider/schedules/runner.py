@@ -22,7 +22,6 @@ the actions take, and a deployment whose start takes minutes delays no other dep
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass
@@ -31,8 +30,7 @@ from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection
-
+from dgxmm.decider.schedules.pauses import PAUSING, Pauses
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows
 from dgxmm.decider.schedules.slots import (
     DEFER_WINDOW_US,
@@ -46,10 +44,12 @@ from dgxmm.fleet import (
     AuditSubject,
     Deployment,
     DeploymentState,
+    EventAction,
     EventOutcome,
     Fleet,
     InsightKind,
     Severity,
+    TimedOut,
     is_schedule,
 )
 from dgxmm.jobs import resolve_zone
@@ -62,9 +62,6 @@ QUIET_US = 10 * MINUTE_US  # no request activity for this long before a sleep or
 # Deployments acted on at once. Start-ups still go one at a time (the deployer's start-up
 # gate), but sleeps, stops and a hung server's wait no longer queue behind them.
 ACTION_WORKERS = 32
-
-# Pauses a deployment's sleep and wake schedules after a failure: (connection, failed, reason).
-PauseAudit = Callable[[Connection, Schedule, str], None]
 
 
 class ResultKind(StrEnum):
@@ -90,6 +87,7 @@ class _Outcome:
     reason: str | None = None
     deferred_since: int | None = None
     acted: bool = False  # the deployer ran the action (and wrote its event)
+    timed_out_event: int | None = None  # a sleep that timed out: its failed event
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,13 +137,13 @@ class ScheduleRunner:
         fleet: Fleet,
         rows: ScheduleRows,
         *,
-        pause_audit: PauseAudit,
+        pauses: Pauses,
         workers: int = ACTION_WORKERS,
     ) -> None:
         self._store = store
         self._fleet = fleet
         self._rows = rows
-        self._pause_audit = pause_audit
+        self._pauses = pauses
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="schedule-action")
         self._guard = threading.Lock()
         self._acting: dict[int, Future[SlotRun | None]] = {}  # deployment id -> its action
@@ -383,7 +381,18 @@ class ScheduleRunner:
         except Conflict as refused:  # the deployer found a state that rules it out
             return _Outcome(kind=ResultKind.SKIPPED, reason=str(refused), acted=True)
         except DgxmmError as error:
-            return _Outcome(kind=ResultKind.FAILED, reason=str(error), acted=True)
+            late = None
+            if isinstance(error, TimedOut) and schedule.action is ScheduleAction.SLEEP:
+                # No answer in time says nothing of the outcome: the server may still sleep.
+                # Its failed event (the deployer's, just written under this lock) lets the
+                # pause be lifted when a reconciliation finds that sleep finished after all.
+                failed = self._fleet.events.latest(
+                    deployment.id, EventAction.SLEEP, outcome=EventOutcome.FAILED
+                )
+                late = None if failed is None else failed.id
+            return _Outcome(
+                kind=ResultKind.FAILED, reason=str(error), acted=True, timed_out_event=late
+            )
         if result.outcome is EventOutcome.SKIPPED:  # its own event says so: so does the run
             return _Outcome(kind=ResultKind.SKIPPED, reason=result.detail, acted=True)
         return _Outcome(kind=ResultKind.DONE, acted=True)
@@ -399,10 +408,7 @@ class ScheduleRunner:
         else:
             values["last_run_day"] = run.day
             values["deferred_since"] = None
-        pause = run.kind is ResultKind.FAILED and schedule.action in (
-            ScheduleAction.SLEEP,
-            ScheduleAction.WAKE,
-        )
+        pause = run.kind is ResultKind.FAILED and schedule.action in PAUSING
         with writing(self._store.engine) as connection:
             self._rows.change(connection, schedule.id, values)
             if not outcome.acted:  # the deployer writes the event of an action it ran
@@ -418,31 +424,13 @@ class ScheduleRunner:
                 connection=connection,
             )  # fmt: skip
             if pause:
-                self._pause(connection, schedule, run, now)
+                self._pauses.pause(
+                    connection, schedule, run.reason, now, timed_out_event=outcome.timed_out_event
+                )
         fleet.telemetry.slot_decided(schedule.action, run.kind)
         if pause:
-            fleet.insights.raise_insight(
-                InsightKind.SCHEDULE_FAILED,
-                deployment_id=schedule.deployment_id,
-                severity=Severity.CRITICAL,
-                message=(
-                    f"Schedule {schedule.id} failed to {schedule.action.value} deployment "
-                    f"{schedule.deployment_id}: {run.reason}. Its sleep and wake schedules are "
-                    "paused until an admin switches them on again."
-                ),
-                key=f"schedule_failed:{schedule.deployment_id}:{run.day}",
-            )
-
-    def _pause(self, connection: Connection, failed: Schedule, run: SlotRun, now: int) -> None:
-        reason = f"paused: schedule {failed.id} failed to {failed.action.value} ({run.reason})"
-        for schedule in self._rows.list(failed.deployment_id, connection=connection):
-            if schedule.action in (ScheduleAction.SLEEP, ScheduleAction.WAKE) and schedule.enabled:
-                self._rows.change(
-                    connection,
-                    schedule.id,
-                    {"enabled": False, "paused_reason": reason, "updated_at": now},
-                )
-                self._pause_audit(connection, schedule, reason)
+            timed_out = outcome.timed_out_event is not None
+            self._pauses.warn(schedule, run.day, run.reason, timed_out=timed_out)
 
 
 def _not_for(deployment: Deployment, what: str) -> str:

@@ -20,7 +20,8 @@ deployment at a time, so no slow model server stalls the pass):
 5. each run is recorded: a deployment event with actor ``schedule:<id>``, an audit row, and
    the schedule's last run and result. A state that changed under the runner is skipped;
    only a failed server makes a run failed, and a failed scheduled sleep or wake pauses
-   that deployment's sleep and wake schedules and raises an insight.
+   that deployment's sleep and wake schedules and raises an insight (``pauses.py``; a
+   sleep that timed out and is found finished after all lifts its pause).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from dgxmm.clock import Clock
+from dgxmm.decider.schedules.pauses import Pauses
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows, checked_changes
 from dgxmm.decider.schedules.runner import PendingRun, ResultKind, ScheduleRunner, SlotRun
 from dgxmm.errors import InvalidInput
@@ -51,8 +53,11 @@ class ScheduleService:
         self._fleet = fleet
         self._clock = clock or store.clock
         self._rows = ScheduleRows(store.engine, fleet.deployments)
-        self._runner = ScheduleRunner(store, fleet, self._rows, pause_audit=self._audit_pause)
+        self._pauses = Pauses(store, fleet, self._rows, audit=self._audit_by_system)
+        self._runner = ScheduleRunner(store, fleet, self._rows, pauses=self._pauses)
         fleet.add_removal_hook(self._before_removal)
+        # A timed-out scheduled sleep the metrics pass finds finished: lift its pause.
+        fleet.add_late_finish_hook(self._pauses.lift)
 
     # -- admin changes ------------------------------------------------------------------------
 
@@ -117,6 +122,8 @@ class ScheduleService:
             values["updated_at"] = self._clock.now_us()
             if values.get("enabled") is True:
                 values["paused_reason"] = None
+            if "enabled" in values:  # a person's switch: a pause is theirs now, never lifted
+                values["paused_for_event"] = None
             if {"days", "at_time", "time_zone"} & values.keys():
                 values["deferred_since"] = None  # a deferral belongs to the old slot
             self._rows.change(connection, schedule_id, values)
@@ -202,8 +209,10 @@ class ScheduleService:
         """Start no more actions (those under way finish on their threads)."""
         self._runner.close()
 
-    def _audit_pause(self, connection: Connection, schedule: Schedule, reason: str) -> None:
-        self._audit(connection, "system", AuditAction.SCHEDULE_PAUSE, schedule, detail=reason)
+    def _audit_by_system(
+        self, connection: Connection, action: AuditAction, schedule: Schedule, note: str
+    ) -> None:
+        self._audit(connection, "system", action, schedule, detail=note)
 
     # -- removal ------------------------------------------------------------------------------
 

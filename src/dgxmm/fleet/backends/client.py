@@ -16,7 +16,7 @@ import httpx
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, InvalidInput, ServerGone
-from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts
+from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts, TimedOut
 from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, sample_from_text
 
 __all__ = ["ModelServerClient"]
@@ -257,7 +257,7 @@ class ModelServerClient:
                 f"{what} on {self._server}: {_describe(err)}; the server is gone"
             ) from err
         except httpx.TimeoutException as err:
-            raise BackendError(
+            raise TimedOut(
                 f"{what} on {self._server}: no answer within {limit_s or timeout_s:.3g} s"
             ) from err
         except httpx.TransportError as err:
@@ -282,10 +282,10 @@ class _Deadline:
         self._end = time.monotonic() + seconds
 
     def left(self, what: str, server: str) -> float:
-        """Return the seconds left; ``BackendError`` when none are."""
+        """Return the seconds left; ``TimedOut`` when none are."""
         left = self._end - time.monotonic()
         if left <= 0:
-            raise BackendError(f"{what} on {server}: not done within {self.seconds:.3g} s")
+            raise TimedOut(f"{what} on {server}: not done within {self.seconds:.3g} s")
         return left
 
 

@@ -9,8 +9,9 @@ level 2 with ``tags``, ``POST /collective_rpc`` and ``POST /reset_prefix_cache``
 
 Failures of an action raise ``BackendError`` naming the action, the server and what
 happened; a server that is no longer there (its process exited, its port refuses) raises
-``ServerGone``, which the deployer turns into the ``failed`` state. Health checks do not
-raise: they report a ``Health`` with a detail a person can read.
+``ServerGone``, which the deployer turns into the ``failed`` state; one that did not answer
+in the action's time raises ``TimedOut``, whose action may still finish on the server.
+Health checks do not raise: they report a ``Health`` with a detail a person can read.
 """
 
 from __future__ import annotations
@@ -31,8 +32,17 @@ __all__ = [
     "HealthCheck",
     "HttpTimeouts",
     "StopOutcome",
+    "TimedOut",
     "wait_until_healthy",
 ]
+
+
+class TimedOut(BackendError):
+    """A model server that gave no answer within the action's time.
+
+    Unlike an error answer, it says nothing of the outcome: the server may still do what it
+    was asked (a hung sleep that finishes later), which a reconciliation can find.
+    """
 
 
 class BackendKind(Enum):

@@ -51,6 +51,7 @@ class AuditAction(StrEnum):
     SCHEDULE_UPDATE = "schedule.update"
     SCHEDULE_DELETE = "schedule.delete"
     SCHEDULE_PAUSE = "schedule.pause"  # the runner switched it off
+    SCHEDULE_RESUME = "schedule.resume"  # switched on: the failure that paused it did not happen
     SCHEDULE_SLEEP = "schedule.sleep"  # the runner's slots, on the deployment
     SCHEDULE_WAKE = "schedule.wake"
     SCHEDULE_STOP = "schedule.stop"

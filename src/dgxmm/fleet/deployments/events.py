@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, insert, select
+from sqlalchemy import Connection, Engine, Row, func, insert, select
 
 from dgxmm.clock import Clock
 from dgxmm.errors import InvalidInput
@@ -38,6 +38,17 @@ class EventAction(StrEnum):
     WAKE = "wake"
     FAILED = "failed"  # its server was found gone; the deployment is now failed
     REATTACH = "reattach"  # found again after a dgxmm restart
+
+
+# The actions that, done, change what the server is (not create or update of its definition).
+_STATE_CHANGES = (
+    EventAction.START,
+    EventAction.STOP,
+    EventAction.SLEEP,
+    EventAction.WAKE,
+    EventAction.FAILED,
+    EventAction.REATTACH,
+)
 
 
 class EventOutcome(StrEnum):
@@ -155,6 +166,36 @@ class Events:
         """Return who stopped it last (None: never stopped, or a stop that names no actor)."""
         stop = self.latest(deployment_id, EventAction.STOP)
         return stop.actor if stop is not None else None
+
+    def failed_since_done(self, deployment_id: int, action: EventAction) -> tuple[Event, ...]:
+        """Return the failed ``action`` events since the last state change that was done.
+
+        "Done" counts what changes the server's state (start, stop, sleep, wake, failed,
+        reattach): a failed sleep after it left the deployment as it was, so a sleep found
+        finished now is what those failed attempts asked for. Oldest first.
+        """
+        c = deployment_events.c
+        last_done = (
+            select(func.coalesce(func.max(c.id), 0))
+            .where(
+                c.deployment_id == deployment_id,
+                c.outcome == EventOutcome.DONE.value,
+                c.action.in_([a.value for a in _STATE_CHANGES]),
+            )
+            .scalar_subquery()
+        )
+        query = (
+            select(deployment_events)
+            .where(
+                c.deployment_id == deployment_id,
+                c.action == action.value,
+                c.outcome == EventOutcome.FAILED.value,
+                c.id > last_done,
+            )
+            .order_by(c.id)
+        )
+        with reading(self._engine) as connection:
+            return tuple(Event.from_row(row) for row in connection.execute(query))
 
     def list(
         self, deployment_id: int, limit: int = 100, *, before_id: int | None = None

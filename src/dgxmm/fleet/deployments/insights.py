@@ -196,6 +196,16 @@ class Insights:
             )
             return self._get(connection, insight_id)
 
+    def dismiss_open(self, key: str, actor: str) -> Insight | None:
+        """Dismiss the open insight with ``key`` (audited); None when none is open."""
+        with reading(self._engine) as connection:
+            found = connection.execute(
+                select(insights.c.id).where(
+                    insights.c.key == key, insights.c.dismissed_at.is_(None)
+                )
+            ).first()
+        return None if found is None else self.dismiss(int(found.id), actor)
+
     def remove_for(self, connection: Connection, deployment: Deployment, actor: str) -> None:
         """Delete a removed deployment's insights (a removal hook; the audit row says so)."""
         connection.execute(delete(insights).where(insights.c.deployment_id == deployment.id))

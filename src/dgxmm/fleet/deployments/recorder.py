@@ -49,6 +49,8 @@ class ActionResult:
     detail: str | None
     event: Event
     evictions: tuple[ActionResult, ...] = ()
+    # A reconciliation's: the failed attempts it found finished after all (a late sleep).
+    finishes: tuple[Event, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Return the result as JSON values."""
