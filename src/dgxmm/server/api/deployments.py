@@ -1,8 +1,10 @@
 """The deployments API: define, change, remove; start, stop, sleep, wake; plans and events.
 
-Reads need any token, everything else an admin's. Refused fields answer 400 naming the
-field, wrong types 422 (strict bodies), a start or wake that does not fit 409 with the reason
-(which GPU, how many GiB short), a model server that failed 502.
+Reads need any token, everything else an admin's; a viewer reads a deployment, its events
+and its last error masked (``server/redaction.py``: no secrets, no model-server output).
+Refused fields answer 400 naming the field, wrong types 422 (strict bodies), a start or wake
+that does not fit 409 with the reason (which GPU, how many GiB short), a model server that
+failed 502.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from dgxmm.errors import NotFound
 from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, read_log
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
+from dgxmm.server.auth import Identity
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryInstant, Viewer
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
+from dgxmm.server.redaction import deployment_shown_to, event_shown_to
 from dgxmm.time_units import DAY_US
 
 __all__ = ["deployment_json", "router"]
@@ -84,10 +88,10 @@ class ActionBody(Body):
     plan: bool | None = None
 
 
-def deployment_json(deployment: Deployment, host: Host) -> dict[str, Any]:
-    """Return a deployment as the API shows it, with instants in the host's zone."""
+def deployment_json(deployment: Deployment, host: Host, who: Identity) -> dict[str, Any]:
+    """Return a deployment as the API shows ``who`` it, with instants in the host's zone."""
     return {
-        **deployment.to_json(),
+        **deployment_shown_to(deployment, who).to_json(),
         "held_gib": deployment.held_gib,
         "state_since": iso(deployment.state_since, host),
         "last_request_at": iso(deployment.last_request_at, host),
@@ -97,10 +101,10 @@ def deployment_json(deployment: Deployment, host: Host) -> dict[str, Any]:
 
 
 @router.get("")
-def list_deployments(fleet: FleetDep, host: HostDep, _: Viewer) -> dict[str, Any]:
+def list_deployments(fleet: FleetDep, host: HostDep, who: Viewer) -> dict[str, Any]:
     """Every deployment, and each GPU with what the deployments hold on it."""
     return {
-        "deployments": [deployment_json(d, host) for d in fleet.deployments.list()],
+        "deployments": [deployment_json(d, host, who) for d in fleet.deployments.list()],
         "inventory": {"source": fleet.inventory.source.value, "note": fleet.inventory.note},
         "gpus": [
             {
@@ -151,15 +155,15 @@ def create_deployment(
     for defaulted in ("startup_timeout_s", "sleep_timeout_s", "sleep_level"):
         if keys.get(defaulted) is None:
             keys.pop(defaulted, None)
-    return deployment_json(fleet.deployments.create(actor=who.actor, **keys), host)
+    return deployment_json(fleet.deployments.create(actor=who.actor, **keys), host, who)
 
 
 @router.get("/{deployment_id}")
 def get_deployment(
-    deployment_id: PathId, fleet: FleetDep, host: HostDep, _: Viewer
+    deployment_id: PathId, fleet: FleetDep, host: HostDep, who: Viewer
 ) -> dict[str, Any]:
     """One deployment."""
-    return deployment_json(fleet.deployments.get(deployment_id), host)
+    return deployment_json(fleet.deployments.get(deployment_id), host, who)
 
 
 @router.patch("/{deployment_id}")
@@ -168,7 +172,8 @@ def update_deployment(
 ) -> dict[str, Any]:
     """Change some fields; what it runs changes only while it is stopped or failed (409)."""
     keys = body.model_dump(exclude_unset=True)
-    return deployment_json(fleet.deployments.update(deployment_id, who.actor, **keys), host)
+    changed = fleet.deployments.update(deployment_id, who.actor, **keys)
+    return deployment_json(changed, host, who)
 
 
 @router.delete("/{deployment_id}")
@@ -232,15 +237,17 @@ def plan_deployment(deployment_id: PathId, fleet: FleetDep, _: Viewer) -> dict[s
 @router.get("/{deployment_id}/events")
 def deployment_events(
     deployment_id: PathId,
+    *,
     fleet: FleetDep,
     host: HostDep,
-    _: Viewer,
+    who: Viewer,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before: QueryId = None,
 ) -> dict[str, Any]:
     """Its events, newest first (``before`` an event id pages back)."""
     fleet.deployments.get(deployment_id)  # 404 for one that does not exist
-    events = fleet.events.list(deployment_id, limit, before_id=before)
+    found = fleet.events.list(deployment_id, limit, before_id=before)
+    events = [event_shown_to(e, who) for e in found]
     return {"events": [{**e.to_json(), "at": iso(e.at_us, host)} for e in events]}
 
 

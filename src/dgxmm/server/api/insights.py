@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, Viewer
 from dgxmm.server.job_list import iso
+from dgxmm.server.redaction import insight_shown_to
 
 __all__ = ["router"]
 
@@ -18,7 +19,7 @@ router = APIRouter(prefix="/api/insights", tags=["insights"])
 def list_insights(
     fleet: FleetDep,
     host: HostDep,
-    _: Viewer,
+    who: Viewer,
     include_dismissed: Annotated[bool, Query()] = False,
     deployment_id: QueryId = None,
 ) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def list_insights(
                 "created_at": iso(insight.created_at, host),
                 "dismissed_at": iso(insight.dismissed_at, host),
             }
-            for insight in found
+            for insight in (insight_shown_to(i, who) for i in found)
         ]
     }
 

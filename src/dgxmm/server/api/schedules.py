@@ -11,6 +11,7 @@ from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.errors import NotFound
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, PathId, SchedulesDep, Viewer
+from dgxmm.server.redaction import schedule_shown_to
 
 __all__ = ["router"]
 
@@ -44,11 +45,11 @@ class PausedAll(Body):
 
 
 @router.get("/api/deployments/{deployment_id}/schedules")
-def list_schedules(deployment_id: PathId, schedules: SchedulesDep, _: Viewer) -> dict[str, Any]:
+def list_schedules(deployment_id: PathId, schedules: SchedulesDep, who: Viewer) -> dict[str, Any]:
     """A deployment's schedules, and whether all schedules are paused."""
     return {
         "paused_all": schedules.paused_all(),
-        "schedules": [s.to_json() for s in schedules.list(deployment_id)],
+        "schedules": [schedule_shown_to(s, who).to_json() for s in schedules.list(deployment_id)],
     }
 
 

@@ -25,8 +25,9 @@ from dgxmm.fleet.deployments.definition import (
     current_keys,
 )
 from dgxmm.server.api.deployments import CreateDeployment
-from dgxmm.server.deps import FleetDep, HostDep, PathId
+from dgxmm.server.deps import FleetDep, HostDep, PathId, identify
 from dgxmm.server.pages.render import render_page
+from dgxmm.server.redaction import deployment_shown_to
 
 __all__ = ["router"]
 
@@ -177,7 +178,10 @@ def new_deployment(request: Request, fleet: FleetDep, host: HostDep) -> Response
 
 @router.get("/deployments/{deployment_id}/edit", response_class=HTMLResponse)
 def edit_deployment(request: Request, deployment_id: PathId, fleet: FleetDep) -> Response:
-    """The form that changes a deployment (404 for one that does not exist)."""
-    deployment = fleet.deployments.get(deployment_id)
+    """The form that changes a deployment (404 for one that does not exist).
+
+    A viewer may look at the form (it cannot send it) but reads it masked, as in the API.
+    """
+    deployment = deployment_shown_to(fleet.deployments.get(deployment_id), identify(request))
     values = {**deployment.to_json(), **current_keys(deployment)}
     return _form(request, fleet, values, deployment)

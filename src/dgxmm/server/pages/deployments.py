@@ -16,10 +16,11 @@ from fastapi.responses import HTMLResponse, Response
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import BackendKind, Deployment
 from dgxmm.fleet.demo.demo import synthetic_note
-from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep
+from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep, identify
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
 from dgxmm.server.pages.render import display_zone, render_page
+from dgxmm.server.redaction import deployment_shown_to, event_shown_to
 from dgxmm.server.svg.gpu_bars import gpu_bar
 from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
 
@@ -40,10 +41,11 @@ def _row(deployment: Deployment, host: Host) -> dict[str, Any]:
 def deployments_page(request: Request, fleet: FleetDep, host: HostDep) -> Response:
     """Every deployment: its state, the GPU memory it holds, its last request, its actions."""
     gpus = fleet.gpus()
+    who = identify(request)
     return render_page(
         request,
         "deployments.html",
-        rows=[_row(d, host) for d in fleet.deployments.list()],
+        rows=[_row(deployment_shown_to(d, who), host) for d in fleet.deployments.list()],
         gpus=[
             {"gpu": gpu, "held": sum(h.gib for h in held), "svg": gpu_bar(gpu, held)}
             for gpu, held in gpus
@@ -74,7 +76,8 @@ def deployment_page(
 ) -> Response:
     """One deployment: its facts, actions, traffic over the range picked, events."""
     host = services.host
-    deployment = fleet.deployments.get(deployment_id)
+    who = identify(request)
+    deployment = deployment_shown_to(fleet.deployments.get(deployment_id), who)
     if range not in WINDOWS:
         raise InvalidInput("range", f"{range!r} is not one of {', '.join(WINDOWS)}")
     now = host.clock.now_us()
@@ -109,7 +112,10 @@ def deployment_page(
         ranges=list(WINDOWS),
         per=per,
         requests_shown=sum(r.requests for r in rollups),
-        events=[{"e": e, "at": iso(e.at_us, host)} for e in fleet.events.list(deployment_id)],
+        events=[
+            {"e": event_shown_to(e, who), "at": iso(e.at_us, host)}
+            for e in fleet.events.list(deployment_id)
+        ],
         extras=extras,
         log=log,
         synthetic=synthetic_note(fleet, deployment_id),

@@ -13,9 +13,10 @@ from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.decider.days import describe_days
 from dgxmm.fleet import Deployment
-from dgxmm.server.deps import FleetDep, HostDep, PathId, SchedulesDep
+from dgxmm.server.deps import FleetDep, HostDep, PathId, SchedulesDep, identify
 from dgxmm.server.job_list import iso
 from dgxmm.server.pages.render import display_zone, render_page
+from dgxmm.server.redaction import schedule_shown_to
 from dgxmm.server.routes import DeploymentSection
 from dgxmm.server.services import Services
 from dgxmm.server.svg.week_strip import week_strip
@@ -50,13 +51,14 @@ def schedules_page(
     """A deployment's schedules as a week strip, with their last run and result."""
     deployment = fleet.deployments.get(deployment_id)
     rows = schedules.list(deployment_id)
+    who = identify(request)
     return render_page(
         request,
         "schedules.html",
         deployment=deployment,
         schedules=[
             {
-                **row.to_json(),
+                **schedule_shown_to(row, who).to_json(),
                 "days_text": describe_days(row.days),
                 "last_run": iso(row.last_run_at, host),
             }

@@ -1,0 +1,171 @@
+"""What a viewer reads of a deployment: secrets masked, the model server's output left out."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from support import free_port
+
+from dgxmm.server.redaction import masked_command, masked_text, public_text
+
+# What the model server printed, what its command and environment hold: none of it may
+# reach a viewer, in any answer or page.
+PRINTED = "loaded-weights-for-customer-acme"
+SECRETS = ("sk-abc123456789", "hf_abcdefghijkl", "hf_fromtheenvironment", "s3cr3t-pw", "hunter2")
+# A model server that dies at once, after one line of output (not in its command line).
+FAILING = "import sys; print('loaded-weights-' + 'for-customer-acme'); sys.exit(3)"
+
+
+def _failed_process(admin: TestClient) -> dict[str, Any]:
+    keys = {
+        "name": "leaky",
+        "model": "leaky-model",
+        "backend": "process",
+        "command": [
+            sys.executable,
+            "-c",
+            FAILING,
+            "--api-key",
+            SECRETS[0],
+            "--hf-token=" + SECRETS[1],
+            "--password",
+            SECRETS[3],
+            "--port",
+            "{port}",
+        ],
+        "port": free_port(),
+        "environment": {"HF_TOKEN": SECRETS[2], "CUDA_LAUNCH_BLOCKING": "1"},
+        "gpus": [0],
+        "memory_gib_awake": 10.0,
+        "startup_timeout_s": 30.0,
+    }
+    made = admin.post("/api/deployments", json=keys)
+    assert made.status_code == 201, made.text
+    started = admin.post(f"/api/deployments/{made.json()['id']}/start")
+    assert started.status_code == 502, started.text
+    deployment: dict[str, Any] = admin.get(f"/api/deployments/{made.json()['id']}").json()
+    assert deployment["state"] == "failed"
+    return deployment
+
+
+def _failed_external(admin: TestClient) -> dict[str, Any]:
+    keys = {
+        "name": "remote",
+        "model": "remote-model",
+        "backend": "external",
+        "base_url": f"http://bob:{SECRETS[4]}@127.0.0.1:{free_port()}/v1",
+        "startup_timeout_s": 5.0,
+    }
+    made = admin.post("/api/deployments", json=keys)
+    assert made.status_code == 201, made.text
+    admin.post(f"/api/deployments/{made.json()['id']}/start")
+    deployment: dict[str, Any] = admin.get(f"/api/deployments/{made.json()['id']}").json()
+    return deployment
+
+
+def _leaks(text: str) -> list[str]:
+    return [secret for secret in (PRINTED, *SECRETS) if secret in text]
+
+
+def test_it_shows_a_viewer_a_failed_deployment_without_its_secrets_or_its_log(
+    full_admin: TestClient, full_viewer: TestClient
+) -> None:
+    whole = _failed_process(full_admin)
+    assert PRINTED in whole["last_error"]  # the admin reads the log tail: the test can fail
+    assert SECRETS[2] == whole["environment"]["HF_TOKEN"]
+    seen = full_viewer.get(f"/api/deployments/{whole['id']}")
+    listed = full_viewer.get("/api/deployments")
+    for answer in (seen, listed):
+        assert answer.status_code == 200
+        assert _leaks(answer.text) == []
+    shown = seen.json()
+    assert shown["environment"] == {"HF_TOKEN": "***", "CUDA_LAUNCH_BLOCKING": "***"}
+    assert shown["command"][3:9] == [
+        "--api-key",
+        "***",
+        "--hf-token=***",
+        "--password",
+        "***",
+        "--port",
+    ]
+    assert shown["last_error"] == whole["last_error"].split("; last lines of ")[0]
+    assert "exited with code 3" in shown["last_error"]  # what happened stays readable
+    assert listed.json()["deployments"] == [shown]
+
+
+def test_it_keeps_the_log_tail_from_a_viewers_events_and_insights(
+    full_admin: TestClient, full_viewer: TestClient
+) -> None:
+    whole = _failed_process(full_admin)
+    events = f"/api/deployments/{whole['id']}/events"
+    assert PRINTED in full_admin.get(events).text
+    assert PRINTED in full_admin.get("/api/insights").text
+    for path in (events, "/api/insights"):
+        answer = full_viewer.get(path)
+        assert answer.status_code == 200
+        assert _leaks(answer.text) == [], path
+    assert any(
+        "exited with code 3" in e["detail"] for e in full_viewer.get(events).json()["events"]
+    )
+
+
+def test_it_masks_a_urls_password_for_a_viewer(
+    full_admin: TestClient, full_viewer: TestClient
+) -> None:
+    whole = _failed_external(full_admin)
+    assert SECRETS[4] in whole["base_url"]
+    shown = full_viewer.get(f"/api/deployments/{whole['id']}").json()
+    assert shown["base_url"] == whole["base_url"].replace(SECRETS[4], "***")
+    assert shown["url"] == shown["base_url"]
+    assert _leaks(full_viewer.get("/api/deployments").text) == []
+
+
+def test_the_pages_show_a_viewer_no_secrets(
+    full_admin: TestClient, full_viewer: TestClient
+) -> None:
+    process = _failed_process(full_admin)
+    _failed_external(full_admin)
+    html = {"Accept": "text/html"}
+    page = f"/deployments/{process['id']}"
+    assert PRINTED in full_admin.get(page, headers=html).text
+    for path in ("/deployments", page, f"{page}/edit", "/insights"):
+        answer = full_viewer.get(path, headers=html)
+        assert answer.status_code == 200, path
+        assert _leaks(answer.text) == [], path
+    assert "--api-key ***" in full_viewer.get(page, headers=html).text
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        pytest.param(["vllm", "--api-key", "abc"], ["vllm", "--api-key", "***"], id="flag-value"),
+        pytest.param(["--token=abc"], ["--token=***"], id="flag-equals"),
+        pytest.param(["--HF_TOKEN", "x"], ["--HF_TOKEN", "***"], id="any-case-underscores"),
+        pytest.param(["env", "HF_TOKEN=x", "vllm"], ["env", "HF_TOKEN=***", "vllm"], id="env-arg"),
+        pytest.param(["--auth", "--port", "8"], ["--auth", "--port", "8"], id="switch-flag"),
+        pytest.param(["--model", "sk-abcdefgh"], ["--model", "***"], id="key-like-anywhere"),
+        pytest.param(["--x=hf_abcdefghi"], ["--x=***"], id="key-like-after-equals"),
+        pytest.param(
+            ["--max-num-batched-tokens", "8192", "--tokenizer", "t/t"],
+            ["--max-num-batched-tokens", "8192", "--tokenizer", "t/t"],
+            id="words-that-only-contain-token",
+        ),
+        pytest.param(["--url", "http://u:pw@h/v1"], ["--url", "http://u:***@h/v1"], id="url"),
+    ],
+)
+def test_it_masks_secret_looking_arguments(command: list[str], shown: list[str]) -> None:
+    assert list(masked_command(command)) == shown
+
+
+def test_it_masks_key_like_words_and_url_passwords_in_text() -> None:
+    assert masked_text("GET https://a:b@x.example/v1 with sk-proj-12345678") == (
+        "GET https://a:***@x.example/v1 with ***"
+    )
+    assert masked_text("no secret at https://x.example/") == "no secret at https://x.example/"
+    assert public_text("the process exited; last lines of /d/server.log: a | b") == (
+        "the process exited"
+    )
+    assert public_text(None) is None
