@@ -314,12 +314,15 @@ def test_it_lifts_the_pause_of_a_sleep_that_timed_out_and_finished_after_all(kit
     wake = schedule(kit, deployment, ScheduleAction.WAKE, "20:00")
     own = schedule(kit, deployment, ScheduleAction.WAKE, "07:00")
     kit.schedules.update(own, actor="user:alice", enabled=False)  # a person's own pause
+    confirmed = schedule(kit, deployment, ScheduleAction.WAKE, "21:00")
     kit.clock.set(berlin("12:30:00"))  # quiet
     (run,) = kit.schedules.run_pass(berlin("12:05:00"))
     assert run.kind is ResultKind.FAILED
     assert "no answer within 1 s" in (run.reason or "")
     assert (is_paused(kit, sleep), is_paused(kit, wake)) == (True, True)  # the spec's rule
     assert open_critical_insights(kit) == ["schedule_failed"]
+    # Paused by the failure, then switched off by a person too: the pause is theirs now.
+    kit.schedules.update(confirmed, actor="user:alice", enabled=False)
 
     # The hang ends and the server sleeps after all; the next metrics pass finds it asleep.
     set_faults(kit, deployment, sleep_hang_s=0)
@@ -329,6 +332,7 @@ def test_it_lifts_the_pause_of_a_sleep_that_timed_out_and_finished_after_all(kit
     assert (is_paused(kit, sleep), is_paused(kit, wake)) == (False, False)
     assert kit.schedules.get(sleep).paused_reason is None
     assert is_paused(kit, own)  # a person's pause stays
+    assert is_paused(kit, confirmed)
     assert open_critical_insights(kit) == []  # the failure did not happen
     stored = kit.schedules.get(sleep)
     assert (stored.last_result or "").startswith("done: late")
