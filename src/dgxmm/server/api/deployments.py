@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse, Response
 from pydantic import Field
 
@@ -184,36 +184,31 @@ def remove_deployment(deployment_id: PathId, fleet: FleetDep, who: Admin) -> dic
     return {"removed": deployment_id, "name": name}
 
 
-def _plans(body: ActionBody | None, plan: bool | None) -> bool:
+def _plans(body: ActionBody | None = None, plan: Annotated[bool | None, Query()] = None) -> bool:
+    """Whether a start or wake may evict: the body's ``plan``, else ``?plan=``, else yes."""
     if body is not None and body.plan is not None:
         return body.plan
     return True if plan is None else plan
 
 
+# A start and a wake take the same ``plan`` choice, read once here for both.
+Plans = Annotated[bool, Depends(_plans)]
+
+
 @router.post("/{deployment_id}/start")
 def start_deployment(
-    deployment_id: PathId,
-    fleet: FleetDep,
-    who: Admin,
-    body: ActionBody | None = None,
-    plan: Annotated[bool | None, Query()] = None,
+    deployment_id: PathId, fleet: FleetDep, who: Admin, plans: Plans
 ) -> dict[str, Any]:
     """Start it and wait for the start-up gate; evicts what ``/plan`` shows unless plan=false."""
-    result = fleet.deployer.start(deployment_id, actor=who.actor, plans=_plans(body, plan))
-    return result.to_json()
+    return fleet.deployer.start(deployment_id, actor=who.actor, plans=plans).to_json()
 
 
 @router.post("/{deployment_id}/wake")
 def wake_deployment(
-    deployment_id: PathId,
-    fleet: FleetDep,
-    who: Admin,
-    body: ActionBody | None = None,
-    plan: Annotated[bool | None, Query()] = None,
+    deployment_id: PathId, fleet: FleetDep, who: Admin, plans: Plans
 ) -> dict[str, Any]:
     """Wake it and wait for the start-up gate; evicts what ``/plan`` shows unless plan=false."""
-    result = fleet.deployer.wake(deployment_id, actor=who.actor, plans=_plans(body, plan))
-    return result.to_json()
+    return fleet.deployer.wake(deployment_id, actor=who.actor, plans=plans).to_json()
 
 
 @router.post("/{deployment_id}/stop")
