@@ -16,7 +16,7 @@ from pg_cluster import PgCluster
 from store.storekit import FakeTimer, Place, ctx, make_items, table_contents
 
 from dgxmm.errors import BackupError, Conflict, TimeoutExceeded
-from dgxmm.jobs import JobRun, Outcome
+from dgxmm.jobs import CronSchedule, JobRun, Outcome
 from dgxmm.store import Store, Subject, restore
 
 
@@ -357,3 +357,39 @@ def test_the_attic_is_carried_by_a_backup(
         assert restored.job("cp").definition == definition
     finally:
         restored.close()
+
+
+def test_a_restore_leaves_out_the_system_jobs_overrides_and_nothing_else(
+    store: Store, place: Place, tmp_path: Path, restore_target: str
+) -> None:
+    # The spec: an override "survives a restart but is not carried by a backup or a fork".
+    make_items(store)
+    write_rows(store, 0, 50)
+    scheduler = store.scheduler()
+    scheduler.set_enabled("compact", True)
+    scheduler.set_schedule("stats_flush", CronSchedule.parse("*/5 * * * *"))
+    store.set_setting("jobs.runs_keep_days", 30)  # a setting of the data: carried
+    store.backup(tmp_path / "bk")
+    write_rows(store, 50, 5)
+    store.workload_stats.set_job_override("runs_purge", enabled=False)  # in an increment
+    store.backup(tmp_path / "bk")
+    restore(tmp_path / "bk", restore_target)
+    restored = Store.open(restore_target, data_dir=tmp_path / "restored-data")
+    try:
+        jobs = {job.name: job for job in restored.scheduler().jobs()}
+        assert [(str(jobs[n].schedule), jobs[n].enabled) for n in sorted(jobs)] == [
+            ("0 3 * * *", False),  # compact
+            ("10 4 * * *", True),  # runs_purge
+            ("* * * * *", True),  # stats_flush
+        ]
+        assert restored.get_setting("jobs.runs_keep_days") == 30
+    finally:
+        restored.close()
+    # Exactly what was live otherwise: every table, every row, but those settings.
+    live, back = snapshot_tables(place.target), snapshot_tables(restore_target)
+    settings = next(name for name in live if name.endswith(".settings"))
+    kept = [row for row in live[settings] if not str(row[0]).startswith("jobs.override.")]
+    assert len(kept) == len(live[settings]) - 3
+    assert back == {**live, settings: kept}
+    # The live store keeps its own.
+    assert store.scheduler().get("compact").enabled is True

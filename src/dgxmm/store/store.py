@@ -26,7 +26,7 @@ from dgxmm.clock import Clock, SystemClock
 from dgxmm.errors import InvalidInput, StoreError
 from dgxmm.jobs import Channel, Job, RunContext, Scheduler, WorkloadStats
 from dgxmm.store.backups.directory import BackupResult, Progress, RestoreResult, no_progress
-from dgxmm.store.backups.restore import LiveStore, restore, store_files
+from dgxmm.store.backups.restore import LiveStore, store_files
 from dgxmm.store.backups.wal import SqliteFiles
 from dgxmm.store.catalog.attic import AtticEntry, attic_kind, read_attic
 from dgxmm.store.catalog.catalog import Catalog
@@ -56,7 +56,7 @@ from dgxmm.store.runs.sidecar import Sidecar
 from dgxmm.store.runs.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
 from dgxmm.store.runs.user_jobs import UserJobs, build_user_jobs
 from dgxmm.store.schema import store_state
-from dgxmm.store.upkeep import Upkeep
+from dgxmm.store.upkeep import Upkeep, restore
 
 __all__ = ["Store", "restore"]
 

@@ -6,6 +6,12 @@ a user job runs: in this process (``RunningJobs``) or, read from the store's run
 other process on the same database (a CLI beside the server, another server). A user job's
 own checkpoint or backup goes through ``run_checkpoint`` and ``run_backup``, which skip that
 refusal: the job is the one running.
+
+A restore leaves out the settings that belong to the instances on a database rather than to
+its data (``INSTANCE_SETTINGS``: the system jobs' overrides, which the spec says are "not
+carried by a backup or a fork"). A backup stays an exact copy (SQLite's pages cannot leave
+rows out); the restore deletes them from the database it built, so backups taken before
+this rule are restored by it too. ``restore`` here is also the store's module function.
 """
 
 from __future__ import annotations
@@ -22,12 +28,34 @@ from dgxmm.errors import Busy, StoreError
 from dgxmm.jobs import JobKind
 from dgxmm.store.backups import maintenance
 from dgxmm.store.backups.directory import BackupResult, Progress, RestoreResult, no_progress
-from dgxmm.store.backups.restore import LiveStore, path_errors, restore, user_path
+from dgxmm.store.backups.restore import LiveStore, path_errors, user_path
+from dgxmm.store.backups.restore import restore as restore_backup
 from dgxmm.store.backups.wal import SqliteFiles
 from dgxmm.store.runs.job_runs import JobRuns
+from dgxmm.store.runs.overrides import OVERRIDE_PREFIX
 from dgxmm.store.runs.running import RunningJobs
 
-__all__ = ["Upkeep"]
+__all__ = ["INSTANCE_SETTINGS", "Upkeep", "restore"]
+
+# The key prefixes of the settings a restore leaves out: the instances', not the data's.
+INSTANCE_SETTINGS = (OVERRIDE_PREFIX,)
+
+
+def restore(
+    directory: str | Path,
+    target: str | Path,
+    *,
+    progress: Progress = no_progress,
+    live: LiveStore | None = None,
+) -> RestoreResult:
+    """Rebuild a database from a backup directory, without the instances' settings.
+
+    A new SQLite file, or an empty PostgreSQL database (see ``backups/restore.py``); without
+    ``live`` (no open store) a bare path is a SQLite file under the working directory.
+    """
+    return restore_backup(
+        directory, target, progress=progress, live=live, drop_settings=INSTANCE_SETTINGS
+    )
 
 
 class Upkeep:

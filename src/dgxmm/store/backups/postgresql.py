@@ -55,6 +55,7 @@ from dgxmm.store.backups.directory import (
     write_manifest,
 )
 from dgxmm.store.database import Target
+from dgxmm.store.schema import settings
 
 __all__ = ["backup_postgresql", "restore_postgresql"]
 
@@ -164,11 +165,13 @@ def restore_postgresql(
     progress: Progress = no_progress,
     *,
     live: Engine | None = None,
+    drop_settings: tuple[str, ...] = (),
 ) -> RestoreResult:
     """Rebuild the backup in the new, empty database ``target``; verified table by table.
 
     ``live`` is the engine of the store the restore runs in, so that its database is known
-    when given as the target.
+    when given as the target. The settings whose keys start with one of ``drop_settings``
+    (the instance's, not the data's) are deleted after the verification, before the commit.
     """
     marker = read_marker(directory)
     if marker.get("kind") != "postgresql":
@@ -208,6 +211,15 @@ def restore_postgresql(
                 found = _copy_out(connection, lookup[name], None)
                 if found["sha256"] != tables[name]["sha256"]:
                     raise BackupError(f"restored table {name} does not match its checksum")
+            if drop_settings and settings.name in lookup:
+                # The same rule as SQLite's, whose pages cannot leave rows out: the backup
+                # is an exact copy, the restore leaves out what belongs to the instance.
+                table = _identifier(connection, lookup[settings.name])
+                for prefix in drop_settings:
+                    connection.execute(
+                        sql.SQL("DELETE FROM {} WHERE substr(key, 1, %s) = %s").format(table),
+                        (len(prefix), prefix),
+                    )
             connection.execute("COMMIT")
     except psycopg.Error as error:
         raise StoreError(f"restore: the target database failed: {error}") from error

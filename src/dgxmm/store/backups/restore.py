@@ -82,11 +82,14 @@ def restore(
     *,
     progress: Progress = no_progress,
     live: LiveStore | None = None,
+    drop_settings: tuple[str, ...] = (),
 ) -> RestoreResult:
     """Rebuild a database from a backup directory: a new SQLite file, or an empty PostgreSQL one.
 
     Without ``live`` (no open store) a bare path is a SQLite file and a relative one is under
-    the working directory; the checks that need no store still apply.
+    the working directory; the checks that need no store still apply. The settings whose
+    keys start with one of ``drop_settings`` are left out of the restored database (the
+    caller knows which belong to the instance; a backup copies, it never reads them).
     """
     source = Path(directory).expanduser().absolute()
     place = _read_target(target, live)
@@ -104,10 +107,14 @@ def restore(
         files = {} if live is None else live.files
         path = check_file_target(place.path, backup=source, protected=files)
         with path_errors("directory", path):
-            return sqlite_backup.restore_sqlite(source, path, progress)
+            return sqlite_backup.restore_sqlite(source, path, progress, drop_settings=drop_settings)
     with path_errors("directory"):
         return backup_pg.restore_postgresql(
-            source, place, progress, live=None if live is None else live.engine
+            source,
+            place,
+            progress,
+            live=None if live is None else live.engine,
+            drop_settings=drop_settings,
         )
 
 

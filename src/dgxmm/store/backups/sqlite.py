@@ -49,6 +49,7 @@ from dgxmm.store.backups.directory import (
 )
 from dgxmm.store.backups.wal import Snapshot, SqliteFiles
 from dgxmm.store.files import fsync_dir
+from dgxmm.store.schema import settings
 
 __all__ = ["backup_sqlite", "restore_sqlite"]
 
@@ -192,13 +193,18 @@ def page_list(run: Run) -> list[list[Any]]:
 
 
 def restore_sqlite(
-    directory: Path, target: Path, progress: Progress = no_progress
+    directory: Path,
+    target: Path,
+    progress: Progress = no_progress,
+    *,
+    drop_settings: tuple[str, ...] = (),
 ) -> RestoreResult:
     """Rebuild a database file at ``target`` from ``directory``; verified, then linked in place.
 
     ``target`` is a resolved path the caller checked (``recovery.check_file_target``). The
     file is built in a scratch directory beside it and hard-linked into place, so a file
-    that appeared there meanwhile is refused, never replaced.
+    that appeared there meanwhile is refused, never replaced. The settings whose keys start
+    with one of ``drop_settings`` (the instance's, not the data's) are deleted from it first.
     """
     marker = read_marker(directory)
     if marker.get("kind") != "sqlite":
@@ -212,6 +218,7 @@ def restore_sqlite(
     with restoring_beside(target) as scratch:
         built = scratch / "restoring.db"
         _assemble(built, where, page_size, page_count, progress)
+        _drop_settings(built, drop_settings)
         _verify(built)
         _link_new(built, target)
     fsync_dir(target.parent)
@@ -282,6 +289,39 @@ def _assemble(
     finally:
         for handle in handles.values():
             handle.close()
+
+
+def _drop_settings(path: Path, prefixes: tuple[str, ...]) -> None:
+    """Delete the settings under ``prefixes`` from the assembled file (pages checked already).
+
+    The pages are an exact copy, so this is the only place to leave them out: the file is
+    otherwise what was live. Its last connection's close checkpoints and removes the WAL
+    it made, so only the database file is linked into place.
+    """
+    if not prefixes:
+        return
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        there = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (settings.name,)
+        ).fetchone()
+        if there is not None:
+            connection.execute("BEGIN IMMEDIATE")
+            for prefix in prefixes:
+                connection.execute(
+                    f"DELETE FROM {settings.name} WHERE substr(key, 1, ?) = ?",
+                    (len(prefix), prefix),
+                )
+            connection.execute("COMMIT")
+    except sqlite3.DatabaseError as error:
+        raise BackupError(f"the restored database does not open: {error}") from error
+    finally:
+        connection.close()
+    left = [p for p in (path.with_name(path.name + s) for s in ("-wal", "-shm")) if p.exists()]
+    if any(p.name.endswith("-wal") and p.stat().st_size > 0 for p in left):
+        raise BackupError(f"the restored database kept a write-ahead log: {left[0]}")
+    for companion in left:
+        companion.unlink()
 
 
 def _verify(path: Path) -> None:
