@@ -5,6 +5,11 @@ Real vLLM servers take minutes to start, hang on ``/sleep``, die during a wake o
 is set on the command line and can be switched at run time: ``GET /dgxmm/faults`` shows
 them, ``POST /dgxmm/faults`` with a JSON object of some of the fields below changes those.
 The start-up delay is the command line's ``--startup-delay``.
+
+Two are not faults of vLLM but of a server dgxmm must not trust, for the proxy's tests:
+``set_cookies`` sends each of its ``Set-Cookie`` values with every answer (a server trying
+to set dgxmm's login cookie), and ``echo_cookies`` tells in ``X-Standin-Cookies`` (a JSON
+list) the ``Cookie`` headers the request came with.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class Faults:
     metrics_silent: bool = False  # /metrics does not answer while this is on
     metrics_delay_s: float = 0.0  # /metrics answers this late
     completion_error: bool = False  # chat completions answer 500 (a woken engine that broke)
+    set_cookies: tuple[str, ...] = ()  # a Set-Cookie header with each answer, one per value
+    echo_cookies: bool = False  # X-Standin-Cookies: the Cookie headers received, as JSON
 
     def changed(self, values: object) -> Faults:
         """Return these faults with ``values`` (a JSON object) applied (ValueError: the field)."""
@@ -42,6 +49,11 @@ class Faults:
             if kind == "bool":
                 if not isinstance(value, bool):
                     raise ValueError(f"{name}: {value!r} is not true or false")
+            elif kind == "tuple[str, ...]":
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise ValueError(f"{name}: {value!r} is not a list of texts")
+                checked[name] = tuple(value)
+                continue
             elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ValueError(f"{name}: {value!r} is not a number of seconds, 0 or more")
             checked[name] = value

@@ -92,6 +92,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
         self.send_response(status)
+        self._send_cookie_headers()
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -100,6 +101,7 @@ class Handler(BaseHTTPRequestHandler):
     def _stream(self, steps: Iterator[int], events: list[bytes]) -> None:
         """Send server-sent events chunk by chunk (HTTP/1.1 chunked), one per engine step."""
         self.send_response(HTTPStatus.OK)
+        self._send_cookie_headers()
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
@@ -120,6 +122,14 @@ class Handler(BaseHTTPRequestHandler):
             close = getattr(steps, "close", None)
             if close is not None:
                 close()
+
+    def _send_cookie_headers(self) -> None:
+        """The cookie faults' headers: the cookies to set, the cookies received."""
+        faults = self._engine.faults()
+        for cookie in faults.set_cookies:
+            self.send_header("Set-Cookie", cookie)
+        if faults.echo_cookies:
+            self.send_header("X-Standin-Cookies", json.dumps(self.headers.get_all("Cookie", [])))
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -299,6 +309,9 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
     add("--silent-metrics", action="store_true", help="fault: /metrics never answers")
     add("--slow-metrics", type=float, default=0.0, metavar="S", help="fault: /metrics is late")
     add("--fail-completion", action="store_true", help="fault: completions answer 500")
+    add("--set-cookie", action="append", default=[], metavar="COOKIE",
+        help="fault: send this Set-Cookie with every answer (repeatable)")  # fmt: skip
+    add("--echo-cookies", action="store_true", help="tell the Cookie headers received")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port: {args.port} is out of range 0-65535")
@@ -324,6 +337,8 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
             metrics_silent=args.silent_metrics,
             metrics_delay_s=args.slow_metrics,
             completion_error=args.fail_completion,
+            set_cookies=tuple(args.set_cookie),
+            echo_cookies=args.echo_cookies,
         ),
     )
 
