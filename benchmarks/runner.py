@@ -81,6 +81,9 @@ class MemoryFleet:
     def add_removal_hook(self, hook: Any) -> None:
         pass
 
+    def add_late_finish_hook(self, hook: Any) -> None:
+        pass  # no metrics pass here: nothing is found asleep late
+
     def get(self, deployment_id: int) -> _Deployment:
         return self.rows[deployment_id]
 
