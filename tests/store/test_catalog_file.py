@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store.catalogkit import attic_entry, catalog_document, comparable, nested
 from store.storekit import make_items
+from support import at
 
 from dgxmm.errors import DefinitionError, Forbidden
 from dgxmm.store import Request, Store, Write
@@ -127,3 +129,168 @@ def test_it_refuses_a_document_that_is_not_a_catalog_file(
 ) -> None:
     with pytest.raises(DefinitionError):
         store.import_catalog(document)
+
+
+_EARLIEST = "0001-01-02T00:00:00+00:00"  # a day inside the dates a datetime holds, so that
+_LATEST = "9999-12-30T23:59:59.999999+00:00"  # every zone can show it
+
+
+def _job(**keys: Any) -> dict[str, Any]:
+    return {"name": "j", "schedule": "0 3 * * *", "action": "checkpoint", **keys}
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        pytest.param(
+            catalog_document(attic=[attic_entry(dropped_at=-(10**18))]),
+            "attic[0].dropped_at",
+            id="dropped-at-before-year-1",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(dropped_at=at(_EARLIEST) - 1)]),
+            "attic[0].dropped_at",
+            id="dropped-at-just-before-the-earliest",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(defined_at=at(_LATEST) + 1)]),
+            "attic[0].defined_at",
+            id="defined-at-just-after-the-latest",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(dropped_at=-(2**63) - 1)]),
+            "attic[0].dropped_at",
+            id="dropped-at-below-64-bits",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(defined_version=2**64)]),
+            "attic[0].defined_version",
+            id="defined-version-2-to-the-64",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(dropped_version=-1)]),
+            "attic[0].dropped_version",
+            id="dropped-version-negative",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(item={"definition": {}, "x": nested(900)})]),
+            "attic[0].item",
+            id="item-nesting-900-lists",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(item={"x": "a" * 2**20})]),
+            "attic[0].item",
+            id="item-past-a-mebibyte",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(name="x/../y\nz")]),
+            "attic[0].name",
+            id="attic-name-not-a-name",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(dropped_by="u" * 201)]),
+            "attic[0].dropped_by",
+            id="dropped-by-past-200-chars",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(why="a\x00b")]),
+            "attic[0].why",
+            id="why-with-a-nul",
+        ),
+        pytest.param(
+            catalog_document(jobs=[_job(x=nested(900))]),
+            "jobs[0].x",
+            id="job-key-nesting-900-lists",
+        ),
+        pytest.param(
+            catalog_document(jobs=[_job(x=nested(33))]),
+            "jobs[0].x",
+            id="job-key-nesting-33-lists",
+        ),
+        pytest.param(
+            catalog_document(jobs=[_job(x="a" * 2**20)]),
+            "jobs[0].x",
+            id="job-key-past-a-mebibyte",
+        ),
+        pytest.param(
+            catalog_document(jobs=[_job(x="a" * 2**19, y="b" * 2**19)]),
+            "jobs[0].definition",
+            id="job-past-a-mebibyte",
+        ),
+        pytest.param(
+            catalog_document(jobs=[_job(description="\ud800")]),
+            "jobs[0].description",
+            id="job-with-a-lone-surrogate",
+        ),
+        pytest.param(
+            catalog_document(queries=[{"name": ["a"], "params": {}, "body": "SELECT 1"}]),
+            "queries[0].name",
+            id="query-named-by-a-list",
+        ),
+        pytest.param(
+            catalog_document(jobs=[_job(name={"a": 1})]),
+            "jobs[0].name",
+            id="job-named-by-an-object",
+        ),
+        pytest.param(
+            catalog_document(queries=[{"name": "q", "params": {}, "body": "SELECT 1 -- \x00"}]),
+            "queries[0].body",
+            id="query-body-with-a-nul",
+        ),
+        pytest.param(
+            catalog_document(
+                queries=[{"name": "q", "params": {}, "body": "SELECT 1", "description": "\udfff"}]
+            ),
+            "queries[0].description",
+            id="query-description-with-a-lone-surrogate",
+        ),
+    ],
+)
+def test_it_refuses_an_import_that_would_poison_the_catalog_naming_the_field(
+    store: Store, document: dict[str, Any], field: str
+) -> None:
+    fill(store)
+    before = comparable(store.export_catalog())
+    version = store.catalog_version()
+    with pytest.raises(DefinitionError) as refused:
+        store.import_catalog(document)
+    assert refused.value.field == field
+    assert store.catalog_version() == version
+    assert comparable(store.export_catalog()) == before
+
+
+def test_it_imports_what_is_just_within_its_bounds_and_exports_it_again(
+    store: Store, open_store: Callable[..., Store]
+) -> None:
+    deep = nested(32)
+    document = catalog_document(
+        jobs=[_job(name="deep", future=deep)],
+        attic=[
+            attic_entry(name="first", defined_at=at(_EARLIEST), dropped_at=at(_EARLIEST)),
+            attic_entry(
+                name="last",
+                defined_at=at(_LATEST),
+                dropped_at=at(_LATEST),
+                defined_version=2**63 - 1,
+                dropped_version=2**63 - 1,
+                dropped_by="u" * 200,
+            ),
+        ],
+    )
+    store.import_catalog(document)
+    exported = store.export_catalog()
+    assert exported["jobs"] == document["jobs"]
+    assert exported["attic"] == document["attic"]
+    store.drop_job("deep")  # its attic entry holds the deepest definition the catalog keeps
+    again = store.export_catalog()
+    store.import_catalog(again, replace=True)
+    assert comparable(store.export_catalog()) == comparable(again)
+
+
+def test_it_keeps_a_newer_job_whose_query_is_no_name_a_query_can_have(store: Store) -> None:
+    newer = {"name": "sync", "schedule": "* * * * *", "action": "replicate", "query": "q" * 200}
+    store.import_catalog(catalog_document(jobs=[newer]))
+    assert (store.job("sync").definition, store.job("sync").served) == (newer, False)
+    store.define_query("q", None, "SELECT 1")
+    store.drop_query("q")  # no job holds it: the odd text is no query's name
+    assert store.queries() == []

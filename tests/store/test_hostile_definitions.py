@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from store.catalogkit import nested
 from store.storekit import make_items
 
 from dgxmm.errors import Busy, DefinitionError
@@ -106,3 +107,43 @@ def test_a_definition_goes_through_once_the_writer_commits(store: Store) -> None
     store.define_query("q", None, "SELECT 1")  # waits for the writer, within its bound
     holder.join()
     assert [q.name for q in store.queries()] == ["q"]
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        pytest.param("a\x00b", "NUL", id="nul"),
+        pytest.param("a\ud800b", "surrogate", id="lone-surrogate"),
+    ],
+)
+def test_it_refuses_query_text_the_databases_cannot_store(
+    store: Store, text: str, what: str
+) -> None:
+    with pytest.raises(DefinitionError) as refused:
+        store.define_query("q", None, "SELECT 1", text)
+    assert (refused.value.field, what in refused.value.message) == ("description", True)
+    with pytest.raises(DefinitionError) as refused:
+        store.define_query("q", None, f"SELECT 1 -- {text}")
+    assert (refused.value.field, what in refused.value.message) == ("body", True)
+    assert store.queries() == []
+    assert store.catalog_version() == 0
+
+
+def test_it_refuses_a_job_holding_a_lone_surrogate_naming_the_key(store: Store) -> None:
+    with pytest.raises(DefinitionError) as refused:
+        store.define_job(
+            name="j", schedule="0 3 * * *", action="checkpoint", description="a\udfffb"
+        )
+    assert refused.value.field == "description"
+    assert store.jobs() == []
+    assert store.catalog_version() == 0
+
+
+@pytest.mark.parametrize("key", ["args", "enabled", "description", "retries"])
+def test_a_definition_nesting_deep_is_refused_naming_the_key(store: Store, key: str) -> None:
+    store.define_query("q", {"a": "string"}, "SELECT :a")
+    keys: dict[str, Any] = {"args": {"a": "x"}, key: nested(900)}
+    with pytest.raises(DefinitionError) as refused:
+        store.define_job(name="j", schedule="0 3 * * *", action="query", query="q", **keys)
+    assert refused.value.field == key
+    assert store.jobs() == []

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 from server.apikit import define
+from store.catalogkit import attic_entry, catalog_document, nested
+from support import at
 
 from dgxmm.server import Host
 
@@ -98,3 +101,88 @@ def test_a_viewer_may_list_the_attic_but_not_change_it(viewer: TestClient) -> No
     assert viewer.post("/api/attic/restore", json=body).status_code == 403
     assert viewer.post("/api/attic/remove", json=body).status_code == 403
     assert viewer.post("/api/store/rollback", json={"version": 0}).status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        pytest.param(
+            catalog_document(attic=[attic_entry(dropped_at=-(10**18))]),
+            "attic[0].dropped_at",
+            id="dropped-at-before-year-1",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(defined_at=10**18)]),
+            "attic[0].defined_at",
+            id="defined-at-after-year-9999",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(item={"definition": {}, "x": nested(900)})]),
+            "attic[0].item",
+            id="item-nesting-900-lists",
+        ),
+        pytest.param(
+            catalog_document(
+                jobs=[
+                    {"name": "j", "schedule": "0 3 * * *", "action": "checkpoint", "x": nested(900)}
+                ]
+            ),
+            "jobs[0].x",
+            id="job-key-nesting-900-lists",
+        ),
+        pytest.param(
+            catalog_document(queries=[{"name": ["a"], "params": {}, "body": "SELECT 1"}]),
+            "queries[0].name",
+            id="query-named-by-a-list",
+        ),
+        pytest.param(
+            catalog_document(
+                jobs=[{"name": {"a": 1}, "schedule": "0 3 * * *", "action": "checkpoint"}]
+            ),
+            "jobs[0].name",
+            id="job-named-by-an-object",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(defined_version=2**64)]),
+            "attic[0].defined_version",
+            id="defined-version-2-to-the-64",
+        ),
+        pytest.param(
+            catalog_document(attic=[attic_entry(dropped_at=-(2**63) - 1)]),
+            "attic[0].dropped_at",
+            id="dropped-at-below-64-bits",
+        ),
+    ],
+)
+def test_it_refuses_an_import_that_would_poison_the_catalog_with_400_naming_the_field(
+    client: TestClient, document: dict[str, object], field: str
+) -> None:
+    response = client.post("/api/catalog/import", json=document)
+    assert response.status_code == 400, response.text
+    assert response.json()["field"] == field
+    assert client.get("/api/attic").json()["attic"] == []
+    assert client.get("/api/catalog").status_code == 200
+    assert client.get("/store").status_code == 200
+
+
+def test_entries_at_the_first_and_last_instants_it_takes_are_listed_shown_and_removed(
+    client: TestClient,
+) -> None:
+    first, last = at("0001-01-02T00:00:00+00:00"), at("9999-12-30T23:59:59.999999+00:00")
+    entries = [
+        attic_entry(name="first", defined_at=first, dropped_at=first),
+        attic_entry(name="last", defined_at=last, dropped_at=last),
+    ]
+    imported = client.post("/api/catalog/import", json=catalog_document(attic=entries))
+    assert imported.status_code == 200, imported.text
+    listed = client.get("/api/attic")
+    assert listed.status_code == 200, listed.text
+    assert [(e["name"], e["dropped"][:10]) for e in listed.json()["attic"]] == [
+        ("last", "9999-12-31"),  # in the host's zone, Europe/Berlin
+        ("first", "0001-01-02"),
+    ]
+    assert client.get("/store").status_code == 200
+    for name in ("first", "last"):
+        removed = client.post("/api/attic/remove", json={"kind": "job", "name": name})
+        assert removed.status_code == 200, removed.text
+    assert client.get("/api/attic").json()["attic"] == []

@@ -22,6 +22,14 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from dgxmm.errors import DefinitionError, InvalidInput, NotFound
+from dgxmm.store.catalog.bounds import (
+    MAX_DEPTH,
+    check_instant,
+    check_text,
+    check_version,
+    json_text,
+)
+from dgxmm.store.catalog.definitions import check_name
 from dgxmm.store.catalog.journal import Subject, dump
 from dgxmm.store.catalog.records import JobDefinition, SavedQuery, job_json, query_json
 from dgxmm.store.schema import catalog_attic
@@ -39,6 +47,9 @@ __all__ = [
 ]
 
 DROPPED = "dropped"
+_ACTOR_LENGTH = 200  # the columns defined_by and dropped_by
+_WHY_MAX = 2000
+_WHAT = {Subject.QUERY: "saved query", Subject.JOB: "job"}
 ATTIC_KINDS = (Subject.QUERY, Subject.JOB)
 
 
@@ -142,7 +153,9 @@ def delete_entry(connection: Connection, entry: AtticEntry) -> None:
 def add_entry(connection: Connection, document: Mapping[str, Any]) -> bool:
     """Add an entry read from a catalog file, unless the attic holds it; tell whether it did.
 
-    ``DefinitionError`` names the first field that is wrong.
+    ``DefinitionError`` names the first field that is wrong. Every field is held to what the
+    attic's readers take (``bounds.py``): an instant past the dates a page can show, or an
+    item nested 900 lists deep, would make the attic and the export answer 500 from then on.
     """
     if not isinstance(document, Mapping):
         raise DefinitionError("", "expected an object")
@@ -150,19 +163,17 @@ def add_entry(connection: Connection, document: Mapping[str, Any]) -> bool:
     if kind not in {k.value for k in ATTIC_KINDS}:
         raise DefinitionError("kind", f"{kind!r} is not a kind of the attic (query or job)")
     subject = Subject(kind)
-    name = _field(document, "name", str)
-    item = _field(document, "item", dict)
     values = {
         "kind": subject.value,
-        "name": name,
-        "item": _dump(item),
-        "defined_version": _field(document, "defined_version", int),
-        "defined_by": _field(document, "defined_by", str, optional=True),
-        "defined_at": _field(document, "defined_at", int),
-        "dropped_version": _field(document, "dropped_version", int),
-        "dropped_by": _field(document, "dropped_by", str, optional=True),
-        "dropped_at": _field(document, "dropped_at", int),
-        "why": _field(document, "why", str),
+        "name": check_name(document.get("name"), kind=_WHAT[subject]),
+        "item": json_text(_field(document, "item", dict), "item", depth=MAX_DEPTH + 2),
+        "defined_version": check_version(document.get("defined_version"), "defined_version"),
+        "defined_by": _actor(document, "defined_by"),
+        "defined_at": check_instant(document.get("defined_at"), "defined_at"),
+        "dropped_version": check_version(document.get("dropped_version"), "dropped_version"),
+        "dropped_by": _actor(document, "dropped_by"),
+        "dropped_at": check_instant(document.get("dropped_at"), "dropped_at"),
+        "why": check_text(document.get("why"), "why", most=_WHY_MAX),
     }
     same = connection.execute(
         select(catalog_attic.c.id).where(
@@ -191,18 +202,14 @@ def _entry(row: Any) -> AtticEntry:
     )
 
 
-def _field(document: Mapping[str, Any], key: str, kind: type, *, optional: bool = False) -> Any:
+def _field(document: Mapping[str, Any], key: str, kind: type) -> Any:
     value = document.get(key)
-    if value is None and optional:
-        return None
     # bool is an int in Python; no field here is a boolean.
     if not isinstance(value, kind) or isinstance(value, bool):
         raise DefinitionError(key, f"expected {kind.__name__}, got {value!r}")
     return value
 
 
-def _dump(item: dict[str, Any]) -> str:
-    try:
-        return dump(item)
-    except (TypeError, ValueError) as error:
-        raise DefinitionError("item", f"not JSON: {error}") from None
+def _actor(document: Mapping[str, Any], key: str) -> str | None:
+    value = document.get(key)
+    return None if value is None else check_text(value, key, most=_ACTOR_LENGTH)

@@ -23,6 +23,7 @@ from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.store.catalog.analysis import analyze
 from dgxmm.store.catalog.attic import DROPPED, keep
+from dgxmm.store.catalog.bounds import MAX_BYTES, MAX_DEPTH, check_text, json_text
 from dgxmm.store.catalog.definitions import (
     JobSpec,
     RunOn,
@@ -54,6 +55,7 @@ from dgxmm.store.schema import catalog_jobs, catalog_queries
 __all__ = ["Catalog"]
 
 _DESCRIPTION_MAX = 2000
+_ITEM_DEPTH = MAX_DEPTH + 2  # an attic item: {"definition": {key: value}, "effects": [...]}
 
 
 class Catalog:
@@ -117,13 +119,10 @@ class Catalog:
         """Check and write a saved query inside the caller's change (version taken)."""
         check_name(name, kind="saved query")
         checked = check_params(params)
-        if description is not None and (
-            not isinstance(description, str) or len(description) > _DESCRIPTION_MAX
-        ):
-            raise DefinitionError(
-                "description", f"expected text of at most {_DESCRIPTION_MAX} chars"
-            )
+        if description is not None:
+            check_text(description, "description", most=_DESCRIPTION_MAX)
         analysis = analyze(body, self._dialect)
+        check_text(body, "body", most=MAX_BYTES)
         undeclared = sorted(analysis.params - set(checked))
         if undeclared:
             raise DefinitionError(
@@ -147,6 +146,8 @@ class Catalog:
             defined_by=actor,
             defined_at=self._clock.now_us(),
         )
+        # As the attic would keep it, so that a dropped query's entry imports again.
+        json_text(query_json(query), "body")
         values = {
             "params": dump({k: v.value for k, v in checked.items()}),
             "body": body,
@@ -306,12 +307,14 @@ class Catalog:
     ) -> JobDefinition:
         """Write a checked job inside the caller's change; ``note`` goes to its journal row."""
         text = definition_text(definition)
+        granted = effects_to_json(effects)
+        # As the attic would keep it, so that a dropped job's entry imports again.
+        json_text({"definition": definition, "effects": granted}, "definition", depth=_ITEM_DEPTH)
         before = self.find_job(connection, name)
-        query = definition.get("query")
         values = {
             "definition": text,
-            "effects": dump(effects_to_json(effects)),
-            "query_name": query if isinstance(query, str) else None,
+            "effects": dump(granted),
+            "query_name": _query_name(definition),
             "version": version,
             "defined_by": actor,
             "defined_at": self._clock.now_us(),
@@ -496,3 +499,16 @@ class Catalog:
             defined_at=values["defined_at"],
             reason=self.unserved_reason(definition),
         )
+
+
+def _query_name(definition: Mapping[str, Any]) -> str | None:
+    """Return the saved query a definition names, when it is a name a query can have.
+
+    A job this version cannot read is kept as written, and its ``query`` may be anything: only
+    a query's name goes into the column (a hundred characters) that ``drop_query`` looks up.
+    """
+    query = definition.get("query")
+    try:
+        return check_name(query, field="query", kind="saved query")
+    except DefinitionError:
+        return None

@@ -108,8 +108,7 @@ def import_catalog(
     attic = document.get("attic", [])
     if not isinstance(queries, list) or not isinstance(jobs, list) or not isinstance(attic, list):
         raise DefinitionError("catalog", "queries, jobs and attic must be lists")
-    query_names = {q.get("name") for q in queries if isinstance(q, Mapping)}
-    job_names = {j.get("name") for j in jobs if isinstance(j, Mapping)}
+    query_names, job_names = _names(queries), _names(jobs)
     dropped = added = 0
     with writing(engine, busy_ms=CHANGE_BUSY_MS) as connection:
         version = next_version(connection)
@@ -167,6 +166,19 @@ def _read(source: Path | Mapping[str, Any]) -> Mapping[str, Any]:
             f"format {document.get('format')!r}: this version reads formats 1 and {_FORMAT}",
         )
     return document
+
+
+def _names(entries: list[Any]) -> set[str]:
+    """Return the names the file's entries give, to keep them when replacing.
+
+    An entry named by anything but text (a list, an object) is refused when it is defined,
+    naming its field; here it only must not be taken for a name.
+    """
+    return {
+        entry["name"]
+        for entry in entries
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str)
+    }
 
 
 @contextmanager

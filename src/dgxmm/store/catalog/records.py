@@ -6,9 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dgxmm.errors import DefinitionError
+from dgxmm.store.catalog.bounds import MAX_DEPTH, json_text
 from dgxmm.store.catalog.effects import Request, effects_to_json
-from dgxmm.store.catalog.journal import dump
 from dgxmm.store.catalog.params import ParamType
 
 __all__ = [
@@ -119,13 +118,10 @@ def job_json(job: JobDefinition) -> dict[str, Any]:
 
 
 def definition_text(definition: dict[str, Any]) -> str:
-    """Return a definition as JSON text; refuse a value JSON cannot hold, naming its key."""
+    """Return a definition as JSON text; refuse a value out of the catalog's bounds, naming its key.
+
+    Each value is checked alone first, so the refusal names the key (``jobs[2].future``).
+    """
     for key, value in definition.items():
-        try:
-            dump(value)
-        except (TypeError, ValueError) as error:
-            raise DefinitionError(str(key), f"not a JSON value ({error})") from None
-    try:
-        return dump(definition)
-    except (TypeError, ValueError) as error:  # a key that is not text
-        raise DefinitionError("definition", f"not JSON: {error}") from None
+        json_text(value, str(key))
+    return json_text(definition, "definition", depth=MAX_DEPTH + 1)
