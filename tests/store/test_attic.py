@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store.catalogkit import attic_entry, catalog_document, comparable
 from store.storekit import make_items
 from support import at
 
@@ -218,3 +219,70 @@ def test_it_refuses_a_bad_attic_entry_naming_it_and_changes_nothing(store: Store
     assert refused.value.field == "attic[1].dropped_at"
     assert store.catalog_version() == version
     assert len(store.attic()) == 1
+
+
+def test_a_restore_refuses_a_definition_that_names_another_job_and_changes_nothing(
+    store: Store,
+) -> None:
+    store.define_job(name="live1", schedule="0 4 * * *", action="checkpoint")
+    live = store.job("live1")
+    definition = {"name": "live1", "schedule": "0 3 * * *", "action": "checkpoint"}
+    store.import_catalog(
+        catalog_document(attic=[attic_entry(item={"definition": definition, "effects": []})])
+    )
+    version = store.catalog_version()
+    with pytest.raises(DefinitionError) as refused:
+        store.restore_from_attic(Subject.JOB, "other")
+    assert refused.value.field == "name"
+    assert "live1" in refused.value.message
+    assert store.catalog_version() == version
+    assert store.jobs() == [live]
+    assert [e.name for e in store.attic()] == ["other"]
+
+
+@pytest.mark.parametrize(
+    ("definition", "field"),
+    [
+        pytest.param(
+            {"name": "x/../y\nz", "schedule": "0 3 * * *", "action": "checkpoint"},
+            "name",
+            id="name-the-checks-refuse",
+        ),
+        pytest.param(
+            {"name": "other", "schedule": "0 3 * * *", "action": "checkpoint", "timeout_ms": -5},
+            "timeout_ms",
+            id="negative-timeout",
+        ),
+        pytest.param(
+            {"name": "other", "schedule": "0 3 * * *", "action": "checkpoint", "enabled": 3},
+            "enabled",
+            id="enabled-not-a-bool",
+        ),
+        pytest.param({"schedule": "0 3 * * *", "action": "checkpoint"}, "name", id="no-name"),
+    ],
+)
+def test_a_restore_refuses_a_definition_the_checks_refuse_and_changes_nothing(
+    store: Store, open_store: Callable[..., Store], definition: dict[str, Any], field: str
+) -> None:
+    entry = attic_entry(item={"definition": definition, "effects": []})
+    store.import_catalog(catalog_document(attic=[entry]))
+    version = store.catalog_version()
+    with pytest.raises(DefinitionError) as refused:
+        store.restore_from_attic(Subject.JOB, "other")
+    assert refused.value.field == field
+    assert store.catalog_version() == version
+    assert store.jobs() == []
+    assert len(store.attic()) == 1
+    exported = store.export_catalog()
+    store.import_catalog(exported, replace=True)  # the catalog's own export imports again
+    assert comparable(store.export_catalog()) == comparable(exported)
+
+
+def test_a_restore_keeps_a_job_of_a_newer_version_as_written_not_served(store: Store) -> None:
+    definition = {"name": "other", "schedule": "0 3 * * *", "action": "replicate", "to": "far"}
+    store.import_catalog(
+        catalog_document(attic=[attic_entry(item={"definition": definition, "effects": []})])
+    )
+    store.restore_from_attic(Subject.JOB, "other")
+    job = store.job("other")
+    assert (job.definition, job.served) == (definition, False)

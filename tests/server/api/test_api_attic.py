@@ -165,6 +165,23 @@ def test_it_refuses_an_import_that_would_poison_the_catalog_with_400_naming_the_
     assert client.get("/store").status_code == 200
 
 
+def test_a_restore_defines_the_entrys_name_and_never_replaces_another_live_job(
+    client: TestClient,
+) -> None:
+    define(client, name="live1", schedule="0 4 * * *", action="checkpoint")
+    definition = {"name": "live1", "schedule": "0 3 * * *", "action": "checkpoint"}
+    entry = attic_entry(item={"definition": definition, "effects": []})
+    imported = client.post("/api/catalog/import", json=catalog_document(attic=[entry]))
+    assert imported.status_code == 200, imported.text
+    response = client.post("/api/attic/restore", json={"kind": "job", "name": "other"})
+    assert response.status_code == 400, response.text
+    assert response.json()["field"] == "name"
+    jobs = {job["name"]: job for job in client.get("/api/jobs").json()["jobs"]}
+    assert jobs["live1"]["schedule"] == "0 4 * * *"
+    assert "other" not in jobs
+    assert [e["name"] for e in client.get("/api/attic").json()["attic"]] == ["other"]
+
+
 def test_entries_at_the_first_and_last_instants_it_takes_are_listed_shown_and_removed(
     client: TestClient,
 ) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -439,6 +440,15 @@ class Catalog:
         if spec.run_on is RunOn.REPLICA:
             return "run_on: 'replica', and this is a single instance (there is no replica)"
         return None
+
+    def check_written(self, definition: Mapping[str, Any]) -> None:
+        """Refuse a definition the catalog would not keep even switched off.
+
+        Only the world's refusals pass: its saved query gone or no longer fitting its
+        arguments, its name reserved since. A job of a newer version passes, kept as written.
+        """
+        with suppress(UnknownToThisVersion):
+            check_job(definition, params_of=None, base_dir=self._base_dir, reserved=())
 
     def spec(self, job: JobDefinition) -> JobSpec:
         """Read a served job's definition; ``DefinitionError`` when it cannot run here."""

@@ -144,10 +144,21 @@ def bring_back_job(
     authorizer: Authorizer | None,
     change: Change = Change.RESTORE,
 ) -> tuple[JobDefinition, str | None]:
-    """Define a job again, its effects asked anew; refused: back switched off, with the reason."""
+    """Define a job again under ``name``, its effects asked anew.
+
+    A definition that names another job is refused: a restore of ``other`` must never replace
+    the live ``live1``. So is one the catalog would not keep as written; one refused only for
+    the world it meets now (its query gone, rights not granted) comes back switched off, with
+    the reason.
+    """
     definition = item.get("definition")
     if not isinstance(definition, dict):
         raise DefinitionError("definition", f"job {name}: the stored definition is not an object")
+    written = definition.get("name")
+    if written != name:
+        raise DefinitionError(
+            "name", f"the entry {name}'s definition names {written!r}: it would define another job"
+        )
     try:
         job = catalog.put_job(
             connection,
@@ -162,6 +173,7 @@ def bring_back_job(
         reason = f"switched off: {refused}"
     else:
         return job, None
+    catalog.check_written(definition)
     switched_off = {**definition, "enabled": False}
     job = catalog.write_job(
         connection, version, name, switched_off, (), actor=actor, change=change, note=reason
