@@ -7,8 +7,9 @@ pythonpath)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,21 @@ from dgxmm.fleet.deployments.tables import deployment_events
 from dgxmm.proxy import ProxyApp
 from dgxmm.store import reading
 
-__all__ = ["ProxyKit", "chat_body", "proxied"]
+__all__ = ["JSON", "ProxyKit", "chat_body", "chat_bytes", "proxied"]
+
+JSON = {"Content-Type": "application/json"}
 
 
 def chat_body(model: str, **more: Any) -> dict[str, Any]:
     """Return a chat completion's body for ``model``."""
     return {"model": model, "messages": [{"role": "user", "content": "hello there"}], **more}
+
+
+def chat_bytes(model: str, size: int) -> bytes:
+    """Return a chat completion's body for ``model``, encoded, of exactly ``size`` bytes."""
+    empty = json.dumps(chat_body(model, padding="")).encode()
+    assert size >= len(empty), f"{size} bytes is too few for a chat body"
+    return json.dumps(chat_body(model, padding="x" * (size - len(empty)))).encode()
 
 
 class ProxyKit(Kit):
@@ -51,12 +61,23 @@ class ProxyKit(Kit):
         response = self.post("/v1/chat/completions", chat_body(self.model(deployment_id)))
         assert response.status_code == 200, response.text
 
+    def send(self, path: str, content: bytes, headers: dict[str, str]) -> httpx.Response:
+        """Send a body as it is, with exactly these headers (httpx adds only its own)."""
+        return httpx.post(f"{self.proxy_url}{path}", content=content, headers=headers,
+                          timeout=PATIENCE_S, trust_env=False)  # fmt: skip
+
     def post_in_background(
         self, path: str, body: dict[str, Any]
     ) -> tuple[threading.Thread, list[httpx.Response]]:
         """Send a request through the proxy on another thread; its answer lands in the list."""
+        return self.in_background(lambda: self.post(path, body))
+
+    def in_background(
+        self, call: Callable[[], httpx.Response]
+    ) -> tuple[threading.Thread, list[httpx.Response]]:
+        """Make a call on another thread; its answer lands in the list."""
         answers: list[httpx.Response] = []
-        thread = threading.Thread(target=lambda: answers.append(self.post(path, body)), daemon=True)
+        thread = threading.Thread(target=lambda: answers.append(call()), daemon=True)
         thread.start()
         return thread, answers
 

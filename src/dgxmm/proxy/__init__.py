@@ -9,6 +9,7 @@
 - ``bounds`` / ``stats`` / ``replies``: the hold's settings, the proxy's numbers, and its
   own answers in OpenAI's error shape.
 - ``serving``: ``ProxyServer``, uvicorn on its own port and thread.
+- ``connections``: the header timeout and connection cap of the proxy's port and the API's.
 
 See docs/proxy.md.
 """
@@ -16,31 +17,49 @@ See docs/proxy.md.
 from dgxmm.proxy.app import OPENAI_PATHS as OPENAI_PATHS
 from dgxmm.proxy.app import ProxyApp as ProxyApp
 from dgxmm.proxy.bounds import DEFAULT_BOUNDS as DEFAULT_BOUNDS
+from dgxmm.proxy.bounds import MAX_HELD_BYTES_SETTING as MAX_HELD_BYTES_SETTING
+from dgxmm.proxy.bounds import MAX_HELD_BYTES_TOTAL_SETTING as MAX_HELD_BYTES_TOTAL_SETTING
 from dgxmm.proxy.bounds import MAX_HELD_SETTING as MAX_HELD_SETTING
 from dgxmm.proxy.bounds import MAX_HOLD_SETTING as MAX_HOLD_SETTING
 from dgxmm.proxy.bounds import HoldBounds as HoldBounds
+from dgxmm.proxy.bounds import bound_settings as bound_settings
 from dgxmm.proxy.bounds import check_bounds as check_bounds
 from dgxmm.proxy.bounds import read_bounds as read_bounds
+from dgxmm.proxy.connections import API_LIMITS as API_LIMITS
+from dgxmm.proxy.connections import PROXY_LIMITS as PROXY_LIMITS
+from dgxmm.proxy.connections import ConnectionLimits as ConnectionLimits
+from dgxmm.proxy.connections import limited_protocol as limited_protocol
 from dgxmm.proxy.replies import Refusal as Refusal
+from dgxmm.proxy.replies import Rejection as Rejection
 from dgxmm.proxy.serving import ProxyServer as ProxyServer
 from dgxmm.proxy.stats import HOLD_BUCKETS_S as HOLD_BUCKETS_S
 from dgxmm.proxy.stats import ProxyStats as ProxyStats
 from dgxmm.proxy.stats import StatsSnapshot as StatsSnapshot
+from dgxmm.proxy.upstream import LOGIN_COOKIE as LOGIN_COOKIE
 from dgxmm.proxy.waking import REQUEST_ACTOR as REQUEST_ACTOR
 
 __all__ = [
+    "API_LIMITS",
     "DEFAULT_BOUNDS",
     "HOLD_BUCKETS_S",
+    "LOGIN_COOKIE",
+    "MAX_HELD_BYTES_SETTING",
+    "MAX_HELD_BYTES_TOTAL_SETTING",
     "MAX_HELD_SETTING",
     "MAX_HOLD_SETTING",
     "OPENAI_PATHS",
+    "PROXY_LIMITS",
     "REQUEST_ACTOR",
+    "ConnectionLimits",
     "HoldBounds",
     "ProxyApp",
     "ProxyServer",
     "ProxyStats",
     "Refusal",
+    "Rejection",
     "StatsSnapshot",
+    "bound_settings",
     "check_bounds",
+    "limited_protocol",
     "read_bounds",
 ]

@@ -15,6 +15,12 @@ last, counts in ``RequestActivity``: held or forwarded, it is activity.
 - **Refused** (opted out, stopped by a person, failed, or the bring-up was refused, such as
   a wake that does not fit): 503 at once with ``Retry-After``, the reason as the error's
   ``code``. An unknown model is 404, in OpenAI's shape.
+
+Before anything is routed, what a web page could send is refused (any page can reach a
+port on the loopback, and a ``text/plain`` POST needs no CORS preflight): a request whose
+``Origin`` is not the proxy's own (403), and a body that is not ``application/json`` (415;
+no ``Content-Type`` at all is taken as JSON only from a client that sends no ``Origin``,
+which no browser omits on a POST). A body nested too deep for the JSON parser is a 400.
 """
 
 from __future__ import annotations
@@ -28,7 +34,15 @@ from typing import Any
 from dgxmm.errors import NotFound
 from dgxmm.fleet import DeploymentState, Fleet
 from dgxmm.proxy.bounds import HoldBounds, read_bounds
-from dgxmm.proxy.replies import ProxyRefused, Refusal, Reply, error_reply, refusal_reply
+from dgxmm.proxy.replies import (
+    ProxyRefused,
+    Refusal,
+    Rejection,
+    Reply,
+    error_reply,
+    refusal_reply,
+    rejection_reply,
+)
 from dgxmm.proxy.routes import Route, RouteTable
 from dgxmm.proxy.stats import ProxyStats
 from dgxmm.proxy.upstream import Receive, Scope, Send, Upstream, wait_disconnected
@@ -65,7 +79,9 @@ class ProxyApp:
             monotonic=monotonic,
         )
         self._waker = Waker(fleet, self.stats)
-        self._held: dict[int, int] = {}  # deployment id -> requests held now (event loop only)
+        # Per deployment id, the requests held now and their bodies' bytes (event loop only).
+        self._held: dict[int, int] = {}
+        self._held_bytes: dict[int, int] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -106,6 +122,10 @@ class ProxyApp:
     # -- one request --------------------------------------------------------------------------
 
     async def _openai(self, scope: Scope, receive: Receive, send: Send) -> None:
+        rejected = _rejection_of(scope)
+        if rejected is not None:
+            await _send(send, rejected)
+            return
         body = await _read_body(receive)
         if body is None:
             await _send(send, error_reply(413, f"the body is over {MAX_BODY_BYTES} bytes",
@@ -140,8 +160,11 @@ class ProxyApp:
     async def _forward(
         self, route: Route, scope: Scope, body: bytes, receive: Receive, send: Send
     ) -> None:
-        self.stats.forwarded(route.deployment.name)
-        await self._upstream.forward(route.deployment.url, scope, body, receive, send)
+        deployment = route.deployment
+        self.stats.forwarded(deployment.name)
+        await self._upstream.forward(
+            deployment.url, scope, body, receive, send, name=deployment.name
+        )
 
     async def _hold(
         self, cached: Route, scope: Scope, body: bytes, receive: Receive, send: Send
@@ -167,23 +190,42 @@ class ProxyApp:
             raise refused
         bounds = self._table.bounds
         name = deployment.name
+        size = len(body)
+        self._check_room(deployment_id, name, size, bounds)
+        self._held[deployment_id] = self._held.get(deployment_id, 0) + 1
+        self._held_bytes[deployment_id] = self._held_bytes.get(deployment_id, 0) + size
+        self.stats.hold_began(name, size)
+        began = self._monotonic()
+        try:
+            woke = await self._wait_for_bring_up(deployment_id, name, bounds, receive)
+        finally:
+            self._held[deployment_id] -= 1
+            self._held_bytes[deployment_id] -= size
+            self.stats.hold_ended(name, self._monotonic() - began, size)
+        if not woke:
+            return  # the client went away while held
+        await self._forward(await self._table.fresh(deployment_id), scope, body, receive, send)
+
+    def _check_room(self, deployment_id: int, name: str, size: int, bounds: HoldBounds) -> None:
+        """Refuse (``hold_full``) a request the hold has no room for, in count or bytes."""
         if self._held.get(deployment_id, 0) >= bounds.max_held:
             raise ProxyRefused(
                 Refusal.HOLD_FULL,
                 f"deployment {name!r} is waking with {bounds.max_held} requests held already "
                 "(the setting proxy.max_held)",
             )
-        self._held[deployment_id] = self._held.get(deployment_id, 0) + 1
-        self.stats.hold_began(name)
-        began = self._monotonic()
-        try:
-            woke = await self._wait_for_bring_up(deployment_id, name, bounds, receive)
-        finally:
-            self._held[deployment_id] -= 1
-            self.stats.hold_ended(name, self._monotonic() - began)
-        if not woke:
-            return  # the client went away while held
-        await self._forward(await self._table.fresh(deployment_id), scope, body, receive, send)
+        if self._held_bytes.get(deployment_id, 0) + size > bounds.max_held_bytes:
+            raise ProxyRefused(
+                Refusal.HOLD_FULL,
+                f"deployment {name!r} is waking with {bounds.max_held_bytes} bytes of requests "
+                "held at most (the setting proxy.max_held_bytes)",
+            )
+        if sum(self._held_bytes.values()) + size > bounds.max_held_bytes_total:
+            raise ProxyRefused(
+                Refusal.HOLD_FULL,
+                f"the proxy holds {bounds.max_held_bytes_total} bytes of requests at most for "
+                "every deployment together (the setting proxy.max_held_bytes_total)",
+            )
 
     async def _wait_for_bring_up(
         self, deployment_id: int, name: str, bounds: HoldBounds, receive: Receive
@@ -207,7 +249,12 @@ class ProxyApp:
                 f"deployment {name!r} was not up within {bounds.max_hold_s:g} s "
                 "(the setting proxy.max_hold_s); its wake goes on",
             )
-        bring_up.result()  # ProxyRefused when it was refused
+        refused = bring_up.exception()
+        if isinstance(refused, ProxyRefused):
+            # A refusal of its own for each request: the bring-up's one exception, raised in
+            # every held request, would gather all their frames (and bodies) in its traceback.
+            raise ProxyRefused(refused.refusal, refused.message) from None
+        bring_up.result()  # anything else, as it came
         return True
 
     async def _models(self) -> Reply:
@@ -240,11 +287,45 @@ async def _read_body(receive: Receive) -> bytes | None:
             return b"".join(parts)
 
 
+def _rejection_of(scope: Scope) -> Reply | None:
+    """Refuse what a web page of another origin could send; None for anything else."""
+    origins: list[bytes] = []
+    types: list[bytes] = []
+    host = b""
+    for key, value in scope["headers"]:
+        if key == b"origin":
+            origins.append(value)
+        elif key == b"content-type":
+            types.append(value)
+        elif key == b"host":
+            host = value
+    own = scope.get("scheme", "http").encode() + b"://" + host.lower()
+    if any(origin.strip().lower() != own for origin in origins) or (origins and not host):
+        shown = origins[0].decode("latin-1")[:200]
+        return rejection_reply(
+            Rejection.CROSS_ORIGIN,
+            f"Origin {shown!r} is not this proxy's own ({own.decode('latin-1')!r}): a web page "
+            "elsewhere may not send requests to it",
+        )
+    if not types and not origins:
+        return None  # not a browser's: curl, the openai SDK; read as JSON, as vLLM does
+    if len(types) != 1 or types[0].split(b";", 1)[0].strip().lower() != b"application/json":
+        given = types[0].decode("latin-1")[:200] if types else "none"
+        return rejection_reply(
+            Rejection.NOT_JSON,
+            f"Content-Type {given!r}: the request body must be application/json",
+        )
+    return None
+
+
 def _model_of(body: bytes) -> str | Reply:
     try:
         request = json.loads(body)
     except ValueError as error:
         return error_reply(400, f"malformed JSON in the request body: {error}",
+                           kind="invalid_request_error")  # fmt: skip
+    except RecursionError:  # the parser recurses once per level: its stack is the bound
+        return error_reply(400, "the request body's JSON is nested too deeply to read",
                            kind="invalid_request_error")  # fmt: skip
     model = request.get("model") if isinstance(request, dict) else None
     if not isinstance(model, str) or not model:

@@ -2,7 +2,10 @@
 
 ``{"error": {"message", "type", "param", "code"}}``, as OpenAI's API and vLLM answer: a
 client library raises its usual error (``NotFoundError``, ``APIStatusError``) with the
-message. A 503 names its reason in ``code`` (a ``Refusal``) and carries ``Retry-After``.
+message. A 503 names its reason in ``code`` (a ``Refusal``) and carries ``Retry-After``; a
+request refused before it is routed names its ``Rejection``. The port is unauthenticated, so
+a message names the reason and the deployment, never an error's text or a URL (a model
+server's log lines, its command line, a ``user:password@``): those go to dgxmm's log.
 """
 
 from __future__ import annotations
@@ -12,7 +15,15 @@ from enum import StrEnum
 
 from dgxmm.errors import DgxmmError
 
-__all__ = ["ProxyRefused", "Refusal", "Reply", "error_reply", "refusal_reply"]
+__all__ = [
+    "ProxyRefused",
+    "Refusal",
+    "Rejection",
+    "Reply",
+    "error_reply",
+    "refusal_reply",
+    "rejection_reply",
+]
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -52,6 +63,18 @@ _RETRY_AFTER_S = {
 }
 
 
+class Rejection(StrEnum):
+    """Why a request is refused before it is routed: what a browser page must not send."""
+
+    CROSS_ORIGIN = "cross_origin_request"  # a page of another origin
+    NOT_JSON = "unsupported_media_type"  # a body a page may send without a CORS preflight
+
+    @property
+    def status(self) -> int:
+        """The status code it answers with."""
+        return 403 if self is Rejection.CROSS_ORIGIN else 415
+
+
 class Reply:
     """A whole answer: status, headers and body."""
 
@@ -89,6 +112,12 @@ def refusal_reply(refusal: Refusal, message: str) -> Reply:
         refusal.status, message, kind=kind, code=refusal.value,
         retry_after_s=refusal.retry_after_s,
     )  # fmt: skip
+
+
+def rejection_reply(rejection: Rejection, message: str) -> Reply:
+    """Return the 4xx of a rejection, its reason as ``code``."""
+    return error_reply(rejection.status, message, kind="invalid_request_error",
+                       code=rejection.value)  # fmt: skip
 
 
 class ProxyRefused(DgxmmError):

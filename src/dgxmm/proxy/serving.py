@@ -1,7 +1,8 @@
 """Serving the proxy on its own port, on a thread with its own event loop, beside dgxmm's app.
 
 The proxy's port is its own so that clients get OpenAI's surface at the root (``/v1/...``),
-with no dgxmm token in the way; it listens on the loopback unless told otherwise.
+with no dgxmm token in the way; it listens on the loopback unless told otherwise. Its
+connections are held to ``PROXY_LIMITS`` (``connections.py``): a header timeout and a cap.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import uvicorn
 
 from dgxmm.errors import DgxmmError
 from dgxmm.proxy.app import ProxyApp
+from dgxmm.proxy.connections import PROXY_LIMITS, ConnectionLimits, limited_protocol
 
 __all__ = ["ProxyServer"]
 
@@ -21,7 +23,14 @@ __all__ = ["ProxyServer"]
 class ProxyServer:
     """uvicorn serving a ``ProxyApp`` on a thread; ``start`` returns once it listens."""
 
-    def __init__(self, app: ProxyApp, *, host: str = "127.0.0.1", port: int = 8100) -> None:
+    def __init__(
+        self,
+        app: ProxyApp,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8100,
+        limits: ConnectionLimits = PROXY_LIMITS,
+    ) -> None:
         self.app = app
         self.host = host
         self.port = port
@@ -31,6 +40,7 @@ class ProxyServer:
             port=port,
             log_level="warning",
             lifespan="off",
+            http=limited_protocol(limits),
             timeout_graceful_shutdown=3,
             # A held request may wait minutes for a wake; keep-alive between them is cheap.
             timeout_keep_alive=30,

@@ -1,4 +1,5 @@
-"""The proxy's own numbers: requests held now and in all, how long they were held, refusals.
+"""The proxy's own numbers: requests held now and in all, the bytes of the bodies held now,
+how long they were held, refusals.
 
 Thread-safe counters the proxy moves and ``/metrics`` reads through ``snapshot``; the hold
 time is a histogram with Prometheus' cumulative buckets.
@@ -21,6 +22,8 @@ class StatsSnapshot:
     """The numbers at one moment; per deployment name where they are per deployment."""
 
     held: dict[str, int]  # held now
+    held_bytes: dict[str, int]  # the bytes of the bodies held now
+    held_bytes_total: int  # the same, every deployment's together
     held_total: dict[str, int]  # ever held (answered, refused or gone)
     hold_buckets: tuple[int, ...]  # cumulative counts of hold times <= HOLD_BUCKETS_S[i]
     hold_count: int
@@ -36,6 +39,7 @@ class ProxyStats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
+        self._held_bytes: dict[str, int] = {}
         self._held_total: dict[str, int] = {}
         self._buckets = [0] * len(HOLD_BUCKETS_S)
         self._count = 0
@@ -44,16 +48,18 @@ class ProxyStats:
         self._refused: dict[str, int] = {}
         self._forwarded: dict[str, int] = {}
 
-    def hold_began(self, name: str) -> None:
-        """Count a request that began to wait for its deployment."""
+    def hold_began(self, name: str, size: int) -> None:
+        """Count a request that began to wait for its deployment, with its body's bytes."""
         with self._lock:
             self._held[name] = self._held.get(name, 0) + 1
             self._held_total[name] = self._held_total.get(name, 0) + 1
+            self._held_bytes[name] = self._held_bytes.get(name, 0) + size
 
-    def hold_ended(self, name: str, seconds: float) -> None:
+    def hold_ended(self, name: str, seconds: float, size: int) -> None:
         """Count a request that stopped waiting, ``seconds`` after it began."""
         with self._lock:
             self._held[name] = max(0, self._held.get(name, 0) - 1)
+            self._held_bytes[name] = max(0, self._held_bytes.get(name, 0) - size)
             self._count += 1
             self._sum += seconds
             for i, bound in enumerate(HOLD_BUCKETS_S):
@@ -85,6 +91,8 @@ class ProxyStats:
         with self._lock:
             return StatsSnapshot(
                 held=dict(self._held),
+                held_bytes=dict(self._held_bytes),
+                held_bytes_total=sum(self._held_bytes.values()),
                 held_total=dict(self._held_total),
                 hold_buckets=tuple(self._buckets),
                 hold_count=self._count,

@@ -6,11 +6,18 @@ The status and headers come back as the server sent them, less the hop-by-hop he
 passed raw, as it arrives (a server-sent event stream is never gathered up), still in its
 content encoding, so ``Content-Length`` stays true. A client that goes away ends the
 upstream request, so the server stops generating for nobody.
+
+dgxmm's login cookie (``LOGIN_COOKIE``) never crosses: cookies are per host, not per port,
+so a browser sends an admin's cookie to the proxy's port as well, and it is taken out of the
+request's ``Cookie`` headers (the other cookies pass); a ``Set-Cookie`` of it from the model
+server is dropped, so a server cannot log a browser in as someone. A server that cannot be
+reached is refused naming the deployment, never its URL (a ``user:password@`` in it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -18,7 +25,13 @@ import httpx
 
 from dgxmm.proxy.replies import ProxyRefused, Refusal
 
-__all__ = ["Upstream", "wait_disconnected"]
+__all__ = ["LOGIN_COOKIE", "Upstream", "wait_disconnected"]
+
+log = logging.getLogger(__name__)
+
+# The server's login cookie (dgxmm.server.deps.COOKIE: the server is a layer above, so the
+# name is kept here too, and a test holds the two equal).
+LOGIN_COOKIE = "dgxmm_token"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -44,9 +57,9 @@ class Upstream:
         )
 
     async def forward(
-        self, base_url: str, scope: Scope, body: bytes, receive: Receive, send: Send
+        self, base_url: str, scope: Scope, body: bytes, receive: Receive, send: Send, *, name: str
     ) -> None:
-        """Send the request to ``base_url`` and stream its answer to the client.
+        """Send the request to deployment ``name`` at ``base_url``; stream its answer back.
 
         ``ProxyRefused`` (unreachable) when the server could not be asked; once the answer
         began nothing is raised: a server that breaks off mid-answer ends the client's too.
@@ -54,14 +67,19 @@ class Upstream:
         url = base_url + scope["path"]
         if scope.get("query_string"):
             url += "?" + scope["query_string"].decode("latin-1")
-        headers = _without(scope["headers"], _REQUEST_DROPPED | _hop_by_hop_of(scope["headers"]))
+        headers = _without_login_cookie(
+            _without(scope["headers"], _REQUEST_DROPPED | _hop_by_hop_of(scope["headers"]))
+        )
         request = self._client.build_request(scope["method"], url, headers=headers, content=body)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TransportError as error:
+            # httpx's text names no URL; the log is the operator's, the answer anyone's.
+            log.warning("proxy: the model server of deployment %r did not answer: %s: %s",
+                        name, type(error).__name__, error)  # fmt: skip
             raise ProxyRefused(
-                Refusal.UNREACHABLE, f"the model server at {base_url} did not answer: {error}"
-            ) from error
+                Refusal.UNREACHABLE, f"the model server of deployment {name!r} did not answer"
+            ) from None
         gone = asyncio.ensure_future(wait_disconnected(receive))
         pump = asyncio.ensure_future(_pump(response, send))
         try:
@@ -78,7 +96,11 @@ class Upstream:
 
 
 async def _pump(response: httpx.Response, send: Send) -> None:
-    headers = _without(response.headers.raw, _hop_by_hop_of(response.headers.raw))
+    headers = [
+        (key, value)
+        for key, value in _without(response.headers.raw, _hop_by_hop_of(response.headers.raw))
+        if not (key.lower() == b"set-cookie" and _cookie_name(value) == _LOGIN_COOKIE)
+    ]
     await send({"type": "http.response.start", "status": response.status_code,
                 "headers": headers})  # fmt: skip
     try:
@@ -109,3 +131,26 @@ def _without(
     headers: list[tuple[bytes, bytes]], dropped: frozenset[bytes]
 ) -> list[tuple[bytes, bytes]]:
     return [(key, value) for key, value in headers if key.lower() not in dropped]
+
+
+_LOGIN_COOKIE = LOGIN_COOKIE.encode()
+
+
+def _cookie_name(pair: bytes) -> bytes:
+    """Return the name of ``name=value`` (as a browser reads it: spaces around it dropped)."""
+    return pair.split(b";", 1)[0].split(b"=", 1)[0].strip()
+
+
+def _without_login_cookie(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Take the login cookie out of every ``Cookie`` header; drop a header left empty."""
+    kept: list[tuple[bytes, bytes]] = []
+    for key, value in headers:
+        if key.lower() == b"cookie":
+            pairs = [p.strip() for p in value.split(b";")]
+            others = [p for p in pairs if p and _cookie_name(p) != _LOGIN_COOKIE]
+            if len(others) < len([p for p in pairs if p]):
+                if others:
+                    kept.append((key, b"; ".join(others)))
+                continue
+        kept.append((key, value))
+    return kept

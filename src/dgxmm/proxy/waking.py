@@ -11,10 +11,16 @@ why not.
 What a request may bring up (``refusal_for``): a sleeping deployment, or one a schedule
 stopped, unless it opted out (``wake_on_request``). A deployment stopped by a person stays
 stopped; a failed one is a person's to look at.
+
+A refusal's message names the deployment and the reason, never the error's own text: a
+model server's error quotes its log lines, its command line (an ``--api-key``) or its base
+URL (a ``user:password@``), and the proxy's port is unauthenticated. That text goes to
+dgxmm's log, and the deployment's events and ``last_error`` keep it for its people.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -28,6 +34,8 @@ __all__ = ["REQUEST_ACTOR", "Waker", "refusal_for"]
 REQUEST_ACTOR = "request"
 S = DeploymentState
 
+log = logging.getLogger(__name__)
+
 
 def refusal_for(deployment: Deployment, stopped_by: str | None) -> ProxyRefused | None:
     """Say why a request must not bring this deployment up, or None when it may."""
@@ -37,7 +45,7 @@ def refusal_for(deployment: Deployment, stopped_by: str | None) -> ProxyRefused 
     if deployment.state is S.FAILED:
         return ProxyRefused(
             Refusal.FAILED,
-            f"deployment {name!r} has failed ({deployment.last_error or 'no error recorded'}); "
+            f"deployment {name!r} has failed (its events and last_error say why); "
             "a request does not restart it",
         )
     if deployment.state is S.STOPPED and not (stopped_by or "").startswith("schedule:"):
@@ -86,9 +94,11 @@ class Waker:
 
     def _bring_up(self, deployment_id: int) -> bool:
         fleet = self._fleet
+        name = str(deployment_id)
         try:
             with fleet.deployer.lock(deployment_id):
                 deployment = fleet.deployments.get(deployment_id)
+                name = repr(deployment.name)
                 stopped_by = (
                     fleet.events.stopped_by(deployment_id)
                     if deployment.state is S.STOPPED
@@ -112,11 +122,18 @@ class Waker:
                 return True
         except ProxyRefused:
             raise
-        except DoesNotFit as error:
+        except DoesNotFit as error:  # dgxmm's own arithmetic of the GPUs' memory
             raise ProxyRefused(Refusal.DOES_NOT_FIT, str(error)) from error
         except NotFound as error:
-            raise ProxyRefused(Refusal.FAILED, str(error)) from error
+            raise ProxyRefused(Refusal.FAILED, f"deployment {name} was removed") from error
         except Conflict as error:  # the deployer found a state that rules it out
-            raise ProxyRefused(Refusal.WAKE_FAILED, str(error)) from error
+            log.warning("proxy: deployment %s was not brought up: %s", name, error)
+            raise ProxyRefused(
+                Refusal.WAKE_FAILED, f"deployment {name} could not be brought up now"
+            ) from error
         except DgxmmError as error:
-            raise ProxyRefused(Refusal.WAKE_FAILED, str(error)) from error
+            log.warning("proxy: deployment %s was not brought up: %s", name, error)
+            raise ProxyRefused(
+                Refusal.WAKE_FAILED,
+                f"deployment {name} did not come up (its events say why)",
+            ) from error

@@ -31,7 +31,7 @@ from dgxmm.fleet.demo.local_cluster import LocalCluster
 from dgxmm.fleet.placement.cluster import ray_missing
 from dgxmm.jobs import resolve_zone
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
-from dgxmm.proxy import ProxyApp, ProxyServer
+from dgxmm.proxy import API_LIMITS, ProxyApp, ProxyServer, limited_protocol
 from dgxmm.server.app import FLEET_ROUTES, PROPOSAL_ROUTES, SCHEDULE_ROUTES, create_app
 from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host, second_server
@@ -246,6 +246,9 @@ def _serve(
             port=options.port,
             log_level="warning",
             lifespan="off",
+            # A header timeout and a connection cap (docs/server.md): half-sent requests
+            # must not hold the file descriptors the store and the jobs need.
+            http=limited_protocol(API_LIMITS),
             # A request waiting for a long job (POST /api/jobs/run) must not hold the stop up:
             # after this, uvicorn lets go of it and the host gives the run up below.
             timeout_graceful_shutdown=3,

@@ -1,0 +1,101 @@
+"""Limits on the connections of dgxmm's HTTP ports: a header timeout and a connection cap.
+
+uvicorn (its h11 protocol, the one installed) waits for a request's head for ever and
+accepts every connection, so connections that send half their headers, or nothing, pile up
+until the process runs out of file descriptors, and then the store and the jobs fail too.
+``limited_protocol`` gives uvicorn a protocol that
+
+- closes a connection whose request head (request line and headers) is not complete within
+  ``header_timeout_s``: from the connection's opening for its first request, from the first
+  byte of each next one (an idle kept-alive connection is uvicorn's keep-alive timeout's).
+  A request whose head is complete is never cut: a held request waits as long as the hold;
+- answers a connection past ``max_connections`` open at once ``503`` and closes it, reading
+  nothing it sends: its side is shut at once, the socket a moment later (``_LINGER_S``), so
+  the client reads the 503 instead of a reset of a request it had begun to send.
+
+Both ports use it (``API_LIMITS``, ``PROXY_LIMITS``); see docs/server.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["API_LIMITS", "PROXY_LIMITS", "ConnectionLimits", "limited_protocol"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionLimits:
+    """How long a request's head may take, and how many connections may be open at once."""
+
+    header_timeout_s: float = 10.0
+    max_connections: int = 256
+
+
+# The API: a few people's browsers, the CLI, a Prometheus scraper.
+API_LIMITS = ConnectionLimits(header_timeout_s=10.0, max_connections=256)
+# The proxy: each connection may hold a request (and one to its model server) for minutes.
+PROXY_LIMITS = ConnectionLimits(header_timeout_s=10.0, max_connections=512)
+
+_LINGER_S = 1.0
+_TOO_MANY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+)
+
+
+def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
+    """Return uvicorn's h11 protocol held to ``limits``."""
+
+    class LimitedH11Protocol(H11Protocol):
+        """uvicorn's h11 protocol with a header timeout and a connection cap."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._head_timer: asyncio.TimerHandle | None = None
+            self._turned_away = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > limits.max_connections:
+                text = f"too many connections (over {limits.max_connections}); try again soon"
+                body = text.encode()
+                self._turned_away = True
+                transport.write(_TOO_MANY % (len(body), body))
+                transport.write_eof()
+                self.loop.call_later(_LINGER_S, transport.close)
+                return
+            self._arm_head_timer()
+
+        def data_received(self, data: bytes) -> None:
+            if self._turned_away:
+                return  # read and dropped: it is answered already
+            if self._head_timer is None and self.conn.their_state is h11.IDLE:
+                self._arm_head_timer()  # the first byte of a next request on this connection
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm_head_timer()  # the head is in: the request may take its time
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_head_timer()
+            super().connection_lost(exc)
+
+        def _arm_head_timer(self) -> None:
+            self._disarm_head_timer()
+            self._head_timer = self.loop.call_later(limits.header_timeout_s, self._head_late)
+
+        def _disarm_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_late(self) -> None:
+            self._head_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return LimitedH11Protocol

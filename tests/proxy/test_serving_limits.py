@@ -1,0 +1,165 @@
+"""The connection limits of dgxmm's two ports, the proxy's and the API's: a connection that
+has not sent its whole request head within the header timeout is closed, and past the
+connection limit a new connection is answered 503 and closed, so half-sent requests cannot
+hold the process's file descriptors. A request that is held (its head complete) is not cut."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from proxy.proxykit import ProxyKit, chat_body
+from support import PATIENCE_S, free_port, wait_for
+
+from dgxmm.proxy import API_LIMITS, PROXY_LIMITS, ConnectionLimits, ProxyServer
+
+CHAT = "/v1/chat/completions"
+HALF_A_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty"
+
+
+class Served:
+    """A kit whose proxy is served by ``ProxyServer`` with the limits given."""
+
+    def __init__(self, tmp_path: Path, limits: ConnectionLimits) -> None:
+        self.kit = ProxyKit(tmp_path)
+        self.server = ProxyServer(self.kit.proxy, port=free_port(), limits=limits)
+        self.server.start()
+        self.url = f"http://127.0.0.1:{self.server.port}"
+
+    def connect(self, first: bytes = HALF_A_HEAD) -> socket.socket:
+        """Open a connection and send ``first`` on it."""
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=PATIENCE_S)
+        if first:
+            sock.sendall(first)
+        return sock
+
+    def close(self) -> None:
+        self.server.stop()
+        self.kit.close()
+
+
+@pytest.fixture
+def quick(tmp_path: Path) -> Iterator[Served]:
+    made = Served(tmp_path, ConnectionLimits(header_timeout_s=0.5, max_connections=64))
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def few(tmp_path: Path) -> Iterator[Served]:
+    made = Served(tmp_path, ConnectionLimits(header_timeout_s=2 * PATIENCE_S, max_connections=4))
+    yield made
+    made.close()
+
+
+def closed_by_the_server(sock: socket.socket) -> bytes:
+    """Read until the server closes; return what it sent (the socket's timeout fails it)."""
+    received = b""
+    with sock:
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def one_reply(sock: socket.socket) -> bytes:
+    """Read one whole answer (its head and its Content-Length of body) from ``sock``."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += sock.recv(65536)
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return received
+
+
+def test_the_limits_are_set_on_both_ports() -> None:
+    for limits in (API_LIMITS, PROXY_LIMITS):
+        assert 0 < limits.header_timeout_s <= 60
+        assert 0 < limits.max_connections <= 4096
+
+
+def test_a_half_sent_head_is_closed_after_the_header_timeout(quick: Served) -> None:
+    assert closed_by_the_server(quick.connect()) == b""
+    assert closed_by_the_server(quick.connect(b"")) == b""  # one that sends nothing at all
+    # On a kept-alive connection, the next request's head is timed from its first byte.
+    kept = quick.connect(b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert one_reply(kept).startswith(b"HTTP/1.1 200 ")
+    kept.sendall(HALF_A_HEAD)
+    assert closed_by_the_server(kept) == b""
+
+
+def test_a_held_request_outlasts_the_header_timeout(quick: Served) -> None:
+    kit = quick.kit
+    deployment = kit.deployment("held", "--latency", "0")
+    kit.fleet.deployer.sleep(deployment, actor="user:a")
+    with kit.fleet.deployer.lock(deployment):
+        thread, answers = kit.in_background(
+            lambda: httpx.post(
+                f"{quick.url}{CHAT}",
+                json=chat_body(kit.model(deployment)),
+                timeout=PATIENCE_S,
+                trust_env=False,
+            )
+        )
+        wait_for(lambda: kit.proxy.stats.held_now("held") == 1, "the request to be held")
+        # Opened after the held request's head was complete: once it is closed, the held
+        # request has waited longer than the header timeout.
+        assert closed_by_the_server(quick.connect()) == b""
+        assert kit.proxy.stats.held_now("held") == 1
+    thread.join(PATIENCE_S)
+    assert answers[0].status_code == 200
+
+
+def test_past_the_connection_limit_a_connection_is_answered_503_and_closed(few: Served) -> None:
+    waiting = [few.connect() for _ in range(4)]
+    try:
+        refused = closed_by_the_server(few.connect())  # it had begun to send its request
+        assert refused.startswith(b"HTTP/1.1 503 ")
+        assert b"too many connections" in refused
+        waiting.pop().close()  # one place is free again
+
+        def answered() -> bool:
+            try:
+                return httpx.get(f"{few.url}/v1/models", timeout=PATIENCE_S).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        wait_for(answered, "a request in the freed place")
+    finally:
+        for sock in waiting:
+            sock.close()
+
+
+def test_dgxmm_serve_closes_half_sent_heads_on_both_ports(tmp_path: Path) -> None:
+    api, proxy = free_port(), free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dgxmm", "serve", "--data", str(tmp_path / "data"),
+         "--port", str(api), "--proxy-port", str(proxy), "--time-zone", "Europe/Berlin"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "serving on" in line:
+                break
+        else:
+            raise AssertionError("dgxmm serve did not start")
+        socks = {port: socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+                 for port in (api, proxy)}  # fmt: skip
+        for sock in socks.values():
+            sock.sendall(HALF_A_HEAD)
+        for port, sock in socks.items():
+            assert closed_by_the_server(sock) == b"", f"port {port}"
+    finally:
+        process.terminate()
+        process.communicate(timeout=PATIENCE_S)
