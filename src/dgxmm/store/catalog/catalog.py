@@ -225,20 +225,7 @@ class Catalog:
                 f"saved query {name} is used by job(s) {', '.join(names)}: drop or redefine "
                 "them first"
             )
-        connection.execute(catalog_queries.delete().where(catalog_queries.c.name == name))
-        at_us = self._clock.now_us()
-        keep(connection, before, version=version, actor=actor, at_us=at_us, why=why)
-        write_entry(
-            connection,
-            version=version,
-            at_us=at_us,
-            actor=actor,
-            subject=Subject.QUERY,
-            name=name,
-            change=Change.DROP,
-            before=query_json(before),
-            after=None,
-        )
+        self._take_out(connection, version, before, actor=actor, why=why)
 
     # -- user jobs ----------------------------------------------------------------------------
 
@@ -379,20 +366,7 @@ class Catalog:
         before = self.find_job(connection, name)
         if before is None:
             raise NotFound("job", name)
-        connection.execute(catalog_jobs.delete().where(catalog_jobs.c.name == name))
-        at_us = self._clock.now_us()
-        keep(connection, before, version=version, actor=actor, at_us=at_us, why=why)
-        write_entry(
-            connection,
-            version=version,
-            at_us=at_us,
-            actor=actor,
-            subject=Subject.JOB,
-            name=name,
-            change=Change.DROP,
-            before=job_json(before),
-            after=None,
-        )
+        self._take_out(connection, version, before, actor=actor, why=why)
 
     def set_job_enabled(self, name: str, on: bool, *, actor: str | None = None) -> JobDefinition:
         """Switch a job on or off; its definition keeps its effects."""
@@ -466,6 +440,35 @@ class Catalog:
         return job, saved
 
     # -- inside -------------------------------------------------------------------------------
+
+    def _take_out(
+        self,
+        connection: Connection,
+        version: int,
+        thing: SavedQuery | JobDefinition,
+        *,
+        actor: str | None,
+        why: str,
+    ) -> None:
+        """Delete a query's or job's row, keep it in the attic and journal the drop."""
+        if isinstance(thing, SavedQuery):
+            table, subject, before = catalog_queries, Subject.QUERY, query_json(thing)
+        else:
+            table, subject, before = catalog_jobs, Subject.JOB, job_json(thing)
+        connection.execute(table.delete().where(table.c.name == thing.name))
+        at_us = self._clock.now_us()
+        keep(connection, thing, version=version, actor=actor, at_us=at_us, why=why)
+        write_entry(
+            connection,
+            version=version,
+            at_us=at_us,
+            actor=actor,
+            subject=subject,
+            name=thing.name,
+            change=Change.DROP,
+            before=before,
+            after=None,
+        )
 
     def _params_of(self, connection: Connection, name: str) -> dict[str, ParamType] | None:
         found = self.find_query(connection, name)
