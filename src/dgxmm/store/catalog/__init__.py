@@ -8,7 +8,9 @@
 - ``records`` / ``journal``: the stored query and job, the version, the journal, the settings;
 - ``attic`` / ``revival`` / ``rollback``: what was dropped or replaced, bringing it back, the
   catalog as it was at an earlier version;
-- ``file``: the catalog as one JSON document, to export and import.
+- ``file``: the catalog as one JSON document, to export and import;
+- ``bounds``: what a stored value may be (instants, versions, depth, size, text), so that a
+  file from anywhere cannot hold what a page, an export or a restore cannot take.
 
 It imports nothing of ``store/backups`` or ``store/runs`` (``tests/test_layers.py``). The
 store's public names are re-exported once, by ``dgxmm.store``; a room has no face of its own.
