@@ -37,6 +37,7 @@ def api_operations(app: FastAPI) -> list[Operation]:
     found = []
     for context in iter_route_contexts(app.routes):
         if isinstance(context.original_route, APIRoute) and context.include_in_schema:
-            for method in sorted(context.methods):
-                found.append(Operation(method=method, path=context.path_format, route=context))
+            for method in sorted(context.methods or ()):
+                path = str(context.path_format)
+                found.append(Operation(method=method, path=path, route=context))
     return found

@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from dgxmm import __version__
 from dgxmm.server import api, metrics, pages
 from dgxmm.server.body_limit import BodyLimit
+from dgxmm.server.openapi import OpenApiApp
 from dgxmm.server.responses import install_error_handlers
 from dgxmm.server.routes import Routes
 from dgxmm.server.services import Services
@@ -77,6 +78,8 @@ PROPOSAL_ROUTES = Routes(
 def create_app(services: Services, routes: Sequence[Routes] = ()) -> FastAPI:
     """Build the app around its services, serving ``JOBS_ROUTES`` and ``routes``.
 
+    Its OpenAPI document lists every status each operation answers (``server/openapi.py``).
+
     Refuses (``ValueError``) routes that need a service ``services`` does not have.
     """
     served = [JOBS_ROUTES, *(r for r in routes if r is not JOBS_ROUTES)]
@@ -84,7 +87,7 @@ def create_app(services: Services, routes: Sequence[Routes] = ()) -> FastAPI:
         missing = [name for name in layer.needs if getattr(services, name) is None]
         if missing:
             raise ValueError(f"the {layer.name} routes need services.{', services.'.join(missing)}")
-    app = FastAPI(
+    app = OpenApiApp(
         title="dgxmm",
         version=__version__,
         description="Model-serving deployments and the scheduled work around them.",

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from dgxmm.server.bodies import AtticBody
 from dgxmm.server.deps import Admin, HostDep, Viewer
 from dgxmm.server.job_list import iso
+from dgxmm.server.openapi import answers
 from dgxmm.store import AtticEntry, Subject
 
 __all__ = ["entry_row", "router"]
@@ -22,7 +23,7 @@ def list_attic(host: HostDep, _: Viewer) -> dict[str, Any]:
     return {"attic": [entry_row(entry, host) for entry in host.store.attic()]}
 
 
-@router.post("/restore")
+@router.post("/restore", responses=answers(400, 404, 409))
 def restore(body: AtticBody, host: HostDep, who: Admin) -> dict[str, Any]:
     """Bring an entry back; 409 naming ``name`` while a live one has it, or while a job runs."""
     restored = host.store.restore_from_attic(
@@ -32,7 +33,7 @@ def restore(body: AtticBody, host: HostDep, who: Admin) -> dict[str, Any]:
     return restored.to_json()
 
 
-@router.post("/remove")
+@router.post("/remove", responses=answers(404, 409))
 def remove(body: AtticBody, host: HostDep, who: Admin) -> dict[str, Any]:
     """Delete an entry for good; 409 while a user job runs."""
     removed = host.store.remove_from_attic(

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query
 from fastapi import Body as Document
 
 from dgxmm.server.deps import Admin, HostDep, Viewer
+from dgxmm.server.openapi import answers
 
 __all__ = ["router"]
 
@@ -24,7 +25,7 @@ def export(host: HostDep, _: Viewer) -> dict[str, Any]:
     return host.store.export_catalog()
 
 
-@router.post("/import")
+@router.post("/import", responses=answers(400, 409))
 def import_(
     document: Annotated[dict[str, Any], Document()],
     host: HostDep,

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Query
 from dgxmm.errors import InvalidInput
 from dgxmm.server.deps import ServicesDep, Viewer
 from dgxmm.server.job_list import job_rows
+from dgxmm.server.openapi import answers
 from dgxmm.server.services import Services
 from dgxmm.time_units import MINUTE_US
 
@@ -70,7 +71,7 @@ def versions(services: Services, topics: list[str]) -> dict[str, str]:
     return found
 
 
-@router.get("")
+@router.get("", responses=answers(400))
 def changes(
     services: ServicesDep,
     _: Viewer,

@@ -25,6 +25,7 @@ from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryInstant, Viewer
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
+from dgxmm.server.openapi import answers
 from dgxmm.server.redaction import deployment_shown_to, event_shown_to
 from dgxmm.time_units import DAY_US
 
@@ -145,7 +146,7 @@ def list_deployments(fleet: FleetDep, host: HostDep, who: Viewer) -> dict[str, A
     }
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=answers(400, 409))
 def create_deployment(
     body: CreateDeployment, fleet: FleetDep, host: HostDep, who: Admin
 ) -> dict[str, Any]:
@@ -158,7 +159,7 @@ def create_deployment(
     return deployment_json(fleet.deployments.create(actor=who.actor, **keys), host, who)
 
 
-@router.get("/{deployment_id}")
+@router.get("/{deployment_id}", responses=answers(404))
 def get_deployment(
     deployment_id: PathId, fleet: FleetDep, host: HostDep, who: Viewer
 ) -> dict[str, Any]:
@@ -166,7 +167,7 @@ def get_deployment(
     return deployment_json(fleet.deployments.get(deployment_id), host, who)
 
 
-@router.patch("/{deployment_id}")
+@router.patch("/{deployment_id}", responses=answers(400, 404, 409))
 def update_deployment(
     deployment_id: PathId, body: UpdateDeployment, fleet: FleetDep, host: HostDep, who: Admin
 ) -> dict[str, Any]:
@@ -176,7 +177,7 @@ def update_deployment(
     return deployment_json(changed, host, who)
 
 
-@router.delete("/{deployment_id}")
+@router.delete("/{deployment_id}", responses=answers(404, 409, 502))
 def remove_deployment(deployment_id: PathId, fleet: FleetDep, who: Admin) -> dict[str, Any]:
     """Remove a deployment: its process is stopped, its rows and schedules go (audited)."""
     name = fleet.deployments.get(deployment_id).name
@@ -195,7 +196,7 @@ def _plans(body: ActionBody | None = None, plan: Annotated[bool | None, Query()]
 Plans = Annotated[bool, Depends(_plans)]
 
 
-@router.post("/{deployment_id}/start")
+@router.post("/{deployment_id}/start", responses=answers(404, 409, 502))
 def start_deployment(
     deployment_id: PathId, fleet: FleetDep, who: Admin, plans: Plans
 ) -> dict[str, Any]:
@@ -203,7 +204,7 @@ def start_deployment(
     return fleet.deployer.start(deployment_id, actor=who.actor, plans=plans).to_json()
 
 
-@router.post("/{deployment_id}/wake")
+@router.post("/{deployment_id}/wake", responses=answers(404, 409, 502))
 def wake_deployment(
     deployment_id: PathId, fleet: FleetDep, who: Admin, plans: Plans
 ) -> dict[str, Any]:
@@ -211,25 +212,25 @@ def wake_deployment(
     return fleet.deployer.wake(deployment_id, actor=who.actor, plans=plans).to_json()
 
 
-@router.post("/{deployment_id}/stop")
+@router.post("/{deployment_id}/stop", responses=answers(404, 409, 502))
 def stop_deployment(deployment_id: PathId, fleet: FleetDep, who: Admin) -> dict[str, Any]:
     """Stop it (SIGTERM, then SIGKILL after the grace period, for a process dgxmm owns)."""
     return fleet.deployer.stop(deployment_id, actor=who.actor).to_json()
 
 
-@router.post("/{deployment_id}/sleep")
+@router.post("/{deployment_id}/sleep", responses=answers(404, 409, 502))
 def sleep_deployment(deployment_id: PathId, fleet: FleetDep, who: Admin) -> dict[str, Any]:
     """Put it to sleep once its requests in flight finish."""
     return fleet.deployer.sleep(deployment_id, actor=who.actor).to_json()
 
 
-@router.get("/{deployment_id}/plan")
+@router.get("/{deployment_id}/plan", responses=answers(404))
 def plan_deployment(deployment_id: PathId, fleet: FleetDep, _: Viewer) -> dict[str, Any]:
     """What a start or wake would evict to make room, before it runs."""
     return fleet.deployer.plan(deployment_id, DeploymentState.RUNNING).to_json()
 
 
-@router.get("/{deployment_id}/events")
+@router.get("/{deployment_id}/events", responses=answers(404))
 def deployment_events(
     deployment_id: PathId,
     *,
@@ -246,7 +247,7 @@ def deployment_events(
     return {"events": [{**e.to_json(), "at": iso(e.at_us, host)} for e in events]}
 
 
-@router.get("/{deployment_id}/rollups")
+@router.get("/{deployment_id}/rollups", responses=answers(404))
 def deployment_rollups(
     deployment_id: PathId,
     fleet: FleetDep,
@@ -270,7 +271,7 @@ def _log_path(fleet: Fleet, deployment_id: int) -> Path:
     return fleet.backends.run_dir(deployment_id) / LOG_NAME
 
 
-@router.get("/{deployment_id}/log")
+@router.get("/{deployment_id}/log", responses=answers(404))
 def deployment_log(
     deployment_id: PathId,
     fleet: FleetDep,
@@ -283,7 +284,7 @@ def deployment_log(
     return read_log(_log_path(fleet, deployment_id), offset=offset, limit=limit).to_json()
 
 
-@router.get("/{deployment_id}/log/download")
+@router.get("/{deployment_id}/log/download", responses=answers(404))
 def download_log(deployment_id: PathId, fleet: FleetDep, _: Admin) -> Response:
     """The whole server log as a text file (the backend rotates it past 64 MiB)."""
     path = _log_path(fleet, deployment_id)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, Viewer
 from dgxmm.server.job_list import iso
+from dgxmm.server.openapi import answers
 from dgxmm.server.redaction import insight_shown_to
 
 __all__ = ["router"]
@@ -39,7 +40,7 @@ def list_insights(
     }
 
 
-@router.post("/{insight_id}/dismiss")
+@router.post("/{insight_id}/dismiss", responses=answers(404))
 def dismiss_insight(insight_id: PathId, fleet: FleetDep, who: Admin) -> dict[str, Any]:
     """Dismiss an insight (audited); dismissing it again changes nothing."""
     return fleet.insights.dismiss(insight_id, who.actor).to_json()

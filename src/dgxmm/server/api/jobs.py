@@ -12,6 +12,7 @@ from dgxmm.jobs import CronSchedule, JobKind, Tier, resolve_zone
 from dgxmm.server.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
 from dgxmm.server.deps import Admin, HostDep, Viewer
 from dgxmm.server.job_list import iso, job_row, job_rows
+from dgxmm.server.openapi import answers
 
 __all__ = ["router"]
 
@@ -31,7 +32,7 @@ def list_jobs(host: HostDep, who: Viewer) -> Response:
     return Response(orjson.dumps(body), media_type="application/json")
 
 
-@router.post("/define")
+@router.post("/define", responses=answers(400, 409))
 def define_job(body: DefineJob, host: HostDep, who: Admin) -> dict[str, Any]:
     """Define or replace a user job; a refused one answers 400 naming the field."""
     keys = body.model_dump(mode="json", exclude_unset=True)  # the spec's keys, as JSON values
@@ -40,7 +41,7 @@ def define_job(body: DefineJob, host: HostDep, who: Admin) -> dict[str, Any]:
     return job_row(host, body.name, full_errors=True)
 
 
-@router.post("/drop")
+@router.post("/drop", responses=answers(400, 404, 409))
 def drop_job(body: NameBody, host: HostDep, who: Admin) -> dict[str, Any]:
     """Remove a user job (a system job cannot be removed)."""
     _refuse_system(host, body.name, "removed; switch it off instead")
@@ -49,7 +50,7 @@ def drop_job(body: NameBody, host: HostDep, who: Admin) -> dict[str, Any]:
     return {"dropped": body.name}
 
 
-@router.post("/enable")
+@router.post("/enable", responses=answers(404, 409))
 def enable_job(body: EnableJob, host: HostDep, who: Admin) -> dict[str, Any]:
     """Switch a job on or off (a user job keeps its effects)."""
     if _is_system(host, body.name):
@@ -61,7 +62,7 @@ def enable_job(body: EnableJob, host: HostDep, who: Admin) -> dict[str, Any]:
     return job_row(host, body.name, full_errors=True)
 
 
-@router.post("/schedule")
+@router.post("/schedule", responses=answers(400, 404))
 def schedule_job(body: ScheduleJob, host: HostDep, _: Admin) -> dict[str, Any]:
     """Change a system job's schedule (null: the built-in one); a user job is defined again."""
     if not _is_system(host, body.name):
@@ -76,7 +77,7 @@ def schedule_job(body: ScheduleJob, host: HostDep, _: Admin) -> dict[str, Any]:
     return job_row(host, body.name, full_errors=True)
 
 
-@router.post("/run")
+@router.post("/run", responses=answers(404, 409))
 def run_job(body: NameBody, host: HostDep, _: Admin) -> dict[str, Any]:
     """Run a job now and answer when it has finished; 409 while it or a job of its type runs."""
     result = host.run_now(body.name)
@@ -90,7 +91,7 @@ def run_job(body: NameBody, host: HostDep, _: Admin) -> dict[str, Any]:
     }
 
 
-@router.get("/runs")
+@router.get("/runs", responses=answers(400))
 def runs(
     host: HostDep,
     who: Viewer,
@@ -120,7 +121,7 @@ def runs(
     return {"runs": rows, "next_before": page[-1].id if page else None}
 
 
-@router.get("/history")
+@router.get("/history", responses=answers(404))
 def history(
     host: HostDep,
     _: Viewer,
@@ -149,7 +150,7 @@ def history(
     }
 
 
-@router.get("/preview")
+@router.get("/preview", responses=answers(400))
 def preview(
     host: HostDep,
     _: Viewer,

@@ -14,6 +14,7 @@ from pydantic import Field
 from dgxmm.decider.proposals import ModelKind, ProposalStatus
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, PathId, ProposalsDep, Viewer
+from dgxmm.server.openapi import answers
 
 __all__ = ["router"]
 
@@ -38,7 +39,7 @@ class ModelBody(Body):
     endpoint: EndpointBody | None = None
 
 
-@router.get("/api/deployments/{deployment_id}/proposals")
+@router.get("/api/deployments/{deployment_id}/proposals", responses=answers(404))
 def list_proposals(
     deployment_id: PathId, proposals: ProposalsDep, _: Viewer, status: ProposalStatus | None = None
 ) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def get_model(proposals: ProposalsDep, _: Viewer) -> dict[str, Any]:
     }
 
 
-@router.put("/api/proposals/model")
+@router.put("/api/proposals/model", responses=answers(400))
 def put_model(body: ModelBody, proposals: ProposalsDep, who: Admin) -> dict[str, Any]:
     """Replace the decision model's settings; a wrong value answers 400 naming the field."""
     value = body.model_dump(exclude_none=True)
@@ -65,20 +66,20 @@ def put_model(body: ModelBody, proposals: ProposalsDep, who: Admin) -> dict[str,
     return {"settings": settings.to_json()}
 
 
-@router.get("/api/proposals/{proposal_id}")
+@router.get("/api/proposals/{proposal_id}", responses=answers(404))
 def get_proposal(proposal_id: PathId, proposals: ProposalsDep, _: Viewer) -> dict[str, Any]:
     """One proposal with its evidence."""
     return proposals.get(proposal_id).to_json()
 
 
-@router.post("/api/proposals/{proposal_id}/accept")
+@router.post("/api/proposals/{proposal_id}/accept", responses=answers(404, 409))
 def accept(proposal_id: PathId, proposals: ProposalsDep, who: Admin) -> dict[str, Any]:
     """Create the proposal's sleep and wake schedules (the admin is their creator)."""
     proposal, schedules = proposals.accept(proposal_id, actor=who.actor)
     return {"proposal": proposal.to_json(), "schedules": [s.to_json() for s in schedules]}
 
 
-@router.post("/api/proposals/{proposal_id}/dismiss")
+@router.post("/api/proposals/{proposal_id}/dismiss", responses=answers(404, 409))
 def dismiss(proposal_id: PathId, proposals: ProposalsDep, who: Admin) -> dict[str, Any]:
     """Dismiss the proposal: it is not made again for 7 days."""
     return {"proposal": proposals.dismiss(proposal_id, actor=who.actor).to_json()}

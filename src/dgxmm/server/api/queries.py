@@ -10,6 +10,7 @@ from dgxmm.errors import LimitExceeded, StoreError
 from dgxmm.jobs import Channel
 from dgxmm.server.bodies import DefineQuery, NameBody, RunQuery
 from dgxmm.server.deps import Admin, HostDep, Viewer
+from dgxmm.server.openapi import answers
 
 __all__ = ["router"]
 
@@ -22,7 +23,7 @@ def list_queries(host: HostDep, _: Viewer) -> dict[str, Any]:
     return {"queries": [query.to_json() for query in host.store.queries()]}
 
 
-@router.post("/define")
+@router.post("/define", responses=answers(400, 409))
 def define_query(body: DefineQuery, host: HostDep, who: Admin) -> dict[str, Any]:
     """Define or replace a saved query; a refused one answers 400 naming the field."""
     query = host.store.define_query(
@@ -32,14 +33,14 @@ def define_query(body: DefineQuery, host: HostDep, who: Admin) -> dict[str, Any]
     return query.to_json()
 
 
-@router.post("/drop")
+@router.post("/drop", responses=answers(404, 409))
 def drop_query(body: NameBody, host: HostDep, who: Admin) -> dict[str, Any]:
     """Remove a saved query; 409 naming the jobs that still use it."""
     host.store.drop_query(body.name, actor=who.actor)
     return {"dropped": body.name}
 
 
-@router.post("/run")
+@router.post("/run", responses=answers(400, 404, 409))
 def run_query(body: RunQuery, host: HostDep, who: Admin) -> dict[str, Any]:
     """Run a saved query that only reads, now; counted under its channel (``api``, ``cli``).
 

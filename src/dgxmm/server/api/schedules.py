@@ -11,6 +11,7 @@ from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.errors import NotFound
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, PathId, SchedulesDep, Viewer
+from dgxmm.server.openapi import answers
 from dgxmm.server.redaction import schedule_shown_to
 
 __all__ = ["router"]
@@ -44,7 +45,7 @@ class PausedAll(Body):
     paused_all: bool
 
 
-@router.get("/api/deployments/{deployment_id}/schedules")
+@router.get("/api/deployments/{deployment_id}/schedules", responses=answers(404))
 def list_schedules(deployment_id: PathId, schedules: SchedulesDep, who: Viewer) -> dict[str, Any]:
     """A deployment's schedules, and whether all schedules are paused."""
     return {
@@ -53,7 +54,9 @@ def list_schedules(deployment_id: PathId, schedules: SchedulesDep, who: Viewer) 
     }
 
 
-@router.post("/api/deployments/{deployment_id}/schedules", status_code=201)
+@router.post(
+    "/api/deployments/{deployment_id}/schedules", status_code=201, responses=answers(400, 404)
+)
 def create_schedule(
     deployment_id: PathId, body: NewSchedule, schedules: SchedulesDep, who: Admin
 ) -> dict[str, Any]:
@@ -70,7 +73,9 @@ def create_schedule(
     return created.to_json()
 
 
-@router.patch("/api/deployments/{deployment_id}/schedules/{schedule_id}")
+@router.patch(
+    "/api/deployments/{deployment_id}/schedules/{schedule_id}", responses=answers(400, 404)
+)
 def change_schedule(
     deployment_id: PathId,
     schedule_id: PathId,
@@ -84,7 +89,7 @@ def change_schedule(
     return schedules.update(schedule_id, actor=who.actor, **changes).to_json()
 
 
-@router.delete("/api/deployments/{deployment_id}/schedules/{schedule_id}")
+@router.delete("/api/deployments/{deployment_id}/schedules/{schedule_id}", responses=answers(404))
 def delete_schedule(
     deployment_id: PathId, schedule_id: PathId, schedules: SchedulesDep, who: Admin
 ) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from dgxmm.server.bodies import BackupBody, RestoreBody, RollbackBody
 from dgxmm.server.deps import Admin, HostDep, Viewer
 from dgxmm.server.job_list import iso
+from dgxmm.server.openapi import answers
 
 __all__ = ["router"]
 
@@ -40,13 +41,13 @@ def describe_store(host: HostDep, _: Viewer) -> dict[str, Any]:
     }
 
 
-@router.post("/checkpoint")
+@router.post("/checkpoint", responses=answers(409))
 def checkpoint(host: HostDep, _: Admin) -> dict[str, Any]:
     """Checkpoint the database."""
     return {"operation": "checkpoint", "detail": host.store.checkpoint()}
 
 
-@router.post("/backup")
+@router.post("/backup", responses=answers(400, 409))
 def backup(body: BackupBody, host: HostDep, _: Admin) -> dict[str, Any]:
     """Back up into a directory: a full copy the first time, what changed after."""
     result = host.store.backup(body.directory)
@@ -61,7 +62,7 @@ def backup(body: BackupBody, host: HostDep, _: Admin) -> dict[str, Any]:
     }
 
 
-@router.post("/restore")
+@router.post("/restore", responses=answers(400, 409))
 def restore(body: RestoreBody, host: HostDep, _: Admin) -> dict[str, Any]:
     """Rebuild a database from a backup directory at a new target (never this store)."""
     result = host.store.restore(body.directory, body.target)
@@ -73,13 +74,13 @@ def restore(body: RestoreBody, host: HostDep, _: Admin) -> dict[str, Any]:
     }
 
 
-@router.post("/compact")
+@router.post("/compact", responses=answers(409))
 def compact(host: HostDep, _: Admin) -> dict[str, Any]:
     """Rebuild the database compactly."""
     return {"operation": "compact", "detail": host.store.compact()}
 
 
-@router.post("/rollback")
+@router.post("/rollback", responses=answers(400, 409))
 def rollback(
     body: RollbackBody,
     host: HostDep,

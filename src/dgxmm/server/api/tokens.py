@@ -15,6 +15,7 @@ from dgxmm.errors import NotFound
 from dgxmm.server.auth import Role
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, TokensDep
+from dgxmm.server.openapi import answers
 
 __all__ = ["router"]
 
@@ -34,13 +35,13 @@ class TokenBody(Body):
     token: str = Field(min_length=1, max_length=200)
 
 
-@router.post("")
+@router.post("", responses=answers(400))
 def create(body: NewToken, tokens: TokensDep, _: Admin) -> dict[str, Any]:
     """Create a token and answer it (it is shown only this once)."""
     return {"token": tokens.create(body.role, body.name or body.role.value), "role": body.role}
 
 
-@router.post("/revoke")
+@router.post("/revoke", responses=answers(404))
 def revoke(body: TokenBody, tokens: TokensDep, _: Admin) -> dict[str, Any]:
     """Revoke a token: from now on it opens nothing; 404 for one that is not live."""
     if not tokens.revoke(body.token.strip()):

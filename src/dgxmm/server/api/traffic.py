@@ -12,6 +12,7 @@ from pydantic import Field
 
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import MAX_ID, Admin, PathId, ProposalsDep, Viewer
+from dgxmm.server.openapi import answers
 
 __all__ = ["router"]
 
@@ -25,13 +26,13 @@ class Rebuild(Body):
     propose: bool = False
 
 
-@router.get("/api/deployments/{deployment_id}/traffic")
+@router.get("/api/deployments/{deployment_id}/traffic", responses=answers(404))
 def get_traffic(deployment_id: PathId, proposals: ProposalsDep, _: Viewer) -> dict[str, Any]:
     """A deployment's traffic profile: 168 local hours of the week (none before a build)."""
     return proposals.profiles.profile(deployment_id).to_json()
 
 
-@router.post("/api/traffic/rebuild")
+@router.post("/api/traffic/rebuild", responses=answers(400, 404))
 def rebuild(body: Rebuild, proposals: ProposalsDep, _: Admin) -> dict[str, Any]:
     """Rebuild profiles now (from the last 30 days of rollups); then propose, if asked."""
     rebuilt = proposals.profiles.rebuild(body.deployment_id)

@@ -1,0 +1,131 @@
+"""The OpenAPI document lists every status each operation answers, with the error shape."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+from server.apikit import Operation, api_operations
+from support import free_port
+
+from dgxmm.server.deps import require_admin, require_viewer
+
+
+def _documented(document: dict[str, Any], operation: Operation) -> dict[str, Any]:
+    responses: dict[str, Any] = document["paths"][operation.path][operation.method.lower()][
+        "responses"
+    ]
+    return responses
+
+
+def _calls(dependant: Any) -> set[Any]:
+    found = set()
+    for dependency in dependant.dependencies:
+        found.add(dependency.call)
+        found |= _calls(dependency)
+    return found
+
+
+def _has_enum_field(model: Any) -> bool:
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return False
+    for field in model.model_fields.values():
+        kinds = [field.annotation, *getattr(field.annotation, "__args__", ())]
+        if any(isinstance(kind, type) and issubclass(kind, enum.Enum) for kind in kinds):
+            return True
+    return False
+
+
+def _expected(operation: Operation) -> set[int]:
+    """What the route's construction says it answers, read here apart from the app's code."""
+    route = operation.route
+    calls = _calls(route.dependant)
+    expected: set[int] = set()
+    if require_viewer in calls:
+        expected.add(401)
+    if require_admin in calls:
+        expected |= {401, 403}
+    if "{" in operation.path:
+        expected |= {404, 422}  # an id of nothing; an id that is not one
+    if route.body_field is not None:
+        expected |= {413, 422}
+        body = route.body_field.field_info.annotation
+        if any(_has_enum_field(kind) for kind in (body, *getattr(body, "__args__", ()))):
+            expected.add(400)  # a text outside an enum names the field (responses.py)
+    return expected
+
+
+def test_every_operation_documents_what_its_construction_answers(full_app: FastAPI) -> None:
+    document = full_app.openapi()
+    operations = api_operations(full_app)
+    assert len(operations) >= 60
+    missing = {
+        f"{o.method} {o.path}": sorted(_expected(o) - {int(s) for s in _documented(document, o)})
+        for o in operations
+    }
+    assert {name: statuses for name, statuses in missing.items() if statuses} == {}
+
+
+def test_every_refusal_is_documented_with_the_error_shape(full_app: FastAPI) -> None:
+    document = full_app.openapi()
+    refusals = 0
+    for operation in api_operations(full_app):
+        for status, response in _documented(document, operation).items():
+            if int(status) >= 400:
+                refusals += 1
+                schema = response["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (operation, status)
+    assert refusals > 200
+    shape = document["components"]["schemas"]["ErrorBody"]
+    assert set(shape["required"]) == {"error", "field", "message"}
+
+
+def _some_rows(admin: TestClient) -> None:
+    """Give the ids 1 something to name: a deployment, a schedule of it, a job, a query."""
+    made = admin.post(
+        "/api/deployments",
+        json={
+            "name": "remote",
+            "model": "remote-model",
+            "backend": "external",
+            "base_url": f"http://127.0.0.1:{free_port()}/v1",  # nothing answers
+            "startup_timeout_s": 2.0,
+        },
+    )
+    assert made.status_code == 201, made.text
+    schedule = {"action": "sleep", "days": 31, "time": "22:00"}
+    assert admin.post("/api/deployments/1/schedules", json=schedule).status_code == 201
+    job = {"name": "tidy", "schedule": "0 3 * * *", "action": "checkpoint"}
+    assert admin.post("/api/jobs/define", json=job).status_code == 200
+
+
+def test_every_status_a_request_gets_is_documented(
+    full_app: FastAPI, full_admin: TestClient, full_viewer: TestClient
+) -> None:
+    _some_rows(full_admin)
+    document = full_app.openapi()
+    anonymous = TestClient(full_app)
+    undocumented: list[tuple[str, str, int, str]] = []
+    seen: set[int] = set()
+    # Writes that remove a row last, so that the other requests find it.
+    operations = sorted(api_operations(full_app), key=lambda o: o.method == "DELETE")
+    for operation in operations:
+        documented = {int(s) for s in _documented(document, operation)}
+        has_body = operation.route.body_field is not None
+        tries: list[tuple[TestClient, str, dict[str, Any] | None]] = [
+            (anonymous, operation.filled(), None),
+            (full_viewer, operation.filled(), {} if has_body else None),
+            (full_admin, operation.filled("9000000"), {} if has_body else None),
+            (full_admin, operation.filled("1"), {} if has_body else None),
+            (full_admin, operation.filled("x"), None),
+        ]
+        for client, path, body in tries:
+            answer = client.request(operation.method, path, json=body)
+            seen.add(answer.status_code)
+            if answer.status_code not in documented:
+                undocumented.append((operation.method, path, answer.status_code, answer.text[:80]))
+    assert undocumented == []
+    assert {401, 403, 404, 422} <= seen  # the requests reached the refusals they aim at
