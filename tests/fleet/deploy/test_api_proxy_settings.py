@@ -11,10 +11,11 @@ from dgxmm.proxy import MAX_HELD_SETTING, read_bounds
 
 def test_it_shows_the_defaults_and_changes_one_bound(client: TestClient, fleet: Fleet) -> None:
     shown = client.get("/api/proxy/settings").json()["settings"]
-    assert shown == {"max_held": 1000, "max_hold_s": 600.0}
+    held_bytes = {"max_held_bytes": 128 << 20, "max_held_bytes_total": 512 << 20}
+    assert shown == {"max_held": 1000, "max_hold_s": 600.0, **held_bytes}
     changed = client.put("/api/proxy/settings", json={"max_hold_s": 90})
     assert changed.status_code == 200
-    assert changed.json()["settings"] == {"max_held": 1000, "max_hold_s": 90.0}
+    assert changed.json()["settings"] == {"max_held": 1000, "max_hold_s": 90.0, **held_bytes}
     assert read_bounds(fleet.store.get_setting).max_hold_s == 90.0  # what the proxy reads
 
 
