@@ -59,6 +59,24 @@ def standin(tmp_path: Path) -> Iterator[Callable[..., StandinProcess]]:
         process.kill()
 
 
+# Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist loadgroup``) each worker is a
+# session of its own, with its own session fixtures. A Ray cluster and a browser are heavy,
+# and two Ray clusters on one machine share Ray's temporary directory: so every test that uses
+# one runs on the same worker, which starts it once. PostgreSQL clusters are cheap (one per
+# worker, each in a directory of its own).
+_GROUPS = {"local_ray": "ray", "ray_cluster": "ray", "browser": "browser"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        group = next((g for fixture, g in _GROUPS.items() if fixture in names), None)
+        if group is None and item.get_closest_marker("ray") is not None:
+            group = "ray"  # starts a cluster of its own (``serve --demo --ray``)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 # Machines here are shared and noisy: how long an example takes is not what any property
 # test asserts, so no deadline.
 settings.register_profile("dgxmm", deadline=None)
