@@ -6,6 +6,12 @@ run is handed to a thread of its own. The ticker never does a job's work, so req
 by the ASGI server's threads) never wait for a job: each scheduler call is a short step under
 one lock. ``run_now`` (``POST /api/jobs/run``) starts a run on a worker too and waits for it
 on the request's thread, while other requests go on.
+
+With a lease (``dgxmm serve``) only the holder ticks. It beats at every pass of its ticker;
+a standby that sees the holder's beat unmoved for ``stuck_after(tick_seconds)`` seconds (at
+least 10, and 4 ticks: 20 s at the default 5 s tick) deposes it: it ends the stuck holder's
+sessions, which frees the lease, and takes it at its next try. A deposed holder that wakes
+up claims nothing (the claim is fenced on its lease) and stands by at its next step.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from dgxmm.store.database import CHANGE_BUSY_MS
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
 
-__all__ = ["Host", "RowParts", "second_server"]
+__all__ = ["Host", "RowParts", "second_server", "stuck_after"]
 
 # The parts of a user job's row in the job list that follow from its definition alone, and its
 # parsed schedule (``server/job_list.py``).
@@ -47,6 +53,16 @@ log = logging.getLogger(__name__)
 LEASE_TRY_SECONDS = 1.0
 # At a takeover, times due this long before it are still run (if nobody claimed them).
 TAKEOVER_CATCHUP_US = 30 * SECOND_US
+# A holder whose beat has not moved for this many ticks (and at least this many seconds) is
+# stuck: a slow tick (a claim waits at most 2 s for a lock, a sync reads the catalog) beats
+# late, never this late, and the floor keeps a short tick from deposing on a hiccup.
+STUCK_TICKS = 4
+STUCK_MIN_SECONDS = 10.0
+
+
+def stuck_after(tick_seconds: float) -> float:
+    """Return how long (real seconds) a holder's beat may stand still before it is deposed."""
+    return max(STUCK_MIN_SECONDS, STUCK_TICKS * tick_seconds)
 
 
 @dataclass(slots=True)
@@ -89,6 +105,7 @@ class Host:
         self.clock = clock or store.clock
         self.time_zone = resolve_zone(time_zone, field="time_zone")
         self.tick_seconds = tick_seconds
+        self.stuck_seconds = stuck_after(tick_seconds)
         store.job_overrides.load()
         self.scheduler = Scheduler(
             self.time_zone, stats=store.workload_stats, overrides=store.job_overrides, timer=timer
@@ -261,9 +278,13 @@ class Host:
     def _claim(self, runs: list[JobRun]) -> list[tuple[SkipReason, str] | None]:
         """Claim scheduled runs in the store; for each, why not, or None when it is ours."""
         try:
-            answers = self.store.runs.claim_all(runs, Trigger.SCHEDULE, busy_ms=CHANGE_BUSY_MS)
+            answers = self.store.runs.claim_all(
+                runs, Trigger.SCHEDULE, busy_ms=CHANGE_BUSY_MS, leading=self._lease
+            )
         except DgxmmError as error:  # nothing runs without its record
             log.warning("dgxmm host: could not claim %d run(s): %s", len(runs), error)
+            if self._lease and not self.store.presence.holds_lease():
+                self._stand_down("its claims were refused")  # deposed while it slept
             return [(SkipReason.CLAIMED, f"could not claim it: {error}")] * len(runs)
         refusals: list[tuple[SkipReason, str] | None] = []
         for run, answer in zip(runs, answers, strict=True):
@@ -351,13 +372,34 @@ class Host:
         if self.role is InstanceRole.HOLDER:
             if presence.holds_lease():
                 return True
-            log.error("dgxmm host: lost the ticker's lease (its connection); standing by")
-            self.role = InstanceRole.STANDBY
+            self._stand_down("its connection")
             return False
         if presence.try_lease():
             self._take_over()
             return True
+        deposed = presence.depose_if_stuck(at=time.monotonic(), after_seconds=self.stuck_seconds)
+        if deposed is not None:
+            log.error(
+                "dgxmm host: the holder %s has not ticked for %.0f s; ended its sessions",
+                deposed,
+                self.stuck_seconds,
+            )
+            if presence.try_lease():  # its backend may still be exiting: else at the next try
+                self._take_over()
+                return True
         return False
+
+    def _stand_down(self, why: str) -> None:
+        """Stop ticking: the lease is no longer this instance's."""
+        with self.lock:
+            if self.role is not InstanceRole.HOLDER:
+                return
+            log.error("dgxmm host: lost the ticker's lease (%s); standing by", why)
+            self.role = InstanceRole.STANDBY
+        try:
+            self.store.presence.set_role(InstanceRole.STANDBY)
+        except DgxmmError as error:  # the database is away: the next takeover writes the role
+            log.warning("dgxmm host: could not record standing by: %s", error)
 
     def _holder_name(self) -> str:
         instances = self.store.presence.all()
@@ -388,9 +430,14 @@ class Host:
                     continue
                 if time.monotonic() >= next_tick:
                     next_tick = max(next_tick + self.tick_seconds, time.monotonic())
-                    self.tick()
+                    try:
+                        self.tick()
+                    finally:
+                        # The beat says the ticker is alive, even when a tick failed: the
+                        # standbys depose a stuck holder, not one whose job list is wrong.
+                        if self._lease and self.role is InstanceRole.HOLDER:
+                            self.store.presence.beat()
                     if self._lease:
-                        self.store.presence.beat()
                         self.store.runs.reap_lost()
                 else:
                     self.collect()

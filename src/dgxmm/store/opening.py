@@ -5,19 +5,25 @@ it reads the target (a SQLite path or ``sqlite:///`` URL, or a PostgreSQL URL), 
 data directory (beside the file for SQLite; required for PostgreSQL, which has no file to
 stand beside), creates the engine, records what a crash left in SQLite's WAL before anything
 writes, and migrates. A failure on the way disposes of what it made.
+
+It also names the process in the store (its instance id). On PostgreSQL every connection
+carries that id as its ``application_name``, from the first: so a standby that finds the
+holder stuck can end exactly that instance's sessions (``runs/instances.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from dgxmm.errors import InvalidInput
 from dgxmm.store.backups.wal import SqliteFiles
 from dgxmm.store.database import Dialect, Target, create_store_engine, migrate, parse_target
 from dgxmm.store.files import make_private_dir
+from dgxmm.store.runs.instances import new_instance_id
 
 __all__ = ["Opened", "open_database", "sidecar_path"]
 
@@ -30,6 +36,7 @@ class Opened:
     engine: Engine
     data_dir: Path
     files: SqliteFiles | None  # SQLite's tracked WAL and pages; None on PostgreSQL
+    instance: str  # this process's name in the store (PostgreSQL: its sessions' too)
 
     def dispose(self) -> None:
         """Let go of the engine and the files (a store that could not be built on them)."""
@@ -51,6 +58,9 @@ def open_database(target: str | Path, data_dir: str | Path | None) -> Opened:
         directory = Path(data_dir).expanduser().absolute()
     make_private_dir(directory)
     engine = create_store_engine(place)
+    instance = new_instance_id()
+    if place.dialect is Dialect.POSTGRESQL:
+        event.listen(engine, "do_connect", _named(instance))
     files: SqliteFiles | None = None
     try:
         if place.dialect is Dialect.SQLITE:
@@ -64,7 +74,16 @@ def open_database(target: str | Path, data_dir: str | Path | None) -> Opened:
         if files is not None:
             files.close()
         raise
-    return Opened(target=place, engine=engine, data_dir=directory, files=files)
+    return Opened(target=place, engine=engine, data_dir=directory, files=files, instance=instance)
+
+
+def _named(instance: str) -> Any:
+    """Return a ``do_connect`` hook giving each new session the instance's name."""
+
+    def name_it(_dialect: Any, _record: Any, _args: Any, params: dict[str, Any]) -> None:
+        params["application_name"] = instance
+
+    return name_it
 
 
 def sidecar_path(target: Target, data_dir: Path) -> Path:

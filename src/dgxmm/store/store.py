@@ -48,7 +48,7 @@ from dgxmm.store.database import CHANGE_BUSY_MS, Target, reading, writing
 from dgxmm.store.opening import open_database, sidecar_path
 from dgxmm.store.runs.actions import JobActions
 from dgxmm.store.runs.changes import ChangeEntry, read_changes
-from dgxmm.store.runs.instances import Presence, new_instance_id
+from dgxmm.store.runs.instances import Presence
 from dgxmm.store.runs.job_runs import KEEP_DAYS_SETTING, JobRuns, keep_days_of
 from dgxmm.store.runs.overrides import SystemJobOverrides
 from dgxmm.store.runs.running import RunningJobs
@@ -74,6 +74,7 @@ class Store:
         recheck: Authorizer | None,
         data_dir: Path,
         files: SqliteFiles | None,
+        instance: str,
     ) -> None:
         self.engine = engine
         self.dialect = target.dialect
@@ -85,8 +86,9 @@ class Store:
         self._recheck = recheck
         self._reserved: set[str] = set(SYSTEM_JOB_NAMES)
         self._running = RunningJobs()
-        # This process's name in the store: on each run it claims, and in ``instances``.
-        self.instance = new_instance_id()
+        # This process's name in the store: on each run it claims, in ``instances``, and
+        # (PostgreSQL) on its sessions.
+        self.instance = instance
         self.presence = Presence(
             engine,
             dialect=self.dialect,
@@ -172,6 +174,7 @@ class Store:
                 recheck=recheck,
                 data_dir=opened.data_dir,
                 files=opened.files,
+                instance=opened.instance,
             )
         except BaseException:
             opened.dispose()

@@ -13,6 +13,15 @@ claims). How the others tell it is alive, exactly and without timeouts:
   the same database cannot take it and refuses to start (``serve.py``).
 
 A clean stop writes ``stopped_at`` and lets go of the locks.
+
+A holder that is stuck but still connected (SIGSTOP, a hung ticker) keeps its session, and
+the lease with it. The holder beats at each pass of its ticker (``last_seen``, which only
+grows); a standby that sees the lease holder's beat unchanged for long enough (the host's
+liveness limit, measured on the standby's own monotonic clock, so no two machines' clocks
+need agree) ends every session of that instance (``depose``: each carries the instance id as
+its ``application_name``), which releases the lease and aborts whatever it had open. A claim
+of scheduled runs is fenced: in its transaction it checks that this instance's lease session
+still holds the lease (``is_leading``), so a resumed old holder claims nothing.
 """
 
 from __future__ import annotations
@@ -30,13 +39,13 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import Connection, Engine, select, text, update
+from sqlalchemy import Connection, Engine, case, select, text, update
 
 from dgxmm.clock import Clock
 from dgxmm.store.database import Dialect, guarded, reading, writing
 from dgxmm.store.schema import instances
 
-__all__ = ["Instance", "InstanceRole", "Presence", "new_instance_id"]
+__all__ = ["HolderBeat", "Instance", "InstanceRole", "Presence", "new_instance_id"]
 
 _HOST = socket.gethostname().split(".", 1)[0][:40] or "host"
 # Arbitrary, fixed: the advisory lock of the ticker's lease (beside the migrations' lock).
@@ -78,6 +87,14 @@ class Instance:
         }
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HolderBeat:
+    """Which instance holds the ticker's lease, and its last beat as its row has it."""
+
+    instance: str
+    last_seen: int
+
+
 def new_instance_id() -> str:
     """Return a new instance id: the host's name, the process id and a few random digits."""
     # Readable in a run's row and in "abandoned: instance <id> was lost"; the random tail
@@ -112,6 +129,10 @@ class Presence:
         self._session: Connection | None = None  # PostgreSQL: holds our locks
         self._lease_file: IO[bytes] | None = None  # SQLite: the ticker's flock
         self._lease_taken = False  # PostgreSQL: the lease's advisory lock is ours
+        # PostgreSQL: the backend of the session that took the lease; claims are fenced on it.
+        self._lease_pid: int | None = None
+        # A standby's watch: the holder's beat as last seen, and when (monotonic s) it was.
+        self._watched: tuple[HolderBeat, float] | None = None
         self._role = InstanceRole.PROCESS
         self.place: dict[str, Any] = {"host": _HOST, "pid": os.getpid()}
 
@@ -185,11 +206,19 @@ class Presence:
         with self._lock:
             if not self._registered:
                 return
+            now = self.clock.now_us()
             with writing(self.engine) as connection:
+                # Every beat moves it, even on a clock that stood still (a test's, a
+                # stepped-back one): a standby reads an unmoved value as a stuck holder.
                 connection.execute(
                     update(instances)
                     .where(instances.c.id == self.instance)
-                    .values(last_seen=self.clock.now_us())
+                    .values(
+                        last_seen=case(
+                            (instances.c.last_seen >= now, instances.c.last_seen + 1),
+                            else_=now,
+                        )
+                    )
                 )
 
     def try_lease(self) -> bool:
@@ -205,6 +234,9 @@ class Presence:
                     taken = self._session.execute(
                         text("SELECT pg_try_advisory_lock(:k)"), {"k": _LEASE_KEY}
                     ).scalar()
+                    if taken:
+                        pid = self._session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+                        self._lease_pid = int(pid)
                 self._lease_taken = bool(taken)
                 return self._lease_taken
             assert self._database_path is not None
@@ -236,6 +268,91 @@ class Presence:
             self._drop_session()
             return False
         return True
+
+    def is_leading(self, connection: Connection) -> bool:
+        """Tell, inside ``connection``'s transaction, whether this instance holds the lease.
+
+        PostgreSQL: the session that took the lease still holds it (a deposed or cut one does
+        not, even before this process notices). SQLite: its ``flock`` is held.
+        """
+        if self.dialect is Dialect.SQLITE:
+            return self._lease_file is not None
+        if self._lease_pid is None:
+            return False
+        high, low = _LEASE_KEY >> 32, _LEASE_KEY & 0xFFFFFFFF
+        held = connection.execute(
+            text(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 "
+                "AND granted AND classid::bigint = :high AND objid::bigint = :low "
+                "AND pid = :pid AND database = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database())"
+            ),
+            {"high": high, "low": low, "pid": self._lease_pid},
+        ).first()
+        return held is not None
+
+    def lease_holder(self) -> HolderBeat | None:
+        """Return who holds the lease and its last beat (PostgreSQL; None when unknown)."""
+        if self.dialect is Dialect.SQLITE:
+            return None
+        high, low = _LEASE_KEY >> 32, _LEASE_KEY & 0xFFFFFFFF
+        with reading(self.engine) as connection:
+            row = connection.execute(
+                text(
+                    "SELECT i.id, i.last_seen FROM pg_locks l "
+                    "JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "JOIN instances i ON i.id = a.application_name "
+                    "WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted "
+                    "AND l.classid::bigint = :high AND l.objid::bigint = :low "
+                    "AND a.datname = current_database()"
+                ),
+                {"high": high, "low": low},
+            ).first()
+        if row is None or row.id == self.instance:
+            return None
+        return HolderBeat(instance=str(row.id), last_seen=int(row.last_seen))
+
+    def depose_if_stuck(self, *, at: float, after_seconds: float) -> str | None:
+        """Depose the lease holder if its beat has not moved for ``after_seconds``.
+
+        ``at`` is the caller's monotonic reading: the wait is measured here, from when this
+        instance first saw the beat, never by comparing two machines' clocks. Return the
+        deposed instance's id, or None.
+        """
+        beat = self.lease_holder()
+        watched = self._watched
+        if beat is None or watched is None or watched[0] != beat:
+            self._watched = None if beat is None else (beat, at)
+            return None
+        if at - watched[1] < after_seconds:
+            return None
+        self._watched = None
+        return beat.instance if self.depose(beat) else None
+
+    def depose(self, holder: HolderBeat) -> int:
+        """End every session of a stuck holder whose beat is still ``holder.last_seen``.
+
+        Its lease and its liveness lock go with its sessions, and every transaction it had
+        open is rolled back (a claim half done holds no lock any more). Return how many
+        sessions were ended: 0 when it beat meanwhile, or is gone already. PostgreSQL only;
+        ending another role's session needs ``pg_signal_backend`` (``StoreError``).
+        """
+        if self.dialect is Dialect.SQLITE or holder.instance == self.instance:
+            return 0
+        with reading(self.engine) as connection:
+            # Conditional on the beat still being the one seen: a holder that woke up and
+            # beat in between is left alone.
+            ended = connection.execute(
+                text(
+                    "SELECT count(*) FILTER (WHERE pg_terminate_backend(a.pid)) "
+                    "FROM pg_stat_activity a WHERE a.application_name = :id "
+                    "AND a.datname = current_database() AND a.pid <> pg_backend_pid() "
+                    "AND EXISTS (SELECT 1 FROM instances i WHERE i.id = :id "
+                    "AND i.last_seen = :seen)"
+                ),
+                {"id": holder.instance, "seen": holder.last_seen},
+            ).scalar()
+        return int(ended or 0)
 
     def stop(self) -> None:
         """Record a clean stop and let go of the locks."""

@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, and_, delete, func, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from dgxmm.clock import Clock
-from dgxmm.errors import Busy, InvalidInput
+from dgxmm.errors import Busy, Conflict, InvalidInput
 from dgxmm.jobs import JobKind, JobRun, Outcome, RunResult
 from dgxmm.store.database import Dialect, reading, writing
 from dgxmm.store.runs.instances import Presence
@@ -118,11 +118,18 @@ class JobRuns:
             return self._insert(connection, run, trigger)
 
     def claim_all(
-        self, runs: list[JobRun], trigger: Trigger, *, busy_ms: int | None = None
+        self,
+        runs: list[JobRun],
+        trigger: Trigger,
+        *,
+        busy_ms: int | None = None,
+        leading: bool = False,
     ) -> list[int | Busy | None]:
         """``claim`` each run in one transaction (one commit for a tick's runs), in order.
 
         Each answer is the run's id, None (its time was claimed), or the ``Busy`` refusal.
+        ``leading``: claimed as the holder of the ticker's lease, so ``Conflict`` (nothing
+        claimed) when this instance no longer holds it (it was deposed, its session cut).
         """
         if not runs:
             return []
@@ -131,6 +138,10 @@ class JobRuns:
         with writing(self.engine, busy_ms=busy_ms) as connection:
             if self.dialect is Dialect.POSTGRESQL:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CLAIM_LOCK})
+            # Checked under the claim lock, which the new holder's claims take too: once the
+            # lease has moved, this instance's claims stop here, whatever it believes.
+            if leading and not self.presence.is_leading(connection):
+                raise Conflict("claim: this instance no longer holds the ticker's lease")
             for run in runs:
                 try:
                     self._refuse_if_elsewhere(connection, run)
