@@ -21,7 +21,8 @@ Every layer raises these; only the server maps them to HTTP status codes::
     ├── BackupError                       a backup or restore that cannot be trusted
     ├── CannotDecide                      a decision model that gave no usable verdict
     ├── BackendError                      a model server that failed or is gone -> 502
-    │   └── ServerGone                    nothing answers any more: the deployment has failed
+    │   ├── ServerGone                    nothing answers any more: the deployment has failed
+    │   └── TimedOut                      no answer in time: the outcome is not known
     └── Unreachable                       no dgxmm server answers the command line
 
 This module sits outside the layers (see DESIGN.md): it imports nothing and every layer may
@@ -155,6 +156,14 @@ class BackendError(DgxmmError):
 
 class ServerGone(BackendError):
     """A model server that is no longer there: its process exited or its port refuses."""
+
+
+class TimedOut(BackendError):
+    """A model server that gave no answer within the action's time.
+
+    Unlike an error answer, it says nothing of the outcome: the server may still do what it
+    was asked (a hung sleep that finishes later), which a reconciliation can find.
+    """
 
 
 class Unreachable(DgxmmError):

@@ -30,7 +30,6 @@ from dgxmm.fleet.backends import ProcessBackend as ProcessBackend
 from dgxmm.fleet.backends import ProcessSpec as ProcessSpec
 from dgxmm.fleet.backends import RayBackend as RayBackend
 from dgxmm.fleet.backends import StopOutcome as StopOutcome
-from dgxmm.fleet.backends import TimedOut as TimedOut
 from dgxmm.fleet.backends import wait_until_healthy as wait_until_healthy
 from dgxmm.fleet.demo.demo import Demo as Demo
 from dgxmm.fleet.demo.demo import prepare_demo_gpus as prepare_demo_gpus
@@ -153,7 +152,6 @@ __all__ = [
     "Severity",
     "SleepState",
     "StopOutcome",
-    "TimedOut",
     "configured_gpus",
     "delta_between",
     "discover_inventory",

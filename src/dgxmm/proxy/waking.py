@@ -25,7 +25,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound
-from dgxmm.fleet import Deployment, DeploymentState, Fleet
+from dgxmm.fleet import Deployment, DeploymentState, Fleet, is_schedule
 from dgxmm.proxy.replies import ProxyRefused, Refusal
 from dgxmm.proxy.stats import ProxyStats
 
@@ -48,7 +48,7 @@ def refusal_for(deployment: Deployment, stopped_by: str | None) -> ProxyRefused 
             f"deployment {name!r} has failed (its events and last_error say why); "
             "a request does not restart it",
         )
-    if deployment.state is S.STOPPED and not (stopped_by or "").startswith("schedule:"):
+    if deployment.state is S.STOPPED and not is_schedule(stopped_by):
         who = stopped_by or "someone unknown"
         return ProxyRefused(
             Refusal.STOPPED,

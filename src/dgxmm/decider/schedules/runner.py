@@ -39,7 +39,15 @@ from dgxmm.decider.schedules.slots import (
     local_today,
     parse_time,
 )
-from dgxmm.errors import BackendError, Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
+from dgxmm.errors import (
+    BackendError,
+    Conflict,
+    DgxmmError,
+    DoesNotFit,
+    NotFound,
+    ServerGone,
+    TimedOut,
+)
 from dgxmm.fleet import (
     AuditSubject,
     Deployment,
@@ -49,7 +57,6 @@ from dgxmm.fleet import (
     Fleet,
     InsightKind,
     Severity,
-    TimedOut,
     is_schedule,
 )
 from dgxmm.jobs import resolve_zone

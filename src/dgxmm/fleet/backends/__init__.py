@@ -21,7 +21,6 @@ from dgxmm.fleet.backends.protocol import Health as Health
 from dgxmm.fleet.backends.protocol import HealthCheck as HealthCheck
 from dgxmm.fleet.backends.protocol import HttpTimeouts as HttpTimeouts
 from dgxmm.fleet.backends.protocol import StopOutcome as StopOutcome
-from dgxmm.fleet.backends.protocol import TimedOut as TimedOut
 from dgxmm.fleet.backends.protocol import wait_until_healthy as wait_until_healthy
 from dgxmm.fleet.backends.ray import RayBackend as RayBackend
 from dgxmm.fleet.backends.ray import RaySpec as RaySpec
@@ -44,7 +43,6 @@ __all__ = [
     "RayBackend",
     "RaySpec",
     "StopOutcome",
-    "TimedOut",
     "check_base_url",
     "read_pid_file",
     "run_dir_of",

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import httpx
 
 from dgxmm.clock import Clock
-from dgxmm.errors import BackendError, InvalidInput, ServerGone
-from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts, TimedOut
+from dgxmm.errors import BackendError, InvalidInput, ServerGone, TimedOut
+from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts
 from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, sample_from_text
 
 __all__ = ["ModelServerClient"]

@@ -32,17 +32,8 @@ __all__ = [
     "HealthCheck",
     "HttpTimeouts",
     "StopOutcome",
-    "TimedOut",
     "wait_until_healthy",
 ]
-
-
-class TimedOut(BackendError):
-    """A model server that gave no answer within the action's time.
-
-    Unlike an error answer, it says nothing of the outcome: the server may still do what it
-    was asked (a hung sleep that finishes later), which a reconciliation can find.
-    """
 
 
 class BackendKind(Enum):
