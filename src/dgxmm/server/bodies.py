@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dgxmm.store import JobAction, RunOn
 
@@ -30,10 +30,42 @@ __all__ = [
 ]
 
 
+# How deep a body's JSON may nest. The catalog keeps no value deeper than 32 levels
+# (store/catalog/bounds.py); past a few hundred, pydantic's own serializer raises
+# (``model_dump``: "Maximum serialization depth exceeded"), which answered 500.
+MAX_BODY_DEPTH = 64
+
+
 class Body(BaseModel):
-    """The base of every request body: strict types, unknown fields refused."""
+    """The base of every request body: strict types, unknown fields refused, bounded depth."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded_depth(cls, data: Any) -> Any:
+        if _depth(data) > MAX_BODY_DEPTH:
+            raise ValueError(f"the body nests deeper than {MAX_BODY_DEPTH} levels")
+        return data
+
+
+def _depth(value: Any) -> int:
+    """Return how deep lists and objects nest in a JSON value, without recursing."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_BODY_DEPTH:
+            return deepest  # enough to refuse it: no need to walk the rest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 class NameBody(Body):

@@ -107,9 +107,10 @@ def _read_validation(error: Mapping[str, Any]) -> tuple[bool, str | None, str]:
         for part in error.get("loc", ())
         if part not in ("body", "query", "path", "header")
     ]
-    field = ".".join(location) or None
     kind = error.get("type", "")
     in_body = tuple(error.get("loc", ()))[:1] == ("body",)
+    # An error of the body as a whole (missing, too deep) names the body.
+    field = ".".join(location) or ("body" if in_body else None)
     context = error.get("ctx")
     if kind == "enum" and in_body and isinstance(error.get("input"), str):
         # A text outside an enum is refused like the engine refuses one: 400 naming the

@@ -33,3 +33,16 @@ def test_viewers_see_the_kind_and_statement_admins_the_whole(
     assert page.status_code == 200
     assert "hunter2" not in page.text
     assert "statement 1 failed" in page.text
+
+
+def test_arguments_nested_too_deep_answer_422_naming_the_body_and_change_nothing(
+    client: TestClient, store: Store
+) -> None:
+    deep: object = 1
+    for _ in range(900):
+        deep = [deep]
+    job = {"name": "deep", "schedule": "0 3 * * *", "action": "query", "query": "q"}
+    answer = client.post("/api/jobs/define", json={**job, "args": {"x": deep}})
+    assert answer.status_code == 422, answer.text  # it answered 500 (pydantic's serializer)
+    assert (answer.json()["error"], answer.json()["field"]) == ("invalid_request", "body")
+    assert [j.name for j in store.jobs()] == []
