@@ -20,6 +20,7 @@ The stand-in model server is its own package, ``dgxmm.standin``.
 from dgxmm.fleet.activity import Door as Door
 from dgxmm.fleet.activity import Entry as Entry
 from dgxmm.fleet.activity import RequestActivity as RequestActivity
+from dgxmm.fleet.backends import LOG_TAIL_MARK as LOG_TAIL_MARK
 from dgxmm.fleet.backends import Backend as Backend
 from dgxmm.fleet.backends import BackendKind as BackendKind
 from dgxmm.fleet.backends import ExternalBackend as ExternalBackend
@@ -91,6 +92,7 @@ from dgxmm.fleet.service import LateFinishHook as LateFinishHook
 from dgxmm.fleet.service import RemovalHook as RemovalHook
 
 __all__ = [
+    "LOG_TAIL_MARK",
     "METRICS_PURGE",
     "METRICS_ROLLUP",
     "ActionResult",

@@ -26,11 +26,10 @@ import re
 from collections.abc import Sequence
 
 from dgxmm.decider import Schedule
-from dgxmm.fleet import Deployment, Event, Insight
+from dgxmm.fleet import LOG_TAIL_MARK, Deployment, Event, Insight
 from dgxmm.server.auth import Identity
 
 __all__ = [
-    "LOG_TAIL_MARK",
     "MASK",
     "SECRET_WORDS",
     "deployment_shown_to",
@@ -47,10 +46,6 @@ MASK = "***"
 SECRET_WORDS = frozenset(
     {"key", "apikey", "token", "secret", "password", "passwd", "pass", "credential", "auth"}
 )
-# Written by the process backend and the Ray actor (fleet/backends/process.py, ray_actor.py,
-# ``_log_tail``) between dgxmm's words and the server's; tests/server/test_redaction.py
-# starts a real process deployment that fails, so a change of the words there shows.
-LOG_TAIL_MARK = "; last lines of "
 
 _KEY_LIKE = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{6,}|hf_[A-Za-z0-9]{6,}|dgxmm_[A-Za-z0-9_-]{16,})")
 _URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@")

@@ -36,6 +36,7 @@ from dgxmm.fleet.backends.pidfile import (
     write_pid_file,
 )
 from dgxmm.fleet.backends.protocol import (
+    LOG_TAIL_MARK,
     BackendKind,
     Health,
     HealthCheck,
@@ -361,7 +362,7 @@ class ProcessBackend:
         except OSError:
             return ""
         kept = [line for line in tail if line.strip()][-lines:]
-        return f"; last lines of {self.log_path}: " + " | ".join(kept) if kept else ""
+        return f"{LOG_TAIL_MARK}{self.log_path}: " + " | ".join(kept) if kept else ""
 
     def _rotate_log(self) -> None:
         try:

@@ -26,6 +26,7 @@ from dgxmm.errors import BackendError, InvalidInput, ServerGone
 from dgxmm.fleet.metrics.sample import MetricsSample
 
 __all__ = [
+    "LOG_TAIL_MARK",
     "Backend",
     "BackendKind",
     "Health",
@@ -34,6 +35,11 @@ __all__ = [
     "StopOutcome",
     "wait_until_healthy",
 ]
+
+
+# Between dgxmm's words and the model server's last log lines in a failed start's error:
+# what follows it is the server's output, an admin's read (server/redaction.py cuts there).
+LOG_TAIL_MARK = "; last lines of "
 
 
 class BackendKind(Enum):

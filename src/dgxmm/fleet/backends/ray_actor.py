@@ -25,7 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerActor", "read_node_gpus"]
+__all__ = ["LOG_TAIL_MARK", "ServerActor", "read_node_gpus"]
+
+# fleet/backends/protocol.py's LOG_TAIL_MARK, written again: this module imports nothing of
+# ours (it is shipped to Ray's nodes); tests/fleet/test_process_backend.py checks they agree.
+LOG_TAIL_MARK = "; last lines of "
 
 _PR_SET_PDEATHSIG = 1
 _POLL_S = 0.05
@@ -137,7 +141,7 @@ class ServerActor:
         except OSError:
             return ""
         kept = [line for line in tail if line.strip()][-lines:]
-        return f"; last lines of {self._log_path}: " + " | ".join(kept) if kept else ""
+        return f"{LOG_TAIL_MARK}{self._log_path}: " + " | ".join(kept) if kept else ""
 
 
 def read_node_gpus() -> dict[str, Any]:

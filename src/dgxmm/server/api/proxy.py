@@ -14,6 +14,7 @@ from fastapi import APIRouter
 from dgxmm.proxy import bound_settings, check_bounds, read_bounds
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, HostDep, Viewer
+from dgxmm.server.openapi import answers
 
 __all__ = ["router"]
 
@@ -35,7 +36,7 @@ def get_settings(host: HostDep, _: Viewer) -> dict[str, Any]:
     return {"settings": read_bounds(host.store.get_setting).to_json()}
 
 
-@router.put("/settings")
+@router.put("/settings", responses=answers(400))
 def put_settings(body: BoundsBody, host: HostDep, who: Admin) -> dict[str, Any]:
     """Change the hold's bounds; a wrong value answers 400 naming the field."""
     given = body.model_dump(exclude_none=True)
