@@ -13,7 +13,16 @@ from typing import Protocol
 
 from dgxmm.time_units import DAY_US, SECOND_US
 
-__all__ = ["Clock", "FastClock", "ManualClock", "SystemClock", "from_us", "to_us"]
+__all__ = [
+    "EARLIEST_US",
+    "LATEST_US",
+    "Clock",
+    "FastClock",
+    "ManualClock",
+    "SystemClock",
+    "from_us",
+    "to_us",
+]
 
 
 class Clock(Protocol):
@@ -106,3 +115,10 @@ def from_us(at_us: int, zone: object = UTC) -> datetime:
     """Return microseconds since the epoch as an aware datetime (UTC unless a zone is given)."""
     moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=at_us)
     return moment.astimezone(zone) if zone is not UTC else moment  # type: ignore[arg-type]
+
+
+# The instants dgxmm takes from outside (imported files, query parameters): a day inside each
+# end of the dates a datetime holds, so that ``from_us`` in any zone (no offset reaches a day)
+# still gives a date a page can show.
+EARLIEST_US = to_us(datetime.min.replace(tzinfo=UTC) + timedelta(days=1))
+LATEST_US = to_us(datetime.max.replace(tzinfo=UTC) - timedelta(days=1))

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Query, Request
 
+from dgxmm.clock import EARLIEST_US, LATEST_US
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
 from dgxmm.server.auth import Identity, Tokens
@@ -45,8 +46,8 @@ COOKIE = "dgxmm_token"
 MAX_ID = 2**63 - 1
 PathId = Annotated[int, Path(ge=1, le=MAX_ID)]
 QueryId = Annotated[int | None, Query(ge=1, le=MAX_ID)]
-# Instants (microseconds since the epoch) that dates can show: year 1 to year 9999.
-QueryInstant = Annotated[int | None, Query(ge=-62_135_596_800_000_000, le=253_402_300_799_999_999)]
+# Instants (microseconds since the epoch) that dates can show, in any zone (clock.py).
+QueryInstant = Annotated[int | None, Query(ge=EARLIEST_US, le=LATEST_US)]
 
 
 def services_of(request: Request) -> Services:

@@ -22,15 +22,11 @@ and imports again.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
-from dgxmm.clock import to_us
+from dgxmm.clock import EARLIEST_US, LATEST_US
 from dgxmm.errors import DefinitionError
 from dgxmm.store.catalog.journal import dump
 
 __all__ = [
-    "EARLIEST_US",
-    "LATEST_US",
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_VERSION",
@@ -40,9 +36,6 @@ __all__ = [
     "json_text",
 ]
 
-# A day inside each end of the dates a datetime holds: no zone's offset reaches a day.
-EARLIEST_US = to_us(datetime.min.replace(tzinfo=UTC) + timedelta(days=1))
-LATEST_US = to_us(datetime.max.replace(tzinfo=UTC) - timedelta(days=1))
 MAX_VERSION = 2**63 - 1
 # A definition's values are a level or two deep (``args``); 32 is far past any of ours and far
 # inside the encoders' recursion. A value's depth counts its lists and objects: [[1]] is 2.
