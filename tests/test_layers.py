@@ -26,6 +26,7 @@ LAYERS = (
     "dgxmm.fleet",
     "dgxmm.decider",
     "dgxmm.proxy",  # the OpenAI-compatible proxy: fleet and below (the decider reads activity)
+    "dgxmm.lab",  # the savings lab: replays through the decider's and the proxy's own decisions
     "dgxmm.server",
     "dgxmm.cli",
     "dgxmm.__main__",
