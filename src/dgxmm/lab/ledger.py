@@ -1,0 +1,252 @@
+"""The ledger: what a policy held and freed, and what it cost the requests, in one set of words.
+
+The words are DESIGN.md's ("Savings"), the same in the lab, the report and the proposals:
+
+- **Held**: GiB-hours of GPU memory a deployment holds, awake or asleep: its memory in each
+  phase (``Footprint``) times the time in that phase (``Timeline``). A sleep, stop, wake or
+  start under way holds the awake memory: the memory is not free until the server says so,
+  and a wake fills it again before the first request is served.
+- **Freed**: always-on's held minus the policy's held, over the same span.
+- **Cold request**: one that arrives while its deployment is not awake (asleep, stopped,
+  waking, starting, going down). Its **added wait** runs from its arrival until it is
+  forwarded; a refused one counts as cold with its refusal reason.
+
+``Ledger.of`` reads one deployment's timeline and its requests' waits into these figures;
+``share_of_oracle`` compares a policy with the oracle (``oracle.py``) on the same trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from dgxmm.lab.trace import Ints
+from dgxmm.time_units import HOUR_US, SECOND_US
+
+__all__ = ["Footprint", "Ledger", "Phase", "Timeline", "share_of_oracle"]
+
+
+class Phase(StrEnum):
+    """Where a deployment is, as the ledger counts it."""
+
+    AWAKE = "awake"  # serves at once
+    GOING_DOWN = "going_down"  # a sleep or a stop under way
+    ASLEEP_1 = "asleep_1"  # vLLM's level 1: weights in CPU memory
+    ASLEEP_2 = "asleep_2"  # level 2: weights dropped
+    STOPPED = "stopped"
+    WAKING = "waking"  # a wake under way
+    STARTING = "starting"  # a start under way
+
+    @property
+    def holds_awake_memory(self) -> bool:
+        """Tell whether the deployment holds its awake memory in this phase."""
+        return self in _HOLDS_AWAKE
+
+    @property
+    def is_resting(self) -> bool:
+        """Tell whether this is a phase a deployment rests in to free memory."""
+        return self in RESTING
+
+
+_HOLDS_AWAKE = frozenset({Phase.AWAKE, Phase.GOING_DOWN, Phase.WAKING, Phase.STARTING})
+RESTING = (Phase.ASLEEP_1, Phase.ASLEEP_2, Phase.STOPPED)
+_CODES = {phase: code for code, phase in enumerate(Phase)}
+_PHASES = tuple(Phase)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Footprint:
+    """The GPU memory a deployment holds in each phase, in GiB, summed over its GPUs."""
+
+    awake_gib: float
+    level_1_gib: float  # asleep at level 1
+    level_2_gib: float  # asleep at level 2
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.level_2_gib <= self.level_1_gib <= self.awake_gib:
+            raise ValueError(
+                "a footprint holds 0 <= level 2 <= level 1 <= awake GiB, got "
+                f"{self.level_2_gib}, {self.level_1_gib}, {self.awake_gib}"
+            )
+
+    def gib(self, phase: Phase) -> float:
+        """Return the memory held in ``phase``."""
+        if phase.holds_awake_memory:
+            return self.awake_gib
+        if phase is Phase.ASLEEP_1:
+            return self.level_1_gib
+        if phase is Phase.ASLEEP_2:
+            return self.level_2_gib
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeline:
+    """A deployment's phases over ``[start_us, end_us)``: phase ``i`` from ``starts[i]`` on."""
+
+    start_us: int
+    end_us: int
+    starts: Ints  # non-decreasing, starts[0] == start_us
+    codes: Ints  # each phase's index in ``Phase``
+
+    def __post_init__(self) -> None:
+        if self.end_us < self.start_us:
+            raise ValueError(f"a timeline ends ({self.end_us}) before it starts ({self.start_us})")
+        if len(self.starts) != len(self.codes) or not len(self.starts):
+            raise ValueError("a timeline has one code per start, and at least one")
+        if int(self.starts[0]) != self.start_us or bool(np.any(np.diff(self.starts) < 0)):
+            raise ValueError("a timeline's phases start at its start, in order")
+
+    @classmethod
+    def of(cls, start_us: int, end_us: int, phases: list[tuple[int, Phase]]) -> Timeline:
+        """Build a timeline from ``(from_us, phase)`` pairs, the first at ``start_us``."""
+        return cls(
+            start_us=start_us,
+            end_us=end_us,
+            starts=np.asarray([at for at, _ in phases], dtype=np.int64),
+            codes=np.asarray([_CODES[phase] for _, phase in phases], dtype=np.int64),
+        )
+
+    @classmethod
+    def always(cls, start_us: int, end_us: int, phase: Phase = Phase.AWAKE) -> Timeline:
+        """A timeline in one phase throughout (always-on is ``Timeline.always(...)``)."""
+        return cls.of(start_us, end_us, [(start_us, phase)])
+
+    def phases(self) -> list[tuple[int, Phase]]:
+        """Return the ``(from_us, phase)`` pairs."""
+        return [
+            (int(at), _PHASES[int(code)]) for at, code in zip(self.starts, self.codes, strict=True)
+        ]
+
+    def phase_codes_at(self, at_us: Ints) -> Ints:
+        """Return the phase code at each instant of ``at_us`` (in ``[start_us, end_us)``)."""
+        index = np.searchsorted(self.starts, at_us, side="right") - 1
+        found: Ints = self.codes[np.clip(index, 0, len(self.codes) - 1)]
+        return found
+
+    def durations_us(self) -> Ints:
+        """Return how long each phase lasts (the last one until ``end_us``)."""
+        ends = np.append(self.starts[1:], self.end_us)
+        lasting: Ints = np.maximum(ends - self.starts, 0)
+        return lasting
+
+    def entries(self, phase: Phase) -> int:
+        """Return how many times the timeline enters ``phase`` (not counting its first)."""
+        return int(np.count_nonzero(self.codes[1:] == _CODES[phase]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ledger:
+    """One deployment under one policy: what it held and freed, and what its requests met."""
+
+    name: str
+    hours: float  # the span
+    held_awake_gib_h: float  # in the phases that hold the awake memory
+    held_asleep_gib_h: float  # asleep at either level
+    always_on_gib_h: float
+    requests: int
+    cold: int  # arrived while not awake (refused ones included)
+    waits_s: tuple[float, ...]  # each cold request's added wait, the refused left out
+    refused: Mapping[str, int] = field(default_factory=dict)  # by reason
+    wakes: int = 0
+    starts: int = 0
+    sleeps: int = 0
+    stops: int = 0
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        footprint: Footprint,
+        timeline: Timeline,
+        arrivals_us: Ints,
+        *,
+        waits_us: Ints | None = None,
+        refused: Mapping[str, int] | None = None,
+    ) -> Ledger:
+        """Count one deployment's timeline and requests.
+
+        ``waits_us`` gives each request's added wait (0 for one served at once, -1 for one
+        refused); without it every cold request is taken to have waited 0, which only the
+        oracle may claim. ``refused`` counts the requests refused, by reason; they are among
+        the cold ones, and their waits are left out of the quantiles.
+        """
+        lasting = timeline.durations_us()
+        gib = np.asarray([footprint.gib(phase) for phase in _PHASES])[timeline.codes]
+        awake = np.asarray([phase.holds_awake_memory for phase in _PHASES])[timeline.codes]
+        span_us = timeline.end_us - timeline.start_us
+        codes = timeline.phase_codes_at(arrivals_us)
+        cold_mask = codes != _CODES[Phase.AWAKE]
+        if waits_us is not None and len(waits_us) != len(arrivals_us):
+            raise ValueError("give one wait per request")
+        waits = waits_us[cold_mask] if waits_us is not None else np.zeros(int(cold_mask.sum()))
+        refusals = dict(refused or {})
+        kept = waits[waits >= 0] / SECOND_US  # a refused request's wait is given as -1
+        return cls(
+            name=name,
+            hours=span_us / HOUR_US,
+            held_awake_gib_h=float(np.sum(lasting * gib * awake)) / HOUR_US,
+            held_asleep_gib_h=float(np.sum(lasting * gib * ~awake)) / HOUR_US,
+            always_on_gib_h=footprint.awake_gib * span_us / HOUR_US,
+            requests=len(arrivals_us),
+            cold=int(cold_mask.sum()),
+            waits_s=tuple(float(w) for w in kept),
+            refused=refusals,
+            wakes=timeline.entries(Phase.WAKING),
+            starts=timeline.entries(Phase.STARTING),
+            sleeps=timeline.entries(Phase.ASLEEP_1) + timeline.entries(Phase.ASLEEP_2),
+            stops=timeline.entries(Phase.STOPPED),
+        )
+
+    @property
+    def held_gib_h(self) -> float:
+        """Return what it held in all."""
+        return self.held_awake_gib_h + self.held_asleep_gib_h
+
+    @property
+    def freed_gib_h(self) -> float:
+        """Return always-on's held minus this policy's."""
+        return self.always_on_gib_h - self.held_gib_h
+
+    @property
+    def cold_share(self) -> float:
+        """Return the share of requests that met a deployment that was not awake."""
+        return self.cold / self.requests if self.requests else 0.0
+
+    def wait_s(self, quantile: float) -> float:
+        """Return a quantile of the cold requests' added waits, in seconds (0 with none)."""
+        if not self.waits_s:
+            return 0.0
+        return float(np.quantile(np.asarray(self.waits_s), quantile, method="higher"))
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the figures as JSON values."""
+        return {
+            "name": self.name,
+            "hours": self.hours,
+            "held_awake_gib_h": self.held_awake_gib_h,
+            "held_asleep_gib_h": self.held_asleep_gib_h,
+            "freed_gib_h": self.freed_gib_h,
+            "requests": self.requests,
+            "cold": self.cold,
+            "cold_share": self.cold_share,
+            "wait_p50_s": self.wait_s(0.5),
+            "wait_p99_s": self.wait_s(0.99),
+            "wait_max_s": max(self.waits_s, default=0.0),
+            "refused": dict(self.refused),
+            "wakes": self.wakes,
+            "starts": self.starts,
+            "sleeps": self.sleeps,
+            "stops": self.stops,
+        }
+
+
+def share_of_oracle(policy: Ledger, oracle: Ledger) -> float:
+    """Return a policy's freed GiB-hours over the oracle's, on the same trace (1.0 when both 0)."""
+    if oracle.freed_gib_h <= 0:
+        return 1.0 if policy.freed_gib_h <= 0 else float("inf")
+    return policy.freed_gib_h / oracle.freed_gib_h

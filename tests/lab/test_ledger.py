@@ -1,0 +1,102 @@
+"""The ledger: held, freed and cold in DESIGN.md's words, on timelines built by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dgxmm.lab import Footprint, Ledger, Phase, Timeline, share_of_oracle
+from dgxmm.time_units import HOUR_US, MINUTE_US, SECOND_US
+
+H = HOUR_US
+FOOT = Footprint(awake_gib=80.0, level_1_gib=2.0, level_2_gib=1.0)
+
+
+def arrivals(*at_us: int) -> np.ndarray:
+    return np.asarray(at_us, dtype=np.int64)
+
+
+def test_always_on_frees_nothing_and_meets_no_cold_request() -> None:
+    ledger = Ledger.of("a", FOOT, Timeline.always(0, 4 * H), arrivals(H, 2 * H))
+    assert (ledger.held_awake_gib_h, ledger.held_asleep_gib_h) == (320.0, 0.0)
+    assert (ledger.freed_gib_h, ledger.cold, ledger.cold_share) == (0.0, 0, 0.0)
+
+
+def test_it_counts_held_by_phase_and_a_transition_holds_the_awake_memory() -> None:
+    # Awake 1 h, going down 1 h, asleep (level 1) 1 h, waking 1 h: 3 h of the awake memory.
+    timeline = Timeline.of(
+        0,
+        4 * H,
+        [(0, Phase.AWAKE), (H, Phase.GOING_DOWN), (2 * H, Phase.ASLEEP_1), (3 * H, Phase.WAKING)],
+    )
+    ledger = Ledger.of("a", FOOT, timeline, arrivals())
+    assert ledger.held_awake_gib_h == 240.0
+    assert ledger.held_asleep_gib_h == 2.0
+    assert ledger.freed_gib_h == 320.0 - 242.0
+    assert (ledger.sleeps, ledger.wakes, ledger.starts, ledger.stops) == (1, 1, 0, 0)
+
+
+def test_a_request_is_cold_in_every_phase_but_awake_and_warm_at_the_instant_it_wakes() -> None:
+    timeline = Timeline.of(
+        0,
+        5 * H,
+        [
+            (0, Phase.AWAKE),
+            (H, Phase.GOING_DOWN),
+            (H + MINUTE_US, Phase.STOPPED),
+            (3 * H, Phase.STARTING),
+            (3 * H + MINUTE_US, Phase.AWAKE),
+        ],
+    )
+    sent = arrivals(0, H, H + MINUTE_US, 2 * H, 3 * H, 3 * H + MINUTE_US, 4 * H)
+    waits = np.asarray([0, 5, 4, 3_600, 60, 0, 0], dtype=np.int64) * SECOND_US
+    ledger = Ledger.of("a", FOOT, timeline, sent, waits_us=waits)
+    assert ledger.cold == 4  # going down, stopped (twice), starting
+    assert ledger.waits_s == (5.0, 4.0, 3_600.0, 60.0)
+    # Quantiles are waits that happened (the higher one between two): 4, 5, 60, 3,600.
+    assert (ledger.wait_s(0.5), ledger.wait_s(0.99), max(ledger.waits_s)) == (
+        60.0,
+        3_600.0,
+        3_600.0,
+    )
+    assert (ledger.starts, ledger.stops) == (1, 1)
+    assert ledger.held_asleep_gib_h == 0.0  # stopped holds nothing
+
+
+def test_a_refused_request_is_cold_and_left_out_of_the_waits() -> None:
+    timeline = Timeline.of(0, 2 * H, [(0, Phase.ASLEEP_1)])
+    waits = np.asarray([2 * SECOND_US, -1], dtype=np.int64)
+    ledger = Ledger.of(
+        "a", FOOT, timeline, arrivals(10, 20), waits_us=waits, refused={"does_not_fit": 1}
+    )
+    assert (ledger.cold, ledger.waits_s, dict(ledger.refused)) == (2, (2.0,), {"does_not_fit": 1})
+    assert ledger.to_json()["refused"] == {"does_not_fit": 1}
+
+
+def test_the_share_of_the_oracle_divides_freed_by_freed() -> None:
+    oracle = Ledger.of("a", FOOT, Timeline.of(0, 2 * H, [(0, Phase.ASLEEP_1)]), arrivals())
+    half = Ledger.of(
+        "a", FOOT, Timeline.of(0, 2 * H, [(0, Phase.AWAKE), (H, Phase.ASLEEP_1)]), arrivals()
+    )
+    assert share_of_oracle(half, oracle) == pytest.approx(0.5)
+    assert share_of_oracle(oracle, oracle) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("awake", "level_1", "level_2"),
+    [
+        pytest.param(10.0, 11.0, 1.0, id="asleep-above-awake"),
+        pytest.param(10.0, 1.0, 2.0, id="level-2-above-level-1"),
+        pytest.param(10.0, 1.0, -1.0, id="negative"),
+    ],
+)
+def test_a_footprint_that_cannot_be_is_refused(
+    awake: float, level_1: float, level_2: float
+) -> None:
+    with pytest.raises(ValueError, match="footprint"):
+        Footprint(awake_gib=awake, level_1_gib=level_1, level_2_gib=level_2)
+
+
+def test_a_timeline_out_of_order_is_refused() -> None:
+    with pytest.raises(ValueError, match="in order"):
+        Timeline.of(0, H, [(0, Phase.AWAKE), (10, Phase.ASLEEP_1), (5, Phase.AWAKE)])
