@@ -4,8 +4,15 @@
 - ``ledger``: held, freed and cold in DESIGN.md's words (``Footprint``, ``Timeline``,
   ``Ledger``), one accounting for every policy.
 - ``oracle``: the most memory any policy could free without a cold request.
+- ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
 """
 
+from dgxmm.lab.anchors import KNATIVE as KNATIVE
+from dgxmm.lab.anchors import LLAMA_SWAP_SLEEP as LLAMA_SWAP_SLEEP
+from dgxmm.lab.anchors import OLLAMA as OLLAMA
+from dgxmm.lab.anchors import IdleTimeout as IdleTimeout
+from dgxmm.lab.anchors import Replayed as Replayed
+from dgxmm.lab.anchors import replay_idle_timeout as replay_idle_timeout
 from dgxmm.lab.ledger import Footprint as Footprint
 from dgxmm.lab.ledger import Ledger as Ledger
 from dgxmm.lab.ledger import Phase as Phase
@@ -17,13 +24,19 @@ from dgxmm.lab.trace import NO_TOKENS as NO_TOKENS
 from dgxmm.lab.trace import Trace as Trace
 
 __all__ = [
+    "KNATIVE",
+    "LLAMA_SWAP_SLEEP",
     "NO_TOKENS",
+    "OLLAMA",
     "Footprint",
+    "IdleTimeout",
     "Ledger",
     "Phase",
+    "Replayed",
     "RoundTrip",
     "Timeline",
     "Trace",
     "oracle_timeline",
+    "replay_idle_timeout",
     "share_of_oracle",
 ]

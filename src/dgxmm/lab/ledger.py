@@ -112,6 +112,23 @@ class Timeline:
         )
 
     @classmethod
+    def joined(cls, start_us: int, end_us: int, phases: list[tuple[int, Phase]]) -> Timeline:
+        """Build a timeline from pairs that may hold phases lasting no time or repeating.
+
+        A phase another one replaces at the same instant lasted no time and is dropped; a
+        phase that follows itself is the same stretch. Replays write their pairs as events
+        happen and leave the tidying to this.
+        """
+        kept: list[tuple[int, Phase]] = []
+        for at, phase in phases:
+            if kept and kept[-1][0] == at:
+                kept.pop()
+            if kept and kept[-1][1] is phase:
+                continue
+            kept.append((at, phase))
+        return cls.of(start_us, end_us, kept)
+
+    @classmethod
     def always(cls, start_us: int, end_us: int, phase: Phase = Phase.AWAKE) -> Timeline:
         """A timeline in one phase throughout (always-on is ``Timeline.always(...)``)."""
         return cls.of(start_us, end_us, [(start_us, phase)])

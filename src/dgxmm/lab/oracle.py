@@ -103,16 +103,4 @@ def oracle_timeline(
         if needs_wake[gap]:
             phases.append((int(gap_to[gap]) - trip.up_us, _UP_PHASE[phase]))
             phases.append((int(gap_to[gap]), Phase.AWAKE))
-    return Timeline.of(start_us, end_us, _merged(phases))
-
-
-def _merged(phases: list[tuple[int, Phase]]) -> list[tuple[int, Phase]]:
-    """Drop phases that last no time and join neighbours in the same phase."""
-    kept: list[tuple[int, Phase]] = []
-    for at, phase in phases:
-        if kept and kept[-1][0] == at:
-            kept.pop()  # the one before lasted no time: this one takes its place
-        if kept and kept[-1][1] is phase:
-            continue
-        kept.append((at, phase))
-    return kept
+    return Timeline.joined(start_us, end_us, phases)
