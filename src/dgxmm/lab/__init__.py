@@ -5,6 +5,7 @@
   ``Ledger``), one accounting for every policy.
 - ``oracle``: the most memory any policy could free without a cold request.
 - ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
+- ``durations``: how long the simulated server takes to start, stop, sleep and wake.
 """
 
 from dgxmm.lab.anchors import KNATIVE as KNATIVE
@@ -13,6 +14,14 @@ from dgxmm.lab.anchors import OLLAMA as OLLAMA
 from dgxmm.lab.anchors import IdleTimeout as IdleTimeout
 from dgxmm.lab.anchors import Replayed as Replayed
 from dgxmm.lab.anchors import replay_idle_timeout as replay_idle_timeout
+from dgxmm.lab.durations import Duration as Duration
+from dgxmm.lab.durations import DurationKind as DurationKind
+from dgxmm.lab.durations import Empirical as Empirical
+from dgxmm.lab.durations import Fixed as Fixed
+from dgxmm.lab.durations import LogNormal as LogNormal
+from dgxmm.lab.durations import ServerTimes as ServerTimes
+from dgxmm.lab.durations import Uniform as Uniform
+from dgxmm.lab.durations import duration_from_json as duration_from_json
 from dgxmm.lab.ledger import Footprint as Footprint
 from dgxmm.lab.ledger import Ledger as Ledger
 from dgxmm.lab.ledger import Phase as Phase
@@ -28,14 +37,22 @@ __all__ = [
     "LLAMA_SWAP_SLEEP",
     "NO_TOKENS",
     "OLLAMA",
+    "Duration",
+    "DurationKind",
+    "Empirical",
+    "Fixed",
     "Footprint",
     "IdleTimeout",
     "Ledger",
+    "LogNormal",
     "Phase",
     "Replayed",
     "RoundTrip",
+    "ServerTimes",
     "Timeline",
     "Trace",
+    "Uniform",
+    "duration_from_json",
     "oracle_timeline",
     "replay_idle_timeout",
     "share_of_oracle",
