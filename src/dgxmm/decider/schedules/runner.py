@@ -32,12 +32,15 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.decider.schedules.pauses import PAUSING, Pauses
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows
-from dgxmm.decider.schedules.slots import (
-    DEFER_WINDOW_US,
-    Slot,
-    due_slot,
-    local_today,
-    parse_time,
+from dgxmm.decider.schedules.slots import Slot, due_slot, local_today, parse_time
+from dgxmm.decider.schedules.verdicts import (
+    DeployerCall,
+    Skip,
+    down_verdict,
+    quiet_verdict,
+    slot_order,
+    superseded_reason,
+    up_verdict,
 )
 from dgxmm.errors import (
     BackendError,
@@ -52,20 +55,18 @@ from dgxmm.fleet import (
     AuditSubject,
     Deployment,
     DeploymentState,
+    Door,
     EventAction,
     EventOutcome,
     Fleet,
     InsightKind,
     Severity,
-    is_schedule,
 )
 from dgxmm.jobs import resolve_zone
 from dgxmm.store import Store, writing
-from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = ["ACTION_WORKERS", "PendingRun", "ResultKind", "ScheduleRunner", "SlotRun"]
 
-QUIET_US = 10 * MINUTE_US  # no request activity for this long before a sleep or stop
 # Deployments acted on at once. Start-ups still go one at a time (the deployer's start-up
 # gate), but sleeps, stops and a hung server's wait no longer queue behind them.
 ACTION_WORKERS = 32
@@ -180,7 +181,7 @@ class ScheduleRunner:
             with self._guard:
                 if deployment_id in self._acting:
                     continue  # its action is under way; the slot stays due for the next pass
-            slots.sort(key=lambda found: (found[1].at_us, found[0].id))
+            slots.sort(key=lambda found: slot_order(found[0].id, found[1]))
             *earlier, (last_row, last_slot) = slots
             latest = self._rows.get(last_row.id)
             for row, slot in earlier:
@@ -212,7 +213,7 @@ class ScheduleRunner:
     # -- one slot -----------------------------------------------------------------------------
 
     def _supersede(self, schedule: Schedule, slot: Slot, latest: Schedule, now: int) -> PendingRun:
-        reason = f"schedule {latest.id}'s {latest.action.value} at {latest.time} is later"
+        reason = superseded_reason(schedule_id=latest.id, action=latest.action, time=latest.time)
         run = self._slot_run(schedule, slot, _Outcome(kind=ResultKind.SUPERSEDED, reason=reason))
         self._record(schedule, run, now, _Outcome(kind=run.kind, reason=reason))
         done: Future[SlotRun | None] = Future()
@@ -274,45 +275,34 @@ class ScheduleRunner:
     def _quiet_down(self, schedule: Schedule, slot: Slot, now: int, actor: str) -> _Outcome:
         """Sleep or stop once quiet; the caller holds the deployment's lock."""
         deployment = self._fleet.deployments.get(schedule.deployment_id)
-        state = deployment.state
-        if schedule.action is ScheduleAction.SLEEP and state is not DeploymentState.RUNNING:
-            return _Outcome(kind=ResultKind.SKIPPED, reason=_not_for(deployment, "put to sleep"))
-        if schedule.action is ScheduleAction.STOP and state not in (
-            DeploymentState.RUNNING,
-            DeploymentState.SLEEPING,
-        ):
-            return _Outcome(kind=ResultKind.SKIPPED, reason=_not_for(deployment, "stopped"))
-        since = schedule.deferred_since
-        if since is None or since < slot.at_us:
-            since = now  # the first deferral of this slot, if it is deferred now
-        if now - since >= DEFER_WINDOW_US:
-            reason = (
-                f"busy: not quiet within {DEFER_WINDOW_US // MINUTE_US} minutes "
-                "of its first deferral"
-            )
-            return _Outcome(kind=ResultKind.SKIPPED, reason=reason)
+        verdict = down_verdict(
+            action=schedule.action,
+            state=deployment.state,
+            deferred_since=schedule.deferred_since,
+            slot_at_us=slot.at_us,
+            now_us=now,
+        )
+        if isinstance(verdict, Skip):
+            return _Outcome(kind=ResultKind.SKIPPED, reason=verdict.reason)
         # The door stays shut from the check to the end of the action: a request that arrives
         # meanwhile is held by the proxy (never sent to a server going to sleep) and defers a
         # sleep whose check it caught.
         with self._fleet.activity.closing(deployment.id) as door:
-            busy = self._busy(deployment, now)
-            if busy is None and door.knocked:
-                busy = "a request arrived through the proxy during its quiet check"
+            busy = self._busy(deployment, now, door)
             if busy is not None:
-                return _Outcome(kind=ResultKind.DEFERRED, reason=busy, deferred_since=since)
-            return self._act(schedule, deployment, actor)
+                return _Outcome(
+                    kind=ResultKind.DEFERRED, reason=busy, deferred_since=verdict.deferred_since
+                )
+            return self._act(schedule, deployment, actor, verdict.call)
 
-    def _busy(self, deployment: Deployment, now: int) -> str | None:
-        """Say why the deployment is not quiet, or None.
+    def _busy(self, deployment: Deployment, now: int, door: Door) -> str | None:
+        """Read what the quiet check needs; say why the deployment is not quiet, or None.
 
         A running one's fresh sample is taken first (it may take a while: what the proxy
-        counts is read after it). Then the proxy's count, exact for the traffic through it
-        (requests held for a wake count too, so a sleeping deployment with requests waiting
-        is not stopped), the sample's gauges, and the last request either source saw.
+        counts, and the door's knocks, are read after it). ``quiet_verdict`` decides.
         """
-        running = deployment.state is DeploymentState.RUNNING
         sample = None
-        if running:
+        if deployment.state is DeploymentState.RUNNING:
             try:
                 sample = self._fleet.metrics.sample_now(deployment.id)
             except ServerGone:
@@ -321,54 +311,42 @@ class ScheduleRunner:
                 return f"its metrics could not be read: {error}"
         activity = self._fleet.activity
         held = activity.in_flight(deployment.id)
-        if held:
-            return f"{held} request(s) under way through the proxy"
-        if sample is None:
-            return None  # asleep: nothing runs on its server
-        if not sample.is_idle:
-            return (
-                f"{sample.requests_running} request(s) running, {sample.requests_waiting} waiting"
-            )
         seen = (self._fleet.metrics.last_request_at(deployment.id),
                 activity.last_request_at(deployment.id))  # fmt: skip
-        last = max((at for at in seen if at is not None), default=None)
-        if last is not None and now - last < QUIET_US:
-            return (
-                f"a request {max(0, now - last) // SECOND_US} s ago "
-                f"(quiet needs {QUIET_US // MINUTE_US} minutes)"
-            )
-        return None
+        busy = quiet_verdict(
+            held_through_proxy=held,
+            sample=sample,
+            last_request_at=max((at for at in seen if at is not None), default=None),
+            knocked=door.knocked,
+            now_us=now,
+        )
+        return None if busy is None else busy.reason
 
     def _bring_up(self, schedule: Schedule, actor: str) -> _Outcome:
         """Wake or start; the caller holds the deployment's lock, so the state holds."""
         deployment = self._fleet.deployments.get(schedule.deployment_id)
-        state = deployment.state
-        wake = schedule.action is ScheduleAction.WAKE
-        skipped = ResultKind.SKIPPED
-        if state is DeploymentState.RUNNING:
-            return _Outcome(kind=skipped, reason="it is already awake and running")
-        if state is DeploymentState.SLEEPING and not wake:
-            return _Outcome(kind=skipped, reason="it is asleep; a start does not wake it")
-        if state in (DeploymentState.STARTING, DeploymentState.STOPPING):
-            return _Outcome(kind=skipped, reason=f"it is {state.value}")
-        if wake and state is not DeploymentState.SLEEPING:
-            # Woken from stopped only when a schedule stopped it; a stop with no actor
-            # (older events) counts as not stopped by a schedule.
-            by = self._fleet.events.stopped_by(deployment.id)
-            if not is_schedule(by):
-                who = by or "someone unknown (the stop names no actor)"
-                return _Outcome(kind=skipped, reason=f"it was stopped by {who}, not by a schedule")
-        return self._act(schedule, deployment, actor)
+        verdict = up_verdict(
+            action=schedule.action,
+            state=deployment.state,
+            # Read whatever the state: one query per wake or start keeps the rule of when
+            # it matters in up_verdict alone.
+            stopped_by=self._fleet.events.stopped_by(deployment.id),
+        )
+        if isinstance(verdict, Skip):
+            return _Outcome(kind=ResultKind.SKIPPED, reason=verdict.reason)
+        return self._act(schedule, deployment, actor, verdict.call)
 
-    def _act(self, schedule: Schedule, deployment: Deployment, actor: str) -> _Outcome:
+    def _act(
+        self, schedule: Schedule, deployment: Deployment, actor: str, call: DeployerCall
+    ) -> _Outcome:
         """Ask the deployer; it writes the event (done, failed, or skipped when it refuses)."""
         deployer = self._fleet.deployer
         try:
-            if schedule.action is ScheduleAction.SLEEP:
+            if call is DeployerCall.SLEEP:
                 result = deployer.sleep(deployment.id, actor=actor)
-            elif schedule.action is ScheduleAction.STOP:
+            elif call is DeployerCall.STOP:
                 result = deployer.stop(deployment.id, actor=actor)
-            elif deployment.state is DeploymentState.SLEEPING:
+            elif call is DeployerCall.WAKE:
                 result = deployer.wake(deployment.id, actor=actor, plans=False)
             else:
                 result = deployer.start(deployment.id, actor=actor, plans=False)
@@ -389,7 +367,7 @@ class ScheduleRunner:
             return _Outcome(kind=ResultKind.SKIPPED, reason=str(refused), acted=True)
         except DgxmmError as error:
             late = None
-            if isinstance(error, TimedOut) and schedule.action is ScheduleAction.SLEEP:
+            if isinstance(error, TimedOut) and call is DeployerCall.SLEEP:
                 # No answer in time says nothing of the outcome: the server may still sleep.
                 # Its failed event (the deployer's, just written under this lock) lets the
                 # pause be lifted when a reconciliation finds that sleep finished after all.
@@ -438,7 +416,3 @@ class ScheduleRunner:
         if pause:
             timed_out = outcome.timed_out_event is not None
             self._pauses.warn(schedule, run.day, run.reason, timed_out=timed_out)
-
-
-def _not_for(deployment: Deployment, what: str) -> str:
-    return f"it is {deployment.state.value}, so it is not {what}"
