@@ -6,6 +6,7 @@
 - ``oracle``: the most memory any policy could free without a cold request.
 - ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
 - ``durations``: how long the simulated server takes to start, stop, sleep and wake.
+- ``fleetfile``: the fleet file (the machine's GPUs and the deployments), read and checked.
 """
 
 from dgxmm.lab.anchors import KNATIVE as KNATIVE
@@ -22,6 +23,12 @@ from dgxmm.lab.durations import LogNormal as LogNormal
 from dgxmm.lab.durations import ServerTimes as ServerTimes
 from dgxmm.lab.durations import Uniform as Uniform
 from dgxmm.lab.durations import duration_from_json as duration_from_json
+from dgxmm.lab.fleetfile import IdlePolicy as IdlePolicy
+from dgxmm.lab.fleetfile import LabDeployment as LabDeployment
+from dgxmm.lab.fleetfile import LabFleet as LabFleet
+from dgxmm.lab.fleetfile import LabSchedule as LabSchedule
+from dgxmm.lab.fleetfile import parse_fleet as parse_fleet
+from dgxmm.lab.fleetfile import read_fleet as read_fleet
 from dgxmm.lab.ledger import Footprint as Footprint
 from dgxmm.lab.ledger import Ledger as Ledger
 from dgxmm.lab.ledger import Phase as Phase
@@ -42,7 +49,11 @@ __all__ = [
     "Empirical",
     "Fixed",
     "Footprint",
+    "IdlePolicy",
     "IdleTimeout",
+    "LabDeployment",
+    "LabFleet",
+    "LabSchedule",
     "Ledger",
     "LogNormal",
     "Phase",
@@ -54,6 +65,8 @@ __all__ = [
     "Uniform",
     "duration_from_json",
     "oracle_timeline",
+    "parse_fleet",
+    "read_fleet",
     "replay_idle_timeout",
     "share_of_oracle",
 ]
