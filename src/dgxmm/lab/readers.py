@@ -255,12 +255,13 @@ def _converted(
     width = len(names)
     bad_width = next((k for k, row in enumerate(rows) if len(row) != width), None)
     checked = rows if bad_width is None else rows[:bad_width]
+    checked_lines = lines if bad_width is None else lines[:bad_width]
     columns = list(zip(*checked, strict=True)) if checked else [()] * width
     converted: dict[int, list[int]] = {}
     refusals: list[_Refusal] = []
     for position, convert in converters.items():
         try:
-            converted[position] = convert(columns[position], lines, names[position])
+            converted[position] = convert(columns[position], checked_lines, names[position])
         except _Refusal as refusal:
             refusals.append(refusal)
     if refusals:
