@@ -7,6 +7,9 @@
 - ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
 - ``durations``: how long the simulated server takes to start, stop, sleep and wake.
 - ``fleetfile``: the fleet file (the machine's GPUs and the deployments), read and checked.
+- ``readers``: traces read from files (dgxmm's requests CSV, the Azure LLM inference trace).
+- ``workloads``: seeded generators (office hours, diurnal, bursty, rare, a real hour tiled)
+  and the ``STANDARD`` workloads a benchmark runs.
 """
 
 from dgxmm.lab.anchors import KNATIVE as KNATIVE
@@ -36,17 +39,35 @@ from dgxmm.lab.ledger import Timeline as Timeline
 from dgxmm.lab.ledger import share_of_oracle as share_of_oracle
 from dgxmm.lab.oracle import RoundTrip as RoundTrip
 from dgxmm.lab.oracle import oracle_timeline as oracle_timeline
+from dgxmm.lab.readers import read_azure_trace as read_azure_trace
+from dgxmm.lab.readers import read_requests_csv as read_requests_csv
 from dgxmm.lab.trace import NO_TOKENS as NO_TOKENS
 from dgxmm.lab.trace import Trace as Trace
+from dgxmm.lab.workloads import AZURE_CHAT as AZURE_CHAT
+from dgxmm.lab.workloads import AZURE_CODE as AZURE_CODE
+from dgxmm.lab.workloads import AZURE_DIR as AZURE_DIR
+from dgxmm.lab.workloads import STANDARD as STANDARD
+from dgxmm.lab.workloads import Envelope as Envelope
+from dgxmm.lab.workloads import Workload as Workload
+from dgxmm.lab.workloads import bursty as bursty
+from dgxmm.lab.workloads import diurnal as diurnal
+from dgxmm.lab.workloads import office_hours as office_hours
+from dgxmm.lab.workloads import rare as rare
+from dgxmm.lab.workloads import tiled as tiled
 
 __all__ = [
+    "AZURE_CHAT",
+    "AZURE_CODE",
+    "AZURE_DIR",
     "KNATIVE",
     "LLAMA_SWAP_SLEEP",
     "NO_TOKENS",
     "OLLAMA",
+    "STANDARD",
     "Duration",
     "DurationKind",
     "Empirical",
+    "Envelope",
     "Fixed",
     "Footprint",
     "IdlePolicy",
@@ -63,10 +84,18 @@ __all__ = [
     "Timeline",
     "Trace",
     "Uniform",
+    "Workload",
+    "bursty",
+    "diurnal",
     "duration_from_json",
+    "office_hours",
     "oracle_timeline",
     "parse_fleet",
+    "rare",
+    "read_azure_trace",
     "read_fleet",
+    "read_requests_csv",
     "replay_idle_timeout",
     "share_of_oracle",
+    "tiled",
 ]
