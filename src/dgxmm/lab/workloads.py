@@ -27,6 +27,10 @@ bursts are kept. Thinning each copy's requests with probability ``e`` (the other
 an envelope) keeps the count but not the bursts: independent thinning turns any process into a
 Poisson one as the probability falls. On the real code service (CV of its gaps 13.2) thinning
 to 10 % gives 4.4, and to 1 % gives 1.5; here it stays 13.2 at every speed.
+The price: a day's count follows the envelope times the hour's own rate over the part of the
+hour that day plays. A day that plays several copies of the hour comes within a few % of
+the envelope; the standard ``azure-chat`` weekday plays about four minutes of it, so its days
+differ as those minutes do (the chat hour's five-minute counts run from 951 to 2,243).
 
 The real hour is the Azure LLM inference trace 2023 (``../shared/data/azure-llm-2023/`` from
 the project's root, ``AZURE_DIR``), Creative Commons Attribution 4.0, by Pratyush Patel, Esha
