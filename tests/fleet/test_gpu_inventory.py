@@ -106,3 +106,10 @@ def test_a_configuration_that_cannot_be_used_names_the_field(
     with pytest.raises(DefinitionError) as refused:
         parse_gpu_config(entries)
     assert refused.value.field == field
+
+
+def test_a_configured_gpu_with_a_number_past_a_floats_range_is_refused_naming_it() -> None:
+    # math.isfinite raised OverflowError on the integer (found by the lab's fleet-file tests).
+    with pytest.raises(DefinitionError) as refused:
+        parse_gpu_config([{"index": 0, "memory_gib": 10**400}])
+    assert refused.value.field == "gpus[0].memory_gib"

@@ -66,6 +66,9 @@ def test_it_creates_a_stopped_deployment_with_the_defaults(fleet: Fleet) -> None
         ({"wake_on_request": "yes"}, "wake_on_request", "is not true or false"),
         ({"sleep_timeout_s": -1}, "sleep_timeout_s", "is not between 0 and"),
         ({"sleep_timeout_s": "5"}, "sleep_timeout_s", "is not a number of seconds"),
+        # Integers past a float's range raised OverflowError in math.isfinite (a 500).
+        ({"memory_gib_awake": 10**400}, "memory_gib_awake", "is too large"),
+        ({"startup_timeout_s": 10**400}, "startup_timeout_s", "is too large"),
         ({"sleep_level": 3}, "sleep_level", "is not 1 (weights to CPU memory) or 2"),
         ({"sleep_level": True}, "sleep_level", "is not 1"),
         ({"colour": "red"}, "colour", "is not a deployment field"),

@@ -12,7 +12,6 @@ is refused, saying what to install, where the ``ray`` package is missing.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +25,7 @@ from dgxmm.fleet.deployments.deployment import (
     Deployment,
 )
 from dgxmm.fleet.placement.cluster import check_ray_address, ray_missing
-from dgxmm.fleet.placement.inventory import GpuInventory
+from dgxmm.fleet.placement.inventory import GpuInventory, as_finite
 from dgxmm.jobs import resolve_zone
 from dgxmm.jobs.keys import check_name
 
@@ -300,9 +299,12 @@ def _gpus(value: Any, inventory: GpuInventory) -> list[int]:
 def _gib(value: Any, field: str) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise DefinitionError(field, f"{value!r} is not a number of GiB")
-    if not math.isfinite(value) or value < 0:
+    number = as_finite(value)
+    if number is None:
+        raise DefinitionError(field, "is too large a number of GiB")
+    if number < 0:
         raise DefinitionError(field, f"{value!r} must be 0 or more GiB")
-    return float(value)
+    return number
 
 
 def _priority(value: Any) -> int:
@@ -325,9 +327,12 @@ def _flag(value: Any, field: str) -> bool:
 def _timeout(value: Any, field: str) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise DefinitionError(field, f"{value!r} is not a number of seconds")
-    if not math.isfinite(value) or not 0 < value <= _MAX_TIMEOUT_S:
+    number = as_finite(value)
+    if number is None:
+        raise DefinitionError(field, f"is too large: not between 0 and {_MAX_TIMEOUT_S:g} s")
+    if not 0 < number <= _MAX_TIMEOUT_S:
         raise DefinitionError(field, f"{value!r} is not between 0 and {_MAX_TIMEOUT_S:g} s")
-    return float(value)
+    return number
 
 
 def _sleep_level(value: Any) -> int:

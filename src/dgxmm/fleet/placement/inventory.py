@@ -141,6 +141,19 @@ def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def as_finite(value: int | float) -> float | None:
+    """Return a number as a finite float, or None: NaN, infinite, or an integer past a float.
+
+    JSON carries integers of any size, and ``math.isfinite(10**400)`` raises OverflowError
+    instead of answering, so a check that asked it answered 500.
+    """
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def parse_gpu_config(entries: Sequence[Mapping[str, object]]) -> tuple[Gpu, ...]:
     """Read the configuration's GPU list: ``[{"index": 0, "name": ..., "memory_gib": 80}]``.
 
@@ -159,7 +172,10 @@ def parse_gpu_config(entries: Sequence[Mapping[str, object]]) -> tuple[Gpu, ...]
         memory = entry.get("memory_gib")
         if not isinstance(memory, int | float) or isinstance(memory, bool):
             raise DefinitionError(f"{where}.memory_gib", f"{memory!r} is not a number of GiB")
-        if not (math.isfinite(memory) and memory > 0):
+        finite = as_finite(memory)
+        if finite is None:
+            raise DefinitionError(f"{where}.memory_gib", "is too large a number of GiB")
+        if finite <= 0:
             raise DefinitionError(f"{where}.memory_gib", f"{memory!r} must be positive")
         name = entry.get("name", f"GPU {index}")
         uuid = entry.get("uuid")
