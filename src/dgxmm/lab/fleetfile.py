@@ -36,21 +36,17 @@ error from it; the lab's own fields each give theirs. A file that is not JSON is
 the line and column of its syntax error.
 
 How the line is found: ``json`` gives no positions for the values it parses, so the text
-is walked once more by a small tokenizer (``_lines``) that records the line of each key
-(and of each list item) by its path. The text is known to be valid JSON at that point,
-which keeps the tokenizer simple: strings, punctuation and bare scalars. A field that is
-missing is placed on the line where its object begins. The same walk finds keys given
-twice in one object, which ``json`` would silently keep the last of.
+is walked once more (``json_lines.py``) to record the line of each key and list item by its
+path. A field that is missing is placed on the line where its object begins. The same walk
+finds keys given twice in one object, which ``json`` would silently keep the last of.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +59,7 @@ from dgxmm.fleet import Gpu, GpuInventory, InventorySource, parse_gpu_config
 from dgxmm.fleet.deployments.definition import check_definition
 from dgxmm.jobs.keys import Refusals
 from dgxmm.lab.durations import ServerTimes
+from dgxmm.lab.json_lines import key_lines, line_of
 from dgxmm.lab.ledger import Footprint
 from dgxmm.time_units import DAY_US, SECOND_US
 
@@ -243,17 +240,17 @@ def parse_fleet(document: object, source: str, *, text: str | None = None) -> La
     ``source`` names the file in the messages; ``text``, the JSON the document was read
     from, lets each message name its line (without it, none is named).
     """
-    lines, twice = _lines(text) if text is not None else ({}, [])
+    lines, twice = key_lines(text) if text is not None else ({}, [])
     refusals = Refusals()
     for path in twice:
         refusals.found.append(DefinitionError(path, "is given twice (JSON would keep the last)"))
     fleet = _fleet(document, refusals)
     if refusals.found:
         found = [(error.field, error.message) for error in refusals.found]
-        found.sort(key=lambda wrong: _line_of(wrong[0], lines) or 0)
+        found.sort(key=lambda wrong: line_of(wrong[0], lines) or 0)
         placed = Refusals()
         for path, message in found:
-            line = _line_of(path, lines)
+            line = line_of(path, lines)
             where = f"line {line} of {source}" if line is not None else f"in {source}"
             placed.found.append(DefinitionError(path, f"{where}: {message}"))
         placed.raise_any()
@@ -518,82 +515,3 @@ def _gpu_json(gpu: Gpu) -> dict[str, Any]:
     if gpu.uuid is not None:
         written["uuid"] = gpu.uuid
     return written
-
-
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
-_LAST_STEP = re.compile(r"(?:\.[^.\[\]]*|\[\d+\])$")
-
-
-def _lines(text: str) -> tuple[dict[str, int], list[str]]:
-    """Return the line of each key and list item of valid JSON by its path, and repeated keys.
-
-    A key's path is its object's, a dot and the key (the document's own keys bare), a list
-    item's its list's and ``[i]``: the paths the checks name their fields by.
-    """
-    newlines = [i for i, char in enumerate(text) if char == "\n"]
-    lines: dict[str, int] = {}
-    twice: list[str] = []
-    # Each open container: its path, whether it is an object, its next item's index (lists),
-    # the key whose value comes next (objects; None: a key comes next) and its keys so far.
-    stack: list[_Open] = []
-
-    def line(offset: int) -> int:
-        return bisect.bisect_right(newlines, offset - 1) + 1
-
-    def value_path(offset: int) -> str:
-        """Return the path of the value that starts here, recording a list item's line."""
-        if not stack:
-            lines.setdefault("", line(offset))
-            return ""
-        top = stack[-1]
-        if top.is_object:
-            path, top.key = top.key or "", None
-            return path
-        path = f"{top.path}[{top.items}]"
-        top.items += 1
-        lines[path] = line(offset)
-        return path
-
-    for token in _TOKEN.finditer(text):
-        char = token.group()
-        if char in "{[":
-            stack.append(_Open(path=value_path(token.start()), is_object=char == "{"))
-        elif char in "}]":
-            if stack:  # always, in valid JSON
-                stack.pop()
-        elif char in ":,":
-            continue
-        elif stack and stack[-1].is_object and stack[-1].key is None:  # a key
-            top = stack[-1]
-            key = json.loads(char) if char.startswith('"') else char
-            path = f"{top.path}.{key}" if top.path else key
-            if key in top.keys:
-                twice.append(path)
-            top.keys.add(key)
-            lines.setdefault(path, line(token.start()))
-            top.key = path
-        else:  # a scalar value
-            value_path(token.start())
-    return lines, twice
-
-
-@dataclass(slots=True, kw_only=True)
-class _Open:
-    """A container the tokenizer is inside (mutable: it is the walk's own state)."""
-
-    path: str
-    is_object: bool
-    items: int = 0
-    key: str | None = None
-    keys: set[str] = field(default_factory=set)
-
-
-def _line_of(path: str, lines: Mapping[str, int]) -> int | None:
-    """Return the line of a field, or of the nearest part around it the file has."""
-    while True:
-        if path in lines:
-            return lines[path]
-        if not path:
-            return None
-        shorter = _LAST_STEP.sub("", path)
-        path = "" if shorter == path else shorter
