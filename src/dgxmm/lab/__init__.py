@@ -5,6 +5,8 @@
   ``Ledger``), one accounting for every policy.
 - ``oracle``: the most memory any policy could free without a cold request.
 - ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
+- ``replay``: the schedules as given, replayed through the runner's verdicts and the
+  proxy's hold (every wake fits: the fit between deployments is not replayed yet).
 - ``durations``: how long the simulated server takes to start, stop, sleep and wake.
 - ``fleetfile``: the fleet file (the machine's GPUs and the deployments), read and checked.
 - ``readers``: traces read from files (dgxmm's requests CSV, the Azure LLM inference trace).
@@ -41,6 +43,9 @@ from dgxmm.lab.oracle import RoundTrip as RoundTrip
 from dgxmm.lab.oracle import oracle_timeline as oracle_timeline
 from dgxmm.lab.readers import read_azure_trace as read_azure_trace
 from dgxmm.lab.readers import read_requests_csv as read_requests_csv
+from dgxmm.lab.replay import ScheduleReplay as ScheduleReplay
+from dgxmm.lab.replay import SlotDecision as SlotDecision
+from dgxmm.lab.replay import replay_schedules as replay_schedules
 from dgxmm.lab.trace import NO_TOKENS as NO_TOKENS
 from dgxmm.lab.trace import Trace as Trace
 from dgxmm.lab.workloads import AZURE_CHAT as AZURE_CHAT
@@ -80,7 +85,9 @@ __all__ = [
     "Phase",
     "Replayed",
     "RoundTrip",
+    "ScheduleReplay",
     "ServerTimes",
+    "SlotDecision",
     "Timeline",
     "Trace",
     "Uniform",
@@ -96,6 +103,7 @@ __all__ = [
     "read_fleet",
     "read_requests_csv",
     "replay_idle_timeout",
+    "replay_schedules",
     "share_of_oracle",
     "tiled",
 ]
