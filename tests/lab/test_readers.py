@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from lab.labkit import azure
 from support import at
 
 from dgxmm.errors import InvalidInput
@@ -316,7 +317,7 @@ def test_any_text_reads_into_a_sorted_trace_or_is_refused_naming_a_line_and_colu
     ],
 )
 def test_it_reads_the_real_azure_hour(name: str, requests: int, first: str, last: str) -> None:
-    trace = read_azure_trace(AZURE_DIR / name, "chat")
+    trace = azure(AZURE_DIR / name, "chat")
 
     assert len(trace) == requests
     assert trace.models == ("chat",)
@@ -327,7 +328,7 @@ def test_it_reads_the_real_azure_hour(name: str, requests: int, first: str, last
 
 
 def test_it_reads_the_first_azure_line_as_utc_with_its_token_counts() -> None:
-    trace = read_azure_trace(AZURE_DIR / "AzureLLMInferenceTrace_conv.csv", "chat")
+    trace = azure(AZURE_DIR / "AzureLLMInferenceTrace_conv.csv", "chat")
 
     # The file's line 2: 2023-11-16 18:15:46.6805900,374,44
     assert (int(trace.at_us[0]), int(trace.input_tokens[0]), int(trace.output_tokens[0])) == (

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
+from lab.labkit import azure
 from support import at
 
 from dgxmm.errors import InvalidInput
@@ -29,7 +30,6 @@ from dgxmm.lab import (
     diurnal,
     office_hours,
     rare,
-    read_azure_trace,
     tiled,
 )
 from dgxmm.lab.trace import Ints
@@ -41,7 +41,7 @@ Generator = Callable[..., Trace]
 
 
 def chat_hour() -> Trace:
-    return read_azure_trace(AZURE_CHAT, "chat")
+    return azure(AZURE_CHAT, "chat")
 
 
 def cv(arrivals: Ints) -> float:
@@ -54,7 +54,10 @@ GENERATORS = [
     pytest.param(diurnal, id="diurnal"),
     pytest.param(bursty, id="bursty"),
     pytest.param(partial(rare, per_day=20.0), id="rare"),
-    pytest.param(partial(tiled, read_azure_trace(AZURE_CODE, "code"), scale=0.01), id="tiled"),
+    pytest.param(
+        lambda *args, **options: tiled(azure(AZURE_CODE, "code"), *args, scale=0.01, **options),
+        id="tiled",
+    ),
 ]
 
 
@@ -200,7 +203,7 @@ def test_rare_traffic_is_a_few_requests_a_day() -> None:
     "path", [pytest.param(AZURE_CHAT, id="chat"), pytest.param(AZURE_CODE, id="code")]
 )
 def test_tiling_keeps_the_real_hours_burstiness(path: Path) -> None:
-    hour = read_azure_trace(path, "azure")
+    hour = azure(path, "azure")
     # A flat envelope plays the hour at one speed: the weeks' gaps are the hour's, stretched.
     flat = tiled(
         hour, "m", start_us=MONDAY, weeks=1, seed=1, scale=0.1, envelope=Envelope(night=1.0)
