@@ -85,6 +85,8 @@ def test_the_standard_workloads_are_named_and_fixed() -> None:
         "azure-code",
     }
     for name, workload in STANDARD.items():
+        if name.startswith("azure-"):
+            azure(AZURE_CHAT, "skip without the data")  # the real hour must be there
         trace = workload(MONDAY, 1)
         assert trace.models == (name,), name
         assert len(trace) > 10, name
