@@ -59,3 +59,24 @@ def test_a_model_server_cannot_set_the_login_cookie(proxied: ProxyKit) -> None:
     ):
         assert streamed.headers.get_list("set-cookie") == ["session=abc; Path=/"]
         assert streamed.read().endswith(b"data: [DONE]\n\n")
+
+
+def test_the_proxy_keeps_no_cookie_a_model_server_sets(proxied: ProxyKit) -> None:
+    secret = "sess=userA-session-secret"
+    one, two = (
+        proxied.deployment(name, "--latency", "0", "--set-cookie", secret, "--echo-cookies")
+        for name in ("first", "second")
+    )
+    # Client A gets the server's cookie; it is A's, and A's browser keeps it.
+    first = proxied.post(CHAT, chat_body(proxied.model(one)))
+    assert first.status_code == 200
+    assert first.headers.get_list("set-cookie") == [secret]
+    # Client B, sending no cookie, to the same deployment and to another on the same host:
+    # neither server receives A's cookie from the proxy.
+    for deployment in (one, two):
+        later = proxied.post(CHAT, chat_body(proxied.model(deployment)))
+        assert later.status_code == 200
+        assert json.loads(later.headers["x-standin-cookies"]) == []
+    # A client's own cookie still goes up.
+    own = proxied.post(CHAT, chat_body(proxied.model(two)), headers={"Cookie": "theme=dark"})
+    assert json.loads(own.headers["x-standin-cookies"]) == ["theme=dark"]

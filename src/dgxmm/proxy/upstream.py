@@ -12,13 +12,21 @@ so a browser sends an admin's cookie to the proxy's port as well, and it is take
 request's ``Cookie`` headers (the other cookies pass); a ``Set-Cookie`` of it from the model
 server is dropped, so a server cannot log a browser in as someone. A server that cannot be
 reached is refused naming the deployment, never its URL (a ``user:password@`` in it).
+
+The client keeps no cookies of its own. httpx's client has a cookie jar: a ``Set-Cookie``
+from one model server would be stored and sent with every later request to that host, from
+any client and to any deployment on it, so one person's session would go out as another's.
+Its jar refuses every cookie (``_NoCookies``); the client's own ``Cookie`` header still goes
+up and the server's ``Set-Cookie`` still comes down to the client that got it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import urllib.request
 from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookiejar import Cookie, CookieJar, CookiePolicy
 from typing import Any
 
 import httpx
@@ -54,6 +62,9 @@ class Upstream:
             timeout=httpx.Timeout(connect=10.0, read=None, write=60.0, pool=None),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
             trust_env=False,
+            # The jar itself, not httpx.Cookies(jar): httpx copies a Cookies' cookies into a
+            # jar of its own, with the default policy, and the refusal would be lost.
+            cookies=CookieJar(policy=_NoCookies()),
         )
 
     async def forward(
@@ -93,6 +104,26 @@ class Upstream:
     async def aclose(self) -> None:
         """Close the connections."""
         await self._client.aclose()
+
+
+class _NoCookies(CookiePolicy):
+    """A cookie policy that stores no cookie and sends none: the proxy is no browser."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = True
+
+    def set_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
+        return False
+
+    def return_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
+        return False
+
+    def domain_return_ok(self, domain: str, request: urllib.request.Request) -> bool:
+        return False
+
+    def path_return_ok(self, path: str, request: urllib.request.Request) -> bool:
+        return False
 
 
 async def _pump(response: httpx.Response, send: Send) -> None:
