@@ -144,6 +144,13 @@ def test_a_schedule_for_the_skipped_weekday_alone_acts_at_the_gaps_end() -> None
         ("Pacific/Apia", "23:50", "2011-12-29T23:00:00-10:00",
          [("2011-12-29T23:50:00-10:00", ("2011-12-29",)),
           ("2011-12-31T00:00:00+14:00", ("2011-12-30",))]),
+        # Apia, 00:05: the 30th's slot is in the gap, so at its end (00:00 on the 31st); the
+        # 31st's is five minutes later. Each day acts once: the 30th's did not come back every
+        # other minute within its 15 late minutes (it alternated with the 31st's, found by a
+        # review after the midnight fix).
+        ("Pacific/Apia", "00:05", "2011-12-29T23:00:00-10:00",
+         [("2011-12-31T00:00:00+14:00", ("2011-12-30",)),
+          ("2011-12-31T00:05:00+14:00", ("2011-12-31",))]),
         # Kwajalein skipped 1993-08-21 (UTC-12 to UTC+12).
         ("Pacific/Kwajalein", "00:00", "1993-08-20T23:00:00-12:00",
          [("1993-08-22T00:00:00+12:00", ("1993-08-21", "1993-08-22"))]),
@@ -154,7 +161,7 @@ def test_a_schedule_for_the_skipped_weekday_alone_acts_at_the_gaps_end() -> None
         ("Europe/Berlin", "02:30", "2026-03-29T01:00:00+01:00",
          [("2026-03-29T03:00:00+02:00", ("2026-03-29",))]),
     ],
-    ids=["apia-midnight", "apia-23-50", "kwajalein-midnight", "kiritimati-midnight",
+    ids=["apia-midnight", "apia-23-50", "apia-00-05", "kwajalein-midnight", "kiritimati-midnight",
          "berlin-spring-forward"],
 )  # fmt: skip
 def test_it_acts_at_these_instants(

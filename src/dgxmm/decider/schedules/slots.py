@@ -103,8 +103,13 @@ def due_slot(
         # counts for both, or each run would make the other due again at the next pass.
         served = slots[0].days + slots[1].days
         slots = [replace(slots[1], moved=slots[0].moved or slots[1].moved, days=served)]
+    # A run of a day counts for every day before it too: yesterday's slot is not due once
+    # today's ran. Where a skipped day's slot lands at the gap's end and the next day's a few
+    # minutes later (Apia, 00:05), both lie within the late window, and each run, recording
+    # its own day, made the other due again every other minute.
+    ran_through = date.fromisoformat(last_run_day) if last_run_day else None
     for slot in reversed(slots):  # today's first
-        if last_run_day in {day.isoformat() for day in slot.days} or slot.at_us > now_us:
+        if (ran_through is not None and max(slot.days) <= ran_through) or slot.at_us > now_us:
             continue
         if now_us - slot.at_us <= LATE_WINDOW_US:
             return slot
