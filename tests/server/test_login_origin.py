@@ -14,6 +14,8 @@ from dgxmm.server import Host, Services, Tokens, create_app
         pytest.param({"Origin": "http://evil.example"}, id="foreign-origin"),
         pytest.param({"Origin": "null"}, id="opaque-origin"),
         pytest.param({"Origin": "http://testserver.evil.example"}, id="lookalike-origin"),
+        # The same host and port under another scheme is another origin (RFC 6454).
+        pytest.param({"Origin": "https://testserver"}, id="other-scheme"),
         pytest.param({"Sec-Fetch-Site": "cross-site"}, id="no-origin-cross-site"),
         pytest.param({"Sec-Fetch-Site": "same-site"}, id="no-origin-sibling-site"),
     ],
@@ -61,6 +63,7 @@ def _logged_in(browser: TestClient, token: str) -> None:
     [
         pytest.param({"Origin": "http://evil.example"}, id="foreign-origin"),
         pytest.param({"Origin": "null"}, id="opaque-origin"),
+        pytest.param({"Origin": "https://testserver"}, id="other-scheme"),
         pytest.param({"Sec-Fetch-Site": "cross-site"}, id="no-origin-cross-site"),
     ],
 )
@@ -93,3 +96,18 @@ def test_it_logs_out_from_our_own_page_or_a_program(
         assert browser.cookies.get("dgxmm_token") is None
         page = browser.get("/jobs", headers={"Accept": "text/html"}, follow_redirects=False)
         assert page.status_code == 303  # back to the login page
+
+
+def test_it_takes_the_scheme_it_is_served_under_as_its_own(
+    host: Host, tokens: Tokens, admin_token: str
+) -> None:
+    app = create_app(Services(host=host, tokens=tokens))
+    with TestClient(app, base_url="https://testserver") as browser:
+        for origin, status in (("https://testserver", 303), ("http://testserver", 403)):
+            response = browser.post(
+                "/login",
+                data={"token": admin_token},
+                headers={"Origin": origin},
+                follow_redirects=False,
+            )
+            assert response.status_code == status, origin

@@ -110,11 +110,13 @@ def is_same_origin(request: Request) -> bool:
 
     A browser names the page's origin on every POST (``Origin``), or at least whether it is
     another site's (``Sec-Fetch-Site``); a request with neither is a program (curl, the CLI).
+    An origin is scheme, host and port (RFC 6454): an ``https://`` page is another origin
+    than an ``http://`` server on the same host and port, so the scheme is compared too.
     """
     origin = request.headers.get("origin")
     if origin is None:
         return request.headers.get("sec-fetch-site") in (None, "same-origin")
-    return origin.split("://", 1)[-1] == request.headers.get("host")
+    return origin == f"{request.url.scheme}://{request.headers.get('host')}"
 
 
 def require_viewer(request: Request) -> Identity:
