@@ -240,6 +240,26 @@ def test_a_restore_refuses_a_definition_that_names_another_job_and_changes_nothi
     assert [e.name for e in store.attic()] == ["other"]
 
 
+def test_a_restore_refuses_a_system_jobs_name_and_the_export_still_imports(
+    store: Store,
+) -> None:
+    # Restored "switched off", it listed a second job named compact, and the catalog's own
+    # export no longer imported (found by a review of this round's fixes).
+    definition = {"name": "compact", "schedule": "* * * * *", "action": "checkpoint"}
+    store.import_catalog(
+        catalog_document(
+            attic=[attic_entry(name="compact", item={"definition": definition, "effects": []})]
+        )
+    )
+    version = store.catalog_version()
+    with pytest.raises(DefinitionError) as refused:
+        store.restore_from_attic(Subject.JOB, "compact")
+    assert refused.value.field == "name"
+    assert store.catalog_version() == version
+    assert store.jobs() == []
+    store.import_catalog(store.export_catalog(), replace=True)  # its own export imports
+
+
 @pytest.mark.parametrize(
     ("definition", "field"),
     [

@@ -415,6 +415,11 @@ class Catalog:
             return "run_on: 'replica', and this is a single instance (there is no replica)"
         return None
 
+    def refuse_reserved(self, name: str) -> None:
+        """Refuse a name a system job holds: a job brought back under it would be listed twice."""
+        if name in self._reserved():
+            raise DefinitionError("name", f"{name} is a system job's name")
+
     def check_written(self, definition: Mapping[str, Any]) -> None:
         """Refuse a definition the catalog would not keep even switched off.
 

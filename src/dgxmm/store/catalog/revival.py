@@ -147,9 +147,9 @@ def bring_back_job(
     """Define a job again under ``name``, its effects asked anew.
 
     A definition that names another job is refused: a restore of ``other`` must never replace
-    the live ``live1``. So is one the catalog would not keep as written; one refused only for
-    the world it meets now (its query gone, rights not granted) comes back switched off, with
-    the reason.
+    the live ``live1``; so is a system job's name, and one the catalog would not keep as
+    written. One refused only for the world it meets now (its query gone, rights not granted)
+    comes back switched off, with the reason.
     """
     definition = item.get("definition")
     if not isinstance(definition, dict):
@@ -159,6 +159,7 @@ def bring_back_job(
         raise DefinitionError(
             "name", f"the entry {name}'s definition names {written!r}: it would define another job"
         )
+    catalog.refuse_reserved(name)  # never "switched off": it would list two jobs of one name
     try:
         job = catalog.put_job(
             connection,
