@@ -12,6 +12,8 @@ ODD_BODIES = [
     pytest.param(b'["\x80\x81"]', "not UTF-8", id="stray-bytes"),
     pytest.param(b"[" * 100_000 + b"]" * 100_000, "nested", id="100k-deep"),
     pytest.param(b'{"a": ' * 50_000 + b"1" + b"}" * 50_000, "nested", id="50k-deep-objects"),
+    # Past Python's limit on an integer's digits (4300), which fails the parse itself.
+    pytest.param(b'{"name": ' + b"9" * 5_000 + b"}", "digits", id="5000-digit-number"),
 ]
 
 

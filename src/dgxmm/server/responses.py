@@ -36,6 +36,9 @@ __all__ = ["error_body", "install_error_handlers"]
 
 log = logging.getLogger(__name__)
 
+# What FastAPI says when its parser failed on a body in a way it does not map itself.
+_PARSE_FAILED = "There was an error parsing the body"
+
 _STATUS: list[tuple[type[DgxmmError], int, str]] = [
     (InvalidInput, 400, "invalid"),
     (NotFound, 404, "not_found"),
@@ -147,18 +150,22 @@ def _http_error(request: Request, exc: Exception) -> Response:
 def _unreadable_body(exc: HTTPException) -> str | None:
     """Return why a body could not be read as JSON, when that is what ``exc`` says.
 
-    FastAPI turns only a ``JSONDecodeError`` into a validation error; a body that is not
-    UTF-8, or JSON nested past the parser's depth, becomes its bare 400 "There was an error
-    parsing the body", with the parser's error as the cause. Those are malformed bodies too,
-    answered like one, on every route at once.
+    FastAPI turns only a ``JSONDecodeError`` into a validation error; any other failure to
+    parse a body (not UTF-8, nested past the parser's depth, a number past Python's 4300
+    digits, whatever a parser raises next) becomes its bare 400 "There was an error parsing
+    the body", with the parser's error as the cause. Each is a malformed body, answered
+    like one, on every route at once: the cause only words the message.
     """
-    if exc.status_code != 400:
+    if exc.status_code != 400 or exc.__cause__ is None or exc.detail != _PARSE_FAILED:
         return None
-    if isinstance(exc.__cause__, UnicodeDecodeError):
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
         return "the body is not valid JSON: it is not UTF-8 text"
-    if isinstance(exc.__cause__, RecursionError):
+    if isinstance(cause, RecursionError):
         return "the body is not valid JSON: it is nested too deep"
-    return None
+    if isinstance(cause, ValueError) and "digits" in str(cause):
+        return "the body is not valid JSON: a number in it has too many digits"
+    return f"the body is not valid JSON: it could not be parsed ({type(cause).__name__})"
 
 
 def install_error_handlers(app: FastAPI) -> None:
