@@ -4,8 +4,9 @@ Two sources, so that the document says every status a route gives:
 
 - what a route's construction implies, added to every operation here (``OpenApiApp``): a
   ``Viewer`` answers 401 without a valid token, an ``Admin`` 401 and 403 (a viewer's token);
-  parameters answer 422 (a wrong type or range); a body 422 (malformed, or not JSON) and 413
-  (past ``MAX_BODY_BYTES``, ``body_limit.py``);
+  parameters answer 422 (a wrong type or range); a body 422 (malformed, or not JSON); every
+  write (POST, PUT, PATCH, DELETE), one that takes no body too, 413: ``body_limit.py``
+  refuses a body past ``MAX_BODY_BYTES`` before any route is chosen;
 - what its domain code raises, which no signature shows, declared on the route with
   ``answers(400, 404, 409, ...)`` (``responses.py`` maps the errors to these statuses).
 
@@ -40,6 +41,9 @@ DESCRIPTIONS = {
     502: "The model server failed or is gone.",
 }
 _SCHEMA_REF = "#/components/schemas/ErrorBody"
+# The methods a client may send a body with; body_limit.py answers 413 to one past the limit
+# whatever the route then does with it.
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class FieldError(BaseModel):
@@ -69,14 +73,16 @@ def _dependencies(dependant: Dependant) -> Iterator[Dependant]:
         yield from _dependencies(dependency)
 
 
-def implied_statuses(dependant: Dependant, *, takes_body: bool) -> set[int]:
-    """Return the statuses a route's dependencies and parameters answer by themselves."""
+def implied_statuses(dependant: Dependant, *, takes_body: bool, method: str) -> set[int]:
+    """Return the statuses a route's method, dependencies and parameters answer by themselves."""
     calls = {dependency.call for dependency in _dependencies(dependant)}
     implied: set[int] = set()
     if require_viewer in calls:
         implied.add(401)
     if require_admin in calls:
         implied |= {401, 403}
+    if method.upper() in _WRITES:
+        implied.add(413)
     if takes_body:
         implied |= {413, 422}
     parameters = (dependant, *_dependencies(dependant))
@@ -108,8 +114,10 @@ class OpenApiApp(FastAPI):
         for context in iter_route_contexts(self.routes):
             if not isinstance(context.original_route, APIRoute) or not context.include_in_schema:
                 continue
-            implied = implied_statuses(context.dependant, takes_body=context.body_field is not None)
             for method in context.methods or ():
+                implied = implied_statuses(
+                    context.dependant, takes_body=context.body_field is not None, method=method
+                )
                 operation = document["paths"][context.path_format][method.lower()]
                 responses = operation["responses"]
                 for status in implied:
