@@ -12,11 +12,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import make_url
 from store.storekit import Place, ctx
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.schedules.service import ScheduleService
+from dgxmm.errors import InvalidInput
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.jobs import CronSchedule, Scheduler, WorkloadStats
 from dgxmm.server import Host
@@ -161,3 +163,24 @@ def test_a_scheduler_given_only_the_stores_stats_keeps_its_overrides_in_the_data
     mine.job_overrides.load()
     scheduler.refresh_overrides()
     assert scheduler.get("stats_flush").enabled is False
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        pytest.param({"schedule": "every morning"}, "schedule", id="not-cron"),
+        pytest.param({"schedule": 5}, "schedule", id="not-text"),
+        pytest.param({"enabled": "yes"}, "enabled", id="enabled-not-a-bool"),
+    ],
+)
+def test_set_job_override_refuses_what_the_scheduler_could_not_use_and_writes_nothing(
+    open_store: Callable[..., Store], tmp_path: Path, change: dict[str, object], field: str
+) -> None:
+    # Accepted silently, it was written to the database and the built-in schedule stayed.
+    store = open_store()
+    version = store.catalog_version()
+    with pytest.raises(InvalidInput) as refused:
+        store.workload_stats.set_job_override("compact", **change)  # type: ignore[arg-type]
+    assert refused.value.field == field
+    assert store.catalog_version() == version
+    assert store.job_overrides.job_override("compact") is None

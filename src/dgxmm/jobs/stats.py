@@ -29,6 +29,7 @@ from enum import Enum
 from typing import Any, Final, Protocol
 from zoneinfo import ZoneInfo
 
+from dgxmm.errors import InvalidInput
 from dgxmm.jobs.job import Outcome, RunResult, SkipReason
 from dgxmm.jobs.zones import resolve_zone, zone_clock
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US
@@ -346,9 +347,9 @@ class WorkloadStats:
     ) -> None:
         """Change a job's overridden schedule and/or switch; None restores the built-in one."""
         if schedule is not KEEP and schedule is not None and not isinstance(schedule, str):
-            raise TypeError("schedule: expected cron text or None")
+            raise InvalidInput("schedule", f"{schedule!r} is not cron text (or None)")
         if enabled is not KEEP and enabled is not None and not isinstance(enabled, bool):
-            raise TypeError("enabled: expected true, false or None")
+            raise InvalidInput("enabled", f"{enabled!r} is not true or false (or None)")
         keeper = self._keeper
         if keeper is not None:
             keeper.set_job_override(name, schedule=schedule, enabled=enabled)

@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from dgxmm.clock import Clock
-from dgxmm.jobs import KEEP, Keep, Override, WorkloadStats
+from dgxmm.errors import CronError, InvalidInput
+from dgxmm.jobs import KEEP, CronSchedule, Keep, Override, WorkloadStats
 from dgxmm.store.catalog.journal import read_setting, write_setting
 from dgxmm.store.database import CHANGE_BUSY_MS, reading, writing
 from dgxmm.store.schema import settings
@@ -70,7 +71,14 @@ class SystemJobOverrides:
         schedule: str | Keep | None = KEEP,
         enabled: bool | Keep | None = KEEP,
     ) -> None:
-        """Change a job's overridden schedule and/or switch; None restores the built-in one."""
+        """Change a job's overridden schedule and/or switch; None restores the built-in one.
+
+        ``InvalidInput`` naming the field, and nothing written, for a schedule that is not
+        cron text or a switch that is not true or false: written, the scheduler would keep
+        the built-in schedule without a word (the spec's call "in your own program" reaches
+        here, with no API before it to refuse).
+        """
+        _check(schedule, enabled)
         key = OVERRIDE_PREFIX + name
         with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             _, value = read_setting(connection, key)  # read where it is written: no lost change
@@ -132,3 +140,15 @@ def _parse(value: Any) -> Override | None:
     if enabled is not None and not isinstance(enabled, bool):
         return None
     return Override(schedule=schedule, enabled=enabled)
+
+
+def _check(schedule: object, enabled: object) -> None:
+    if schedule is not KEEP and schedule is not None:
+        if not isinstance(schedule, str):
+            raise InvalidInput("schedule", f"{schedule!r} is not cron text (or None)")
+        try:
+            CronSchedule.parse(schedule)
+        except CronError as error:
+            raise InvalidInput("schedule", str(error)) from error
+    if enabled is not KEEP and enabled is not None and not isinstance(enabled, bool):
+        raise InvalidInput("enabled", f"{enabled!r} is not true or false (or None)")
