@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,7 @@ from dgxmm.fleet.deployments.tables import deployment_events
 from dgxmm.proxy import ProxyApp
 from dgxmm.store import reading
 
-__all__ = ["JSON", "ProxyKit", "chat_body", "chat_bytes", "proxied"]
+__all__ = ["JSON", "ProxyKit", "chat_body", "chat_bytes", "one_reply", "proxied"]
 
 JSON = {"Content-Type": "application/json"}
 
@@ -39,6 +40,24 @@ def chat_bytes(model: str, size: int) -> bytes:
     empty = json.dumps(chat_body(model, padding="")).encode()
     assert size >= len(empty), f"{size} bytes is too few for a chat body"
     return json.dumps(chat_body(model, padding="x" * (size - len(empty)))).encode()
+
+
+def one_reply(sock: socket.socket) -> bytes:
+    """Read one whole answer (its head and its Content-Length of body) from ``sock``."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before a whole answer: {received!r}"
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
 
 
 class ProxyKit(Kit):

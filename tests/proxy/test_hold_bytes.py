@@ -5,13 +5,20 @@ refused or gone) gives its bytes back, so the accounting returns to zero."""
 from __future__ import annotations
 
 import socket
+import threading
 
 import httpx
-from proxy.proxykit import JSON, ProxyKit, chat_bytes
+from proxy.proxykit import JSON, ProxyKit, chat_bytes, one_reply
 from proxy.proxykit import proxied as proxied  # noqa: PLC0414  (the fixture, by its own name)
 from support import PATIENCE_S, serving, wait_for
 
-from dgxmm.proxy import MAX_HELD_BYTES_SETTING, MAX_HELD_BYTES_TOTAL_SETTING, MAX_HOLD_SETTING
+from dgxmm.proxy import (
+    GIVE_BACK_AFTER_BYTES,
+    MAX_HELD_BYTES_SETTING,
+    MAX_HELD_BYTES_TOTAL_SETTING,
+    MAX_HOLD_SETTING,
+    ProxyApp,
+)
 from dgxmm.server import FLEET_ROUTES, Host, Role, Services, Tokens, create_app
 
 CHAT = "/v1/chat/completions"
@@ -124,3 +131,74 @@ def test_the_api_shows_and_sets_the_held_bytes_bounds(proxied: ProxyKit) -> None
             assert denied.status_code == 403
     finally:
         host.stop()
+
+
+def open_request(proxied: ProxyKit, head: str, body: bytes = b"") -> socket.socket:
+    """Send a request's head (``head``, its lines less the last CRLF) and part of its body."""
+    host, port = proxied.proxy_url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=PATIENCE_S)
+    sock.sendall(
+        f"POST {CHAT} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"{head}\r\n".encode()
+        + body
+    )
+    return sock
+
+
+def test_a_body_past_the_room_left_is_refused_before_it_is_read(proxied: ProxyKit) -> None:
+    proxied.store.set_setting(MAX_HELD_BYTES_TOTAL_SETTING, 1_000_000)
+    deployment = proxied.deployment("stalled", "--latency", "0")
+    model = proxied.model(deployment)
+    proxied.chat(deployment)  # the bounds are read
+    # The attack: a large Content-Length, a little of the body, then nothing.
+    with open_request(proxied, "Content-Length: 33554422\r\n", b"{") as huge:
+        reply = one_reply(huge)
+        assert reply.startswith(b"HTTP/1.1 503 ")
+        assert b"hold_full" in reply
+    # A body being read takes its room while it is read: a second one past the rest waits not.
+    body = chat_bytes(model, 600_000)
+    with open_request(proxied, f"Content-Length: {len(body)}\r\n", body[:1000]) as first:
+        wait_for(lambda: proxied.proxy.reading_bytes() == 600_000, "the first body's room")
+        with open_request(proxied, f"Content-Length: {len(body)}\r\n", b"{") as second:
+            assert one_reply(second).startswith(b"HTTP/1.1 503 ")
+        first.sendall(body[1000:])
+        assert one_reply(first).startswith(b"HTTP/1.1 200 ")
+    wait_for(lambda: proxied.proxy.reading_bytes() == 0, "the room given back")
+
+
+def test_a_body_without_a_length_is_refused_once_past_the_room(proxied: ProxyKit) -> None:
+    proxied.store.set_setting(MAX_HELD_BYTES_TOTAL_SETTING, 1_000_000)
+    deployment = proxied.deployment("chunked", "--latency", "0")
+    proxied.chat(deployment)
+    chunk = b"x" * 100_000
+    with open_request(proxied, "Transfer-Encoding: chunked\r\n") as sock:
+        for _ in range(11):  # 1.1 MB, then the sender stalls
+            sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        reply = one_reply(sock)
+        assert reply.startswith(b"HTTP/1.1 503 ")
+        assert b"hold_full" in reply
+    wait_for(lambda: proxied.proxy.reading_bytes() == 0, "the room given back")
+
+
+def test_memory_is_given_back_once_large_bodies_have_left(proxied: ProxyKit) -> None:
+    calls: list[str] = []
+
+    def give_back() -> None:
+        calls.append(threading.current_thread().name)
+
+    app = ProxyApp(proxied.fleet, refresh_s=0.2, give_back_memory=give_back)
+    deployment = proxied.deployment("large", "--latency", "0")
+    proxied.fleet.deployer.sleep(deployment, actor="user:a")
+    model = proxied.model(deployment)
+    with serving(app) as url:
+        small = httpx.post(f"{url}{CHAT}", content=chat_bytes(model, 1_000), headers=JSON,
+                           timeout=PATIENCE_S, trust_env=False)  # fmt: skip
+        assert small.status_code == 200  # held while it woke, then forwarded
+        assert calls == []  # small bodies: nothing worth giving back
+        proxied.fleet.deployer.sleep(deployment, actor="user:a")
+        large = httpx.post(f"{url}{CHAT}", content=chat_bytes(model, GIVE_BACK_AFTER_BYTES),
+                           headers=JSON, timeout=PATIENCE_S, trust_env=False)  # fmt: skip
+        assert large.status_code == 200
+        wait_for(lambda: len(calls) == 1, "the memory given back")
+        assert calls[0] != threading.main_thread().name
+        assert app.reading_bytes() == 0

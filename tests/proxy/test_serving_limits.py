@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from proxy.proxykit import ProxyKit, chat_body
+from proxy.proxykit import ProxyKit, chat_body, one_reply
 from support import PATIENCE_S, free_port, wait_for
 
 from dgxmm.proxy import API_LIMITS, PROXY_LIMITS, ConnectionLimits, ProxyServer
@@ -63,22 +63,6 @@ def closed_by_the_server(sock: socket.socket) -> bytes:
     with sock:
         while chunk := sock.recv(65536):
             received += chunk
-    return received
-
-
-def one_reply(sock: socket.socket) -> bytes:
-    """Read one whole answer (its head and its Content-Length of body) from ``sock``."""
-    received = b""
-    while b"\r\n\r\n" not in received:
-        received += sock.recv(65536)
-    head, _, body = received.partition(b"\r\n\r\n")
-    length = next(
-        int(line.split(b":", 1)[1])
-        for line in head.split(b"\r\n")
-        if line.lower().startswith(b"content-length:")
-    )
-    while len(body) < length:
-        body += sock.recv(65536)
     return received
 
 

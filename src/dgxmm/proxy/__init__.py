@@ -29,6 +29,8 @@ from dgxmm.proxy.connections import API_LIMITS as API_LIMITS
 from dgxmm.proxy.connections import PROXY_LIMITS as PROXY_LIMITS
 from dgxmm.proxy.connections import ConnectionLimits as ConnectionLimits
 from dgxmm.proxy.connections import limited_protocol as limited_protocol
+from dgxmm.proxy.memory import GIVE_BACK_AFTER_BYTES as GIVE_BACK_AFTER_BYTES
+from dgxmm.proxy.memory import give_back_memory as give_back_memory
 from dgxmm.proxy.replies import Refusal as Refusal
 from dgxmm.proxy.replies import Rejection as Rejection
 from dgxmm.proxy.serving import ProxyServer as ProxyServer

@@ -21,6 +21,15 @@ port on the loopback, and a ``text/plain`` POST needs no CORS preflight): a requ
 ``Origin`` is not the proxy's own (403), and a body that is not ``application/json`` (415;
 no ``Content-Type`` at all is taken as JSON only from a client that sends no ``Origin``,
 which no browser omits on a POST). A body nested too deep for the JSON parser is a 400.
+
+Bodies are bounded before they are read, since the deployment (the body's ``model``) is
+known only after: a ``Content-Length`` over the body limit is a 413 at once, and one past
+the room ``proxy.max_held_bytes_total`` leaves (less the bodies held and those being read)
+a 503 ``hold_full`` at once; a body being read keeps its room until it is read, and one
+without a length is counted as it comes and refused once past. So bodies that are sent
+slowly, or never finished, cannot take more memory than the hold may (the port's body
+timeout, ``connections.py``, closes the stalled ones). Once the large bodies have left,
+the memory is given back to the system (``memory.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from typing import Any
 from dgxmm.errors import NotFound
 from dgxmm.fleet import DeploymentState, Fleet
 from dgxmm.proxy.bounds import HoldBounds, read_bounds
+from dgxmm.proxy.memory import GIVE_BACK_AFTER_BYTES, give_back_memory
 from dgxmm.proxy.replies import (
     ProxyRefused,
     Refusal,
@@ -66,8 +76,10 @@ class ProxyApp:
         bounds: Callable[[], HoldBounds] | None = None,
         refresh_s: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
+        give_back_memory: Callable[[], None] = give_back_memory,
     ) -> None:
         self._fleet = fleet
+        self._give_back_memory = give_back_memory
         self.stats = stats or ProxyStats()
         self._upstream = upstream or Upstream()
         self._monotonic = monotonic
@@ -82,6 +94,15 @@ class ProxyApp:
         # Per deployment id, the requests held now and their bodies' bytes (event loop only).
         self._held: dict[int, int] = {}
         self._held_bytes: dict[int, int] = {}
+        # The room taken by the bodies being read now, and the bytes of every body in the
+        # process (being read, held or forwarded) with their peak since memory was given back.
+        self._reading_bytes = 0
+        self._body_bytes = 0
+        self._body_peak = 0
+
+    def reading_bytes(self) -> int:
+        """Return the room the bodies being read now take (event loop's view)."""
+        return self._reading_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -126,11 +147,21 @@ class ProxyApp:
         if rejected is not None:
             await _send(send, rejected)
             return
-        body = await _read_body(receive)
-        if body is None:
-            await _send(send, error_reply(413, f"the body is over {MAX_BODY_BYTES} bytes",
-                                          kind="invalid_request_error"))  # fmt: skip
+        try:
+            body = await self._read_body(scope, receive)
+        except ProxyRefused as refused:
+            self.stats.refused(refused.refusal)
+            await _send(send, refusal_reply(refused.refusal, refused.message))
             return
+        if body is None:
+            await _send(send, _too_large())
+            return
+        try:  # the body is counted from its reading on (_read_body) until the request ends
+            await self._route(scope, body, receive, send)
+        finally:
+            self._count_body(-len(body))
+
+    async def _route(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
         model = _model_of(body)
         if isinstance(model, Reply):
             await _send(send, model)
@@ -156,6 +187,68 @@ class ProxyApp:
             await _send(send, refusal_reply(refused.refusal, refused.message))
         finally:
             activity.leave(deployment_id)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
+        """Return the request's body (None: over ``MAX_BODY_BYTES``), in the room left.
+
+        ``ProxyRefused`` (``hold_full``) before a byte is read for a ``Content-Length`` past
+        the room left, or once a body without one is past it.
+        """
+        length = _content_length(scope)
+        if length is not None and length > MAX_BODY_BYTES:
+            return None
+        bounds = await self._table.current_bounds()
+        taken = length or 0
+        self._take_room(taken, bounds)
+        self._reading_bytes += taken
+        self._count_body(taken)
+        parts: list[bytes] = []
+        size = 0
+        body: bytes | None = None
+        try:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return b""
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    return None
+                if size > taken:  # no length (or a short one): count the bytes as they come
+                    self._take_room(size - taken, bounds)
+                    self._reading_bytes += size - taken
+                    self._count_body(size - taken)
+                    taken = size
+                parts.append(chunk)
+                if not message.get("more_body", False):
+                    body = b"".join(parts)
+                    return body
+        finally:
+            self._reading_bytes -= taken
+            # A body read stays counted (the caller uncounts it when the request ends): the
+            # count must not touch zero between, or memory would be given back too soon.
+            self._count_body((len(body) if body is not None else 0) - taken)
+
+    def _take_room(self, size: int, bounds: HoldBounds) -> None:
+        """Refuse (``hold_full``) a body that the bodies held and being read leave no room."""
+        kept = sum(self._held_bytes.values()) + self._reading_bytes
+        if kept + size > bounds.max_held_bytes_total:
+            raise ProxyRefused(
+                Refusal.HOLD_FULL,
+                f"the proxy holds and reads {bounds.max_held_bytes_total} bytes of request "
+                "bodies at most (the setting proxy.max_held_bytes_total)",
+            )
+
+    def _count_body(self, change: int) -> None:
+        """Count bodies in the process; give memory back once large ones have all left."""
+        self._body_bytes += change
+        self._body_peak = max(self._body_peak, self._body_bytes)
+        if self._body_bytes == 0 and self._body_peak >= GIVE_BACK_AFTER_BYTES:
+            self._body_peak = 0
+            # Soon, not now: the last body is freed once the frame that counts it returns.
+            # Off the loop: a trim walks the allocator's arenas.
+            loop = asyncio.get_running_loop()
+            loop.call_soon(loop.run_in_executor, None, self._give_back_memory)
 
     async def _forward(
         self, route: Route, scope: Scope, body: bytes, receive: Receive, send: Send
@@ -270,21 +363,17 @@ class ProxyApp:
         return Reply(200, body, [(b"content-type", b"application/json")])
 
 
-async def _read_body(receive: Receive) -> bytes | None:
-    """Return the request's body (None: over ``MAX_BODY_BYTES``)."""
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None
-        parts.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(parts)
+def _content_length(scope: Scope) -> int | None:
+    """Return the request's ``Content-Length`` (None: it has none; h11 checked its form)."""
+    for key, value in scope["headers"]:
+        if key == b"content-length":
+            return int(value)
+    return None
+
+
+def _too_large() -> Reply:
+    return error_reply(413, f"the body is over {MAX_BODY_BYTES} bytes",
+                       kind="invalid_request_error")  # fmt: skip
 
 
 def _rejection_of(scope: Scope) -> Reply | None:

@@ -61,6 +61,12 @@ class RouteTable:
         """The hold's bounds, read with the table."""
         return self._bounds
 
+    async def current_bounds(self) -> HoldBounds:
+        """Return the hold's bounds, read again when the table is due to be."""
+        if self._monotonic() - self._read_at >= self._refresh_s:
+            await self.refresh()
+        return self._bounds
+
     async def route(self, model: str) -> Route | None:
         """Return the route of a model (None: no deployment serves it)."""
         if self._monotonic() - self._read_at >= self._refresh_s:
