@@ -43,6 +43,7 @@ from dgxmm.proxy.waking import REQUEST_ACTOR as REQUEST_ACTOR
 __all__ = [
     "API_LIMITS",
     "DEFAULT_BOUNDS",
+    "GIVE_BACK_AFTER_BYTES",
     "HOLD_BUCKETS_S",
     "LOGIN_COOKIE",
     "MAX_HELD_BYTES_SETTING",
@@ -62,6 +63,7 @@ __all__ = [
     "StatsSnapshot",
     "bound_settings",
     "check_bounds",
+    "give_back_memory",
     "limited_protocol",
     "read_bounds",
 ]
