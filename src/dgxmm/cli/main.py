@@ -177,7 +177,7 @@ def token_revoke(
 
 
 def _register() -> None:
-    from dgxmm.cli import attic, deployments, insights, jobs, queries, schedules, store_ops
+    from dgxmm.cli import attic, deployments, insights, jobs, lab, queries, schedules, store_ops
 
     app.add_typer(jobs.app, name="jobs")
     app.add_typer(queries.app, name="queries")
@@ -189,6 +189,7 @@ def _register() -> None:
     app.add_typer(insights.insights_app, name="insights")
     app.add_typer(insights.audit_app, name="audit")
     app.add_typer(insights.proposals_app, name="proposals")
+    app.add_typer(lab.app, name="lab")
 
 
 _register()

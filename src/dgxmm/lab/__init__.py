@@ -1,5 +1,6 @@
 """The savings lab: request traces replayed through dgxmm's own decisions, against an oracle.
 
+- ``compare``: every policy on one trace and fleet, beside the oracle (``dgxmm lab replay``).
 - ``trace``: a request trace as columns (arrivals, model, token counts).
 - ``ledger``: held, freed and cold in DESIGN.md's words (``Footprint``, ``Timeline``,
   ``Ledger``), one accounting for every policy.
@@ -20,6 +21,9 @@ from dgxmm.lab.anchors import OLLAMA as OLLAMA
 from dgxmm.lab.anchors import IdleTimeout as IdleTimeout
 from dgxmm.lab.anchors import Replayed as Replayed
 from dgxmm.lab.anchors import replay_idle_timeout as replay_idle_timeout
+from dgxmm.lab.compare import Comparison as Comparison
+from dgxmm.lab.compare import Policy as Policy
+from dgxmm.lab.compare import compare as compare
 from dgxmm.lab.durations import Duration as Duration
 from dgxmm.lab.durations import DurationKind as DurationKind
 from dgxmm.lab.durations import Empirical as Empirical
@@ -69,6 +73,7 @@ __all__ = [
     "NO_TOKENS",
     "OLLAMA",
     "STANDARD",
+    "Comparison",
     "Duration",
     "DurationKind",
     "Empirical",
@@ -83,6 +88,7 @@ __all__ = [
     "Ledger",
     "LogNormal",
     "Phase",
+    "Policy",
     "Replayed",
     "RoundTrip",
     "ScheduleReplay",
@@ -93,6 +99,7 @@ __all__ = [
     "Uniform",
     "Workload",
     "bursty",
+    "compare",
     "diurnal",
     "duration_from_json",
     "office_hours",

@@ -1,0 +1,80 @@
+"""``dgxmm lab replay``: a trace on a fleet under every policy, in one table or as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli.clikit import run
+
+FLEET = {
+    "gpus": [{"index": 0, "name": "H100", "memory_gib": 80}],
+    "deployments": [
+        {
+            "name": "chat",
+            "model": "chat",
+            "gpus": [0],
+            "memory_gib_awake": 72,
+            "memory_gib_asleep": 2,
+            "time_zone": "UTC",
+            "schedules": [{"action": "sleep", "days": ["mon"], "time": "12:00"}],
+        }
+    ],
+}
+# A Monday: three requests in the morning, one in the afternoon (it meets the schedule's sleep).
+REQUESTS = """timestamp,model
+2026-06-01T08:00:00+00:00,chat
+2026-06-01T08:01:00+00:00,chat
+2026-06-01T09:30:00+00:00,chat
+2026-06-01T15:00:00+00:00,chat
+"""
+
+
+def files(tmp_path: Path, fleet: object = FLEET) -> tuple[str, str]:
+    (tmp_path / "fleet.json").write_text(json.dumps(fleet))
+    (tmp_path / "requests.csv").write_text(REQUESTS)
+    return str(tmp_path / "fleet.json"), str(tmp_path / "requests.csv")
+
+
+def test_it_prints_every_policy_beside_the_oracle(tmp_path: Path) -> None:
+    fleet, trace = files(tmp_path)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace)
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    assert "4 requests, 1 deployment(s), 24 h" in lines[0]
+    assert "the oracle ignores schedules" in lines[0]
+    policies = [line.split()[0] for line in lines[2:]]
+    assert policies == [
+        "always-on",
+        "ollama-keep-alive-5m",
+        "llama-swap-ttl-sleep-5m",
+        "knative-scale-to-zero",
+        "schedules",
+        "oracle",
+    ]
+    oracle = lines[-1].split()
+    assert (oracle[2], oracle[3]) == ("100.0%", "0")  # its share, and no cold request
+
+
+def test_its_json_holds_each_policys_figures_and_the_schedules_sleep_meets_a_request(
+    tmp_path: Path,
+) -> None:
+    fleet, trace = files(tmp_path)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--json")
+    assert done.code == 0, done.err
+    by_policy = {policy["name"]: policy for policy in done.json()["policies"]}
+    assert by_policy["always-on"]["freed_gib_h"] == 0.0
+    assert by_policy["always-on"]["cold"] == 0
+    # Asleep from 12:00, the 15:00 request is held for one wake.
+    assert (by_policy["schedules"]["cold"], by_policy["schedules"]["wakes"]) == (1, 1)
+    assert 0 < by_policy["schedules"]["freed_gib_h"] < by_policy["oracle"]["freed_gib_h"]
+    assert by_policy["oracle"]["share_of_oracle"] == 1.0
+
+
+def test_a_wrong_fleet_file_is_refused_naming_the_field_and_nothing_runs(tmp_path: Path) -> None:
+    wrong = {**FLEET, "deployments": [{**FLEET["deployments"][0], "memory_gib_awake": -3}]}
+    fleet, trace = files(tmp_path, wrong)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace)
+    assert done.code != 0
+    assert "deployments[0].memory_gib_awake" in done.err
+    assert "POLICY" not in done.out
