@@ -1,13 +1,16 @@
 """The connection limits of dgxmm's two ports, the proxy's and the API's: a connection that
-has not sent its whole request head within the header timeout is closed, and past the
-connection limit a new connection is answered 503 and closed, so half-sent requests cannot
-hold the process's file descriptors. A request that is held (its head complete) is not cut."""
+has not sent its whole request head within the header timeout is closed, and so is one whose
+body stops coming for the body timeout; past the connection limit a new connection is
+answered 503 and closed, so half-sent requests cannot hold the process's file descriptors. A
+request that is held (its head and body complete) is not cut."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +23,11 @@ from dgxmm.proxy import API_LIMITS, PROXY_LIMITS, ConnectionLimits, ProxyServer
 
 CHAT = "/v1/chat/completions"
 HALF_A_HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty"
+# A whole head, then the first byte of its body and nothing more.
+STALLED_BODY = (
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+)
 
 
 class Served:
@@ -45,14 +53,21 @@ class Served:
 
 @pytest.fixture
 def quick(tmp_path: Path) -> Iterator[Served]:
-    made = Served(tmp_path, ConnectionLimits(header_timeout_s=0.5, max_connections=64))
+    made = Served(
+        tmp_path, ConnectionLimits(header_timeout_s=0.5, body_timeout_s=0.5, max_connections=64)
+    )
     yield made
     made.close()
 
 
 @pytest.fixture
 def few(tmp_path: Path) -> Iterator[Served]:
-    made = Served(tmp_path, ConnectionLimits(header_timeout_s=2 * PATIENCE_S, max_connections=4))
+    made = Served(
+        tmp_path,
+        ConnectionLimits(
+            header_timeout_s=2 * PATIENCE_S, body_timeout_s=2 * PATIENCE_S, max_connections=4
+        ),
+    )
     yield made
     made.close()
 
@@ -69,6 +84,7 @@ def closed_by_the_server(sock: socket.socket) -> bytes:
 def test_the_limits_are_set_on_both_ports() -> None:
     for limits in (API_LIMITS, PROXY_LIMITS):
         assert 0 < limits.header_timeout_s <= 60
+        assert 0 < limits.body_timeout_s <= 60
         assert 0 < limits.max_connections <= 4096
 
 
@@ -80,6 +96,28 @@ def test_a_half_sent_head_is_closed_after_the_header_timeout(quick: Served) -> N
     assert one_reply(kept).startswith(b"HTTP/1.1 200 ")
     kept.sendall(HALF_A_HEAD)
     assert closed_by_the_server(kept) == b""
+
+
+def test_a_stalled_body_is_closed_after_the_body_timeout(quick: Served) -> None:
+    assert closed_by_the_server(quick.connect(STALLED_BODY)) == b""
+    # Chunked the same: the head is in, the body stops.
+    chunked = STALLED_BODY.replace(b"Content-Length: 1000", b"Transfer-Encoding: chunked")
+    assert closed_by_the_server(quick.connect(chunked[:-1] + b"5\r\nhel")) == b""
+
+
+def test_a_body_that_keeps_coming_is_not_cut(quick: Served) -> None:
+    kit = quick.kit
+    deployment = kit.deployment("slowbody", "--latency", "0")
+    body = json.dumps(chat_body(kit.model(deployment))).encode()
+    sock = quick.connect(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    )
+    with sock:
+        for part in (body[:10], body[10:20], body[20:30], body[30:]):
+            time.sleep(0.3)  # each under the body timeout, together well past it
+            sock.sendall(part)
+        assert one_reply(sock).startswith(b"HTTP/1.1 200 ")
 
 
 def test_a_held_request_outlasts_the_header_timeout(quick: Served) -> None:
@@ -96,9 +134,10 @@ def test_a_held_request_outlasts_the_header_timeout(quick: Served) -> None:
             )
         )
         wait_for(lambda: kit.proxy.stats.held_now("held") == 1, "the request to be held")
-        # Opened after the held request's head was complete: once it is closed, the held
-        # request has waited longer than the header timeout.
+        # Opened after the held request's body was complete: once they are closed, the held
+        # request has waited longer than the header timeout and the body timeout.
         assert closed_by_the_server(quick.connect()) == b""
+        assert closed_by_the_server(quick.connect(STALLED_BODY)) == b""
         assert kit.proxy.stats.held_now("held") == 1
     thread.join(PATIENCE_S)
     assert answers[0].status_code == 200
@@ -124,7 +163,9 @@ def test_past_the_connection_limit_a_connection_is_answered_503_and_closed(few: 
             sock.close()
 
 
-def test_dgxmm_serve_closes_half_sent_heads_on_both_ports(tmp_path: Path) -> None:
+def test_dgxmm_serve_closes_half_sent_heads_and_stalled_bodies_on_both_ports(
+    tmp_path: Path,
+) -> None:
     api, proxy = free_port(), free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "dgxmm", "serve", "--data", str(tmp_path / "data"),
@@ -138,12 +179,14 @@ def test_dgxmm_serve_closes_half_sent_heads_on_both_ports(tmp_path: Path) -> Non
                 break
         else:
             raise AssertionError("dgxmm serve did not start")
-        socks = {port: socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
-                 for port in (api, proxy)}  # fmt: skip
-        for sock in socks.values():
-            sock.sendall(HALF_A_HEAD)
-        for port, sock in socks.items():
-            assert closed_by_the_server(sock) == b"", f"port {port}"
+        api_body = STALLED_BODY.replace(b"/v1/chat/completions", b"/api/jobs/define")
+        firsts = {api: (HALF_A_HEAD, api_body), proxy: (HALF_A_HEAD, STALLED_BODY)}
+        sent = {(port, first): socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+                for port, both in firsts.items() for first in both}  # fmt: skip
+        for (_, first), sock in sent.items():
+            sock.sendall(first)
+        for (port, first), sock in sent.items():
+            assert closed_by_the_server(sock) == b"", f"port {port}: {first[:40]!r}"
     finally:
         process.terminate()
         process.communicate(timeout=PATIENCE_S)

@@ -1,4 +1,4 @@
-"""Limits on the connections of dgxmm's HTTP ports: a header timeout and a connection cap.
+"""Limits on the connections of dgxmm's HTTP ports: header and body timeouts, a connection cap.
 
 uvicorn (its h11 protocol, the one installed) waits for a request's head for ever and
 accepts every connection, so connections that send half their headers, or nothing, pile up
@@ -8,7 +8,13 @@ until the process runs out of file descriptors, and then the store and the jobs 
 - closes a connection whose request head (request line and headers) is not complete within
   ``header_timeout_s``: from the connection's opening for its first request, from the first
   byte of each next one (an idle kept-alive connection is uvicorn's keep-alive timeout's).
-  A request whose head is complete is never cut: a held request waits as long as the hold;
+  A request whose head is complete is not cut by it;
+- closes a connection whose request body stops coming: no byte of it for
+  ``body_timeout_s`` (timed from the head, then from each byte). A body sent slowly but
+  steadily is read however long it takes; one whose reading the app has paused (uvicorn's
+  flow control) or not yet asked for (``Expect: 100-continue``) is waiting on the app, not
+  the client, and is not cut. A request whose body is complete is never cut: a held
+  request waits as long as the hold;
 - answers a connection past ``max_connections`` open at once ``503`` and closes it, reading
   nothing it sends: its side is shut at once, the socket a moment later (``_LINGER_S``), so
   the client reads the 503 instead of a reset of a request it had begun to send.
@@ -30,16 +36,19 @@ __all__ = ["API_LIMITS", "PROXY_LIMITS", "ConnectionLimits", "limited_protocol"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionLimits:
-    """How long a request's head may take, and how many connections may be open at once."""
+    """How long a request's head may take, and its body's silences; how many connections."""
 
     header_timeout_s: float = 10.0
+    # As long as the head's: a client that sent its head and is sending its body has no
+    # reason to fall silent for longer.
+    body_timeout_s: float = 10.0
     max_connections: int = 256
 
 
 # The API: a few people's browsers, the CLI, a Prometheus scraper.
-API_LIMITS = ConnectionLimits(header_timeout_s=10.0, max_connections=256)
+API_LIMITS = ConnectionLimits(header_timeout_s=10.0, body_timeout_s=10.0, max_connections=256)
 # The proxy: each connection may hold a request (and one to its model server) for minutes.
-PROXY_LIMITS = ConnectionLimits(header_timeout_s=10.0, max_connections=512)
+PROXY_LIMITS = ConnectionLimits(header_timeout_s=10.0, body_timeout_s=10.0, max_connections=512)
 
 _LINGER_S = 1.0
 _TOO_MANY = (
@@ -52,11 +61,12 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
     """Return uvicorn's h11 protocol held to ``limits``."""
 
     class LimitedH11Protocol(H11Protocol):
-        """uvicorn's h11 protocol with a header timeout and a connection cap."""
+        """uvicorn's h11 protocol with header and body timeouts and a connection cap."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._head_timer: asyncio.TimerHandle | None = None
+            self._body_timer: asyncio.TimerHandle | None = None
             self._turned_away = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -78,10 +88,15 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
                 self._arm_head_timer()  # the first byte of a next request on this connection
             super().data_received(data)
             if self.conn.their_state is not h11.IDLE:
-                self._disarm_head_timer()  # the head is in: the request may take its time
+                self._disarm_head_timer()  # the head is in: the body's timer from here
+            if self.conn.their_state is h11.SEND_BODY:
+                self._arm_body_timer()  # a byte of the body came: its silence starts again
+            else:
+                self._disarm_body_timer()  # the body is in: the request may take its time
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm_head_timer()
+            self._disarm_body_timer()
             super().connection_lost(exc)
 
         def _arm_head_timer(self) -> None:
@@ -97,5 +112,23 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
             self._head_timer = None
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
                 self.transport.close()
+
+        def _arm_body_timer(self) -> None:
+            self._disarm_body_timer()
+            self._body_timer = self.loop.call_later(limits.body_timeout_s, self._body_late)
+
+        def _disarm_body_timer(self) -> None:
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
+
+        def _body_late(self) -> None:
+            self._body_timer = None
+            if self.conn.their_state is not h11.SEND_BODY or self.transport.is_closing():
+                return
+            if self.flow.read_paused or self.conn.they_are_waiting_for_100_continue:
+                self._arm_body_timer()  # the app has not read on: the wait is not the client's
+                return
+            self.transport.close()
 
     return LimitedH11Protocol
