@@ -136,6 +136,10 @@ def test_the_pages_show_a_viewer_no_secrets(
         assert answer.status_code == 200, path
         assert _leaks(answer.text) == [], path
     assert "--api-key ***" in full_viewer.get(page, headers=html).text
+    # Where the server's log lies names the data directory: an admin's to know.
+    log = "/server.log</code>"
+    assert log in full_admin.get(page, headers=html).text
+    assert log not in full_viewer.get(page, headers=html).text
 
 
 @pytest.mark.parametrize(
@@ -154,10 +158,75 @@ def test_the_pages_show_a_viewer_no_secrets(
             id="words-that-only-contain-token",
         ),
         pytest.param(["--url", "http://u:pw@h/v1"], ["--url", "http://u:***@h/v1"], id="url"),
+        pytest.param(
+            ["bash", "-c", "exec vllm serve m --api-key S1 --hf-token=S2 --port 8"],
+            ["bash", "-c", "exec vllm serve m --api-key *** --hf-token=*** --port 8"],
+            id="shell-string",
+        ),
+        pytest.param(
+            ["sh", "-c", "vllm --api-key 'my secret' --port 8"],
+            ["sh", "-c", "vllm --api-key *** --port 8"],
+            id="shell-string-quoted-value",
+        ),
+        pytest.param(
+            ["sh", "-c", 'env HF_TOKEN=S1 vllm --password="a b"'],
+            ["sh", "-c", "env HF_TOKEN=*** vllm --password=***"],
+            id="shell-string-equals",
+        ),
+        pytest.param(["--api-keys", "S3"], ["--api-keys", "***"], id="plural-keys"),
+        pytest.param(["--hf-tokens=a,b"], ["--hf-tokens=***"], id="plural-equals"),
+        pytest.param(["--db-passwords", "x"], ["--db-passwords", "***"], id="plural-passwords"),
+        pytest.param(
+            ["--max-tokens", "512", "--max-num-batched-tokens=8192"],
+            ["--max-tokens", "512", "--max-num-batched-tokens=8192"],
+            id="plural-with-a-count",
+        ),
+        pytest.param(["--passphrase", "x"], ["--passphrase", "***"], id="passphrase"),
+        pytest.param(["--bearer", "x"], ["--bearer", "***"], id="bearer"),
+        pytest.param(
+            ["--header", "Authorization: Bearer S4"],
+            ["--header", "Authorization: Bearer ***"],
+            id="authorization-header",
+        ),
+        # A short flag says too little to mask by its name (curl's -k is --insecure); a
+        # value that looks like a key is masked all the same.
+        pytest.param(["-k", "v", "-k", "sk-abcdefgh"], ["-k", "v", "-k", "***"], id="short-flag"),
     ],
 )
 def test_it_masks_secret_looking_arguments(command: list[str], shown: list[str]) -> None:
     assert list(masked_command(command)) == shown
+
+
+def test_it_masks_the_reviewers_command() -> None:
+    command = [
+        "bash",
+        "-c",
+        "exec vllm serve m --api-key S1 --hf-token=S2",
+        "--api-keys",
+        "S3",
+        "--header",
+        "Authorization: Bearer S4",
+    ]
+    shown = " ".join(masked_command(command))
+    assert [secret for secret in ("S1", "S2", "S3", "S4") if secret in shown] == []
+    assert "--api-key *** --hf-token=***" in shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        pytest.param("Authorization: Bearer abc.def", "Authorization: Bearer ***", id="header"),
+        pytest.param(
+            "curl -H 'authorization: Basic dXNlcg=='",
+            "curl -H 'authorization: Basic ***'",
+            id="basic",
+        ),
+        pytest.param("sent bearer eyJhbGciOi to it", "sent bearer *** to it", id="bearer-word"),
+        pytest.param("Authorization=s3cr3t", "Authorization=***", id="bare-authorization"),
+    ],
+)
+def test_it_masks_a_credential_after_bearer_or_authorization(text: str, shown: str) -> None:
+    assert masked_text(text) == shown
 
 
 def test_it_masks_key_like_words_and_url_passwords_in_text() -> None:

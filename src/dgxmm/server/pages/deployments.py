@@ -96,9 +96,10 @@ def deployment_page(
         }
         for section in sections
     ]
+    # Where the log lies names the data directory, and reading the log is an admin's.
     log = (
         fleet.backends.run_dir(deployment_id) / "server.log"
-        if deployment.backend is BackendKind.PROCESS
+        if deployment.backend is BackendKind.PROCESS and who is not None and who.is_admin
         else None
     )
     return render_page(
