@@ -73,9 +73,6 @@ class Replayed:
     waits_us: Ints  # per request, in arrival order
 
 
-_UP = {Phase.ASLEEP_1: Phase.WAKING, Phase.ASLEEP_2: Phase.WAKING, Phase.STOPPED: Phase.STARTING}
-
-
 def replay_idle_timeout(
     arrivals_us: Ints, policy: IdleTimeout, trip: RoundTrip, *, start_us: int, end_us: int
 ) -> Replayed:
@@ -104,7 +101,7 @@ def replay_idle_timeout(
         phases.append((rested_at, policy.rest))
         rise = max(at, rested_at)
         up_at = rise + trip.up_us
-        phases.append((rise, _UP[policy.rest]))
+        phases.append((rise, policy.rest.way_up))
         phases.append((up_at, Phase.AWAKE))
         waits[index] = up_at - at
     if up_at is not None:

@@ -51,6 +51,13 @@ class Phase(StrEnum):
         """Tell whether this is a phase a deployment rests in to free memory."""
         return self in RESTING
 
+    @property
+    def way_up(self) -> Phase:
+        """Return the phase that brings a deployment back from this resting one."""
+        if not self.is_resting:
+            raise ValueError(f"{self.value} is not a phase a deployment rests in")
+        return Phase.STARTING if self is Phase.STOPPED else Phase.WAKING
+
 
 _HOLDS_AWAKE = frozenset({Phase.AWAKE, Phase.GOING_DOWN, Phase.WAKING, Phase.STARTING})
 RESTING = (Phase.ASLEEP_1, Phase.ASLEEP_2, Phase.STOPPED)

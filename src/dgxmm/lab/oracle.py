@@ -32,11 +32,6 @@ from dgxmm.lab.trace import Ints
 __all__ = ["RoundTrip", "oracle_timeline"]
 
 _CODE = {phase: code for code, phase in enumerate(Phase)}
-_UP_PHASE = {
-    Phase.ASLEEP_1: Phase.WAKING,
-    Phase.ASLEEP_2: Phase.WAKING,
-    Phase.STOPPED: Phase.STARTING,
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +96,6 @@ def oracle_timeline(
         phases.append((begin, Phase.GOING_DOWN))
         phases.append((begin + trip.down_us, phase))
         if needs_wake[gap]:
-            phases.append((int(gap_to[gap]) - trip.up_us, _UP_PHASE[phase]))
+            phases.append((int(gap_to[gap]) - trip.up_us, phase.way_up))
             phases.append((int(gap_to[gap]), Phase.AWAKE))
     return Timeline.joined(start_us, end_us, phases)

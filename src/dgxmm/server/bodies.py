@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dgxmm.store import JobAction, RunOn
+from dgxmm.store import JobAction, RunOn, json_depth
 
 __all__ = [
     "AtticBody",
@@ -44,28 +44,9 @@ class Body(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _bounded_depth(cls, data: Any) -> Any:
-        if _depth(data) > MAX_BODY_DEPTH:
+        if json_depth(data, MAX_BODY_DEPTH) > MAX_BODY_DEPTH:
             raise ValueError(f"the body nests deeper than {MAX_BODY_DEPTH} levels")
         return data
-
-
-def _depth(value: Any) -> int:
-    """Return how deep lists and objects nest in a JSON value, without recursing."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, level)
-        if deepest > MAX_BODY_DEPTH:
-            return deepest  # enough to refuse it: no need to walk the rest
-        stack.extend((child, level + 1) for child in children)
-    return deepest
 
 
 class NameBody(Body):

@@ -16,6 +16,7 @@ Other layers import the store's names from here, never from its rooms. See ``doc
 from dgxmm.store.backups.directory import BackupResult, RestoreResult
 from dgxmm.store.catalog.analysis import Analysis, Statement, StatementKind, analyze
 from dgxmm.store.catalog.attic import AtticEntry
+from dgxmm.store.catalog.bounds import json_depth
 from dgxmm.store.catalog.definitions import JOB_KEYS, JobAction, JobSpec, RunOn
 from dgxmm.store.catalog.effects import AllowAll, Authorizer, Create, Execute, Request, Write
 from dgxmm.store.catalog.file import ImportResult
@@ -79,6 +80,7 @@ __all__ = [
     "UserJobs",
     "Write",
     "analyze",
+    "json_depth",
     "metadata",
     "reading",
     "record_change",

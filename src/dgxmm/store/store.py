@@ -329,7 +329,7 @@ class Store:
     ) -> Restored:
         """Bring a query or job back from the attic; ``Conflict`` while its name is taken."""
         chosen = attic_kind(kind)
-        self._refuse_while_user_jobs_run("attic restore")
+        self.upkeep.refuse_while_user_jobs_run("attic restore")
         return restore_entry(
             self.catalog,
             self.engine,
@@ -345,7 +345,7 @@ class Store:
     ) -> AtticEntry:
         """Delete a query or job from the attic for good; return what was removed."""
         chosen = attic_kind(kind)
-        self._refuse_while_user_jobs_run("attic remove")
+        self.upkeep.refuse_while_user_jobs_run("attic remove")
         return remove_entry(
             self.engine,
             chosen,
@@ -368,7 +368,7 @@ class Store:
         ``dry_run`` answers what it would change and changes nothing (also while a job runs).
         """
         if not dry_run:
-            self._refuse_while_user_jobs_run("rollback")
+            self.upkeep.refuse_while_user_jobs_run("rollback")
         return roll_back(
             self.catalog,
             self.engine,
@@ -498,9 +498,6 @@ class Store:
 
     def _action_for(self, name: str) -> Any:
         return lambda ctx: self.run_job(name, ctx)
-
-    def _refuse_while_user_jobs_run(self, what: str) -> None:
-        self.upkeep.refuse_while_user_jobs_run(what)
 
 
 def _refuse_closed(*_: object) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "check_instant",
     "check_text",
     "check_version",
+    "json_depth",
     "json_text",
 ]
 
@@ -80,7 +81,7 @@ def check_text(value: object, field: str, *, most: int) -> str:
 
 def json_text(value: object, field: str, *, depth: int = MAX_DEPTH) -> str:
     """Return a value as the catalog stores it (JSON text) when it is within the bounds."""
-    deepest = _depth(value, depth)
+    deepest = json_depth(value, depth)
     if deepest > depth:
         raise DefinitionError(field, f"nests more than {depth} lists or objects deep")
     try:
@@ -93,7 +94,7 @@ def json_text(value: object, field: str, *, depth: int = MAX_DEPTH) -> str:
     return text
 
 
-def _depth(value: object, most: int) -> int:
+def json_depth(value: object, most: int) -> int:
     """Return how deep ``value`` nests, stopping once past ``most``; no recursion, so a value
     deeper than Python's recursion limit is measured too."""
     deepest = 0
