@@ -55,9 +55,62 @@ def at(iso: str) -> int:
 
 def free_port() -> int:
     """Return a loopback port nothing listens on now (bound once to port 0, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """Return `count` distinct loopback ports nothing listens on now.
+
+    The probes are held together until the last is bound: two calls of `free_port` in a row
+    may be handed the same released port."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def start_serve(
+    argv: Callable[[list[int]], list[str]],
+    ports: int = 1,
+    *,
+    env: dict[str, str] | None = None,
+    attempts: int = 3,
+) -> tuple[subprocess.Popen[str], list[int]]:
+    """Start `python -m dgxmm <argv(ports)>` and wait for its "serving on" line.
+
+    A port from `free_ports` is released before the server binds it, and another test worker
+    may take it in between: a start refused with "address already in use" is tried again on
+    fresh ports. Any other failure raises with everything the process printed."""
+    output = ""
+    for _ in range(attempts):
+        chosen = free_ports(ports)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dgxmm", *argv(chosen)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        )
+        assert process.stdout is not None
+        deadline = time.monotonic() + 60
+        seen: list[str] = []
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            seen.append(line)
+            if "serving on" in line:
+                return process, chosen
+            if not line and process.poll() is not None:
+                break
+        process.kill()
+        rest, _ = process.communicate()
+        output = "".join(seen) + rest
+        if "address already in use" not in output:
+            break
+    raise AssertionError(f"dgxmm did not start serving: {output}")
 
 
 @contextmanager

@@ -4,16 +4,12 @@ or --offline; and that it never makes a data directory of its own."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from cli.clikit import Live, run
-from support import free_port
+from support import free_port, start_serve
 
 
 def test_it_creates_no_data_directory_when_run_elsewhere(
@@ -69,17 +65,9 @@ def test_it_sends_a_data_directorys_token_only_to_its_own_server(
 
 def test_it_finds_a_served_data_directory_and_forgets_it_after_the_stop(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "dgxmm", "serve", "--data", str(data), "--port", str(free_port()),
-         "--time-zone", "UTC"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    assert process.stdout is not None
-    deadline = time.monotonic() + 60
-    while "serving on" not in process.stdout.readline():
-        assert process.poll() is None, "serve stopped before it listened"
-        assert time.monotonic() < deadline, "serve did not start"
+    process, _ = start_serve(
+        lambda ports: ["serve", "--data", str(data), "--port", str(ports[0]), "--time-zone", "UTC"]
+    )
     try:
         assert json.loads((data / "server.json").read_text())["pid"] == process.pid
         defined = run("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from proxy.proxykit import ProxyKit, chat_body, one_reply
-from support import PATIENCE_S, free_port, wait_for
+from support import PATIENCE_S, free_port, start_serve, wait_for
 
 from dgxmm.proxy import API_LIMITS, PROXY_LIMITS, ConnectionLimits, ProxyServer
 
@@ -166,19 +164,12 @@ def test_past_the_connection_limit_a_connection_is_answered_503_and_closed(few: 
 def test_dgxmm_serve_closes_half_sent_heads_and_stalled_bodies_on_both_ports(
     tmp_path: Path,
 ) -> None:
-    api, proxy = free_port(), free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "dgxmm", "serve", "--data", str(tmp_path / "data"),
-         "--port", str(api), "--proxy-port", str(proxy), "--time-zone", "Europe/Berlin"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    process, (api, proxy) = start_serve(
+        lambda ports: ["serve", "--data", str(tmp_path / "data"), "--port", str(ports[0]),
+                       "--proxy-port", str(ports[1]), "--time-zone", "Europe/Berlin"],
+        ports=2,
     )  # fmt: skip
     try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if "serving on" in line:
-                break
-        else:
-            raise AssertionError("dgxmm serve did not start")
         api_body = STALLED_BODY.replace(b"/v1/chat/completions", b"/api/jobs/define")
         firsts = {api: (HALF_A_HEAD, api_body), proxy: (HALF_A_HEAD, STALLED_BODY)}
         sent = {(port, first): socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)

@@ -2,54 +2,27 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import stat
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
-from support import free_port
+from support import start_serve
 
 
 def start(
-    data: Path, port: int, *more: str, env: dict[str, str] | None = None
-) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "dgxmm",
-            "serve",
-            "--data",
-            str(data),
-            "--port",
-            str(port),
-            "--time-zone",
-            "Europe/Berlin",
-            "--tick",
-            "0.5",
-            *more,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-    )
-    assert process.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if "serving on" in line:
-            return process
-        if not line and process.poll() is not None:
-            break
-    process.kill()
-    output, _ = process.communicate()
-    raise AssertionError(f"dgxmm serve did not start: {output}")
+    data: Path, *more: str, port: int | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    """Serve `data` on `port` (a free one when None) with `more` flags; return it and its port."""
+
+    def argv(ports: list[int]) -> list[str]:
+        return ["serve", "--data", str(data), "--port", str(port or ports[0]),
+                "--time-zone", "Europe/Berlin", "--tick", "0.5", *more]  # fmt: skip
+
+    process, ports = start_serve(argv, env=env)
+    return process, port or ports[0]
 
 
 def stop(process: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT) -> str:
@@ -61,8 +34,7 @@ def stop(process: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT) ->
 
 def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    port = free_port()
-    process = start(data, port)
+    process, port = start(data)
     token_file = data / "admin-token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     token = token_file.read_text().strip()
@@ -93,7 +65,7 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_pat
     sidecar = data / "dgxmm.db.workload.json"
     assert '"cp"' in sidecar.read_text()  # the statistics were flushed on the way out
 
-    again = start(data, port)
+    again, _ = start(data, port=port)
     try:
         assert token_file.read_text().strip() == token  # no second admin token
         jobs = httpx.get(f"{base}/api/jobs", headers=headers, timeout=30).json()["jobs"]
@@ -105,8 +77,7 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_pat
 
 
 def test_it_binds_loopback_unless_told_otherwise_and_stops_on_sigterm(tmp_path: Path) -> None:
-    port = free_port()
-    process = start(tmp_path / "data", port)
+    process, port = start(tmp_path / "data")
     try:
         with socket.socket() as probe:
             probe.settimeout(5)
@@ -124,8 +95,11 @@ def test_it_binds_loopback_unless_told_otherwise_and_stops_on_sigterm(tmp_path: 
 
 
 def test_it_serves_the_proxy_on_its_own_loopback_port(tmp_path: Path) -> None:
-    port, proxy_port = free_port(), free_port()
-    process = start(tmp_path / "data", port, "--proxy-port", str(proxy_port))
+    process, (_, proxy_port) = start_serve(
+        lambda ports: ["serve", "--data", str(tmp_path / "data"), "--port", str(ports[0]),
+                       "--proxy-port", str(ports[1]), "--time-zone", "Europe/Berlin"],
+        ports=2,
+    )  # fmt: skip
     try:
         models = httpx.get(f"http://127.0.0.1:{proxy_port}/v1/models", timeout=30)
         assert models.json() == {"object": "list", "data": []}

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 from fleet.fleetkit import pid_exists
-from support import PATIENCE_S, free_port, wait_for
+from support import PATIENCE_S, start_serve, wait_for
 
 from dgxmm.fleet import sample_from_text
 from dgxmm.fleet.backends.pidfile import read_pid_file
@@ -19,20 +15,11 @@ from dgxmm.fleet.backends.pidfile import read_pid_file
 
 def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "dgxmm", "serve", "--data", str(data), "--port", str(port),
-         "--time-zone", "UTC", "--tick", "0.5", "--demo"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    process, (port,) = start_serve(
+        lambda ports: ["serve", "--data", str(data), "--port", str(ports[0]), "--time-zone", "UTC",
+                       "--tick", "0.5", "--demo"]
     )  # fmt: skip
     try:
-        assert process.stdout is not None
-        deadline = time.monotonic() + PATIENCE_S
-        while "serving on" not in process.stdout.readline():
-            assert time.monotonic() < deadline, "dgxmm serve --demo did not start"
         token = (data / "admin-token").read_text().strip()
         api = httpx.Client(
             base_url=f"http://127.0.0.1:{port}",
