@@ -32,7 +32,7 @@ from dgxmm.lab.fleetfile import LabDeployment, LabFleet
 from dgxmm.lab.ledger import Ledger, Phase, Timeline, share_of_oracle
 from dgxmm.lab.oracle import oracle_timeline
 from dgxmm.lab.replay import replay_schedules
-from dgxmm.lab.trace import Trace
+from dgxmm.lab.trace import Ints, Trace
 
 __all__ = ["Comparison", "Policy", "compare"]
 
@@ -60,6 +60,8 @@ class Comparison:
     """Every policy's ledger per deployment, on one trace and fleet."""
 
     ledgers: Mapping[Policy, tuple[Ledger, ...]]  # in the fleet's order
+    timelines: Mapping[Policy, tuple[Timeline, ...]]  # in the fleet's order
+    arrivals: Mapping[str, Ints]  # each deployment's requests in the span, by its name
 
     def total(self, policy: Policy) -> Ledger:
         """Return the deployments' figures summed, as one ledger named after the policy."""
@@ -107,28 +109,38 @@ def compare(trace: Trace, fleet: LabFleet, *, start_us: int, end_us: int, seed: 
     """Replay ``trace`` on ``fleet`` over ``[start_us, end_us)`` under every policy."""
     scheduled = replay_schedules(trace, fleet, start_us=start_us, end_us=end_us, seed=seed)
     ledgers: dict[Policy, list[Ledger]] = {policy: [] for policy in Policy}
+    timelines: dict[Policy, list[Timeline]] = {policy: [] for policy in Policy}
+    requests: dict[str, Ints] = {}
     for deployment in fleet.deployments:
         name = deployment.name
         footprint = fleet.footprint(name)
         arrivals = trace.arrivals_of(deployment.model)
         arrivals = arrivals[(arrivals >= start_us) & (arrivals < end_us)]
+        requests[name] = arrivals
         trips = deployment.durations.round_trips()
-        ledgers[Policy.ALWAYS_ON].append(
-            Ledger.of(name, footprint, Timeline.always(start_us, end_us), arrivals)
-        )
+        always = Timeline.always(start_us, end_us)
+        timelines[Policy.ALWAYS_ON].append(always)
+        ledgers[Policy.ALWAYS_ON].append(Ledger.of(name, footprint, always, arrivals))
         for policy, anchor in _ANCHORS.items():
             rest = _rest_of(anchor, deployment)
             used = IdleTimeout(name=anchor.name, idle_us=anchor.idle_us, rest=rest)
             replayed = replay_idle_timeout(
                 arrivals, used, trips[rest], start_us=start_us, end_us=end_us
             )
+            timelines[policy].append(replayed.timeline)
             ledgers[policy].append(
                 Ledger.of(name, footprint, replayed.timeline, arrivals, waits_us=replayed.waits_us)
             )
+        timelines[Policy.SCHEDULES].append(scheduled[name].timeline)
         ledgers[Policy.SCHEDULES].append(scheduled[name].ledger(name, footprint))
         oracle = oracle_timeline(arrivals, footprint, trips, start_us=start_us, end_us=end_us)
+        timelines[Policy.ORACLE].append(oracle)
         ledgers[Policy.ORACLE].append(Ledger.of(name, footprint, oracle, arrivals))
-    return Comparison(ledgers={policy: tuple(found) for policy, found in ledgers.items()})
+    return Comparison(
+        ledgers={policy: tuple(found) for policy, found in ledgers.items()},
+        timelines={policy: tuple(found) for policy, found in timelines.items()},
+        arrivals=requests,
+    )
 
 
 def _rest_of(anchor: IdleTimeout, deployment: LabDeployment) -> Phase:
