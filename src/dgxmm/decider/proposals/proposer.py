@@ -3,6 +3,12 @@
 ``ProposalService.propose`` (``service.py``) asks the decision model once per run and hands
 each deployment to ``Proposer.run``, which reads the profile, decides each candidate (the
 model, or the rules when it cannot be asked) and records the result in one transaction.
+
+The deciding is apart from the doing, so that the savings lab (``dgxmm.lab.proposed``) runs
+the very same rules on a replayed trace: ``traffic_of`` turns a deployment's minutes into
+what a run reads, ``decide`` turns that into verdicts (pure: no store, no clock), and
+``is_covered`` says whether existing schedules block a candidate. ``Proposer`` only reads
+the rollups and writes the rows around them.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import builtins
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -40,9 +46,9 @@ from dgxmm.decider.proposals.rows import (
     insert_proposal,
     read_proposal,
 )
-from dgxmm.decider.schedules import Schedule, ScheduleAction, ScheduleService
+from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.decider.tables import schedule_proposals
-from dgxmm.decider.traffic import WEEK_HOURS, days_of_data, read_minutes
+from dgxmm.decider.traffic import WEEK_HOURS, MinuteSeries, days_of_data, read_minutes
 from dgxmm.errors import CannotDecide
 from dgxmm.fleet import DeploymentRepo
 from dgxmm.jobs import resolve_zone
@@ -52,9 +58,15 @@ from dgxmm.time_units import DAY_US
 __all__ = [
     "DISMISSAL_BLOCKS_US",
     "MIN_DAYS",
+    "Decided",
     "Proposer",
+    "ScheduleTimes",
     "Traffic",
+    "Verdict",
+    "decide",
     "deployment_facts",
+    "is_covered",
+    "traffic_of",
 ]
 
 MIN_DAYS = 7
@@ -71,11 +83,38 @@ class Traffic:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class _Verdict:
+class Verdict:
+    """A candidate decided for: who decided it, how sure, and why."""
+
     candidate: Candidate
-    source: str
+    source: str  # the model's name, or ``rules``
     confidence: float
     reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decided:
+    """What ``decide`` made of one deployment's traffic, before anything is recorded."""
+
+    note: str | None  # why nothing was looked at, when that is so
+    verdicts: tuple[Verdict, ...]  # the candidates to propose, earliest first
+    considered: tuple[Considered, ...]  # every window and candidate turned down, and why
+
+
+class ScheduleTimes(Protocol):
+    """What ``is_covered`` reads of a schedule: a stored one, or one of the lab's."""
+
+    @property
+    def action(self) -> ScheduleAction: ...
+
+    @property
+    def days(self) -> int: ...
+
+    @property
+    def time(self) -> str: ...
+
+    @property
+    def time_zone(self) -> str: ...
 
 
 @dataclass(slots=True)
@@ -114,14 +153,7 @@ class Proposer:
             for built, zones in windows.items():
                 since = built - WINDOW_DAYS * DAY_US
                 for deployment_id, series in read_minutes(connection, zones, since, built):
-                    requests = np.bincount(
-                        series.hour_of_week, weights=series.requests, minlength=WEEK_HOURS
-                    )
-                    found[deployment_id] = Traffic(
-                        profile=profiles[deployment_id],
-                        days=days_of_data(series),
-                        requests_by_hour=tuple(int(count) for count in requests),
-                    )
+                    found[deployment_id] = traffic_of(profiles[deployment_id], series)
         return found
 
     def run(
@@ -133,103 +165,18 @@ class Proposer:
         now: int,
     ) -> DeploymentRun:
         """Decide the deployment's candidates and record its proposals."""
-        notes = _Notes()
-        verdicts: list[_Verdict] = []
-        profile, days = traffic.profile, traffic.days
-        note = None
-        if profile.built_at is None:
-            note = "it has no traffic profile yet"
-        elif days < MIN_DAYS:
-            note = f"proposals need {MIN_DAYS} local days of data; it has {days}"
-        elif all(is_idle_hour(hour) for hour in profile.hours):
-            note = "it was idle in every hour of the week: there is no hour to wake it for"
-        else:
-            windows = idle_windows(profile.hours)
-            for window in windows:
-                skipped = skip_reason(window)
-                if skipped is not None:
-                    notes.add(_window_text(window), Outcome.SKIPPED, skipped.value)
-
-            def candidates(chosen: list[Window]) -> list[Candidate]:
-                return make_candidates(
-                    chosen,
-                    deployment=facts,
-                    hours=profile.hours,
-                    requests_by_hour=traffic.requests_by_hour,
-                )
-
-            for candidate in candidates([w for w in windows if skip_reason(w) is None]):
-                verdicts += self._decide(candidate, model, threshold, candidates, notes)
-        open_now = self._record(facts, verdicts, notes, now)
+        decided = decide(facts, traffic, model, threshold)
+        notes = _Notes(list(decided.considered))
+        open_now = self._record(facts, decided.verdicts, notes, now)
         return DeploymentRun(
             deployment_id=facts.id,
-            note=note,
+            note=decided.note,
             considered=tuple(notes.considered),
             open=tuple(open_now),
         )
 
-    def _decide(
-        self,
-        candidate: Candidate,
-        model: DecisionModel | None,
-        threshold: float,
-        regroup: Callable[[list[Window]], list[Candidate]],
-        notes: _Notes,
-    ) -> list[_Verdict]:
-        why_rules = "the decision model is switched off or not ready"
-        if model is not None:
-            try:
-                decision = model.decide(candidate)
-            except CannotDecide as error:
-                why_rules = f"the {model.name} model could not decide ({error})"
-            else:
-                if decision.propose and decision.confidence >= threshold:
-                    verdict = _Verdict(
-                        candidate=candidate,
-                        source=model.name,
-                        confidence=decision.confidence,
-                        reason=decision.reason,
-                    )
-                    return [verdict]
-                said = "propose" if decision.propose else "skip"
-                notes.add(
-                    candidate.description,
-                    Outcome.NOT_PROPOSED,
-                    f"the {model.name} model says {said} with confidence "
-                    f"{decision.confidence:.2f} (threshold {threshold:.2f}): {decision.reason}",
-                )
-                return []
-        facts = candidate.deployment
-        if facts.priority >= RULES_PRIORITY_BELOW:
-            notes.add(
-                candidate.description,
-                Outcome.NOT_PROPOSED,
-                f"{why_rules}, and the rules alone never propose for priority "
-                f"{RULES_PRIORITY_BELOW} or above (it has {facts.priority})",
-            )
-            return []
-        strong = [window for window in candidate.windows if is_strong(window)]
-        for window in candidate.windows:
-            if not is_strong(window):
-                notes.add(
-                    _window_text(window),
-                    Outcome.NOT_PROPOSED,
-                    f"{why_rules}, and the rules alone propose only windows idle in every "
-                    f"one of at least {STRONG_WEEKS} observed weeks",
-                )
-        return [
-            _Verdict(
-                candidate=chosen,
-                source=ProposalSource.RULES.value,
-                confidence=1.0,
-                reason=f"{why_rules}; by the rules: idle in every one of "
-                f"{chosen.evidence['weeks_observed']} observed weeks, priority {facts.priority}",
-            )
-            for chosen in (regroup(strong) if strong else [])
-        ]
-
     def _record(
-        self, facts: DeploymentFacts, verdicts: list[_Verdict], notes: _Notes, now: int
+        self, facts: DeploymentFacts, verdicts: Sequence[Verdict], notes: _Notes, now: int
     ) -> list[Proposal]:
         """Write the run's proposals and withdraw the open ones it did not make again."""
         p = schedule_proposals.c
@@ -246,7 +193,7 @@ class Proposer:
             kept: set[int] = set()
             for verdict in verdicts:
                 candidate = verdict.candidate
-                if _covered(candidate, schedules):
+                if is_covered(candidate, schedules):
                     notes.add(candidate.description, Outcome.BLOCKED, "its schedules exist")
                     continue
                 dismissed = [
@@ -294,6 +241,110 @@ class Proposer:
             return [read_proposal(connection, proposal_id) for proposal_id in sorted(kept)]
 
 
+def traffic_of(profile: TrafficProfile, series: MinuteSeries) -> Traffic:
+    """Return what a run reads of a deployment: its profile and the minutes it was built from."""
+    requests = np.bincount(series.hour_of_week, weights=series.requests, minlength=WEEK_HOURS)
+    return Traffic(
+        profile=profile,
+        days=days_of_data(series),
+        requests_by_hour=tuple(int(count) for count in requests),
+    )
+
+
+def decide(
+    facts: DeploymentFacts, traffic: Traffic, model: DecisionModel | None, threshold: float
+) -> Decided:
+    """Decide a deployment's candidates: the model when given, else the rules (pure)."""
+    notes = _Notes()
+    verdicts: list[Verdict] = []
+    profile, days = traffic.profile, traffic.days
+    note = None
+    if profile.built_at is None:
+        note = "it has no traffic profile yet"
+    elif days < MIN_DAYS:
+        note = f"proposals need {MIN_DAYS} local days of data; it has {days}"
+    elif all(is_idle_hour(hour) for hour in profile.hours):
+        note = "it was idle in every hour of the week: there is no hour to wake it for"
+    else:
+        windows = idle_windows(profile.hours)
+        for window in windows:
+            skipped = skip_reason(window)
+            if skipped is not None:
+                notes.add(_window_text(window), Outcome.SKIPPED, skipped.value)
+
+        def candidates(chosen: list[Window]) -> list[Candidate]:
+            return make_candidates(
+                chosen,
+                deployment=facts,
+                hours=profile.hours,
+                requests_by_hour=traffic.requests_by_hour,
+            )
+
+        for candidate in candidates([w for w in windows if skip_reason(w) is None]):
+            verdicts += _decide(candidate, model, threshold, candidates, notes)
+    return Decided(note=note, verdicts=tuple(verdicts), considered=tuple(notes.considered))
+
+
+def _decide(
+    candidate: Candidate,
+    model: DecisionModel | None,
+    threshold: float,
+    regroup: Callable[[list[Window]], list[Candidate]],
+    notes: _Notes,
+) -> list[Verdict]:
+    why_rules = "the decision model is switched off or not ready"
+    if model is not None:
+        try:
+            decision = model.decide(candidate)
+        except CannotDecide as error:
+            why_rules = f"the {model.name} model could not decide ({error})"
+        else:
+            if decision.propose and decision.confidence >= threshold:
+                verdict = Verdict(
+                    candidate=candidate,
+                    source=model.name,
+                    confidence=decision.confidence,
+                    reason=decision.reason,
+                )
+                return [verdict]
+            said = "propose" if decision.propose else "skip"
+            notes.add(
+                candidate.description,
+                Outcome.NOT_PROPOSED,
+                f"the {model.name} model says {said} with confidence "
+                f"{decision.confidence:.2f} (threshold {threshold:.2f}): {decision.reason}",
+            )
+            return []
+    facts = candidate.deployment
+    if facts.priority >= RULES_PRIORITY_BELOW:
+        notes.add(
+            candidate.description,
+            Outcome.NOT_PROPOSED,
+            f"{why_rules}, and the rules alone never propose for priority "
+            f"{RULES_PRIORITY_BELOW} or above (it has {facts.priority})",
+        )
+        return []
+    strong = [window for window in candidate.windows if is_strong(window)]
+    for window in candidate.windows:
+        if not is_strong(window):
+            notes.add(
+                _window_text(window),
+                Outcome.NOT_PROPOSED,
+                f"{why_rules}, and the rules alone propose only windows idle in every "
+                f"one of at least {STRONG_WEEKS} observed weeks",
+            )
+    return [
+        Verdict(
+            candidate=chosen,
+            source=ProposalSource.RULES.value,
+            confidence=1.0,
+            reason=f"{why_rules}; by the rules: idle in every one of "
+            f"{chosen.evidence['weeks_observed']} observed weeks, priority {facts.priority}",
+        )
+        for chosen in (regroup(strong) if strong else [])
+    ]
+
+
 def deployment_facts(
     repo: DeploymentRepo, deployment_id: int | None = None
 ) -> builtins.list[DeploymentFacts]:
@@ -317,7 +368,7 @@ def deployment_facts(
     ]
 
 
-def _values(verdict: _Verdict) -> dict[str, Any]:
+def _values(verdict: Verdict) -> dict[str, Any]:
     candidate = verdict.candidate
     evidence = {
         **candidate.evidence,
@@ -339,7 +390,7 @@ def _values(verdict: _Verdict) -> dict[str, Any]:
     }
 
 
-def _covered(candidate: Candidate, schedules: Sequence[Schedule]) -> bool:
+def is_covered(candidate: Candidate, schedules: Sequence[ScheduleTimes]) -> bool:
     """Tell whether schedules with the candidate's days, times and zone exist already."""
 
     def has(action: ScheduleAction, days: int, at: str) -> bool:
