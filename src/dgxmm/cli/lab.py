@@ -4,15 +4,17 @@
 (docs/savings.md) and a trace (a CSV of ``timestamp,model[,input_tokens,output_tokens]``, or
 the Azure LLM trace format with ``--azure MODEL``), replays it under each policy and prints
 one line per policy: GiB-hours freed against always-on, the share of the oracle's, and the
-requests that met a cold model. It asks no server and writes nothing.
+requests that met a cold model. It asks no server and writes nothing, unless ``--svg PATH``
+asks for one day's picture (``lab/picture.py``): ``--deployment`` (default: the fleet's
+first) on ``--day`` (``YYYY-MM-DD`` in its zone; default: the replay's first day).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +22,9 @@ from dgxmm.cli.common import JsonOption, handles_errors, table
 from dgxmm.clock import to_us
 from dgxmm.errors import InvalidInput
 from dgxmm.time_units import DAY_US
+
+if TYPE_CHECKING:
+    from dgxmm.lab import LabFleet
 
 __all__ = ["app"]
 
@@ -47,6 +52,18 @@ def replay(
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Draws of the servers' durations.")] = 1,
     as_json: JsonOption = False,
+    svg: Annotated[
+        Path | None,
+        typer.Option("--svg", help="Write one day's picture here: each policy's phases."),
+    ] = None,
+    day: Annotated[
+        str | None,
+        typer.Option("--day", help="The picture's day, YYYY-MM-DD (default: the first)."),
+    ] = None,
+    deployment: Annotated[
+        str | None,
+        typer.Option("--deployment", help="The picture's deployment (default: the first)."),
+    ] = None,
 ) -> None:
     """Replay a trace on a fleet under every policy; print what each frees and costs."""
     # Here, not above: `dgxmm --help` should not load numpy and the lab.
@@ -62,7 +79,15 @@ def replay(
     end_us = _instant(end, "to") if end else last - last % DAY_US + DAY_US
     if end_us <= start_us:
         raise InvalidInput("to", "must come after --from")
+    if svg is None and (day or deployment):
+        raise InvalidInput("svg", "--day and --deployment choose a picture: give --svg PATH")
+    drawn = _drawn(lab_fleet, deployment, day, start_us, end_us) if svg else None
     found = compare(requests, lab_fleet, start_us=start_us, end_us=end_us, seed=seed)
+    if svg and drawn:
+        from dgxmm.lab.picture import day_picture
+
+        name, picture_day, zone = drawn
+        svg.write_text(day_picture(found, name, picture_day, zone=zone), encoding="utf-8")
     if as_json:
         typer.echo(json.dumps(found.to_json(), indent=2))
         return
@@ -100,3 +125,21 @@ def _instant(text: str, field: str) -> int:
     if moment.tzinfo is None:
         raise InvalidInput(field, f"{text!r} has no offset (add +00:00 or Z)")
     return to_us(moment.astimezone(UTC))
+
+
+def _drawn(
+    lab_fleet: LabFleet, name: str | None, day: str | None, start_us: int, end_us: int
+) -> tuple[str, date, str]:
+    """Check the picture's deployment and day before the replay runs; return them and the zone."""
+    from dgxmm.lab.picture import choose_day
+
+    names = [each.name for each in lab_fleet.deployments]
+    chosen = names[0] if name is None else name  # a fleet file holds at least one
+    if chosen not in names:
+        raise InvalidInput("deployment", f"{chosen!r} is not in the fleet ({', '.join(names)})")
+    zone = lab_fleet.deployment(chosen).time_zone
+    try:
+        wanted = date.fromisoformat(day) if day else None
+    except ValueError:
+        raise InvalidInput("day", f"{day!r} is not a date (YYYY-MM-DD)") from None
+    return chosen, choose_day(wanted, zone, start_us=start_us, end_us=end_us), zone
