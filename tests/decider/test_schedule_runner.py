@@ -236,9 +236,12 @@ def test_it_wakes_a_stopped_deployment_only_when_a_schedule_stopped_it(kit: Kit)
     }
     assert runs[by_schedule].kind is ResultKind.DONE
     assert kit.state(by_schedule) == "running"
-    assert runs[by_user].result == "skipped: it was stopped by user:bob, not by a schedule"
+    assert runs[by_user].result == (
+        "skipped: it was stopped by user:bob, not by a schedule or its idle policy"
+    )
     assert runs[no_actor].result == (
-        "skipped: it was stopped by someone unknown (the stop names no actor), not by a schedule"
+        "skipped: it was stopped by someone unknown (the stop names no actor), not by a schedule "
+        "or its idle policy"
     )
     assert (kit.state(by_user), kit.state(no_actor)) == ("stopped", "stopped")
     assert stopper.action.value == "stop"
@@ -355,5 +358,7 @@ def test_a_persons_stop_over_a_schedules_is_not_woken_by_a_wake_schedule(kit: Ki
         deployment, action=ScheduleAction.WAKE, days=WEDNESDAY, time="12:30", actor="user:a"
     )
     (wake,) = kit.schedules.run_pass(at("2026-06-03T12:30:00+02:00"))
-    assert wake.result == "skipped: it was stopped by user:bob, not by a schedule"
+    assert wake.result == (
+        "skipped: it was stopped by user:bob, not by a schedule or its idle policy"
+    )
     assert kit.state(deployment) == "stopped"

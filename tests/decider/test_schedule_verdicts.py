@@ -262,9 +262,12 @@ def test_a_knock_during_the_check_is_not_quiet(
 
 BY_SCHEDULE = "schedule:3"
 BY_PERSON = "user:alice"
-STOPPED_BY_PERSON = Skip(reason="it was stopped by user:alice, not by a schedule")
+STOPPED_BY_PERSON = Skip(
+    reason="it was stopped by user:alice, not by a schedule or its idle policy"
+)
 STOPPED_BY_NOBODY = Skip(
-    reason="it was stopped by someone unknown (the stop names no actor), not by a schedule"
+    reason="it was stopped by someone unknown (the stop names no actor), not by a schedule "
+    "or its idle policy"
 )
 
 
@@ -277,6 +280,13 @@ STOPPED_BY_NOBODY = Skip(
         case(A.WAKE, S.SLEEPING, BY_PERSON, expected=Act(call=DeployerCall.WAKE)),
         case(A.WAKE, S.SLEEPING, None, expected=Act(call=DeployerCall.WAKE)),
         case(A.WAKE, S.STOPPED, BY_SCHEDULE, expected=Act(call=DeployerCall.START)),
+        case(A.WAKE, S.STOPPED, "idle", expected=Act(call=DeployerCall.START)),
+        case(
+            A.WAKE,
+            S.STOPPED,
+            "idler",
+            expected=Skip(reason="it was stopped by idler, not by a schedule or its idle policy"),
+        ),
         case(A.WAKE, S.STOPPED, BY_PERSON, expected=STOPPED_BY_PERSON),
         case(A.WAKE, S.STOPPED, None, expected=STOPPED_BY_NOBODY),
         case(A.WAKE, S.FAILED, BY_SCHEDULE, expected=Act(call=DeployerCall.START)),
@@ -297,7 +307,7 @@ STOPPED_BY_NOBODY = Skip(
         case(A.START, S.STOPPING, None, expected=Skip(reason="it is stopping")),
     ],
 )
-def test_a_wake_starts_only_what_a_schedule_stopped(
+def test_a_wake_starts_only_what_a_schedule_or_the_idle_policy_stopped(
     action: ScheduleAction,
     state: DeploymentState,
     stopped_by: str | None,

@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dgxmm.decider import ScheduleAction
+from dgxmm.decider.idle import IdleLadder
 from dgxmm.errors import DefinitionError, NotFound
 from dgxmm.lab import (
     Fixed,
     Footprint,
-    IdlePolicy,
     LabFleet,
     LabSchedule,
     ServerTimes,
@@ -91,7 +91,7 @@ def test_it_reads_a_good_file(tmp_path: Path) -> None:
         LabSchedule(action=ScheduleAction.SLEEP, days=3, time="20:00", time_zone="Europe/Berlin"),
         LabSchedule(action=ScheduleAction.WAKE, days=31, time="07:30", time_zone="UTC"),
     )
-    assert chat.idle == IdlePolicy(
+    assert chat.idle == IdleLadder(
         sleep_after_us=300 * S, deepen_after_us=3600 * S, stop_after_us=86400 * S
     )
     assert chat.durations == ServerTimes(wake_1=Fixed(value_us=500_000))
@@ -102,7 +102,7 @@ def test_it_gives_the_product_defaults_where_a_deployment_is_silent() -> None:
     assert (code.priority, code.sleep_level, code.time_zone) == (50, 1, "UTC")
     assert code.memory_gib_asleep_2 == code.memory_gib_asleep == 3.0
     assert code.schedules == ()
-    assert code.idle == IdlePolicy()
+    assert code.idle == IdleLadder()
     assert code.durations == ServerTimes()
 
 

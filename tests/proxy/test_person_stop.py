@@ -38,3 +38,22 @@ def test_a_persons_stop_of_a_deployment_a_schedule_stopped_keeps_requests_out(
     assert "stopped by user:bob" in error["message"]
     assert proxied.state(deployment) == "stopped"
     assert [e for e in proxied.events(deployment) if e[1] == "request"] == []
+
+
+def test_a_request_starts_what_the_idle_policy_stopped_and_a_persons_stop_takes_it_over(
+    proxied: ProxyKit,
+) -> None:
+    deployment = proxied.deployment("idler")
+    proxied.fleet.deployer.stop(deployment, actor="idle")
+    answer = proxied.post(CHAT, chat_body(proxied.model(deployment)))
+    assert answer.status_code == 200  # an idle stop is a policy's: a request undoes it
+    assert proxied.state(deployment) == "running"
+    assert ("start", "request", "done") in [e[:3] for e in proxied.events(deployment)]
+
+    proxied.fleet.deployer.stop(deployment, actor="idle")
+    pressed = proxied.fleet.deployer.stop(deployment, actor="user:bob")
+    assert pressed.outcome is EventOutcome.DONE  # bob takes the idle policy's stop over
+    assert proxied.fleet.events.stopped_by(deployment) == "user:bob"
+    refused = proxied.post(CHAT, chat_body(proxied.model(deployment)))
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "stopped_by_a_person"

@@ -44,10 +44,12 @@ from dgxmm.fleet.deployments.audit import AuditSubject as AuditSubject
 from dgxmm.fleet.deployments.deployment import Deployment as Deployment
 from dgxmm.fleet.deployments.deployment import DeploymentState as DeploymentState
 from dgxmm.fleet.deployments.deployment import Placement as Placement
+from dgxmm.fleet.deployments.events import IDLE_ACTOR as IDLE_ACTOR
 from dgxmm.fleet.deployments.events import Event as Event
 from dgxmm.fleet.deployments.events import EventAction as EventAction
 from dgxmm.fleet.deployments.events import EventOutcome as EventOutcome
 from dgxmm.fleet.deployments.events import Events as Events
+from dgxmm.fleet.deployments.events import is_policy as is_policy
 from dgxmm.fleet.deployments.events import is_schedule as is_schedule
 from dgxmm.fleet.deployments.insights import Insight as Insight
 from dgxmm.fleet.deployments.insights import InsightKind as InsightKind
@@ -92,6 +94,7 @@ from dgxmm.fleet.service import LateFinishHook as LateFinishHook
 from dgxmm.fleet.service import RemovalHook as RemovalHook
 
 __all__ = [
+    "IDLE_ACTOR",
     "LOG_TAIL_MARK",
     "METRICS_PURGE",
     "METRICS_ROLLUP",
@@ -157,6 +160,7 @@ __all__ = [
     "configured_gpus",
     "delta_between",
     "discover_inventory",
+    "is_policy",
     "is_schedule",
     "parse_exposition",
     "parse_gpu_config",

@@ -51,7 +51,7 @@ from dgxmm.fleet.backends.protocol import Backend, BackendKind, StopOutcome, wai
 from dgxmm.fleet.backends.ray import RayBackend
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState, Placement
-from dgxmm.fleet.deployments.events import EventAction, EventOutcome, Events, is_schedule
+from dgxmm.fleet.deployments.events import EventAction, EventOutcome, Events, is_policy
 from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
 from dgxmm.fleet.deployments.repo import KEEP, DeploymentRepo
 from dgxmm.fleet.placement.cluster import ClusterInventory
@@ -327,7 +327,7 @@ class Deployer:
         with self.lock(deployment_id), self._activity.closing(deployment_id):
             deployment = self._deployments.get(deployment_id)
             if deployment.state is (S.SLEEPING if sleeping else S.STOPPED):
-                if not sleeping and not is_schedule(actor):
+                if not sleeping and not is_policy(actor):
                     taken = self._take_over_stop(deployment, actor)
                     if taken is not None:
                         return taken
@@ -370,14 +370,14 @@ class Deployer:
             )
 
     def _take_over_stop(self, deployment: Deployment, actor: str) -> ActionResult | None:
-        """Make a schedule's stop a person's stop, or None when no schedule stopped it.
+        """Make a policy's stop a person's stop, or None when no schedule or idle policy stopped it.
 
         A person who presses Stop on a deployment a schedule stopped means it to stay
         stopped: were the stop left the schedule's, a request through the proxy or a wake
         schedule would start it again (both start only what a schedule stopped).
         """
         by = self._events.stopped_by(deployment.id)
-        if not is_schedule(by):
+        if not is_policy(by):
             return None
         return self._rec.record(
             deployment=deployment,

@@ -32,7 +32,6 @@ from dgxmm.lab.durations import LogNormal as LogNormal
 from dgxmm.lab.durations import ServerTimes as ServerTimes
 from dgxmm.lab.durations import Uniform as Uniform
 from dgxmm.lab.durations import duration_from_json as duration_from_json
-from dgxmm.lab.fleetfile import IdlePolicy as IdlePolicy
 from dgxmm.lab.fleetfile import LabDeployment as LabDeployment
 from dgxmm.lab.fleetfile import LabFleet as LabFleet
 from dgxmm.lab.fleetfile import LabSchedule as LabSchedule
@@ -80,7 +79,6 @@ __all__ = [
     "Envelope",
     "Fixed",
     "Footprint",
-    "IdlePolicy",
     "IdleTimeout",
     "LabDeployment",
     "LabFleet",

@@ -44,7 +44,6 @@ finds keys given twice in one object, which ``json`` would silently keep the las
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -53,6 +52,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dgxmm.decider.days import ALL_DAYS, days_in
+from dgxmm.decider.idle import IdleLadder
 from dgxmm.decider.schedules.rows import ScheduleAction, checked_changes
 from dgxmm.errors import DefinitionError, InvalidInput, NotFound
 from dgxmm.fleet import Gpu, GpuInventory, InventorySource, parse_gpu_config
@@ -61,9 +61,8 @@ from dgxmm.jobs.keys import Refusals
 from dgxmm.lab.durations import ServerTimes
 from dgxmm.lab.json_lines import key_lines, line_of
 from dgxmm.lab.ledger import Footprint
-from dgxmm.time_units import DAY_US, SECOND_US
 
-__all__ = ["IdlePolicy", "LabDeployment", "LabFleet", "LabSchedule", "parse_fleet", "read_fleet"]
+__all__ = ["IdleLadder", "LabDeployment", "LabFleet", "LabSchedule", "parse_fleet", "read_fleet"]
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _TOP = ("gpus", "deployments")
@@ -86,7 +85,6 @@ _REQUIRED = ("name", "model", "gpus", "memory_gib_awake", "memory_gib_asleep")
 _PRODUCT = ("name", "model", "gpus", "memory_gib_awake", "memory_gib_asleep", "priority")
 _SCHEDULE_REQUIRED = ("action", "days", "time")
 _IDLE = ("sleep_after_s", "deepen_after_s", "stop_after_s")
-_MAX_IDLE_S = 365 * DAY_US // SECOND_US
 # The definition check wants an external deployment's URL; the lab's servers have none.
 _NO_URL = "http://lab.invalid"
 # No number in a fleet file is this large; above it, Python's ints no longer fit a float,
@@ -117,28 +115,6 @@ class LabSchedule:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class IdlePolicy:
-    """After how long without a request the deployment sleeps, deepens to level 2, stops.
-
-    Kept as the file gives it, for the idle ladder of the issue "Idle sleep that deepens,
-    and wakes ahead of demand"; None: that step is not taken.
-    """
-
-    sleep_after_us: int | None = None
-    deepen_after_us: int | None = None
-    stop_after_us: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """Return it as a fleet file writes it (the steps given)."""
-        steps = {
-            "sleep_after_s": self.sleep_after_us,
-            "deepen_after_s": self.deepen_after_us,
-            "stop_after_s": self.stop_after_us,
-        }
-        return {key: us / SECOND_US for key, us in steps.items() if us is not None}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class LabDeployment:
     """One deployment of the fleet file: what it serves, where, what it holds, how it rests."""
 
@@ -152,7 +128,7 @@ class LabDeployment:
     priority: int  # 0-100
     time_zone: str
     schedules: tuple[LabSchedule, ...] = ()
-    idle: IdlePolicy = field(default_factory=IdlePolicy)
+    idle: IdleLadder = field(default_factory=IdleLadder)
     durations: ServerTimes = field(default_factory=ServerTimes)
 
     @property
@@ -438,34 +414,14 @@ def _days(value: object) -> object:
     return mask
 
 
-def _idle(value: object) -> IdlePolicy:
+def _idle(value: object) -> IdleLadder:
+    """Read the idle ladder by the decider's own check (``IdleLadder.of_seconds``)."""
     if not isinstance(value, dict):
         raise DefinitionError("idle", f"give the idle policy as an object of {', '.join(_IDLE)}")
-    steps: dict[str, int] = {}
-    for key, given in value.items():
+    for key in value:
         if key not in _IDLE:
             raise DefinitionError(f"idle.{key}", f"is not a step (one of {', '.join(_IDLE)})")
-        if (
-            not isinstance(given, int | float)
-            or isinstance(given, bool)
-            or not (math.isfinite(given) and 0 <= given <= _MAX_IDLE_S)
-        ):
-            raise DefinitionError(f"idle.{key}", f"{given!r} is not from 0 to {_MAX_IDLE_S} s")
-        steps[key] = round(given * SECOND_US)
-    if "deepen_after_s" in steps and "sleep_after_s" not in steps:
-        raise DefinitionError("idle.deepen_after_s", "deepens a sleep: give sleep_after_s too")
-    given_order = [key for key in _IDLE if key in steps]
-    for earlier, later in itertools.pairwise(given_order):
-        if steps[later] <= steps[earlier]:
-            raise DefinitionError(
-                f"idle.{later}",
-                f"{value[later]!r} s is not later than {earlier} ({value[earlier]!r} s)",
-            )
-    return IdlePolicy(
-        sleep_after_us=steps.get("sleep_after_s"),
-        deepen_after_us=steps.get("deepen_after_s"),
-        stop_after_us=steps.get("stop_after_s"),
-    )
+    return IdleLadder.of_seconds(**value, field_prefix="idle.")
 
 
 def _unshared(deployments: list[LabDeployment | None], refusals: Refusals) -> None:

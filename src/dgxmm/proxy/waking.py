@@ -25,7 +25,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound
-from dgxmm.fleet import Deployment, DeploymentState, Fleet, is_schedule
+from dgxmm.fleet import Deployment, DeploymentState, Fleet, is_policy
 from dgxmm.proxy.replies import ProxyRefused, Refusal
 from dgxmm.proxy.stats import ProxyStats
 
@@ -48,12 +48,12 @@ def refusal_for(deployment: Deployment, stopped_by: str | None) -> ProxyRefused 
             f"deployment {name!r} has failed (its events and last_error say why); "
             "a request does not restart it",
         )
-    if deployment.state is S.STOPPED and not is_schedule(stopped_by):
+    if deployment.state is S.STOPPED and not is_policy(stopped_by):
         who = stopped_by or "someone unknown"
         return ProxyRefused(
             Refusal.STOPPED,
-            f"deployment {name!r} was stopped by {who}, not by a schedule; a request does "
-            "not start it",
+            f"deployment {name!r} was stopped by {who}, not by a schedule or its idle policy; "
+            "a request does not start it",
         )
     if not deployment.wake_on_request and deployment.state in (S.SLEEPING, S.STOPPED):
         return ProxyRefused(

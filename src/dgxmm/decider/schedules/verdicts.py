@@ -23,7 +23,7 @@ from enum import Enum
 
 from dgxmm.decider.schedules.rows import ScheduleAction
 from dgxmm.decider.schedules.slots import DEFER_WINDOW_US, Slot
-from dgxmm.fleet import DeploymentState, MetricsSample, is_schedule
+from dgxmm.fleet import DeploymentState, MetricsSample, is_policy
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = [
@@ -196,11 +196,12 @@ def up_verdict(
         return Skip(reason="it is asleep; a start does not wake it")
     if state in (S.STARTING, S.STOPPING):
         return Skip(reason=f"it is {state.value}")
-    if wake and state is not S.SLEEPING and not is_schedule(stopped_by):
-        # Woken from stopped only when a schedule stopped it: a person's stop stays a stop.
+    if wake and state is not S.SLEEPING and not is_policy(stopped_by):
+        # Woken from stopped only when a policy (a schedule, the idle ladder) stopped it: a
+        # person's stop stays a stop.
         # Older events name no actor, and count as not stopped by a schedule.
         who = stopped_by or "someone unknown (the stop names no actor)"
-        return Skip(reason=f"it was stopped by {who}, not by a schedule")
+        return Skip(reason=f"it was stopped by {who}, not by a schedule or its idle policy")
     return Act(call=DeployerCall.WAKE if state is S.SLEEPING else DeployerCall.START)
 
 

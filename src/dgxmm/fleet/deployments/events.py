@@ -19,12 +19,32 @@ from dgxmm.errors import InvalidInput
 from dgxmm.fleet.deployments.tables import deployment_events
 from dgxmm.store import reading, writing
 
-__all__ = ["Event", "EventAction", "EventOutcome", "Events", "is_schedule"]
+__all__ = [
+    "IDLE_ACTOR",
+    "Event",
+    "EventAction",
+    "EventOutcome",
+    "Events",
+    "is_policy",
+    "is_schedule",
+]
+
+
+IDLE_ACTOR = "idle"  # the actor of the idle policies' steps (dgxmm.decider.idle)
 
 
 def is_schedule(actor: str | None) -> bool:
     """Tell whether an event's actor is a schedule (``schedule:<id>``)."""
     return actor is not None and actor.startswith("schedule:")
+
+
+def is_policy(actor: str | None) -> bool:
+    """Tell whether an actor is a policy (a schedule or the idle policy), not a person.
+
+    A policy's stop is undone by a request through the proxy or a wake schedule; a
+    person's stays a stop, and a person's stop of what a policy stopped takes it over.
+    """
+    return is_schedule(actor) or actor == IDLE_ACTOR
 
 
 class EventAction(StrEnum):

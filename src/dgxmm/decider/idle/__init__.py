@@ -1,0 +1,30 @@
+"""Idle policies: what a deployment nobody uses does by itself (issue 25).
+
+- ``ladder``: the idle ladder (sleep at level 1, deepen to level 2, stop, each after a time
+  without requests), bounded by the schedules' awake windows; ``idle_step`` decides a step.
+- ``histogram``: the histogram policy (after "Serverless in the Wild"): keep-alive and
+  pre-wake windows learned from the deployment's idle gaps.
+
+Pure functions and an accumulator, with no clock, lock or I/O: the product's runner and the
+savings lab (``dgxmm.lab``) call the same ones.
+"""
+
+from dgxmm.decider.idle.histogram import GapHistogram as GapHistogram
+from dgxmm.decider.idle.histogram import HistogramWindows as HistogramWindows
+from dgxmm.decider.idle.ladder import IDLE_ACTOR as IDLE_ACTOR
+from dgxmm.decider.idle.ladder import IdleLadder as IdleLadder
+from dgxmm.decider.idle.ladder import IdleStep as IdleStep
+from dgxmm.decider.idle.ladder import ScheduleSlots as ScheduleSlots
+from dgxmm.decider.idle.ladder import awake_window as awake_window
+from dgxmm.decider.idle.ladder import idle_step as idle_step
+
+__all__ = [
+    "IDLE_ACTOR",
+    "GapHistogram",
+    "HistogramWindows",
+    "IdleLadder",
+    "IdleStep",
+    "ScheduleSlots",
+    "awake_window",
+    "idle_step",
+]

@@ -1,0 +1,615 @@
+"""One deployment in a replay: its simulated server, the proxy's hold and the runner's rows.
+
+``SimulatedDeployment`` is stepped by the fleet's loop (``replay.py``) one event at a time,
+in the order of time and, at one instant, of ``Rank``: an action that ends, then a request,
+then the runner's pass, then the idle policy's check (the product's runner passes once a
+minute, and its idle steps are part of that pass, after the schedules).
+
+Every decision is the product's own function: ``due_slot`` / ``due_early``, the verdicts,
+``refusal_for``, ``check_fit`` (asked through the fleet, which sees the others' memory at
+that instant), ``idle_step`` and ``awake_window``, ``GapHistogram.windows``, ``lead_for``.
+What is the lab's own is the server: how long each step takes (drawn from ``ServerTimes``)
+and what it holds meanwhile (``ledger.Phase``).
+
+The server, where the product's server has choices:
+
+- A sleep or stop cannot be called back; a request that finds the deployment going down
+  waits behind the shut door until it is down, then brings it up (as the proxy's waker does
+  once the action's lock is free), and every request meanwhile joins that one way up.
+- A deepening (level 1 to level 2) keeps the level-1 memory until it ends (vLLM drops the
+  CPU copy of the weights; the GPU holds the same), and takes the level-2 sleep's time.
+- A stop of a sleeping server keeps its asleep phase until it ends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from enum import Enum, IntEnum
+
+import numpy as np
+
+from dgxmm.decider.days import day_bit
+from dgxmm.decider.idle import GapHistogram, IdleLadder, IdleStep, ScheduleSlots, awake_window
+from dgxmm.decider.idle import idle_step as ladder_step
+from dgxmm.decider.schedules.lead import MAX_LEAD_US, LeadKind, WakeLead, due_early, lead_for
+from dgxmm.decider.schedules.rows import ScheduleAction
+from dgxmm.decider.schedules.runner import ResultKind
+from dgxmm.decider.schedules.slots import (
+    LATE_WINDOW_US,
+    Slot,
+    due_slot,
+    local_today,
+    parse_time,
+    slot_on,
+)
+from dgxmm.decider.schedules.verdicts import (
+    DeployerCall,
+    Skip,
+    down_verdict,
+    quiet_verdict,
+    slot_order,
+    superseded_reason,
+    up_verdict,
+)
+from dgxmm.fleet import IDLE_ACTOR, BackendKind, Deployment, DeploymentState, Fit, MetricsSample
+from dgxmm.jobs import resolve_zone
+from dgxmm.lab.durations import Duration, ServerTimes
+from dgxmm.lab.fleetfile import LabDeployment, LabSchedule
+from dgxmm.lab.ledger import Phase
+from dgxmm.lab.trace import Ints
+from dgxmm.proxy import Refusal
+from dgxmm.proxy.waking import refusal_for
+from dgxmm.time_units import DAY_US, MINUTE_US
+
+__all__ = ["Rank", "SimulatedDeployment", "SlotDecision"]
+
+_STATE = {
+    Phase.AWAKE: DeploymentState.RUNNING,
+    Phase.ASLEEP_1: DeploymentState.SLEEPING,
+    Phase.ASLEEP_2: DeploymentState.SLEEPING,
+    Phase.STOPPED: DeploymentState.STOPPED,
+}
+_UNDER_WAY = "an action on it is under way"  # the runner's words when its lock is taken
+_BLOCKED_RECHECK_US = 15 * MINUTE_US  # a step a schedule's awake window holds back
+_LEVEL = {Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2, Phase.STOPPED: 0}  # lead_for's level of a way up
+_UP = DeploymentState.RUNNING  # the state a way up is checked for, as the deployer asks
+
+FitCheck = Callable[[int, DeploymentState, int], Fit]  # (deployment index, target, at)
+
+
+class Rank(IntEnum):
+    """The order of a deployment's events at one instant."""
+
+    END = 0  # an action under way ends
+    ARRIVAL = 1  # a request: in flight when the pass at its instant reads the counts
+    PASS = 2  # the schedule runner's pass
+    IDLE = 3  # the idle policy's check, in the same pass after the schedules
+
+
+class _Owner(Enum):
+    """Who holds the deployment while its action is under way (the product's lock)."""
+
+    RUNNER = "runner"  # the runner's worker (a schedule or an idle step)
+    REQUEST = "request"  # the proxy's waker: the runner finds the lock taken and skips
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlotDecision:
+    """One slot the replayed runner recorded: when, which schedule, and how it ended."""
+
+    at_us: int  # the pass's minute
+    schedule: int  # the schedule's number (fleet-file order, from 1)
+    action: ScheduleAction
+    kind: ResultKind
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class _Row:
+    """What the product's schedule row keeps between passes."""
+
+    number: int
+    schedule: LabSchedule
+    time: tuple[int, int]
+    slots: ScheduleSlots
+    last_run_day: str | None = None
+    deferred_since: int | None = None
+
+
+@dataclass(slots=True)
+class _Action:
+    """An action under way: until when, into which phase, whose."""
+
+    until: int
+    to: Phase
+    owner: _Owner
+    began: int
+    up_from: int | None = None  # a way up: lead_for's level it comes from (0: a start)
+
+    @property
+    def up(self) -> bool:
+        return self.up_from is not None
+
+
+class SimulatedDeployment:
+    """One deployment's server, proxy hold, schedule rows and idle policy; see the module."""
+
+    def __init__(
+        self,
+        deployment: LabDeployment,
+        *,
+        index: int,
+        schedules: tuple[tuple[int, LabSchedule], ...],
+        arrivals: Ints,
+        rng: np.random.Generator,
+        start_us: int,
+        end_us: int,
+        ladder: IdleLadder,
+        histogram: bool,
+        wake_lead: WakeLead,
+        fits: FitCheck,
+    ) -> None:
+        self.deployment = deployment
+        self.index = index
+        self.times: ServerTimes = deployment.durations
+        self.rng = rng
+        self.start_us, self.end_us = start_us, end_us
+        self.arrivals = arrivals.tolist()
+        self.cursor = 0
+        self.waits = np.zeros(len(self.arrivals), dtype=np.int64)
+        self.ladder = ladder
+        self.histogram = GapHistogram() if histogram else None
+        self.wake_lead = wake_lead
+        self.fits = fits
+        self.rows = [
+            _Row(number=n, schedule=s, time=parse_time(s.time), slots=ScheduleSlots(
+                action=s.action, days=s.days, time=parse_time(s.time),
+                zone=resolve_zone(s.time_zone)))
+            for n, s in schedules if s.enabled
+        ]  # fmt: skip
+        self.window_slots = [row.slots for row in self.rows]
+        self.sleeps_to = Phase.ASLEEP_2 if deployment.sleep_level == 2 else Phase.ASLEEP_1
+        self.rest = Phase.AWAKE
+        self.action: _Action | None = None
+        self.shut_door = False  # a request waits for the way down to end, then brings it up
+        self.held: list[int] = []  # requests waiting for the way up, by index
+        self.stopped_by: str | None = None
+        self.last_arrival: int | None = None
+        self.active_since = start_us  # when it last came up: idle counts from then at least
+        self.served_at, self.served_n = -1, 0
+        self.ready_us: dict[int, list[int]] = {0: [], 1: [], 2: []}  # times to ready by level
+        self.pre_wake_at: int | None = None  # the histogram's pre-wake, when one is planned
+        self.pre_woken = False  # woken by the histogram since the last request
+        self.idle_not_before = start_us
+        self.phases: list[tuple[int, Phase]] = [(start_us, Phase.AWAKE)]
+        self.decisions: list[SlotDecision] = []
+        self.refused: dict[str, int] = {}
+        self.steps: dict[str, int] = {}  # idle steps, pre-wakes, early wakes: by name
+        self.passes = self._candidate_passes()
+        self.pass_cursor = 0
+        self.last_pass: int | None = None
+        self.template = Deployment(
+            id=index, name=deployment.name, model=deployment.model,
+            backend=BackendKind.EXTERNAL, command=None, port=None, environment={},
+            base_url="http://lab.invalid", gpus=deployment.gpus,
+            memory_gib_awake=deployment.memory_gib_awake,
+            memory_gib_asleep=deployment.memory_gib_asleep, priority=deployment.priority,
+            time_zone=deployment.time_zone, startup_timeout_s=0.0,
+            state=DeploymentState.RUNNING, state_since=start_us, last_error=None,
+            last_request_at=None, created_at=start_us, updated_at=start_us,
+            wake_on_request=True, sleep_level=deployment.sleep_level,
+        )  # fmt: skip
+
+    # -- what the fleet asks ------------------------------------------------------------------
+
+    def as_product(self, at: int) -> Deployment:
+        """Return the product's row of it at ``at``, as the fit check reads it."""
+        phase = self.rest  # also during a stop or deepening of a sleeper: it holds what it held
+        under_way = self.action is not None and self.action.until > at
+        if under_way and ((self.action is not None and self.action.up) or phase is Phase.AWAKE):
+            return replace(self.template, state=DeploymentState.STARTING)  # awake memory
+        state = _STATE[phase]
+        if phase is Phase.ASLEEP_2:
+            return replace(
+                self.template, state=state, memory_gib_asleep=self.deployment.memory_gib_asleep_2
+            )
+        return replace(self.template, state=state)
+
+    def next_event(self) -> tuple[int, Rank] | None:
+        """Return the instant and rank of its next event, or None when it has none left."""
+        found: list[tuple[int, Rank]] = []
+        if self.action is not None:
+            found.append((self.action.until, Rank.END))
+        if self.cursor < len(self.arrivals):
+            found.append((self.arrivals[self.cursor], Rank.ARRIVAL))
+        coming = self._next_pass()
+        if coming is not None:
+            found.append((coming, Rank.PASS))
+        idle = self._next_idle_check()
+        if idle is not None:
+            found.append((idle, Rank.IDLE))
+        found = [event for event in found if event[0] < self.end_us]
+        return min(found) if found else None
+
+    def handle(self, at: int, rank: Rank) -> None:
+        """Take its event at ``at`` (the one ``next_event`` gave)."""
+        if rank is Rank.END:
+            self._end(at)
+        elif rank is Rank.ARRIVAL:
+            self._arrivals(at)
+        elif rank is Rank.PASS:
+            self._pass(at)
+        else:
+            self._idle_check(at)
+
+    def phases_until_end(self) -> list[tuple[int, Phase]]:
+        """Return its phases that begin inside the span."""
+        return [(at, phase) for at, phase in self.phases if at < self.end_us]
+
+    # -- the proxy ----------------------------------------------------------------------------
+
+    def _arrivals(self, first: int) -> None:
+        """Take the request at ``first``, and every later one it serves at once."""
+        self._request(first)
+        if self.rest is not Phase.AWAKE or self.action is not None:
+            return
+        # Served at once changes nothing another deployment sees, nor this one's next
+        # action: take them in a run up to its next pass, or until an idle step could be due.
+        coming = self._next_pass()
+        limit = self.end_us if coming is None else coming
+        soonest = self._soonest_idle_us()
+        arrivals = self.arrivals
+        while (
+            self.cursor < len(arrivals)
+            and arrivals[self.cursor] < limit
+            and arrivals[self.cursor] < arrivals[self.cursor - 1] + soonest
+        ):
+            self._request(arrivals[self.cursor])
+
+    def _request(self, at: int) -> None:
+        index = self.cursor
+        self.cursor += 1
+        if self.histogram is not None and self.last_arrival is not None:
+            self.histogram.add(at - self.last_arrival, at)
+        self.last_arrival = at
+        self.pre_woken = False
+        self.pre_wake_at = None
+        if self.action is not None:
+            self.held.append(index)  # one way up for every request held
+            if not self.action.up:
+                self.shut_door = True  # the waker brings it up once it is down
+            return
+        if self.rest is Phase.AWAKE:
+            self._serve(at, [index])
+            return
+        self.held.append(index)
+        self._request_up(at)
+
+    def _request_up(self, at: int) -> None:
+        """Bring it up for the held requests, as the proxy's waker: refused, or on its way."""
+        refused = refusal_for(replace(self.template, state=_STATE[self.rest]), self.stopped_by)
+        reason: str | None = refused.refusal.value if refused is not None else None
+        if reason is None and not self.fits(self.index, _UP, at).fits:
+            reason = Refusal.DOES_NOT_FIT.value  # a request never evicts
+        if reason is not None:
+            self.refused[reason] = self.refused.get(reason, 0) + len(self.held)
+            for index in self.held:
+                self.waits[index] = -1
+            self.held.clear()
+            return
+        self._bring_up(at, _Owner.REQUEST)
+
+    def _serve(self, at: int, indexes: list[int]) -> None:
+        # Served instants only grow, so the latest and its count are all a quiet check needs.
+        if at == self.served_at:
+            self.served_n += len(indexes)
+        else:
+            self.served_at, self.served_n = at, len(indexes)
+        for index in indexes:
+            self.waits[index] = at - self.arrivals[index]
+
+    def _in_flight(self, now: int) -> int:
+        """Return the requests under way or held at ``now`` (each holds its server 1 us)."""
+        return len(self.held) + (self.served_n if self.served_at == now else 0)
+
+    # -- the server ---------------------------------------------------------------------------
+
+    def _end(self, at: int) -> None:
+        action = self.action
+        assert action is not None
+        self.action = None
+        self.rest = action.to
+        if action.up_from is not None:
+            self.ready_us[action.up_from].append(at - action.began)  # what its events record
+            self.active_since = at
+            held, self.held = self.held, []
+            self._serve(at, held)
+            return
+        if self.shut_door:
+            self.shut_door = False
+            self._request_up(at)
+
+    def _go_down(self, now: int, to: Phase, lasting: int) -> None:
+        if self.rest is Phase.AWAKE:
+            self.phases.append((now, Phase.GOING_DOWN))
+        self.action = _Action(until=now + lasting, to=to, owner=_Owner.RUNNER, began=now)
+        self.phases.append((now + lasting, to))
+        self.pre_woken = False
+
+    def _bring_up(self, begin: int, owner: _Owner) -> None:
+        if self.rest is Phase.STOPPED:
+            lasting, phase = self._draw(self.times.start), Phase.STARTING
+        else:
+            wake = self.times.wake_2 if self.rest is Phase.ASLEEP_2 else self.times.wake_1
+            lasting, phase = self._draw(wake), Phase.WAKING
+        self.action = _Action(
+            until=begin + lasting, to=Phase.AWAKE, owner=owner, began=begin,
+            up_from=_LEVEL[self.rest],
+        )  # fmt: skip
+        self.phases.append((begin, phase))
+        self.phases.append((begin + lasting, Phase.AWAKE))
+
+    def _draw(self, duration: Duration) -> int:
+        return int(duration.draw(self.rng, 1)[0])
+
+    # -- the runner's pass ---------------------------------------------------------------------
+
+    def _candidate_passes(self) -> list[int]:
+        """Return the minutes at which some slot is within its 15 minutes (or its lead).
+
+        At any other minute ``due_slot`` finds nothing unless a slot was deferred (then
+        ``_next_pass`` visits every minute), so those passes are skipped unasked: a replay of
+        weeks asks at a few hundred minutes per schedule rather than at every one.
+        """
+        first = math.ceil(self.start_us / MINUTE_US) * MINUTE_US
+        minutes: set[int] = set()
+        for row in self.rows:
+            zone = row.slots.zone
+            early = 0 if self.wake_lead.kind is LeadKind.OFF else MAX_LEAD_US
+            ahead = 0 if row.schedule.action.quiets else early
+            day = local_today(self.start_us - DAY_US, zone)
+            last = local_today(self.end_us + DAY_US, zone)
+            while day <= last:
+                if row.schedule.days & day_bit(day.weekday()):
+                    at = slot_on(day, row.time, zone).at_us
+                    minute = max(math.ceil((at - ahead) / MINUTE_US) * MINUTE_US, first)
+                    while minute <= at + LATE_WINDOW_US and minute < self.end_us:
+                        minutes.add(minute)
+                        minute += MINUTE_US
+                day += timedelta(days=1)
+        return sorted(minutes)
+
+    def _next_pass(self) -> int | None:
+        passes = self.passes
+        found = passes[self.pass_cursor] if self.pass_cursor < len(passes) else None
+        if self.last_pass is not None and any(r.deferred_since is not None for r in self.rows):
+            # A deferred slot stays due past its 15 minutes: every minute until recorded.
+            every = self.last_pass + MINUTE_US
+            found = every if found is None else min(found, every)
+        return found
+
+    def _pass(self, now: int) -> None:
+        """Run the schedule runner's pass at the planned minute ``now`` for this deployment."""
+        self.last_pass = now
+        while self.pass_cursor < len(self.passes) and self.passes[self.pass_cursor] <= now:
+            self.pass_cursor += 1
+        due: list[tuple[_Row, Slot]] = []
+        for row in self.rows:
+            slot = self._due(row, now)
+            if slot is not None:
+                due.append((row, slot))
+        if not due:
+            return
+        if self.action is not None and self.action.owner is _Owner.RUNNER:
+            return  # its scheduled action is under way: the slots stay due for the next pass
+        due.sort(key=lambda found: slot_order(found[0].number, found[1]))
+        *earlier, (row, slot) = due
+        for other, other_slot in earlier:
+            reason = superseded_reason(
+                schedule_id=row.number, action=row.schedule.action, time=row.schedule.time
+            )
+            self._record(now, other, other_slot, ResultKind.SUPERSEDED, reason)
+        if self.action is not None or self.shut_door:  # a request's wake holds the lock
+            self._record(now, row, slot, ResultKind.SKIPPED, _UNDER_WAY)
+        elif row.schedule.action.quiets:
+            self._quiet_down(now, row, slot)
+        else:
+            self._scheduled_up(now, row, slot)
+
+    def _due(self, row: _Row, now: int) -> Slot | None:
+        slots = row.slots
+        if row.schedule.action.quiets or self.wake_lead.kind is LeadKind.OFF:
+            return due_slot(
+                days=slots.days, time=slots.time, zone=slots.zone, now_us=now,
+                last_run_day=row.last_run_day, deferred_since=row.deferred_since,
+            )  # fmt: skip
+        return due_early(
+            days=slots.days, time=slots.time, zone=slots.zone, now_us=now,
+            last_run_day=row.last_run_day, lead_us=self._lead_us(self.rest),
+        )  # fmt: skip
+
+    def _lead_us(self, resting: Phase) -> int:
+        level = _LEVEL.get(resting, 1)
+        return lead_for(self.wake_lead, level=level, ready_times_us=self.ready_us[level]).us
+
+    def _quiet_down(self, now: int, row: _Row, slot: Slot) -> None:
+        state = _STATE[self.rest]
+        verdict = down_verdict(
+            action=row.schedule.action, state=state, deferred_since=row.deferred_since,
+            slot_at_us=slot.at_us, now_us=now,
+        )  # fmt: skip
+        if isinstance(verdict, Skip):
+            self._record(now, row, slot, ResultKind.SKIPPED, verdict.reason)
+            return
+        busy = self._not_quiet(now, state, recent=True)
+        if busy is not None:
+            row.deferred_since = verdict.deferred_since
+            self.decisions.append(
+                SlotDecision(at_us=now, schedule=row.number, action=row.schedule.action,
+                             kind=ResultKind.DEFERRED, reason=busy)
+            )  # fmt: skip
+            return
+        if verdict.call is DeployerCall.SLEEP:
+            self._go_down(now, self.sleeps_to, self._sleep_time(self.sleeps_to))
+        else:
+            self.stopped_by = f"schedule:{row.number}"
+            self._go_down(now, Phase.STOPPED, self._draw(self.times.stop))
+        self._record(now, row, slot, ResultKind.DONE, None)
+
+    def _not_quiet(self, now: int, state: DeploymentState, *, recent: bool) -> str | None:
+        held = self._in_flight(now)
+        sample = None
+        if state is DeploymentState.RUNNING:
+            # The fresh sample a running server would give: what it serves at that instant.
+            sample = MetricsSample(
+                taken_at_us=now, requests_running=held, requests_waiting=0,
+                requests_finished_total=0, latency_sum_s=0.0, latency_count=0, sleep_state=None,
+            )  # fmt: skip
+        busy = quiet_verdict(
+            held_through_proxy=held,
+            sample=sample,
+            # An idle step's own rule is how long nothing came: the 5 minutes of a scheduled
+            # sleep's check would hold back a ladder that sleeps after one.
+            last_request_at=self.last_arrival if recent else None,
+            knocked=False,  # the lab's check and its action take no time: no one can knock
+            now_us=now,
+        )
+        return None if busy is None else busy.reason
+
+    def _scheduled_up(self, now: int, row: _Row, slot: Slot) -> None:
+        verdict = up_verdict(
+            action=row.schedule.action, state=_STATE[self.rest], stopped_by=self.stopped_by
+        )
+        if isinstance(verdict, Skip):
+            self._record(now, row, slot, ResultKind.SKIPPED, verdict.reason)
+            return
+        fit = self.fits(self.index, _UP, now)
+        if not fit.fits:  # the runner never evicts either
+            self._record(now, row, slot, ResultKind.SKIPPED, f"it does not fit: {fit.reason}")
+            return
+        if slot.at_us > now:
+            self._count("wakes begun early")
+        self._bring_up(now, _Owner.RUNNER)
+        self._record(now, row, slot, ResultKind.DONE, None)
+
+    def _record(
+        self, now: int, row: _Row, slot: Slot, kind: ResultKind, reason: str | None
+    ) -> None:
+        """Keep a run that is not a deferral as the runner does: the day is done."""
+        row.last_run_day, row.deferred_since = slot.day.isoformat(), None
+        self.decisions.append(
+            SlotDecision(at_us=now, schedule=row.number, action=row.schedule.action, kind=kind,
+                         reason=reason)
+        )  # fmt: skip
+
+    def _sleep_time(self, resting: Phase) -> int:
+        return self._draw(self.times.sleep_2 if resting is Phase.ASLEEP_2 else self.times.sleep_1)
+
+    def _count(self, what: str) -> None:
+        self.steps[what] = self.steps.get(what, 0) + 1
+
+    # -- the idle policy ----------------------------------------------------------------------
+
+    def _idle_base(self) -> int:
+        """Return the instant idle time counts from: the latest request, or coming up.
+
+        After a pre-wake, from the request: the histogram keeps it awake until the keep-alive
+        window after that request ends, not a window after the pre-wake."""
+        last = self.last_arrival
+        if last is None:
+            return self.active_since
+        return last if self.pre_woken else max(last, self.active_since)
+
+    def _thresholds(self) -> tuple[int | None, int | None, int | None]:
+        """Return the sleep, deepen and stop times the policy uses now (histogram or ladder)."""
+        sleep, deepen, stop = self.ladder.steps_us()
+        if self.histogram is not None and self.last_arrival is not None:
+            windows = self.histogram.windows(self.last_arrival)
+            if windows is not None:
+                if windows.pre_wake_us and not self.pre_woken:
+                    sleep = MINUTE_US  # sleep right after the request, to be woken ahead
+                else:
+                    sleep = windows.keep_alive_us
+        return sleep, deepen, stop
+
+    def _next_idle_check(self) -> int | None:
+        if self.action is not None or self.shut_door or self.rest is Phase.STOPPED:
+            return None
+        if self.rest is not Phase.AWAKE and self.pre_wake_at is not None:
+            return max(self.pre_wake_at, self.idle_not_before)
+        sleep, deepen, stop = self._thresholds()
+        level = {Phase.AWAKE: 0, Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2}[self.rest]
+        # Each step is taken from below its level: a sleep from awake, a deepening from awake
+        # or level 1, a stop from any.
+        steps = [after for after, most in ((sleep, 0), (deepen, 1), (stop, 2))
+                 if after is not None and level <= most]  # fmt: skip
+        if not steps:
+            return None
+        due = self._idle_base() + min(steps)
+        # The runner's pass is once a minute: a step due between two is taken at the next.
+        return max(math.ceil(due / MINUTE_US) * MINUTE_US, self.idle_not_before)
+
+    def _soonest_idle_us(self) -> int:
+        """Return the shortest idle time after which any step could be due (for a run).
+
+        The histogram's windows change with every gap, so its least is taken: a minute."""
+        steps = [after for after in self.ladder.steps_us() if after is not None]
+        if self.histogram is not None:
+            steps.append(MINUTE_US)
+        return min(steps) if steps else self.end_us - self.start_us + 1
+
+    def _idle_check(self, now: int) -> None:
+        self.idle_not_before = now + MINUTE_US  # one check a pass
+        if (
+            self.pre_wake_at is not None
+            and self.rest is not Phase.AWAKE
+            and now >= self.pre_wake_at
+        ):
+            self.pre_wake_at = None
+            if self.fits(self.index, _UP, now).fits:
+                self._count("pre-wakes")
+                self.pre_woken = True
+                self._bring_up(now, _Owner.RUNNER)
+            return
+        sleep, deepen, stop = self._thresholds()
+        level = 2 if self.rest is Phase.ASLEEP_2 else 1
+        step = ladder_step(
+            IdleLadder(sleep_after_us=sleep, deepen_after_us=deepen, stop_after_us=stop),
+            state=_STATE[self.rest],
+            asleep_level=None if self.rest is Phase.AWAKE else level,
+            idle_for_us=now - self._idle_base(),
+            in_awake_window=awake_window(self.window_slots, now),
+        )
+        if step is None:
+            self.idle_not_before = now + _BLOCKED_RECHECK_US  # held back by a window
+            return
+        if self._not_quiet(now, _STATE[self.rest], recent=False) is not None:
+            return
+        self._count(f"idle {step.value}s")
+        if step is IdleStep.SLEEP:
+            self._go_down(now, Phase.ASLEEP_1, self._sleep_time(Phase.ASLEEP_1))
+            self._plan_pre_wake()
+        elif step is IdleStep.DEEPEN:
+            self._go_down(now, Phase.ASLEEP_2, self._sleep_time(Phase.ASLEEP_2))
+        else:
+            self.stopped_by = IDLE_ACTOR
+            self._go_down(now, Phase.STOPPED, self._draw(self.times.stop))
+
+    def _plan_pre_wake(self) -> None:
+        if self.histogram is None or self.last_arrival is None or self.pre_woken:
+            return
+        windows = self.histogram.windows(self.last_arrival)
+        if windows is None or not windows.pre_wake_us:
+            return
+        lead = lead_for(self.wake_lead, level=1, ready_times_us=self.ready_us[1]).us
+        planned = self.last_arrival + windows.pre_wake_us - lead
+        # A sleep after a pre-wake's keep-alive ran out, with no request since, plans none:
+        # the pre-wake it would plan is past, and would wake it again at once.
+        self.pre_wake_at = planned if planned > self.action_began() else None
+
+    def action_began(self) -> int:
+        """Return when the action under way began (its start of the span when none is)."""
+        return self.start_us if self.action is None else self.action.began
