@@ -66,7 +66,7 @@ class IdleLadder:
         given = {"sleep_after_s": sleep_after_s, "deepen_after_s": deepen_after_s,
                  "stop_after_s": stop_after_s}  # fmt: skip
         steps: dict[str, int | None] = {}
-        previous: tuple[str, float] | None = None
+        previous: tuple[str, int] | None = None  # the step before: its name, microseconds
         for name, value in given.items():
             field = f"{field_prefix}{name}"
             if value is None:
@@ -76,13 +76,16 @@ class IdleLadder:
                 raise DefinitionError(field, f"{value!r} is not a number of seconds")
             if not 1 <= value <= _MOST_S:  # NaN fails both comparisons
                 raise DefinitionError(field, f"{value!r} is not from 1 s to {_MOST_S} s (a year)")
-            if previous is not None and value <= previous[1]:
+            us = round(value * SECOND_US)
+            # Compared as kept, in microseconds: seconds apart by less than one would be
+            # accepted here, then refused when the ladder's own to_json is read back.
+            if previous is not None and us <= previous[1]:
                 earlier = f"{field_prefix}{previous[0]}"
                 raise DefinitionError(
-                    field, f"{value:g} s is not after {earlier} ({previous[1]:g} s)"
+                    field, f"{value:g} s is not after {earlier} ({previous[1] / SECOND_US:g} s)"
                 )
-            previous = (name, float(value))
-            steps[name] = round(value * SECOND_US)
+            previous = (name, us)
+            steps[name] = us
         return cls(
             sleep_after_us=steps["sleep_after_s"],
             deepen_after_us=steps["deepen_after_s"],
