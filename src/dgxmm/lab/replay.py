@@ -32,6 +32,8 @@ that does not fit is refused (``does_not_fit``), a slot is skipped, a pre-wake i
 What is left out, and said wherever the figures are shown: a server never fails (no pause,
 no failure rule), one start-up at a time is not kept (the product's gate serialises starts),
 and the proxy's hold bound (600 s) never runs out (no default step takes that long).
+Every deployment is awake at ``start_us``, as always-on is, even where they do not all fit
+together: the fit is asked of a way up only.
 
 Schedules are numbered 1, 2, ... in fleet-file order across the whole fleet (the product's
 ids). Each deployment draws its durations from its ``ServerTimes`` with its own generator,

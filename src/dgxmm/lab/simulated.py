@@ -1,9 +1,10 @@
-"""One deployment in a replay: its simulated server, the proxy's hold and the runner's rows.
+"""One deployment in a replay: its simulated server, the proxy's hold and its idle policy.
 
 ``SimulatedDeployment`` is stepped by the fleet's loop (``replay.py``) one event at a time,
 in the order of time and, at one instant, of ``Rank``: an action that ends, then a request,
 then the runner's pass, then the idle policy's check (the product's runner passes once a
-minute, and its idle steps are part of that pass, after the schedules).
+minute, and its idle steps are part of that pass, after the schedules). Its schedule rows,
+and which of their slots are due at a pass, are ``rows.py``'s (``RunnerRows``).
 
 Every decision is the product's own function: ``due_slot`` / ``due_early``, the verdicts,
 ``refusal_for``, ``check_fit`` (asked through the fleet, which sees the others' memory at
@@ -19,6 +20,19 @@ The server, where the product's server has choices:
 - A deepening (level 1 to level 2) keeps the level-1 memory until it ends (vLLM drops the
   CPU copy of the weights; the GPU holds the same), and takes the level-2 sleep's time.
 - A stop of a sleeping server keeps its asleep phase until it ends.
+
+Where the issues are silent, the choices made here:
+
+- Idle time counts from the latest request, or from when the deployment last came up if
+  that is later: a request held for a way up is in flight until it is served.
+- A request at the very instant of a wake slot comes before that minute's pass (``Rank``):
+  it brings the deployment up itself, waits the whole wake, and the slot is skipped as
+  under way.
+- A step an awake window holds back is checked again when the window shuts (the next
+  scheduled sleep or stop), or sooner after a request or the end of an action.
+- The histogram's pre-wake is made at the pass at or before its instant less the measured
+  wake time (``measured`` whatever the deployment's ``wake_lead``, which is for its
+  scheduled wakes), as a wake lead is rounded.
 """
 
 from __future__ import annotations
@@ -26,43 +40,32 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from enum import Enum, IntEnum
 
 import numpy as np
 
-from dgxmm.decider.days import day_bit
-from dgxmm.decider.idle import GapHistogram, IdleLadder, IdleStep, ScheduleSlots, awake_window
+from dgxmm.decider.idle import GapHistogram, IdleLadder, IdleStep
 from dgxmm.decider.idle import idle_step as ladder_step
-from dgxmm.decider.schedules.lead import MAX_LEAD_US, LeadKind, WakeLead, due_early, lead_for
-from dgxmm.decider.schedules.rows import ScheduleAction
+from dgxmm.decider.schedules.lead import LeadKind, WakeLead, lead_for
 from dgxmm.decider.schedules.runner import ResultKind
-from dgxmm.decider.schedules.slots import (
-    LATE_WINDOW_US,
-    Slot,
-    due_slot,
-    local_today,
-    parse_time,
-    slot_on,
-)
+from dgxmm.decider.schedules.slots import Slot
 from dgxmm.decider.schedules.verdicts import (
     DeployerCall,
     Skip,
     down_verdict,
     quiet_verdict,
-    slot_order,
     superseded_reason,
     up_verdict,
 )
 from dgxmm.fleet import IDLE_ACTOR, BackendKind, Deployment, DeploymentState, Fit, MetricsSample
-from dgxmm.jobs import resolve_zone
 from dgxmm.lab.durations import Duration, ServerTimes
 from dgxmm.lab.fleetfile import LabDeployment, LabSchedule
 from dgxmm.lab.ledger import Phase
+from dgxmm.lab.rows import RunnerRows, ScheduleRow, SlotDecision
 from dgxmm.lab.trace import Ints
 from dgxmm.proxy import Refusal
 from dgxmm.proxy.waking import refusal_for
-from dgxmm.time_units import DAY_US, MINUTE_US
+from dgxmm.time_units import MINUTE_US
 
 __all__ = ["Rank", "SimulatedDeployment", "SlotDecision"]
 
@@ -73,10 +76,10 @@ _STATE = {
     Phase.STOPPED: DeploymentState.STOPPED,
 }
 _UNDER_WAY = "an action on it is under way"  # the runner's words when its lock is taken
-_BLOCKED_RECHECK_US = 15 * MINUTE_US  # a step a schedule's awake window holds back
 _LEVEL = {Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2, Phase.STOPPED: 0}  # lead_for's level of a way up
 _UP = DeploymentState.RUNNING  # the state a way up is checked for, as the deployer asks
 
+MEASURED = WakeLead(kind=LeadKind.MEASURED)  # the histogram's pre-wake lead
 FitCheck = Callable[[int, DeploymentState, int], Fit]  # (deployment index, target, at)
 
 
@@ -94,29 +97,6 @@ class _Owner(Enum):
 
     RUNNER = "runner"  # the runner's worker (a schedule or an idle step)
     REQUEST = "request"  # the proxy's waker: the runner finds the lock taken and skips
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SlotDecision:
-    """One slot the replayed runner recorded: when, which schedule, and how it ended."""
-
-    at_us: int  # the pass's minute
-    schedule: int  # the schedule's number (fleet-file order, from 1)
-    action: ScheduleAction
-    kind: ResultKind
-    reason: str | None = None
-
-
-@dataclass(slots=True)
-class _Row:
-    """What the product's schedule row keeps between passes."""
-
-    number: int
-    schedule: LabSchedule
-    time: tuple[int, int]
-    slots: ScheduleSlots
-    last_run_day: str | None = None
-    deferred_since: int | None = None
 
 
 @dataclass(slots=True)
@@ -164,13 +144,9 @@ class SimulatedDeployment:
         self.histogram = GapHistogram() if histogram else None
         self.wake_lead = wake_lead
         self.fits = fits
-        self.rows = [
-            _Row(number=n, schedule=s, time=parse_time(s.time), slots=ScheduleSlots(
-                action=s.action, days=s.days, time=parse_time(s.time),
-                zone=resolve_zone(s.time_zone)))
-            for n, s in schedules if s.enabled
-        ]  # fmt: skip
-        self.window_slots = [row.slots for row in self.rows]
+        self.rows = RunnerRows(
+            schedules, start_us=start_us, end_us=end_us, leads=wake_lead.kind is not LeadKind.OFF
+        )
         self.sleeps_to = Phase.ASLEEP_2 if deployment.sleep_level == 2 else Phase.ASLEEP_1
         self.rest = Phase.AWAKE
         self.action: _Action | None = None
@@ -184,13 +160,10 @@ class SimulatedDeployment:
         self.pre_wake_at: int | None = None  # the histogram's pre-wake, when one is planned
         self.pre_woken = False  # woken by the histogram since the last request
         self.idle_not_before = start_us
+        self.held_back_until: int | None = None  # a step the awake window holds: until it shuts
         self.phases: list[tuple[int, Phase]] = [(start_us, Phase.AWAKE)]
-        self.decisions: list[SlotDecision] = []
         self.refused: dict[str, int] = {}
         self.steps: dict[str, int] = {}  # idle steps, pre-wakes, early wakes: by name
-        self.passes = self._candidate_passes()
-        self.pass_cursor = 0
-        self.last_pass: int | None = None
         self.template = Deployment(
             id=index, name=deployment.name, model=deployment.model,
             backend=BackendKind.EXTERNAL, command=None, port=None, environment={},
@@ -225,7 +198,7 @@ class SimulatedDeployment:
             found.append((self.action.until, Rank.END))
         if self.cursor < len(self.arrivals):
             found.append((self.arrivals[self.cursor], Rank.ARRIVAL))
-        coming = self._next_pass()
+        coming = self.rows.next_pass()
         if coming is not None:
             found.append((coming, Rank.PASS))
         idle = self._next_idle_check()
@@ -245,6 +218,11 @@ class SimulatedDeployment:
         else:
             self._idle_check(at)
 
+    @property
+    def decisions(self) -> list[SlotDecision]:
+        """Return the runs its schedules recorded, in order."""
+        return self.rows.decisions
+
     def phases_until_end(self) -> list[tuple[int, Phase]]:
         """Return its phases that begin inside the span."""
         return [(at, phase) for at, phase in self.phases if at < self.end_us]
@@ -258,7 +236,7 @@ class SimulatedDeployment:
             return
         # Served at once changes nothing another deployment sees, nor this one's next
         # action: take them in a run up to its next pass, or until an idle step could be due.
-        coming = self._next_pass()
+        coming = self.rows.next_pass()
         limit = self.end_us if coming is None else coming
         soonest = self._soonest_idle_us()
         arrivals = self.arrivals
@@ -277,6 +255,7 @@ class SimulatedDeployment:
         self.last_arrival = at
         self.pre_woken = False
         self.pre_wake_at = None
+        self.held_back_until = None  # idle counts afresh: a step may be due inside the window
         if self.action is not None:
             self.held.append(index)  # one way up for every request held
             if not self.action.up:
@@ -322,6 +301,7 @@ class SimulatedDeployment:
         assert action is not None
         self.action = None
         self.rest = action.to
+        self.held_back_until = None  # another level: the window may allow its step
         if action.up_from is not None:
             self.ready_us[action.up_from].append(at - action.began)  # what its events record
             self.active_since = at
@@ -357,107 +337,50 @@ class SimulatedDeployment:
 
     # -- the runner's pass ---------------------------------------------------------------------
 
-    def _candidate_passes(self) -> list[int]:
-        """Return the minutes at which some slot is within its 15 minutes (or its lead).
-
-        At any other minute ``due_slot`` finds nothing unless a slot was deferred (then
-        ``_next_pass`` visits every minute), so those passes are skipped unasked: a replay of
-        weeks asks at a few hundred minutes per schedule rather than at every one.
-        """
-        first = math.ceil(self.start_us / MINUTE_US) * MINUTE_US
-        minutes: set[int] = set()
-        for row in self.rows:
-            zone = row.slots.zone
-            early = 0 if self.wake_lead.kind is LeadKind.OFF else MAX_LEAD_US
-            ahead = 0 if row.schedule.action.quiets else early
-            day = local_today(self.start_us - DAY_US, zone)
-            last = local_today(self.end_us + DAY_US, zone)
-            while day <= last:
-                if row.schedule.days & day_bit(day.weekday()):
-                    at = slot_on(day, row.time, zone).at_us
-                    minute = max(math.ceil((at - ahead) / MINUTE_US) * MINUTE_US, first)
-                    while minute <= at + LATE_WINDOW_US and minute < self.end_us:
-                        minutes.add(minute)
-                        minute += MINUTE_US
-                day += timedelta(days=1)
-        return sorted(minutes)
-
-    def _next_pass(self) -> int | None:
-        passes = self.passes
-        found = passes[self.pass_cursor] if self.pass_cursor < len(passes) else None
-        if self.last_pass is not None and any(r.deferred_since is not None for r in self.rows):
-            # A deferred slot stays due past its 15 minutes: every minute until recorded.
-            every = self.last_pass + MINUTE_US
-            found = every if found is None else min(found, every)
-        return found
-
     def _pass(self, now: int) -> None:
         """Run the schedule runner's pass at the planned minute ``now`` for this deployment."""
-        self.last_pass = now
-        while self.pass_cursor < len(self.passes) and self.passes[self.pass_cursor] <= now:
-            self.pass_cursor += 1
-        due: list[tuple[_Row, Slot]] = []
-        for row in self.rows:
-            slot = self._due(row, now)
-            if slot is not None:
-                due.append((row, slot))
+        lead = None if self.wake_lead.kind is LeadKind.OFF else self._lead_us(self.rest)
+        due = self.rows.due_at(now, lead_us=lead)
         if not due:
             return
         if self.action is not None and self.action.owner is _Owner.RUNNER:
             return  # its scheduled action is under way: the slots stay due for the next pass
-        due.sort(key=lambda found: slot_order(found[0].number, found[1]))
         *earlier, (row, slot) = due
         for other, other_slot in earlier:
             reason = superseded_reason(
                 schedule_id=row.number, action=row.schedule.action, time=row.schedule.time
             )
-            self._record(now, other, other_slot, ResultKind.SUPERSEDED, reason)
+            self.rows.record(now, other, other_slot, ResultKind.SUPERSEDED, reason)
         if self.action is not None or self.shut_door:  # a request's wake holds the lock
-            self._record(now, row, slot, ResultKind.SKIPPED, _UNDER_WAY)
+            self.rows.record(now, row, slot, ResultKind.SKIPPED, _UNDER_WAY)
         elif row.schedule.action.quiets:
             self._quiet_down(now, row, slot)
         else:
             self._scheduled_up(now, row, slot)
 
-    def _due(self, row: _Row, now: int) -> Slot | None:
-        slots = row.slots
-        if row.schedule.action.quiets or self.wake_lead.kind is LeadKind.OFF:
-            return due_slot(
-                days=slots.days, time=slots.time, zone=slots.zone, now_us=now,
-                last_run_day=row.last_run_day, deferred_since=row.deferred_since,
-            )  # fmt: skip
-        return due_early(
-            days=slots.days, time=slots.time, zone=slots.zone, now_us=now,
-            last_run_day=row.last_run_day, lead_us=self._lead_us(self.rest),
-        )  # fmt: skip
-
     def _lead_us(self, resting: Phase) -> int:
         level = _LEVEL.get(resting, 1)
         return lead_for(self.wake_lead, level=level, ready_times_us=self.ready_us[level]).us
 
-    def _quiet_down(self, now: int, row: _Row, slot: Slot) -> None:
+    def _quiet_down(self, now: int, row: ScheduleRow, slot: Slot) -> None:
         state = _STATE[self.rest]
         verdict = down_verdict(
             action=row.schedule.action, state=state, deferred_since=row.deferred_since,
             slot_at_us=slot.at_us, now_us=now,
         )  # fmt: skip
         if isinstance(verdict, Skip):
-            self._record(now, row, slot, ResultKind.SKIPPED, verdict.reason)
+            self.rows.record(now, row, slot, ResultKind.SKIPPED, verdict.reason)
             return
         busy = self._not_quiet(now, state, recent=True)
         if busy is not None:
-            row.deferred_since = verdict.deferred_since
-            self.decisions.append(
-                SlotDecision(at_us=now, schedule=row.number, action=row.schedule.action,
-                             kind=ResultKind.DEFERRED, reason=busy)
-            )  # fmt: skip
+            self.rows.defer(now, row, verdict.deferred_since, busy)
             return
         if verdict.call is DeployerCall.SLEEP:
             self._go_down(now, self.sleeps_to, self._sleep_time(self.sleeps_to))
         else:
             self.stopped_by = f"schedule:{row.number}"
             self._go_down(now, Phase.STOPPED, self._draw(self.times.stop))
-        self._record(now, row, slot, ResultKind.DONE, None)
+        self.rows.record(now, row, slot, ResultKind.DONE, None)
 
     def _not_quiet(self, now: int, state: DeploymentState, *, recent: bool) -> str | None:
         held = self._in_flight(now)
@@ -479,31 +402,21 @@ class SimulatedDeployment:
         )
         return None if busy is None else busy.reason
 
-    def _scheduled_up(self, now: int, row: _Row, slot: Slot) -> None:
+    def _scheduled_up(self, now: int, row: ScheduleRow, slot: Slot) -> None:
         verdict = up_verdict(
             action=row.schedule.action, state=_STATE[self.rest], stopped_by=self.stopped_by
         )
         if isinstance(verdict, Skip):
-            self._record(now, row, slot, ResultKind.SKIPPED, verdict.reason)
+            self.rows.record(now, row, slot, ResultKind.SKIPPED, verdict.reason)
             return
         fit = self.fits(self.index, _UP, now)
         if not fit.fits:  # the runner never evicts either
-            self._record(now, row, slot, ResultKind.SKIPPED, f"it does not fit: {fit.reason}")
+            self.rows.record(now, row, slot, ResultKind.SKIPPED, f"it does not fit: {fit.reason}")
             return
         if slot.at_us > now:
             self._count("wakes begun early")
         self._bring_up(now, _Owner.RUNNER)
-        self._record(now, row, slot, ResultKind.DONE, None)
-
-    def _record(
-        self, now: int, row: _Row, slot: Slot, kind: ResultKind, reason: str | None
-    ) -> None:
-        """Keep a run that is not a deferral as the runner does: the day is done."""
-        row.last_run_day, row.deferred_since = slot.day.isoformat(), None
-        self.decisions.append(
-            SlotDecision(at_us=now, schedule=row.number, action=row.schedule.action, kind=kind,
-                         reason=reason)
-        )  # fmt: skip
+        self.rows.record(now, row, slot, ResultKind.DONE, None)
 
     def _sleep_time(self, resting: Phase) -> int:
         return self._draw(self.times.sleep_2 if resting is Phase.ASLEEP_2 else self.times.sleep_1)
@@ -549,6 +462,8 @@ class SimulatedDeployment:
         if not steps:
             return None
         due = self._idle_base() + min(steps)
+        if self.held_back_until is not None:
+            due = max(due, self.held_back_until)
         # The runner's pass is once a minute: a step due between two is taken at the next.
         return max(math.ceil(due / MINUTE_US) * MINUTE_US, self.idle_not_before)
 
@@ -581,10 +496,13 @@ class SimulatedDeployment:
             state=_STATE[self.rest],
             asleep_level=None if self.rest is Phase.AWAKE else level,
             idle_for_us=now - self._idle_base(),
-            in_awake_window=awake_window(self.window_slots, now),
+            in_awake_window=self.rows.in_awake_window(now),
         )
         if step is None:
-            self.idle_not_before = now + _BLOCKED_RECHECK_US  # held back by a window
+            # Held back by an awake window: checked again when it shuts. (It was checked
+            # again every 15 minutes: a step up to 14 minutes late, and a request meanwhile
+            # could not bring its own step sooner than that check.)
+            self.held_back_until = self.rows.window_shuts(now)
             return
         if self._not_quiet(now, _STATE[self.rest], recent=False) is not None:
             return
@@ -604,8 +522,11 @@ class SimulatedDeployment:
         windows = self.histogram.windows(self.last_arrival)
         if windows is None or not windows.pre_wake_us:
             return
-        lead = lead_for(self.wake_lead, level=1, ready_times_us=self.ready_us[1]).us
-        planned = self.last_arrival + windows.pre_wake_us - lead
+        # Less the measured wake time (issue 25, point 3), whatever the wake lead of the
+        # scheduled wakes: with that lead off it was less nothing, and the pre-wake was late.
+        lead = lead_for(MEASURED, level=1, ready_times_us=self.ready_us[1]).us
+        # Taken at the runner's pass at or before that instant, as a wake lead is.
+        planned = (self.last_arrival + windows.pre_wake_us - lead) // MINUTE_US * MINUTE_US
         # A sleep after a pre-wake's keep-alive ran out, with no request since, plans none:
         # the pre-wake it would plan is past, and would wake it again at once.
         self.pre_wake_at = planned if planned > self.action_began() else None
