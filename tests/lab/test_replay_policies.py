@@ -1,8 +1,11 @@
 """dgxmm's idle ladder, its schedule bounds, the fit, the wake lead and the histogram, replayed.
 
 Every expectation is worked out by hand from the rules (issue 25) and fixed durations, in
-Berlin's summer time (no change of clocks near): a runner pass at every whole minute, an idle
-step at the first pass at or after it is due, a wake lead rounded up to the pass before.
+Berlin's summer time (no change of clocks near): a runner pass at every whole minute, a wake
+lead rounded up to the pass before; the idle policy checked on the host's tick (each second,
+``IDLE_TICK_US``): an idle step at the first tick at or after it is due (one due during an
+action at the first tick once the action has ended), a histogram pre-wake at the tick at or
+before its instant.
 """
 
 from __future__ import annotations
@@ -73,17 +76,17 @@ def replay(
     return replay_fleet(trace(rows), machine, rules, start_us=start, end_us=end, seed=seed)
 
 
-def test_it_climbs_the_ladder_at_the_runners_minutes_and_starts_what_it_stopped() -> None:
+def test_it_climbs_the_ladder_on_the_hosts_ticks_and_starts_what_it_stopped() -> None:
     machine = fleet(deployment(idle=FULL_LADDER))
     chat = replay(
         [at("00:00:10"), at("02:00:10")], machine, LADDER, start=at("00:00:00"), end=at("04:00:00")
     )["chat"]
     assert chat.timeline.phases() == [
         (at("00:00:00"), Phase.AWAKE),
-        (at("00:06:00"), Phase.GOING_DOWN),  # 300 s after 00:00:10 is 00:05:10: the next pass
-        (at("00:06:02"), Phase.ASLEEP_1),
-        (at("00:31:01"), Phase.ASLEEP_2),  # deepened at 00:31, level 1 held until it ends
-        (at("01:01:03"), Phase.STOPPED),  # stopped at 01:01 (3600 s after 00:00:10)
+        (at("00:05:10"), Phase.GOING_DOWN),  # 300 s after 00:00:10: a tick, taken at once
+        (at("00:05:12"), Phase.ASLEEP_1),
+        (at("00:30:11"), Phase.ASLEEP_2),  # deepened at 00:30:10, level 1 held until it ends
+        (at("01:00:13"), Phase.STOPPED),  # stopped at 01:00:10 (3600 s after 00:00:10)
         (at("02:00:10"), Phase.STARTING),  # the request starts what the idle policy stopped
         (at("02:01:00"), Phase.AWAKE),
         (at("02:06:00"), Phase.GOING_DOWN),  # and the ladder again, from the start's end
@@ -112,9 +115,10 @@ def test_a_deployment_with_no_ladder_of_its_own_takes_the_default_one() -> None:
     )["chat"]
     assert chat.timeline.phases() == [
         (at("00:00:00"), Phase.AWAKE),
-        (at("00:06:00"), Phase.GOING_DOWN),  # 5 minutes
-        (at("00:06:02"), Phase.ASLEEP_1),
-        (at("01:01:01"), Phase.ASLEEP_2),  # an hour; and never stopped
+        (at("00:05:10"), Phase.GOING_DOWN),  # 5 minutes
+        (at("00:05:12"), Phase.ASLEEP_1),
+        (at("00:15:11"), Phase.ASLEEP_2),  # deepened at 00:15:10, 15 minutes
+        (at("01:00:13"), Phase.STOPPED),  # stopped at 01:00:10, an hour
     ]
 
 
@@ -125,13 +129,15 @@ def test_in_the_awake_window_it_sleeps_at_level_1_only_and_stops_once_the_window
     )["chat"]
     assert chat.timeline.phases() == [
         (at("08:00:00"), Phase.AWAKE),
-        (at("08:06:00"), Phase.GOING_DOWN),  # level 1 is allowed in the window
-        (at("08:06:02"), Phase.ASLEEP_1),  # idle for 12 h, not deepened nor stopped by day
-        (at("20:00:03"), Phase.STOPPED),  # the 20:00 pass: the window is shut, a stop is due
+        (at("08:05:20"), Phase.GOING_DOWN),  # level 1 is allowed in the window
+        (at("08:05:22"), Phase.ASLEEP_1),  # idle for 12 h, not deepened nor stopped by day
+        # The 20:00 tick, after the runner's pass skipped the sleep: the window is shut, and
+        # the deepening held back since 08:30:20 gives way to the stop due since 09:00:20.
+        (at("20:00:03"), Phase.STOPPED),
         (at("07:30:00", day=2), Phase.STARTING),  # the wake starts what the ladder stopped
         (at("07:30:50", day=2), Phase.AWAKE),
-        (at("07:36:00", day=2), Phase.GOING_DOWN),
-        (at("07:36:02", day=2), Phase.ASLEEP_1),
+        (at("07:35:50", day=2), Phase.GOING_DOWN),  # 5 minutes after the start's end
+        (at("07:35:52", day=2), Phase.ASLEEP_1),
     ]
     assert chat.steps == {"idle sleeps": 2, "idle stops": 1}
     assert [(d.at_us, d.action, d.kind, d.reason) for d in chat.decisions] == [
@@ -156,18 +162,18 @@ def test_a_request_late_in_the_awake_window_is_followed_by_the_whole_ladder_afte
     )["chat"]
     assert chat.timeline.phases() == [
         (at("08:00:00"), Phase.AWAKE),
-        (at("08:06:00"), Phase.GOING_DOWN),
-        (at("08:06:02"), Phase.ASLEEP_1),
+        (at("08:05:20"), Phase.GOING_DOWN),
+        (at("08:05:22"), Phase.ASLEEP_1),
         (at("19:50:00"), Phase.WAKING),
         (at("19:50:04"), Phase.AWAKE),
-        (at("19:56:00"), Phase.GOING_DOWN),  # 5 minutes after it came up, held back or not
-        (at("19:56:02"), Phase.ASLEEP_1),
-        (at("20:21:01"), Phase.ASLEEP_2),  # past 20:00, deepened 30 minutes after
-        (at("20:51:03"), Phase.STOPPED),  # and stopped an hour after
+        (at("19:55:04"), Phase.GOING_DOWN),  # 5 minutes after it came up, held back or not
+        (at("19:55:06"), Phase.ASLEEP_1),
+        (at("20:20:05"), Phase.ASLEEP_2),  # past 20:00, deepened 30 minutes after (20:20:04)
+        (at("20:50:07"), Phase.STOPPED),  # and stopped an hour after (20:50:04)
         (at("07:30:00", day=2), Phase.STARTING),
         (at("07:30:50", day=2), Phase.AWAKE),
-        (at("07:36:00", day=2), Phase.GOING_DOWN),
-        (at("07:36:02", day=2), Phase.ASLEEP_1),
+        (at("07:35:50", day=2), Phase.GOING_DOWN),
+        (at("07:35:52", day=2), Phase.ASLEEP_1),
     ]
     assert chat.waits_us.tolist() == [0, 4 * S]
     assert chat.steps == {"idle sleeps": 3, "idle deepens": 1, "idle stops": 1}
@@ -176,21 +182,21 @@ def test_a_request_late_in_the_awake_window_is_followed_by_the_whole_ladder_afte
 def test_a_request_while_an_idle_sleep_is_under_way_waits_for_it_then_for_the_wake() -> None:
     slow = deployment(idle={"sleep_after_s": 300}, durations={**DURATIONS, "sleep_1": 90})
     chat = replay(
-        [at("00:00:10"), at("00:07:00"), at("00:07:10")],
+        [at("00:00:10"), at("00:06:10"), at("00:06:20")],
         fleet(slow),
         LADDER,
         start=at("00:00:00"),
         end=at("01:00:00"),
     )["chat"]
-    # The sleep begins at 00:06:00 and ends at 00:07:30; one wake of 4 s for both requests.
+    # The sleep begins at 00:05:10 and ends at 00:06:40; one wake of 4 s for both requests.
     assert chat.waits_us.tolist() == [0, 30 * S + 4 * S, 20 * S + 4 * S]
     assert chat.timeline.phases() == [
         (at("00:00:00"), Phase.AWAKE),
-        (at("00:06:00"), Phase.GOING_DOWN),
-        (at("00:07:30"), Phase.WAKING),  # asleep for no time
-        (at("00:07:34"), Phase.AWAKE),
-        (at("00:13:00"), Phase.GOING_DOWN),  # 5 minutes after 00:07:34, at the next pass
-        (at("00:14:30"), Phase.ASLEEP_1),
+        (at("00:05:10"), Phase.GOING_DOWN),
+        (at("00:06:40"), Phase.WAKING),  # asleep for no time
+        (at("00:06:44"), Phase.AWAKE),
+        (at("00:11:44"), Phase.GOING_DOWN),  # 5 minutes after 00:06:44, at that very tick
+        (at("00:13:14"), Phase.ASLEEP_1),
     ]
     assert chat.steps == {"idle sleeps": 2}
 
@@ -203,7 +209,7 @@ TWO_ON_ONE_GPU = (
 
 def test_a_wake_that_does_not_fit_is_refused_and_evicts_nothing() -> None:
     requests = [
-        (at("00:00:10"), "a"),  # a sleeps at 00:06
+        (at("00:00:10"), "a"),  # a sleeps at 00:05:10
         (at("00:20:00"), "b"),  # b stays awake until 00:50
         (at("00:30:00"), "a"),  # 2 + 60 GiB asleep and awake, 60 more do not fit in 80
         (at("01:00:00"), "a"),  # b asleep: 2 + 60 fit
@@ -221,8 +227,8 @@ def test_a_wake_that_does_not_fit_is_refused_and_evicts_nothing() -> None:
     ]
     assert a.timeline.phases()[:5] == [
         (at("00:00:00"), Phase.AWAKE),
-        (at("00:06:00"), Phase.GOING_DOWN),
-        (at("00:06:02"), Phase.ASLEEP_1),
+        (at("00:05:10"), Phase.GOING_DOWN),
+        (at("00:05:12"), Phase.ASLEEP_1),
         (at("01:00:00"), Phase.WAKING),  # nothing at 00:30
         (at("01:00:04"), Phase.AWAKE),
     ]
@@ -234,17 +240,17 @@ def test_one_going_down_holds_its_memory_until_down_and_one_coming_up_holds_it_a
     a, b = TWO_ON_ONE_GPU
     slow_b = {**b, "durations": {**DURATIONS, "sleep_1": 120, "wake_1": 30}}
     requests = [
-        (at("00:00:10"), "a"),  # a sleeps at 00:06
+        (at("00:00:10"), "a"),  # a sleeps at 00:05:10
         (at("00:20:00"), "b"),  # b goes down from 00:50:00 to 00:52:00
         (at("00:51:00"), "a"),  # b still holds 60 GiB: refused
         (at("00:52:00"), "a"),  # b is down that instant (its end comes first): a wakes
         (at("01:10:00"), "b"),  # b wakes until 01:10:30, holding its 60 GiB from the start
-        (at("01:10:10"), "a"),  # a slept again at 00:58; refused
+        (at("01:10:10"), "a"),  # a slept again at 00:57:04 (5 minutes after 00:52:04); refused
     ]
     replayed = replay(requests, fleet(a, slow_b), LADDER, start=at("00:00:00"), end=at("02:00:00"))
     assert replayed["a"].waits_us.tolist() == [0, -1, 4 * S, -1]
     assert replayed["b"].waits_us.tolist() == [0, 30 * S]
-    assert (at("00:58:00"), Phase.GOING_DOWN) in replayed["a"].timeline.phases()
+    assert (at("00:57:04"), Phase.GOING_DOWN) in replayed["a"].timeline.phases()
 
 
 def test_a_scheduled_wake_that_does_not_fit_is_skipped_and_says_why() -> None:
@@ -341,25 +347,28 @@ def test_the_histogram_sleeps_after_each_request_and_wakes_ahead_of_the_next() -
         end=at("00:00:00", day=1 + HALF_HOURLY_DAYS),
     )["chat"]
     # 20 gaps of 30 minutes are representative: keep-alive 34.1 min, pre-wake at 27 min
-    # (the 30-minute bin less 10 %), less the measured 4 s wake: the 10:26 pass.
+    # (the 30-minute bin less 10 %), less the wake time: the default 6 s after 10:00 (every
+    # wake so far was from level 2), the 10:26:54 tick; then the measured 4 s, 26:56 after.
     representative = requests.index(at("10:00:00"))
     phases = chat.timeline.phases()
-    # Until then the default ladder: 5 minutes after the first request, at that very pass.
+    # Until then the default ladder: 5 minutes after the first request, at that very tick.
     assert phases[:3] == [
         (at("00:00:00"), Phase.AWAKE),
         (at("00:05:00"), Phase.GOING_DOWN),
         (at("00:05:02"), Phase.ASLEEP_1),
     ]
+    assert (at("10:26:54"), Phase.WAKING) in phases
     for request in requests[representative + 1 :]:
         assert (request, Phase.AWAKE) not in phases  # it is awake already
-        assert (request + MINUTE_US, Phase.GOING_DOWN) in phases  # the minute after
+        assert (request + MINUTE_US, Phase.GOING_DOWN) in phases  # its sleep, a minute after
         assert (request + MINUTE_US + 2 * S, Phase.ASLEEP_1) in phases
-        assert (request + 26 * MINUTE_US, Phase.WAKING) in phases
-        assert (request + 26 * MINUTE_US + 4 * S, Phase.AWAKE) in phases
+        assert (request + 27 * MINUTE_US - 4 * S, Phase.WAKING) in phases
+        assert (request + 27 * MINUTE_US, Phase.AWAKE) in phases  # awake at the 27 minutes
     waits = chat.waits_us.tolist()
     assert waits[representative + 1 :] == [0] * (len(requests) - representative - 1)
-    # Before, the default ladder slept 5 minutes after each one: each came cold.
-    assert waits[1 : representative + 1] == [4 * S] * representative
+    # Before, the default ladder slept 5 minutes after each one and deepened 15 minutes after
+    # it: each came cold, to a 6 s wake from level 2.
+    assert waits[1 : representative + 1] == [6 * S] * representative
     # One pre-wake after each request from the 20th gap on (the last one's is for a request
     # after the span).
     assert chat.steps["pre-wakes"] == len(requests) - representative
@@ -392,8 +401,8 @@ def test_the_histogram_of_uniformly_spread_gaps_falls_back_to_the_ladder() -> No
     assert len(late) > 40
     for i in late[:-1]:
         served = requests[i] + waits[i]
-        # The ladder's sleep: the first pass at or after 5 minutes without a request.
-        sleep = -(-(served + 300 * S) // MINUTE_US) * MINUTE_US
+        # The ladder's sleep: the first tick at or after 5 minutes without a request.
+        sleep = -(-(served + 300 * S) // S) * S
         inside = [p for p in phases if served < p[0] < requests[i + 1]]
         if sleep < requests[i + 1]:
             assert inside[:2] == [(sleep, Phase.GOING_DOWN), (sleep + 2 * S, Phase.ASLEEP_1)]
