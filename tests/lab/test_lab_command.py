@@ -50,6 +50,10 @@ def test_it_prints_every_policy_beside_the_oracle(tmp_path: Path) -> None:
         "llama-swap-ttl-sleep-5m",
         "knative-scale-to-zero",
         "schedules",
+        "proposals",
+        "idle-ladder",
+        "ladder-wake-ahead",
+        "histogram",
         "oracle",
     ]
     oracle = lines[-1].split()

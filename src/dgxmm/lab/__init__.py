@@ -6,8 +6,12 @@
   ``Ledger``), one accounting for every policy.
 - ``oracle``: the most memory any policy could free without a cold request.
 - ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
-- ``replay``: the schedules as given, replayed through the runner's verdicts and the
-  proxy's hold (every wake fits: the fit between deployments is not replayed yet).
+- ``replay``: dgxmm's policies (the schedules, the idle ladder, the histogram policy, the
+  wake lead), the fleet as one machine, through the decider's own functions and the
+  product's fit check (``simulated``: one deployment's server, hold and idle policy;
+  ``rows``: the runner's schedule rows).
+- ``proposed``: the product's proposer on a trace's first weeks, its proposals accepted.
+- ``picture``: one day of every policy as an SVG (state bands, request ticks).
 - ``durations``: how long the simulated server takes to start, stop, sleep and wake.
 - ``fleetfile``: the fleet file (the machine's GPUs and the deployments), read and checked.
 - ``readers``: traces read from files (dgxmm's requests CSV, the Azure LLM inference trace).

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgxmm.lab.durations import Duration, ServerTimes
 from dgxmm.lab.ledger import Phase, Timeline
-from dgxmm.lab.oracle import RoundTrip
 from dgxmm.lab.trace import Ints
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
@@ -74,13 +74,21 @@ class Replayed:
 
 
 def replay_idle_timeout(
-    arrivals_us: Ints, policy: IdleTimeout, trip: RoundTrip, *, start_us: int, end_us: int
+    arrivals_us: Ints,
+    policy: IdleTimeout,
+    times: ServerTimes,
+    *,
+    start_us: int,
+    end_us: int,
+    rng: np.random.Generator,
 ) -> Replayed:
     """Replay ``policy`` on one deployment's arrivals over ``[start_us, end_us)``.
 
-    The deployment is awake at ``start_us``, as always-on is; ``trip`` says how long its way
-    down into ``policy.rest`` and back up take.
+    The deployment is awake at ``start_us``, as always-on is; each way down into
+    ``policy.rest`` and back up takes a time drawn from ``times`` with ``rng``, as dgxmm's
+    replays draw theirs.
     """
+    down_of, up_of = _steps(times, policy.rest)
     arrivals = np.asarray(arrivals_us, dtype=np.int64)
     waits = np.zeros(len(arrivals), dtype=np.int64)
     phases: list[tuple[int, Phase]] = [(start_us, Phase.AWAKE)]
@@ -96,11 +104,11 @@ def replay_idle_timeout(
         if at < down_at:
             idle_from = at + 1
             continue
-        rested_at = down_at + trip.down_us
+        rested_at = down_at + int(down_of.draw(rng, 1)[0])
         phases.append((down_at, Phase.GOING_DOWN))
         phases.append((rested_at, policy.rest))
         rise = max(at, rested_at)
-        up_at = rise + trip.up_us
+        up_at = rise + int(up_of.draw(rng, 1)[0])
         phases.append((rise, policy.rest.way_up))
         phases.append((up_at, Phase.AWAKE))
         waits[index] = up_at - at
@@ -109,6 +117,15 @@ def replay_idle_timeout(
     if idle_from + policy.idle_us < end_us:
         down_at = idle_from + policy.idle_us
         phases.append((down_at, Phase.GOING_DOWN))
-        phases.append((min(down_at + trip.down_us, end_us), policy.rest))
+        phases.append((min(down_at + int(down_of.draw(rng, 1)[0]), end_us), policy.rest))
     kept = [(at, phase) for at, phase in phases if at < end_us] or [(start_us, Phase.AWAKE)]
     return Replayed(timeline=Timeline.joined(start_us, end_us, kept), waits_us=waits)
+
+
+def _steps(times: ServerTimes, rest: Phase) -> tuple[Duration, Duration]:
+    """Return the way down into ``rest`` and the way back up from it."""
+    if rest is Phase.STOPPED:
+        return times.stop, times.start
+    if rest is Phase.ASLEEP_2:
+        return times.sleep_2, times.wake_2
+    return times.sleep_1, times.wake_1

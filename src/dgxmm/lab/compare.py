@@ -4,34 +4,40 @@
 ledger's words (``ledger.py``); ``Comparison`` sums the deployments per policy and gives each
 policy's share of the oracle's freed GiB-hours.
 
-The policies so far (issue 24 lists more, to come with the idle ladder of issue 25 and the
-proposer):
-
 - ``always-on``: never rests; what every other policy frees is counted against it;
 - the anchors (``anchors.py``): Ollama's 5-minute stop, llama-swap's ttl with a level-1 sleep,
-  Knative's scale to zero;
-- ``schedules``: the fleet file's schedules, through the decider's own functions
-  (``replay.py``);
+  Knative's scale to zero (each deployment alone: no fit, no schedules);
+- dgxmm's, through the decider's own functions (``replay.py``), the fleet as one machine:
+  ``schedules`` (the fleet file's), ``proposals`` (the product's proposer on the learning
+  weeks, ``proposed.py``: the schedules as given until ``learned_until_us``, with the
+  accepted proposals after), ``idle-ladder`` (the schedules and the ladder),
+  ``ladder-wake-ahead`` (and the measured wake lead), ``histogram`` (the schedules, the
+  histogram policy over the ladder, the measured lead);
 - ``oracle``: the limit, knowing every request (``oracle.py``). It **ignores schedules and the
   fit between deployments**.
 
-Where the issue is silent: the anchors' servers take each step's median time (the schedules'
-replay draws every step from its distribution); a deployment with sleep level 2 sleeps at
-level 2 under llama-swap's ttl too.
+Where the issue is silent: the anchors' servers draw each step from its distribution as
+dgxmm's replays do (``durations.py``; the oracle alone takes medians, knowing the future); a
+deployment with sleep level 2 sleeps at level 2 under llama-swap's ttl too.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
+from dgxmm.decider.schedules.lead import parse_wake_lead
 from dgxmm.lab.anchors import KNATIVE, LLAMA_SWAP_SLEEP, OLLAMA, IdleTimeout, replay_idle_timeout
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet
 from dgxmm.lab.ledger import Ledger, Phase, Timeline, share_of_oracle
 from dgxmm.lab.oracle import oracle_timeline
-from dgxmm.lab.replay import replay_schedules
+from dgxmm.lab.proposed import learned_schedules, learning_end_us
+from dgxmm.lab.replay import Rules, ScheduleReplay, replay_fleet
 from dgxmm.lab.trace import Ints, Trace
 
 __all__ = ["Comparison", "Policy", "compare"]
@@ -45,7 +51,20 @@ class Policy(StrEnum):
     LLAMA_SWAP = "llama-swap-ttl-sleep-5m"
     KNATIVE = "knative-scale-to-zero"
     SCHEDULES = "schedules"
+    PROPOSALS = "proposals"
+    LADDER = "idle-ladder"
+    LADDER_LEAD = "ladder-wake-ahead"
+    HISTOGRAM = "histogram"
     ORACLE = "oracle"
+
+
+MEASURED = parse_wake_lead("measured")
+_DGXMM: Mapping[Policy, Rules] = {
+    Policy.SCHEDULES: Rules(),
+    Policy.LADDER: Rules(idle=True),
+    Policy.LADDER_LEAD: Rules(idle=True, wake_lead=MEASURED),
+    Policy.HISTOGRAM: Rules(idle=True, histogram=True, wake_lead=MEASURED),
+}
 
 
 _ANCHORS: Mapping[Policy, IdleTimeout] = {
@@ -62,6 +81,7 @@ class Comparison:
     ledgers: Mapping[Policy, tuple[Ledger, ...]]  # in the fleet's order
     timelines: Mapping[Policy, tuple[Timeline, ...]]  # in the fleet's order
     arrivals: Mapping[str, Ints]  # each deployment's requests in the span, by its name
+    learned_until_us: int  # the proposals policy learned before this, and played after
 
     def total(self, policy: Policy) -> Ledger:
         """Return the deployments' figures summed, as one ledger named after the policy."""
@@ -94,6 +114,7 @@ class Comparison:
         """Return every policy's totals and its deployments' figures as JSON values."""
         return {
             "oracle_note": "the oracle ignores schedules and the fit between deployments",
+            "proposals_learned_until_us": self.learned_until_us,
             "policies": [
                 {
                     **self.total(policy).to_json(),
@@ -107,7 +128,14 @@ class Comparison:
 
 def compare(trace: Trace, fleet: LabFleet, *, start_us: int, end_us: int, seed: int) -> Comparison:
     """Replay ``trace`` on ``fleet`` over ``[start_us, end_us)`` under every policy."""
-    scheduled = replay_schedules(trace, fleet, start_us=start_us, end_us=end_us, seed=seed)
+    dgxmm = {
+        policy: replay_fleet(trace, fleet, rules, start_us=start_us, end_us=end_us, seed=seed)
+        for policy, rules in _DGXMM.items()
+    }
+    learned_until = learning_end_us(start_us, end_us)
+    dgxmm[Policy.PROPOSALS] = _proposals(
+        trace, fleet, start_us=start_us, learned_until=learned_until, end_us=end_us, seed=seed
+    )
     ledgers: dict[Policy, list[Ledger]] = {policy: [] for policy in Policy}
     timelines: dict[Policy, list[Timeline]] = {policy: [] for policy in Policy}
     requests: dict[str, Ints] = {}
@@ -122,17 +150,20 @@ def compare(trace: Trace, fleet: LabFleet, *, start_us: int, end_us: int, seed: 
         timelines[Policy.ALWAYS_ON].append(always)
         ledgers[Policy.ALWAYS_ON].append(Ledger.of(name, footprint, always, arrivals))
         for policy, anchor in _ANCHORS.items():
-            rest = _rest_of(anchor, deployment)
-            used = IdleTimeout(name=anchor.name, idle_us=anchor.idle_us, rest=rest)
-            replayed = replay_idle_timeout(
-                arrivals, used, trips[rest], start_us=start_us, end_us=end_us
+            used = IdleTimeout(
+                name=anchor.name, idle_us=anchor.idle_us, rest=_rest_of(anchor, deployment)
             )
+            replayed = replay_idle_timeout(
+                arrivals, used, deployment.durations, start_us=start_us, end_us=end_us,
+                rng=np.random.default_rng([seed, zlib.crc32(f"{policy.value}:{name}".encode())]),
+            )  # fmt: skip
             timelines[policy].append(replayed.timeline)
             ledgers[policy].append(
                 Ledger.of(name, footprint, replayed.timeline, arrivals, waits_us=replayed.waits_us)
             )
-        timelines[Policy.SCHEDULES].append(scheduled[name].timeline)
-        ledgers[Policy.SCHEDULES].append(scheduled[name].ledger(name, footprint))
+        for policy, replays in dgxmm.items():
+            timelines[policy].append(replays[name].timeline)
+            ledgers[policy].append(replays[name].ledger(name, footprint))
         oracle = oracle_timeline(arrivals, footprint, trips, start_us=start_us, end_us=end_us)
         timelines[Policy.ORACLE].append(oracle)
         ledgers[Policy.ORACLE].append(Ledger.of(name, footprint, oracle, arrivals))
@@ -140,7 +171,46 @@ def compare(trace: Trace, fleet: LabFleet, *, start_us: int, end_us: int, seed: 
         ledgers={policy: tuple(found) for policy, found in ledgers.items()},
         timelines={policy: tuple(found) for policy, found in timelines.items()},
         arrivals=requests,
+        learned_until_us=learned_until,
     )
+
+
+def _proposals(
+    trace: Trace,
+    fleet: LabFleet,
+    *,
+    start_us: int,
+    learned_until: int,
+    end_us: int,
+    seed: int,
+) -> dict[str, ScheduleReplay]:
+    """The schedules as given while learning, then the accepted proposals on the weeks after.
+
+    The held-out replay begins with every deployment awake, as each replay does: where the
+    schedules as given had it asleep at that instant, the proposals' weeks begin with it
+    woken for free (a few GiB-seconds; said in docs/savings.md).
+    """
+    if not start_us < learned_until < end_us:  # too short a span to learn on and play
+        return replay_fleet(trace, fleet, Rules(), start_us=start_us, end_us=end_us, seed=seed)
+    given = replay_fleet(trace, fleet, Rules(), start_us=start_us, end_us=learned_until, seed=seed)
+    learned = learned_schedules(trace, fleet, learn_start_us=start_us, learn_end_us=learned_until)
+    after = replay_fleet(trace, learned, Rules(), start_us=learned_until, end_us=end_us, seed=seed)
+    joined: dict[str, ScheduleReplay] = {}
+    for name, before in given.items():
+        later = after[name]
+        phases = before.timeline.phases() + later.timeline.phases()
+        refused = dict(before.refused)
+        for reason, count in later.refused.items():
+            refused[reason] = refused.get(reason, 0) + count
+        joined[name] = ScheduleReplay(
+            timeline=Timeline.joined(start_us, end_us, phases),
+            arrivals_us=np.concatenate([before.arrivals_us, later.arrivals_us]),
+            waits_us=np.concatenate([before.waits_us, later.waits_us]),
+            refused=refused,
+            decisions=before.decisions + later.decisions,
+            steps=later.steps,
+        )
+    return joined
 
 
 def _rest_of(anchor: IdleTimeout, deployment: LabDeployment) -> Phase:

@@ -65,9 +65,11 @@ __all__ = ["DEFAULT_LADDER", "Rules", "ScheduleReplay", "SlotDecision", "replay_
 
 # The ladder a deployment that gives none is replayed with under the idle policies: a
 # level-1 sleep after Ollama's 5 minutes (a wake of seconds where Ollama starts for a minute),
-# level 2 after an hour, and no stop (a stop frees the last GiB or two of a sleeper and costs a
-# cold start). docs/savings.md shows what other ladders give.
-DEFAULT_LADDER = IdleLadder(sleep_after_us=300 * SECOND_US, deepen_after_us=3600 * SECOND_US)
+# level 2 after 15 minutes, a stop after an hour (a sleeper's last GiB or two, held all night,
+# is what a stop frees and a sleep does not). docs/savings.md compares other ladders.
+DEFAULT_LADDER = IdleLadder(
+    sleep_after_us=300 * SECOND_US, deepen_after_us=900 * SECOND_US, stop_after_us=3600 * SECOND_US
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +166,8 @@ def replay_fleet(
         coming = sim.next_event()
         if coming is not None:
             heapq.heappush(events, (coming[0], coming[1], index))
+    for sim in sims:
+        sim.finish()
     return {
         sim.deployment.name: ScheduleReplay(
             timeline=Timeline.joined(start_us, end_us, sim.phases_until_end()),

@@ -37,6 +37,7 @@ Where the issues are silent, the choices made here:
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -44,7 +45,7 @@ from enum import Enum, IntEnum
 
 import numpy as np
 
-from dgxmm.decider.idle import GapHistogram, IdleLadder, IdleStep
+from dgxmm.decider.idle import IDLE_TICK_US, GapHistogram, IdleLadder, IdleStep
 from dgxmm.decider.idle import idle_step as ladder_step
 from dgxmm.decider.schedules.lead import LeadKind, WakeLead, lead_for
 from dgxmm.decider.schedules.runner import ResultKind
@@ -138,6 +139,8 @@ class SimulatedDeployment:
         self.rng = rng
         self.start_us, self.end_us = start_us, end_us
         self.arrivals = arrivals.tolist()
+        self.arrivals_np = np.asarray(arrivals, dtype=np.int64)
+        self._long_gaps: list[int] | None = None  # made on first need (see _arrivals)
         self.cursor = 0
         self.waits = np.zeros(len(self.arrivals), dtype=np.int64)
         self.ladder = ladder
@@ -160,6 +163,7 @@ class SimulatedDeployment:
         self.pre_wake_at: int | None = None  # the histogram's pre-wake, when one is planned
         self.pre_woken = False  # woken by the histogram since the last request
         self.idle_not_before = start_us
+        self.now = start_us  # the instant of the event it took last
         self.held_back_until: int | None = None  # a step the awake window holds: until it shuts
         self.phases: list[tuple[int, Phase]] = [(start_us, Phase.AWAKE)]
         self.refused: dict[str, int] = {}
@@ -175,21 +179,25 @@ class SimulatedDeployment:
             last_request_at=None, created_at=start_us, updated_at=start_us,
             wake_on_request=True, sleep_level=deployment.sleep_level,
         )  # fmt: skip
+        # The product's row in each phase, made once: a fit check reads every deployment's.
+        self.rows_by_phase = {
+            phase: replace(self.template, state=_STATE[phase]) for phase in _STATE
+        }
+        self.rows_by_phase[Phase.STARTING] = replace(self.template, state=DeploymentState.STARTING)
+        self.rows_by_phase[Phase.ASLEEP_2] = replace(
+            self.template, state=DeploymentState.SLEEPING,
+            memory_gib_asleep=deployment.memory_gib_asleep_2,
+        )  # fmt: skip
 
     # -- what the fleet asks ------------------------------------------------------------------
 
     def as_product(self, at: int) -> Deployment:
         """Return the product's row of it at ``at``, as the fit check reads it."""
         phase = self.rest  # also during a stop or deepening of a sleeper: it holds what it held
-        under_way = self.action is not None and self.action.until > at
-        if under_way and ((self.action is not None and self.action.up) or phase is Phase.AWAKE):
-            return replace(self.template, state=DeploymentState.STARTING)  # awake memory
-        state = _STATE[phase]
-        if phase is Phase.ASLEEP_2:
-            return replace(
-                self.template, state=state, memory_gib_asleep=self.deployment.memory_gib_asleep_2
-            )
-        return replace(self.template, state=state)
+        action = self.action
+        if action is not None and action.until > at and (action.up or phase is Phase.AWAKE):
+            return self.rows_by_phase[Phase.STARTING]  # a way up or down holds awake memory
+        return self.rows_by_phase[phase]
 
     def next_event(self) -> tuple[int, Rank] | None:
         """Return the instant and rank of its next event, or None when it has none left."""
@@ -209,6 +217,7 @@ class SimulatedDeployment:
 
     def handle(self, at: int, rank: Rank) -> None:
         """Take its event at ``at`` (the one ``next_event`` gave)."""
+        self.now = at
         if rank is Rank.END:
             self._end(at)
         elif rank is Rank.ARRIVAL:
@@ -222,6 +231,18 @@ class SimulatedDeployment:
     def decisions(self) -> list[SlotDecision]:
         """Return the runs its schedules recorded, in order."""
         return self.rows.decisions
+
+    def finish(self) -> None:
+        """Give the requests still held at the span's end the wait their way up will take.
+
+        The way up ends after the span (its end is not replayed), but it began inside it:
+        the requests met a cold model and wait until it is up, as ``anchors.py`` counts them.
+        """
+        if self.action is not None and not self.action.up and self.shut_door:
+            self._end(self.action.until)  # the waker's way up, once the way down is over
+        if self.action is not None and self.action.up:
+            for index in self.held:
+                self.waits[index] = self.action.until - self.arrivals[index]
 
     def phases_until_end(self) -> list[tuple[int, Phase]]:
         """Return its phases that begin inside the span."""
@@ -238,14 +259,30 @@ class SimulatedDeployment:
         # action: take them in a run up to its next pass, or until an idle step could be due.
         coming = self.rows.next_pass()
         limit = self.end_us if coming is None else coming
-        soonest = self._soonest_idle_us()
-        arrivals = self.arrivals
-        while (
-            self.cursor < len(arrivals)
-            and arrivals[self.cursor] < limit
-            and arrivals[self.cursor] < arrivals[self.cursor - 1] + soonest
-        ):
-            self._request(arrivals[self.cursor])
+        begin = self.cursor
+        stop = bisect.bisect_left(self.arrivals, limit, lo=begin)
+        if self._long_gaps is None:
+            # The requests that end a gap an idle step could be due in: a run stops at one.
+            gaps = np.diff(self.arrivals_np)
+            self._long_gaps = (np.flatnonzero(gaps >= self._soonest_idle_us()) + 1).tolist()
+        after = bisect.bisect_left(self._long_gaps, begin)
+        if after < len(self._long_gaps):
+            stop = min(stop, self._long_gaps[after])
+        if stop <= begin:
+            return
+        # The run at once, as _request would take each: served on arrival, idle counted afresh.
+        run = self.arrivals_np[begin:stop]
+        if self.histogram is not None:
+            self.histogram.add_many(run - self.arrivals_np[begin - 1 : stop - 1], run)
+        last = self.arrivals[stop - 1]
+        same = stop - bisect.bisect_left(self.arrivals, last, lo=begin, hi=stop)
+        self.served_n = same + (self.served_n if self.served_at == last else 0)
+        self.served_at = last
+        self.last_arrival = last
+        self.cursor = stop
+        self.pre_woken = False
+        self.pre_wake_at = None
+        self.held_back_until = None
 
     def _request(self, at: int) -> None:
         index = self.cursor
@@ -269,7 +306,7 @@ class SimulatedDeployment:
 
     def _request_up(self, at: int) -> None:
         """Bring it up for the held requests, as the proxy's waker: refused, or on its way."""
-        refused = refusal_for(replace(self.template, state=_STATE[self.rest]), self.stopped_by)
+        refused = refusal_for(self.rows_by_phase[self.rest], self.stopped_by)
         reason: str | None = refused.refusal.value if refused is not None else None
         if reason is None and not self.fits(self.index, _UP, at).fits:
             reason = Refusal.DOES_NOT_FIT.value  # a request never evicts
@@ -446,13 +483,22 @@ class SimulatedDeployment:
                     sleep = MINUTE_US  # sleep right after the request, to be woken ahead
                 else:
                     sleep = windows.keep_alive_us
+                # The ladder's deeper steps count on from the end of the keep-alive window:
+                # counted from the request, a 15-minute deepening fell due inside a 34-minute
+                # keep-alive and took a pre-woken server straight down to level 2.
+                keep = windows.keep_alive_us
+                deepen = None if deepen is None else keep + deepen
+                stop = None if stop is None else keep + stop
         return sleep, deepen, stop
 
     def _next_idle_check(self) -> int | None:
         if self.action is not None or self.shut_door or self.rest is Phase.STOPPED:
             return None
         if self.rest is not Phase.AWAKE and self.pre_wake_at is not None:
-            return max(self.pre_wake_at, self.idle_not_before)
+            return (
+                math.ceil(max(self.pre_wake_at, self.idle_not_before, self.now) / IDLE_TICK_US)
+                * IDLE_TICK_US
+            )
         sleep, deepen, stop = self._thresholds()
         level = {Phase.AWAKE: 0, Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2}[self.rest]
         # Each step is taken from below its level: a sleep from awake, a deepening from awake
@@ -464,8 +510,10 @@ class SimulatedDeployment:
         due = self._idle_base() + min(steps)
         if self.held_back_until is not None:
             due = max(due, self.held_back_until)
-        # The runner's pass is once a minute: a step due between two is taken at the next.
-        return max(math.ceil(due / MINUTE_US) * MINUTE_US, self.idle_not_before)
+        # The idle policy is checked on the host's tick: a step due between two is taken at
+        # the next, and one that fell due during an action at the first tick after it ended.
+        due = max(due, self.now, self.idle_not_before)
+        return math.ceil(due / IDLE_TICK_US) * IDLE_TICK_US
 
     def _soonest_idle_us(self) -> int:
         """Return the shortest idle time after which any step could be due (for a run).
@@ -477,7 +525,7 @@ class SimulatedDeployment:
         return min(steps) if steps else self.end_us - self.start_us + 1
 
     def _idle_check(self, now: int) -> None:
-        self.idle_not_before = now + MINUTE_US  # one check a pass
+        self.idle_not_before = now + IDLE_TICK_US  # one check a tick
         if (
             self.pre_wake_at is not None
             and self.rest is not Phase.AWAKE
@@ -525,8 +573,8 @@ class SimulatedDeployment:
         # Less the measured wake time (issue 25, point 3), whatever the wake lead of the
         # scheduled wakes: with that lead off it was less nothing, and the pre-wake was late.
         lead = lead_for(MEASURED, level=1, ready_times_us=self.ready_us[1]).us
-        # Taken at the runner's pass at or before that instant, as a wake lead is.
-        planned = (self.last_arrival + windows.pre_wake_us - lead) // MINUTE_US * MINUTE_US
+        # Taken at the host's tick at or before that instant.
+        planned = (self.last_arrival + windows.pre_wake_us - lead) // IDLE_TICK_US * IDLE_TICK_US
         # A sleep after a pre-wake's keep-alive ran out, with no request since, plans none:
         # the pre-wake it would plan is past, and would wake it again at once.
         self.pre_wake_at = planned if planned > self.action_began() else None

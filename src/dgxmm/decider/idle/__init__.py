@@ -12,6 +12,7 @@ savings lab (``dgxmm.lab``) call the same ones.
 from dgxmm.decider.idle.histogram import GapHistogram as GapHistogram
 from dgxmm.decider.idle.histogram import HistogramWindows as HistogramWindows
 from dgxmm.decider.idle.ladder import IDLE_ACTOR as IDLE_ACTOR
+from dgxmm.decider.idle.ladder import IDLE_TICK_US as IDLE_TICK_US
 from dgxmm.decider.idle.ladder import IdleLadder as IdleLadder
 from dgxmm.decider.idle.ladder import IdleStep as IdleStep
 from dgxmm.decider.idle.ladder import ScheduleSlots as ScheduleSlots
@@ -20,6 +21,7 @@ from dgxmm.decider.idle.ladder import idle_step as idle_step
 
 __all__ = [
     "IDLE_ACTOR",
+    "IDLE_TICK_US",
     "GapHistogram",
     "HistogramWindows",
     "IdleLadder",

@@ -30,8 +30,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US
+
+Ints = npt.NDArray[np.int64]
 
 __all__ = ["MIN_CV", "MIN_GAPS", "GapHistogram", "HistogramWindows"]
 
@@ -74,6 +77,24 @@ class GapHistogram:
         column = min(max(gap_us, 0) // self.bin_us, self.bins)
         self._rows[self._day % self.days, column] += 1
         self._total[column] += 1
+        self._version += 1
+
+    def add_many(self, gaps_us: Ints, at_us: Ints) -> None:
+        """Count many gaps at once, as ``add`` one by one would (``at_us`` in order)."""
+        if not len(gaps_us):
+            return
+        days = at_us // DAY_US
+        firsts = np.flatnonzero(np.diff(days)) + 1
+        for begin, end in zip(
+            np.concatenate(([0], firsts)).tolist(),
+            np.concatenate((firsts, [len(days)])).tolist(),
+            strict=True,
+        ):
+            self._move_to(int(days[begin]))
+            columns = np.minimum(np.maximum(gaps_us[begin:end], 0) // self.bin_us, self.bins)
+            counted = np.bincount(columns, minlength=self.bins + 1)
+            self._rows[self._day % self.days] += counted
+            self._total += counted
         self._version += 1
 
     def windows(self, now_us: int) -> HistogramWindows | None:

@@ -30,9 +30,22 @@ from dgxmm.errors import DefinitionError
 from dgxmm.fleet import DeploymentState
 from dgxmm.time_units import DAY_US, SECOND_US
 
-__all__ = ["IDLE_ACTOR", "IdleLadder", "IdleStep", "ScheduleSlots", "awake_window", "idle_step"]
+__all__ = [
+    "IDLE_ACTOR",
+    "IDLE_TICK_US",
+    "IdleLadder",
+    "IdleStep",
+    "ScheduleSlots",
+    "awake_window",
+    "idle_step",
+]
 
 IDLE_ACTOR = "idle"  # the actor of an idle step's events
+# The idle policy is checked on every tick of the host (``dgxmm serve`` ticks each second),
+# not at the schedule runner's minute: a step a minute late holds a 72 GiB model awake 30 s
+# longer on average, each time, which the lab measured as most of what the ladder fell short
+# of Ollama's 5-minute stop by (docs/savings.md).
+IDLE_TICK_US = SECOND_US
 _MOST_S = 365 * 86400  # a year: a longer idle wait is a typo, not a policy
 _WEEK_DAYS = 8  # the latest slot of a weekly schedule lies within the last 8 local days
 
