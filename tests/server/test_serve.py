@@ -13,6 +13,13 @@ from support import start_serve
 
 
 def start(
+    data: Path, port: int, *more: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """Serve `data` on `port` with `more` flags (tests/server's other soaks start it so)."""
+    return serve(data, *more, port=port, env=env)[0]
+
+
+def serve(
     data: Path, *more: str, port: int | None = None, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[str], int]:
     """Serve `data` on `port` (a free one when None) with `more` flags; return it and its port."""
@@ -34,7 +41,7 @@ def stop(process: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT) ->
 
 def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    process, port = start(data)
+    process, port = serve(data)
     token_file = data / "admin-token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     token = token_file.read_text().strip()
@@ -65,7 +72,7 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_pat
     sidecar = data / "dgxmm.db.workload.json"
     assert '"cp"' in sidecar.read_text()  # the statistics were flushed on the way out
 
-    again, _ = start(data, port=port)
+    again, _ = serve(data, port=port)
     try:
         assert token_file.read_text().strip() == token  # no second admin token
         jobs = httpx.get(f"{base}/api/jobs", headers=headers, timeout=30).json()["jobs"]
@@ -77,7 +84,7 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_pat
 
 
 def test_it_binds_loopback_unless_told_otherwise_and_stops_on_sigterm(tmp_path: Path) -> None:
-    process, port = start(tmp_path / "data")
+    process, port = serve(tmp_path / "data")
     try:
         with socket.socket() as probe:
             probe.settimeout(5)
