@@ -100,3 +100,22 @@ def test_a_footprint_that_cannot_be_is_refused(
 def test_a_timeline_out_of_order_is_refused() -> None:
     with pytest.raises(ValueError, match="in order"):
         Timeline.of(0, H, [(0, Phase.AWAKE), (10, Phase.ASLEEP_1), (5, Phase.AWAKE)])
+
+
+def test_a_way_down_whose_rest_lasted_no_time_still_counts() -> None:
+    # A request held behind the shut door brings it up the instant it is down: the asleep
+    # and stopped phases last no time and joined() drops them; the sleep and stop still
+    # happened (the fidelity test counted 3 sleeps in the product against 2 here before).
+    timeline = Timeline.joined(
+        0,
+        8 * H,
+        [
+            (0, Phase.AWAKE), (H, Phase.GOING_DOWN), (2 * H, Phase.ASLEEP_1),
+            (2 * H, Phase.WAKING), (3 * H, Phase.AWAKE), (4 * H, Phase.GOING_DOWN),
+            (5 * H, Phase.STOPPED), (5 * H, Phase.STARTING), (6 * H, Phase.AWAKE),
+            (7 * H, Phase.GOING_DOWN), (7 * H + 1, Phase.ASLEEP_1), (7 * H + 2, Phase.ASLEEP_2),
+        ],
+    )  # fmt: skip
+    assert Phase.ASLEEP_1 not in [phase for _, phase in timeline.phases()[:4]]
+    ledger = Ledger.of("a", FOOT, timeline, arrivals())
+    assert (ledger.sleeps, ledger.wakes, ledger.stops, ledger.starts) == (3, 1, 1, 1)

@@ -162,6 +162,21 @@ class Timeline:
         """Return how many times the timeline enters ``phase`` (not counting its first)."""
         return int(np.count_nonzero(self.codes[1:] == _CODES[phase]))
 
+    def ways_down(self, resting: Phase) -> int:
+        """Return how many times it went down into ``resting`` (a deepening counts as one).
+
+        A way down whose resting phase lasted no time (a request held behind the shut door
+        brings it up the instant it is down) leaves no such phase: ``joined`` drops it, and
+        the way down is read from what follows it, a wake or a start.
+        """
+        going, up = _CODES[Phase.GOING_DOWN], _CODES[resting.way_up]
+        straight_up = int(np.count_nonzero((self.codes[:-1] == going) & (self.codes[1:] == up)))
+        if resting is Phase.STOPPED:
+            return self.entries(Phase.STOPPED) + straight_up
+        if resting is Phase.ASLEEP_1:  # a wake from no time asleep is counted here, once
+            return self.entries(Phase.ASLEEP_1) + straight_up
+        return self.entries(Phase.ASLEEP_2)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Ledger:
@@ -222,8 +237,8 @@ class Ledger:
             refused=refusals,
             wakes=timeline.entries(Phase.WAKING),
             starts=timeline.entries(Phase.STARTING),
-            sleeps=timeline.entries(Phase.ASLEEP_1) + timeline.entries(Phase.ASLEEP_2),
-            stops=timeline.entries(Phase.STOPPED),
+            sleeps=timeline.ways_down(Phase.ASLEEP_1) + timeline.ways_down(Phase.ASLEEP_2),
+            stops=timeline.ways_down(Phase.STOPPED),
         )
 
     @property
