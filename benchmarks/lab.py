@@ -10,6 +10,7 @@ requests replayed per second, beside the time to merely read the trace's arrival
 deployment (the floor: a replay cannot be faster than looking at each request once).
 
     .venv/bin/python benchmarks/lab.py [--deployments 50] [--weeks 4] [--requests 1000000]
+                                       [--workers 2]
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def main() -> None:
     parser.add_argument("--deployments", type=int, default=50)
     parser.add_argument("--weeks", type=int, default=4)
     parser.add_argument("--requests", type=int, default=1_000_000)
+    parser.add_argument("--workers", type=int, default=2, help="processes (this machine: 2)")
     args = parser.parse_args()
     start = to_us(datetime(2026, 6, 1, tzinfo=ZoneInfo("Europe/Berlin")))
     end = start + args.weeks * 7 * 86_400_000_000
@@ -104,14 +106,15 @@ def main() -> None:
     floor = time.perf_counter() - began
 
     began = time.perf_counter()
-    found = compare(trace, fleet, start_us=start, end_us=end, seed=1)
+    found = compare(trace, fleet, start_us=start, end_us=end, seed=1, workers=args.workers)
     replayed = time.perf_counter() - began
 
-    print(f"{len(trace):,} requests, {args.deployments} deployments, {args.weeks} weeks")
+    print(f"{len(trace):,} requests, {args.deployments} deployments, {args.weeks} weeks, "
+          f"{args.workers} worker process(es) for dgxmm's policies")  # fmt: skip
     print(f"  trace and fleet built:       {made:6.2f} s")
     print(f"  floor (each request once):   {floor:6.2f} s")
     print(f"  every policy compared:       {replayed:6.2f} s   "
-          f"({len(trace) / replayed:,.0f} requests/s per 6 policies; "
+          f"({len(trace) / replayed:,.0f} requests/s per 10 policies; "
           f"{replayed / max(floor, 1e-9):.1f}x the floor; target < 60 s)")  # fmt: skip
     print()
     print(f"{'policy':26} {'freed GiB-h':>12} {'of oracle':>10} {'cold %':>8}")

@@ -82,3 +82,14 @@ def test_a_wrong_fleet_file_is_refused_naming_the_field_and_nothing_runs(tmp_pat
     assert done.code != 0
     assert "deployments[0].memory_gib_awake" in done.err
     assert "POLICY" not in done.out
+
+
+def test_its_worker_processes_give_the_same_figures(tmp_path: Path) -> None:
+    fleet, trace = files(tmp_path)
+    alone = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--json")
+    two = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--json", "--workers", "2")
+    assert (alone.code, two.code) == (0, 0), two.err
+    assert two.json() == alone.json()
+    refused = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--workers", "0")
+    assert refused.code != 0
+    assert "--workers" in refused.err

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dgxmm.lab import Footprint, Ledger, Phase, Timeline, share_of_oracle
 from dgxmm.time_units import HOUR_US, MINUTE_US, SECOND_US
@@ -119,3 +121,26 @@ def test_a_way_down_whose_rest_lasted_no_time_still_counts() -> None:
     assert Phase.ASLEEP_1 not in [phase for _, phase in timeline.phases()[:4]]
     ledger = Ledger.of("a", FOOT, timeline, arrivals())
     assert (ledger.sleeps, ledger.wakes, ledger.stops, ledger.starts) == (3, 1, 1, 1)
+
+
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=3), st.sampled_from(list(Phase))),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_joined_keeps_what_dropping_pairs_one_by_one_keeps(steps: list[tuple[int, Phase]]) -> None:
+    phases: list[tuple[int, Phase]] = []
+    at = 0
+    for gap, phase in steps:
+        at += gap if phases else 0
+        phases.append((at, phase))
+    kept: list[tuple[int, Phase]] = []  # the rule, pair by pair, as it was first written
+    for when, phase in phases:
+        if kept and kept[-1][0] == when:
+            kept.pop()
+        if kept and kept[-1][1] is phase:
+            continue
+        kept.append((when, phase))
+    assert Timeline.joined(0, at + 1, phases).phases() == kept

@@ -51,6 +51,10 @@ def replay(
         typer.Option("--to", help="ISO 8601 with an offset (default: after its last day)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Draws of the servers' durations.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", min=1, max=64, help="Processes for dgxmm's policies."),
+    ] = 1,
     as_json: JsonOption = False,
     svg: Annotated[
         Path | None,
@@ -82,7 +86,9 @@ def replay(
     if svg is None and (day or deployment):
         raise InvalidInput("svg", "--day and --deployment choose a picture: give --svg PATH")
     drawn = _drawn(lab_fleet, deployment, day, start_us, end_us) if svg else None
-    found = compare(requests, lab_fleet, start_us=start_us, end_us=end_us, seed=seed)
+    found = compare(
+        requests, lab_fleet, start_us=start_us, end_us=end_us, seed=seed, workers=workers
+    )
     if svg and drawn:
         from dgxmm.lab.picture import day_picture
 

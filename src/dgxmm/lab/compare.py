@@ -23,8 +23,10 @@ deployment with sleep level 2 sleeps at level 2 under llama-swap's ttl too.
 
 from __future__ import annotations
 
+import multiprocessing
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -126,16 +128,27 @@ class Comparison:
         }
 
 
-def compare(trace: Trace, fleet: LabFleet, *, start_us: int, end_us: int, seed: int) -> Comparison:
-    """Replay ``trace`` on ``fleet`` over ``[start_us, end_us)`` under every policy."""
-    dgxmm = {
-        policy: replay_fleet(trace, fleet, rules, start_us=start_us, end_us=end_us, seed=seed)
-        for policy, rules in _DGXMM.items()
-    }
+def compare(
+    trace: Trace, fleet: LabFleet, *, start_us: int, end_us: int, seed: int, workers: int = 1
+) -> Comparison:
+    """Replay ``trace`` on ``fleet`` over ``[start_us, end_us)`` under every policy.
+
+    ``workers`` > 1 replays dgxmm's policies in that many processes at once: each is a
+    replay of the whole fleet and shares nothing with the others, so the result is the same
+    (each deployment's draws are seeded by ``seed`` and its name), only sooner.
+    """
     learned_until = learning_end_us(start_us, end_us)
-    dgxmm[Policy.PROPOSALS] = _proposals(
-        trace, fleet, start_us=start_us, learned_until=learned_until, end_us=end_us, seed=seed
-    )
+    span = {"start_us": start_us, "end_us": end_us, "seed": seed}
+    jobs: dict[Policy, tuple[Callable[..., dict[str, ScheduleReplay]], tuple[Any, ...]]] = {
+        policy: (_replay, (trace, fleet, rules)) for policy, rules in _DGXMM.items()
+    }
+    jobs[Policy.PROPOSALS] = (_proposals, (trace, fleet, learned_until))
+    if workers > 1:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            running = {p: pool.submit(job, *args, **span) for p, (job, args) in jobs.items()}
+            dgxmm = {policy: future.result() for policy, future in running.items()}
+    else:
+        dgxmm = {policy: job(*args, **span) for policy, (job, args) in jobs.items()}
     ledgers: dict[Policy, list[Ledger]] = {policy: [] for policy in Policy}
     timelines: dict[Policy, list[Timeline]] = {policy: [] for policy in Policy}
     requests: dict[str, Ints] = {}
@@ -175,12 +188,18 @@ def compare(trace: Trace, fleet: LabFleet, *, start_us: int, end_us: int, seed: 
     )
 
 
+def _replay(
+    trace: Trace, fleet: LabFleet, rules: Rules, *, start_us: int, end_us: int, seed: int
+) -> dict[str, ScheduleReplay]:
+    return replay_fleet(trace, fleet, rules, start_us=start_us, end_us=end_us, seed=seed)
+
+
 def _proposals(
     trace: Trace,
     fleet: LabFleet,
+    learned_until: int,
     *,
     start_us: int,
-    learned_until: int,
     end_us: int,
     seed: int,
 ) -> dict[str, ScheduleReplay]:

@@ -126,14 +126,16 @@ class Timeline:
         phase that follows itself is the same stretch. Replays write their pairs as events
         happen and leave the tidying to this.
         """
-        kept: list[tuple[int, Phase]] = []
-        for at, phase in phases:
-            if kept and kept[-1][0] == at:
-                kept.pop()
-            if kept and kept[-1][1] is phase:
-                continue
-            kept.append((at, phase))
-        return cls.of(start_us, end_us, kept)
+        if not phases:
+            return cls.of(start_us, end_us, phases)  # refused there: a timeline has a phase
+        starts = np.asarray([at for at, _ in phases], dtype=np.int64)
+        codes = np.asarray([_CODES[phase] for _, phase in phases], dtype=np.int64)
+        # Of the pairs at one instant the last stands; then a phase that repeats the one
+        # before it is the same stretch (the same as dropping them one by one, in order).
+        last = np.append(starts[1:] != starts[:-1], True)
+        starts, codes = starts[last], codes[last]
+        fresh = np.append(True, codes[1:] != codes[:-1])
+        return cls(start_us=start_us, end_us=end_us, starts=starts[fresh], codes=codes[fresh])
 
     @classmethod
     def always(cls, start_us: int, end_us: int, phase: Phase = Phase.AWAKE) -> Timeline:
