@@ -93,3 +93,26 @@ def test_its_worker_processes_give_the_same_figures(tmp_path: Path) -> None:
     refused = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--workers", "0")
     assert refused.code != 0
     assert "--workers" in refused.err
+
+
+def test_it_prints_each_deployments_figures_under_each_policy_too(tmp_path: Path) -> None:
+    chat = json.loads(json.dumps(FLEET["deployments"]))[0]
+    code = {**chat, "name": "code", "model": "code", "gpus": [1], "schedules": []}
+    gpus = [{"index": 0, "name": "H100", "memory_gib": 80}, {"index": 1, "memory_gib": 80}]
+    fleet, trace = files(tmp_path, {"gpus": gpus, "deployments": [chat, code]})
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace)
+    assert done.code == 0, done.err
+    header, *rest = done.out.split("\n\n")[1].splitlines()
+    names = ["POLICY", "FREED GIB-H", "COLD", "SLEEPS", "STOPS", "REFUSED"]
+    at = {name: header.index(name) for name in names}
+
+    def cell(line: str, name: str) -> str:  # the table's columns are padded to their names
+        return line[at[name] :].split(maxsplit=1)[0]
+
+    rows = {cell(line, "POLICY"): line for line in rest}
+    assert set(rows) >= {"schedules/chat", "schedules/code", "idle-ladder/code", "oracle/code"}
+    # No request for code all day: the default ladder sleeps it after 5 minutes, deepens it
+    # after 15 (a sleep too) and stops it after an hour.
+    ladder = rows["idle-ladder/code"]
+    assert [cell(ladder, name) for name in ("SLEEPS", "STOPS", "COLD")] == ["2", "1", "0"]
+    assert cell(rows["schedules/code"], "FREED GIB-H") == "0.0"  # no schedule: always on

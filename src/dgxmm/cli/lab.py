@@ -24,7 +24,7 @@ from dgxmm.errors import InvalidInput
 from dgxmm.time_units import DAY_US
 
 if TYPE_CHECKING:
-    from dgxmm.lab import LabFleet
+    from dgxmm.lab import LabFleet, Ledger
 
 __all__ = ["app"]
 
@@ -73,6 +73,7 @@ def replay(
     # Here, not above: `dgxmm --help` should not load numpy and the lab.
     from dgxmm.lab import read_azure_trace, read_fleet, read_requests_csv
     from dgxmm.lab.compare import Policy, compare
+    from dgxmm.lab.ledger import share_of_oracle
 
     lab_fleet = read_fleet(fleet)
     requests = read_azure_trace(trace, azure) if azure else read_requests_csv(trace)
@@ -97,30 +98,39 @@ def replay(
     if as_json:
         typer.echo(json.dumps(found.to_json(), indent=2))
         return
-    rows = []
-    for policy in Policy:
-        total = found.total(policy)
-        rows.append(
-            (
-                policy.value,
-                f"{total.freed_gib_h:.1f}",
-                f"{found.share_of_oracle(policy):.1%}",
-                total.cold,
-                f"{total.cold_share:.2%}",
-                f"{total.wait_s(0.5):.2f}",
-                f"{total.wait_s(0.99):.2f}",
-                total.wakes,
-                total.starts,
-            )
-        )
-    headers = ("POLICY", "FREED GIB-H", "OF ORACLE", "COLD", "COLD %", "P50 S", "P99 S",
-               "WAKES", "STARTS")  # fmt: skip
     hours = (end_us - start_us) / 3_600_000_000
     typer.echo(
         f"{len(requests)} requests, {len(lab_fleet.deployments)} deployment(s), {hours:g} h; "
         "the oracle ignores schedules and the fit between deployments"
     )
-    typer.echo(table(headers, rows, "no policy"))
+    totals = [
+        (policy.value, found.total(policy), found.share_of_oracle(policy)) for policy in Policy
+    ]
+    typer.echo(table(_HEADERS, [_row(*total) for total in totals], "no policy"))
+    if len(lab_fleet.deployments) > 1:  # and each deployment's, under each policy
+        oracles = found.ledgers[Policy.ORACLE]
+        rows = [
+            _row(f"{policy.value}/{ledger.name}", ledger, share_of_oracle(ledger, oracle))
+            for policy in Policy
+            for ledger, oracle in zip(found.ledgers[policy], oracles, strict=True)
+        ]
+        typer.echo("")
+        typer.echo(table(_HEADERS, rows, "no deployment"))
+
+
+_HEADERS = ("POLICY", "FREED GIB-H", "OF ORACLE", "COLD", "COLD %", "P50 S", "P99 S",
+            "MAX S", "WAKES", "STARTS", "SLEEPS", "STOPS", "REFUSED", "AWAKE GIB-H",
+            "ASLEEP GIB-H")  # fmt: skip
+
+
+def _row(name: str, ledger: Ledger, share: float) -> tuple[object, ...]:
+    refused = ", ".join(f"{reason} {n}" for reason, n in sorted(ledger.refused.items())) or "-"
+    return (
+        name, f"{ledger.freed_gib_h:.1f}", f"{share:.1%}", ledger.cold,
+        f"{ledger.cold_share:.2%}", f"{ledger.wait_s(0.5):.2f}", f"{ledger.wait_s(0.99):.2f}",
+        f"{max(ledger.waits_s, default=0.0):.2f}", ledger.wakes, ledger.starts, ledger.sleeps,
+        ledger.stops, refused, f"{ledger.held_awake_gib_h:.1f}", f"{ledger.held_asleep_gib_h:.1f}",
+    )  # fmt: skip
 
 
 def _instant(text: str, field: str) -> int:

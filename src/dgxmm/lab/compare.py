@@ -121,7 +121,12 @@ class Comparison:
                 {
                     **self.total(policy).to_json(),
                     "share_of_oracle": self.share_of_oracle(policy),
-                    "deployments": [ledger.to_json() for ledger in self.ledgers[policy]],
+                    "deployments": [
+                        {**ledger.to_json(), "share_of_oracle": share_of_oracle(ledger, oracle)}
+                        for ledger, oracle in zip(
+                            self.ledgers[policy], self.ledgers[Policy.ORACLE], strict=True
+                        )
+                    ],
                 }
                 for policy in self.ledgers
             ],
