@@ -123,6 +123,19 @@ def test_a_way_down_whose_rest_lasted_no_time_still_counts() -> None:
     assert (ledger.sleeps, ledger.wakes, ledger.stops, ledger.starts) == (3, 1, 1, 1)
 
 
+def test_a_stop_of_a_sleeper_that_lasted_no_time_still_counts() -> None:
+    # Asleep, then stopped by the ladder, and a request during the stop starts it the
+    # instant it is down: no stopped phase is left, and the stop is read from the start.
+    timeline = Timeline.joined(
+        0,
+        4 * H,
+        [(0, Phase.AWAKE), (H, Phase.GOING_DOWN), (H + 1, Phase.ASLEEP_1),
+         (2 * H, Phase.STOPPED), (2 * H, Phase.STARTING), (3 * H, Phase.AWAKE)],
+    )  # fmt: skip
+    ledger = Ledger.of("a", FOOT, timeline, arrivals())
+    assert (ledger.sleeps, ledger.stops, ledger.starts) == (1, 1, 1)
+
+
 @given(
     steps=st.lists(
         st.tuples(st.integers(min_value=0, max_value=3), st.sampled_from(list(Phase))),

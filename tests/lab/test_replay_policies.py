@@ -459,3 +459,20 @@ def test_replay_schedules_is_replay_fleet_with_no_idle_rule(ladder: dict[str, in
             other.steps,
         )
     assert given["chat"].waits_us.tolist() == [0, 4 * S]  # and the schedules did act
+
+
+def test_a_histogram_whose_pre_wake_could_not_follow_a_sleep_keeps_the_model_warm() -> None:
+    # A steady request every 90 s: every gap in the 1-2 minute bin, so a pre-wake window of
+    # 54 s and a keep-alive of 132 s. 54 s less the wake leaves no room to sleep and be
+    # woken again: it stays awake through the keep-alive (the reviewer's case: before, it
+    # slept a minute after each request, planned no pre-wake, and 128 of 149 met it asleep).
+    requests = [at("00:00:00") + k * 90 * S for k in range(1, 150)]
+    chat = replay(
+        requests,
+        fleet(deployment(idle={"sleep_after_s": 300})),
+        Rules(idle=True, histogram=True, wake_lead=MEASURED),
+        start=at("00:00:00"),
+        end=at("04:00:00"),
+    )["chat"]
+    ledger = chat.ledger("chat", fleet(deployment()).footprint("chat"))
+    assert ledger.cold == 0

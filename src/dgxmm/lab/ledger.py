@@ -168,16 +168,21 @@ class Timeline:
         """Return how many times it went down into ``resting`` (a deepening counts as one).
 
         A way down whose resting phase lasted no time (a request held behind the shut door
-        brings it up the instant it is down) leaves no such phase: ``joined`` drops it, and
-        the way down is read from what follows it, a wake or a start.
+        brings it up the instant it is down) leaves no such phase: ``joined`` drops it. It is
+        read from the way up that follows: every start begins from stopped, every wake from
+        asleep, so a start or wake that follows anything else follows a rest of no time. One
+        such wake is counted at level 1; a deepening of no time, between level 1 and a wake,
+        leaves nothing to read and is not counted.
         """
-        going, up = _CODES[Phase.GOING_DOWN], _CODES[resting.way_up]
-        straight_up = int(np.count_nonzero((self.codes[:-1] == going) & (self.codes[1:] == up)))
+        up = _CODES[resting.way_up]
         if resting is Phase.STOPPED:
-            return self.entries(Phase.STOPPED) + straight_up
-        if resting is Phase.ASLEEP_1:  # a wake from no time asleep is counted here, once
-            return self.entries(Phase.ASLEEP_1) + straight_up
-        return self.entries(Phase.ASLEEP_2)
+            unseen = (self.codes[1:] == up) & (self.codes[:-1] != _CODES[Phase.STOPPED])
+        elif resting is Phase.ASLEEP_1:
+            asleep = np.isin(self.codes[:-1], [_CODES[Phase.ASLEEP_1], _CODES[Phase.ASLEEP_2]])
+            unseen = (self.codes[1:] == up) & ~asleep
+        else:
+            return self.entries(Phase.ASLEEP_2)
+        return self.entries(resting) + int(np.count_nonzero(unseen))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -479,7 +479,11 @@ class SimulatedDeployment:
         if self.histogram is not None and self.last_arrival is not None:
             windows = self.histogram.windows(self.last_arrival)
             if windows is not None:
-                if windows.pre_wake_us and not self.pre_woken:
+                # Sleep right after the request only when a pre-wake can follow: the window,
+                # less the wake time, must end after that sleep. Else (a short 5th percentile,
+                # a long wake) no pre-wake is planned and every next request met it asleep.
+                ahead = windows.pre_wake_us - self._pre_wake_lead_us()
+                if ahead > MINUTE_US + self.times.sleep_1.median_us and not self.pre_woken:
                     sleep = MINUTE_US  # sleep right after the request, to be woken ahead
                 else:
                     sleep = windows.keep_alive_us
@@ -564,6 +568,10 @@ class SimulatedDeployment:
             self.stopped_by = IDLE_ACTOR
             self._go_down(now, Phase.STOPPED, self._draw(self.times.stop))
 
+    def _pre_wake_lead_us(self) -> int:
+        """Return the measured level-1 wake time a pre-wake begins ahead by."""
+        return lead_for(MEASURED, level=1, ready_times_us=self.ready_us[1]).us
+
     def _plan_pre_wake(self) -> None:
         if self.histogram is None or self.last_arrival is None or self.pre_woken:
             return
@@ -572,7 +580,7 @@ class SimulatedDeployment:
             return
         # Less the measured wake time (issue 25, point 3), whatever the wake lead of the
         # scheduled wakes: with that lead off it was less nothing, and the pre-wake was late.
-        lead = lead_for(MEASURED, level=1, ready_times_us=self.ready_us[1]).us
+        lead = self._pre_wake_lead_us()
         # Taken at the host's tick at or before that instant.
         planned = (self.last_arrival + windows.pre_wake_us - lead) // IDLE_TICK_US * IDLE_TICK_US
         # A sleep after a pre-wake's keep-alive ran out, with no request since, plans none:
