@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dgxmm.decider.idle import IdleLadder
-from dgxmm.decider.schedules.lead import OFF, WakeLead
+from dgxmm.decider.schedules.lead import LEAD_OFF, WakeLead
 from dgxmm.fleet import DeploymentState, Fit
 from dgxmm.fleet.placement.fit import check_fit
 from dgxmm.lab.fleetfile import LabFleet
@@ -78,7 +78,7 @@ class Rules:
 
     idle: bool = False  # the idle ladder: the deployment's own, else ``default_ladder``
     histogram: bool = False  # the histogram policy, over the ladder (implies ``idle``)
-    wake_lead: WakeLead = OFF  # every deployment's wake lead
+    wake_lead: WakeLead = LEAD_OFF  # every deployment's wake lead
     default_ladder: IdleLadder = DEFAULT_LADDER
 
 

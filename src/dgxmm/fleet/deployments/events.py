@@ -91,6 +91,8 @@ class Event:
     actor: str | None
     outcome: EventOutcome
     detail: str | None
+    ready_us: int | None = None  # a start or wake done: its time to ready
+    from_level: int | None = None  # and the level it came up from (0: a start)
 
     def to_json(self) -> dict[str, Any]:
         """Return the event as JSON values."""
@@ -102,6 +104,8 @@ class Event:
             "actor": self.actor,
             "outcome": self.outcome.value,
             "detail": self.detail,
+            "ready_us": self.ready_us,
+            "from_level": self.from_level,
         }
 
     @classmethod
@@ -115,6 +119,8 @@ class Event:
             actor=row.actor,
             outcome=EventOutcome(row.outcome),
             detail=row.detail,
+            ready_us=row.ready_us,
+            from_level=row.from_level,
         )
 
 
@@ -134,8 +140,13 @@ class Events:
         outcome: EventOutcome,
         detail: str | None = None,
         connection: Connection | None = None,
+        ready: tuple[int, int] | None = None,
     ) -> Event:
-        """Write an event (inside ``connection``'s transaction when one is given)."""
+        """Write an event (inside ``connection``'s transaction when one is given).
+
+        ``ready``: a start or wake done, its time to ready (microseconds) and the level it
+        came up from (0: a start).
+        """
         values = {
             "deployment_id": deployment_id,
             "at_us": self._clock.now_us(),
@@ -143,6 +154,8 @@ class Events:
             "actor": actor,
             "outcome": outcome.value,
             "detail": detail,
+            "ready_us": None if ready is None else ready[0],
+            "from_level": None if ready is None else ready[1],
         }
         if connection is None:
             with writing(self._engine) as owned:
@@ -181,6 +194,22 @@ class Events:
         with reading(self._engine) as connection:
             row = connection.execute(query.limit(1)).first()
         return None if row is None else Event.from_row(row)
+
+    def ready_times(self, deployment_id: int, level: int, last: int) -> builtins.list[int]:
+        """Return the times to ready of its ``last`` starts (level 0) or wakes from ``level``.
+
+        Oldest first, in microseconds: the measured wake lead's p95 is taken of them.
+        """
+        c = deployment_events.c
+        query = (
+            select(c.ready_us)
+            .where(c.deployment_id == deployment_id, c.from_level == level)
+            .where(c.ready_us.is_not(None))
+            .order_by(c.id.desc())
+            .limit(last)
+        )
+        with reading(self._engine) as connection:
+            return [int(row.ready_us) for row in connection.execute(query)][::-1]
 
     def stopped_by(self, deployment_id: int) -> str | None:
         """Return who stopped it last (None: never stopped, or a stop that names no actor)."""

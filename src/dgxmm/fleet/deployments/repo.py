@@ -21,6 +21,7 @@ from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.fleet.backends.protocol import BackendKind
 from dgxmm.fleet.deployments.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.deployments.definition import (
+    IDLE_FIELDS,
     RUN_FIELDS,
     check_backend,
     check_definition,
@@ -168,10 +169,13 @@ class DeploymentRepo:
                     "it before changing sleep_level"
                 )
             self._refuse_taken(connection, values, deployment_id)
+            written = {field: values[field] for field in changed}
+            if IDLE_FIELDS & set(changed):
+                written["idle_paused"] = None  # a person changed the policy: it acts again
             connection.execute(
                 update(deployments)
                 .where(deployments.c.id == deployment_id)
-                .values(**{field: values[field] for field in changed}, updated_at=self._now())
+                .values(**written, updated_at=self._now())
             )
             after = self.get(deployment_id, connection=connection)
             self._events.record(
@@ -215,9 +219,19 @@ class DeploymentRepo:
         state: DeploymentState,
         *,
         error: str | Keep | None = KEEP,
+        asleep_level: int | None = None,
     ) -> Deployment:
-        """Move a deployment to ``state`` (now); ``error`` sets or clears ``last_error``."""
+        """Move a deployment to ``state`` (now); ``error`` sets or clears ``last_error``.
+
+        ``asleep_level``: the level a sleep left it at (its configured one when not given);
+        any other state clears it.
+        """
         values: dict[str, Any] = {"state": state.value, "state_since": self._now()}
+        if state is DeploymentState.SLEEPING:
+            if asleep_level is not None:
+                values["asleep_level"] = asleep_level
+        else:
+            values["asleep_level"] = None
         if error is not KEEP:
             values["last_error"] = error
         if state in _AT_REST:
@@ -228,6 +242,12 @@ class DeploymentRepo:
         if state in _AT_REST:
             self._free_ray_gpus(connection, deployment_id)
         return self.get(deployment_id, connection=connection)
+
+    def set_idle_paused(self, connection: Connection, deployment_id: int, reason: str) -> None:
+        """Pause a deployment's idle policy, saying why (an edit of its idle fields lifts it)."""
+        connection.execute(
+            update(deployments).where(deployments.c.id == deployment_id).values(idle_paused=reason)
+        )
 
     def set_placement(
         self,

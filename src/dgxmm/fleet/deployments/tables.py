@@ -1,4 +1,4 @@
-"""The fleet's tables, on the store's ``metadata`` (migrations 0003, 0007, 0008 and 0009).
+"""The fleet's tables, on the store's ``metadata`` (migrations 0003, 0007, 0008, 0009 and 0012).
 
 Instants are integer microseconds since the epoch (UTC); JSON is stored as text.
 """
@@ -53,6 +53,16 @@ deployments = Table(
     # constraint would make SQLite rebuild the table its events cascade from).
     Column("sleep_timeout_s", Float, nullable=False, server_default="300"),
     Column("sleep_level", Integer, nullable=False, server_default="1"),
+    # The idle ladder (seconds without requests; NULL: no such step), the idle policy and
+    # the wake lead ("off", "measured" or seconds as text); the level it sleeps at now, and
+    # why its idle policy is paused after a failed step (migration 0012, issue 25).
+    Column("idle_sleep_after_s", Float),
+    Column("idle_deepen_after_s", Float),
+    Column("idle_stop_after_s", Float),
+    Column("idle_policy", String(20), nullable=False, server_default="ladder"),
+    Column("wake_lead", String(20), nullable=False, server_default="off"),
+    Column("asleep_level", Integer),
+    Column("idle_paused", Text),
     Column("state", String(20), nullable=False),
     Column("state_since", BigInteger, nullable=False),
     Column("last_error", Text),
@@ -77,6 +87,11 @@ deployment_events = Table(
     Column("actor", String(200)),  # user:<name>, schedule:<id>, system; NULL: unknown
     Column("outcome", String(20), nullable=False),  # done, failed, skipped, deferred
     Column("detail", Text),
+    # A start or wake done: how long until it was ready (its first completion answered), and
+    # the level it came up from (0: a start; 1 or 2: a wake). The measured wake lead reads
+    # them (migration 0012).
+    Column("ready_us", BigInteger),
+    Column("from_level", Integer),
     Index("ix_deployment_events_deployment_at", "deployment_id", "at_us"),
 )
 
