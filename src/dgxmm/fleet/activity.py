@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from dgxmm.clock import Clock
 
-__all__ = ["Door", "Entry", "RequestActivity"]
+__all__ = ["MAX_ARRIVALS", "Door", "Entry", "RequestActivity"]
 
 
 @dataclass(slots=True)
@@ -43,12 +43,18 @@ class Entry:
     generation: int
 
 
+# Arrivals kept for the idle policy between two of its pulses (a second apart): past this
+# many, the oldest go. They would all fall in the histogram's first 1-minute bin anyway.
+MAX_ARRIVALS = 4096
+
+
 @dataclass(slots=True)
 class _Deployment:
     in_flight: int = 0
     last_request_at: int | None = None
     generation: int = 0
     doors: list[Door] = field(default_factory=list)
+    arrivals: list[int] = field(default_factory=list)  # since take_arrivals last took them
 
 
 class RequestActivity:
@@ -67,6 +73,9 @@ class RequestActivity:
             known.in_flight += 1
             if known.last_request_at is None or known.last_request_at < now:
                 known.last_request_at = now
+            if len(known.arrivals) >= MAX_ARRIVALS:
+                del known.arrivals[: MAX_ARRIVALS // 2]
+            known.arrivals.append(now)
             for door in known.doors:
                 door.knocked = True
             return Entry(closed=bool(known.doors), generation=known.generation)
@@ -86,6 +95,17 @@ class RequestActivity:
         """Return when a request for it last arrived at the proxy, or None."""
         with self._lock:
             return self._of(deployment_id).last_request_at
+
+    def take_arrivals(self) -> dict[int, list[int]]:
+        """Return each deployment's arrivals since the last call, oldest first, and forget them.
+
+        The histogram policy learns its idle gaps from them (``dgxmm.decider.idle``).
+        """
+        with self._lock:
+            taken = {key: known.arrivals for key, known in self._by_id.items() if known.arrivals}
+            for key in taken:
+                self._by_id[key].arrivals = []
+        return taken
 
     def generation(self, deployment_id: int) -> int:
         """Return how many times its door has opened (a cached state older than it is stale)."""

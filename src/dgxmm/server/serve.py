@@ -191,6 +191,7 @@ def _serve(
         system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
         telemetry=metrics,
         lease=True,
+        pulses=[schedules.idle_pulse],
     )
     proxy = (
         ProxyServer(ProxyApp(fleet), host=options.proxy_host, port=options.proxy_port)

@@ -5,8 +5,10 @@ Two kinds of series, kept apart on purpose:
 - **Counted as it happens** (``ServerMetrics`` is the ``Telemetry`` every recording seam is
   given): deployment actions and their durations by action and outcome, the schedule
   runner's decisions by action and outcome, job runs and their durations by job and outcome,
-  and model servers whose metrics could not be read. They start at zero with the process, as
-  Prometheus counters do; ``rate()`` and ``increase()`` take restarts in their stride.
+  model servers whose metrics could not be read, and what the policies did on their own
+  (idle sleeps, deepenings, idle stops, pre-wakes, wakes begun early). They start at zero
+  with the process, as Prometheus counters do; ``rate()`` and ``increase()`` take restarts
+  in their stride.
 - **Read at scrape time** from the store: deployments by state. And the proxy's numbers
   (``ProxyStats``, when the proxy serves): requests held now and in all, hold time,
   wakes asked for, requests forwarded, refusals by reason. A gauge fed by events would
@@ -31,6 +33,7 @@ from prometheus_client.core import (
 )
 
 from dgxmm import __version__
+from dgxmm.decider.acts import PolicyAct
 from dgxmm.fleet import DeploymentState, Fleet
 from dgxmm.proxy import HOLD_BUCKETS_S, ProxyStats
 
@@ -72,6 +75,15 @@ class ServerMetrics:
             ["deployment", "kind"],
             registry=self.registry,
         )
+        self._policy = Counter(
+            "dgxmm_policy_actions",
+            "What the policies did on their own: idle sleeps, deepenings and stops, pre-wakes "
+            "(the histogram policy) and scheduled wakes or starts begun early (the wake lead).",
+            ["what"],
+            registry=self.registry,
+        )
+        for what in PolicyAct:  # every series from the start: a rate over none is 0, not absent
+            self._policy.labels(what.value)
 
     # -- Telemetry ----------------------------------------------------------------------------
 
@@ -90,6 +102,10 @@ class ServerMetrics:
     def scrape_failed(self, deployment: str, kind: Enum) -> None:
         """Count a model server whose metrics could not be read."""
         self._scrape_errors.labels(deployment, kind.value).inc()
+
+    def policy_acted(self, what: Enum) -> None:
+        """Count an idle step, a pre-wake or a wake begun early."""
+        self._policy.labels(what.value).inc()
 
     # -- the page -----------------------------------------------------------------------------
 

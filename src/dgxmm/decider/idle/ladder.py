@@ -40,8 +40,8 @@ __all__ = [
 ]
 
 IDLE_ACTOR = "idle"  # the actor of an idle step's events
-# The idle policy is checked on every tick of the host (``dgxmm serve`` ticks each second),
-# not at the schedule runner's minute: a step a minute late holds a 72 GiB model awake 30 s
+# The idle policy is checked every second (the host's pulse, ``IdleRunner.pulse``), not at
+# the schedule runner's minute: a step a minute late holds a 72 GiB model awake 30 s
 # longer on average, each time, which the lab measured as most of what the ladder fell short
 # of Ollama's 5-minute stop by (docs/savings.md).
 IDLE_TICK_US = SECOND_US

@@ -27,11 +27,13 @@ deployment at a time, so no slow model server stalls the pass):
 from __future__ import annotations
 
 import builtins
+from concurrent.futures import Future
 from typing import Any
 
 from sqlalchemy import Connection
 
 from dgxmm.clock import Clock
+from dgxmm.decider.idle.runner import IdleOutcome, IdleRunner
 from dgxmm.decider.schedules.pauses import Pauses
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows, checked_changes
 from dgxmm.decider.schedules.runner import PendingRun, ResultKind, ScheduleRunner, SlotRun
@@ -55,6 +57,8 @@ class ScheduleService:
         self._rows = ScheduleRows(store.engine, fleet.deployments)
         self._pauses = Pauses(store, fleet, self._rows, audit=self._audit_by_system)
         self._runner = ScheduleRunner(store, fleet, self._rows, pauses=self._pauses)
+        # The idle policies (issue 25) read the schedules' awake windows, and pause with them.
+        self.idle = IdleRunner(store, fleet, self._rows)
         fleet.add_removal_hook(self._before_removal)
         # A timed-out scheduled sleep the metrics pass finds finished: lift its pause.
         fleet.add_late_finish_hook(self._pauses.lift)
@@ -201,13 +205,24 @@ class ScheduleService:
                 runs.append(run)
         return runs
 
+    def idle_pulse(self, now_us: int | None = None) -> builtins.list[Future[IdleOutcome]]:
+        """Decide the idle policies' steps at ``now_us`` (every second); nothing while paused.
+
+        ``schedules.paused_all`` pauses the idle policies too: it is the operator's switch
+        for everything the decider does on its own.
+        """
+        if self.paused_all():
+            return []
+        return self.idle.pulse(self._clock.now_us() if now_us is None else now_us)
+
     def drain(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the actions under way; tell whether all finished."""
-        return self._runner.drain(timeout_s)
+        return self._runner.drain(timeout_s) and self.idle.drain(timeout_s)
 
     def close(self) -> None:
         """Start no more actions (those under way finish on their threads)."""
         self._runner.close()
+        self.idle.close()
 
     def _audit_by_system(
         self, connection: Connection, action: AuditAction, schedule: Schedule, note: str

@@ -46,6 +46,7 @@ class AuditAction(StrEnum):
     DEPLOYMENT_WAKE = "deployment.wake"
     DEPLOYMENT_FAILED = "deployment.failed"  # its server was found gone
     DEPLOYMENT_REATTACH = "deployment.reattach"
+    DEPLOYMENT_IDLE_PAUSE = "deployment.idle_pause"  # a failed idle step paused its policy
     INSIGHT_DISMISS = "insight.dismiss"
     SCHEDULE_CREATE = "schedule.create"
     SCHEDULE_UPDATE = "schedule.update"

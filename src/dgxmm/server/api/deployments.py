@@ -17,7 +17,7 @@ from fastapi.responses import FileResponse, Response
 from pydantic import Field
 
 from dgxmm.errors import NotFound
-from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, read_log
+from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, IdlePolicy, read_log
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
 from dgxmm.server.auth import Identity
@@ -57,6 +57,23 @@ class CreateDeployment(Body):
     ray_address: str | None = Field(default=None, max_length=1000)
     ray_node: str | None = Field(default=None, max_length=1000)
     num_gpus: int | None = None
+    idle_sleep_after_s: float | None = Field(
+        default=None, description="idle ladder: sleep at level 1 after this long without requests"
+    )
+    idle_deepen_after_s: float | None = Field(
+        default=None, description="idle ladder: deepen to level 2 after this long (after the sleep)"
+    )
+    idle_stop_after_s: float | None = Field(
+        default=None, description="idle ladder: stop after this long (after the deepening)"
+    )
+    # Text checked by the domain (400 naming the field), its values listed for OpenAPI.
+    idle_policy: str | None = Field(
+        default=None, json_schema_extra={"enum": [p.value for p in IdlePolicy]}
+    )
+    wake_lead: str | float | None = Field(
+        default=None,
+        description="how early scheduled wakes and starts begin: off, measured or seconds",
+    )
 
 
 class UpdateDeployment(Body):
@@ -81,6 +98,23 @@ class UpdateDeployment(Body):
     ray_address: str | None = Field(default=None, max_length=1000)
     ray_node: str | None = Field(default=None, max_length=1000)
     num_gpus: int | None = None
+    idle_sleep_after_s: float | None = Field(
+        default=None, description="idle ladder: sleep at level 1 after this long without requests"
+    )
+    idle_deepen_after_s: float | None = Field(
+        default=None, description="idle ladder: deepen to level 2 after this long (after the sleep)"
+    )
+    idle_stop_after_s: float | None = Field(
+        default=None, description="idle ladder: stop after this long (after the deepening)"
+    )
+    # Text checked by the domain (400 naming the field), its values listed for OpenAPI.
+    idle_policy: str | None = Field(
+        default=None, json_schema_extra={"enum": [p.value for p in IdlePolicy]}
+    )
+    wake_lead: str | float | None = Field(
+        default=None,
+        description="how early scheduled wakes and starts begin: off, measured or seconds",
+    )
 
 
 class ActionBody(Body):
