@@ -59,6 +59,7 @@ from dgxmm.fleet import (
     AuditSubject,
     Deployment,
     DeploymentState,
+    Door,
     EventAction,
     EventOutcome,
     Fleet,
@@ -291,11 +292,12 @@ class IdleRunner:
             if decision.kind is _Kind.PRE_WAKE:
                 return self._act(deployment, decision, now)
             with fleet.activity.closing(deployment_id) as door:
-                busy = self._busy(deployment, decision, door.knocked, now)
+                try:
+                    busy = self._busy(deployment, decision, door, now)
+                except ServerGone:  # the metrics marked it failed: nothing left to step
+                    return IdleOutcome.FAILED
                 if busy is IdleOutcome.NOT_IDLE:
                     return busy
-                if door.knocked and busy is None:
-                    busy = "a request arrived through the proxy during its quiet check"
                 if busy is not None:
                     self._defer(deployment, decision, busy, now)
                     return IdleOutcome.DEFERRED
@@ -304,7 +306,7 @@ class IdleRunner:
             lock.release()
 
     def _busy(
-        self, deployment: Deployment, decision: _Decision, knocked: bool, now: int
+        self, deployment: Deployment, decision: _Decision, door: Door, now: int
     ) -> IdleOutcome | str | None:
         """Return NOT_IDLE, why the deployment is not quiet (text), or None when it is."""
         fleet = self._fleet
@@ -316,19 +318,21 @@ class IdleRunner:
                 raise
             except (BackendError, Conflict) as error:
                 return f"its metrics could not be read: {error}"
+        verdict = quiet_verdict(
+            held_through_proxy=fleet.activity.in_flight(deployment.id),
+            sample=sample,
+            last_request_at=None,  # the step's own rule is how long nothing came: read below
+            knocked=door.knocked,  # read after the sample, which may take a while
+            now_us=now,
+        )
+        if verdict is not None:
+            return verdict.reason
         seen = (fleet.metrics.last_request_at(deployment.id),
                 fleet.activity.last_request_at(deployment.id))  # fmt: skip
         latest = max((at for at in seen if at is not None), default=None)
         if latest is not None and latest > decision.idle_since:
             return IdleOutcome.NOT_IDLE  # a request came since, or the sample's counters saw one
-        verdict = quiet_verdict(
-            held_through_proxy=fleet.activity.in_flight(deployment.id),
-            sample=sample,
-            last_request_at=None,  # the step's own rule is how long nothing came: read above
-            knocked=knocked,
-            now_us=now,
-        )
-        return None if verdict is None else verdict.reason
+        return None
 
     def _defer(self, deployment: Deployment, decision: _Decision, busy: str, now: int) -> None:
         action = EventAction.STOP if decision.kind is _Kind.STOP else EventAction.SLEEP
