@@ -26,7 +26,7 @@ from dgxmm.server import (
     create_app,
 )
 from dgxmm.store import Store
-from dgxmm.time_units import DAY_US
+from dgxmm.time_units import DAY_US, SECOND_US
 
 
 @dataclass
@@ -148,6 +148,57 @@ def test_the_deployment_form_creates_refuses_beside_the_field_and_edits(
     page.click("#confirm button[data-confirm=yes]")
     page.wait_for_url("**/deployments")
     wait_for(lambda: "formed" not in [d.name for d in console.fleet.deployments.list()], "removed")
+
+
+def test_the_deployment_form_sets_an_idle_ladder_and_the_page_shows_it(
+    page: Any, console: Console
+) -> None:
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("idler"))
+    page.goto(f"/deployments/{created.id}/edit")
+    page.fill("#f-idle_sleep_after_s", "600")
+    page.fill("#f-idle_deepen_after_s", "300")  # before the sleep: refused beside the field
+    page.click("#save")
+    error = page.locator("[data-error-for=idle_deepen_after_s]")
+    error.get_by_text("300 s is not after idle_sleep_after_s (600 s)").wait_for()
+    assert page.locator("#f-idle_deepen_after_s").get_attribute("aria-invalid") == "true"
+    assert fleet.deployments.get(created.id).idle.is_off  # nothing changed
+
+    page.fill("#f-idle_deepen_after_s", "1800")
+    page.fill("#f-idle_stop_after_s", "7200")
+    page.select_option("#f-idle_policy", "histogram")
+    assert page.locator("#f-wake_lead_seconds").is_hidden()  # off: no seconds to give
+    page.select_option("#f-wake_lead", "seconds")
+    page.fill("#f-wake_lead_seconds", "soon")
+    page.click("#save")
+    page.locator("[data-error-for=wake_lead]").get_by_text("'soon'").wait_for()
+    page.fill("#f-wake_lead_seconds", "45")
+    page.click("#save")
+    page.locator("#flash").get_by_text("idler saved").wait_for()
+    changed = fleet.deployments.get(created.id)
+    assert changed.idle.steps_us() == (600 * SECOND_US, 1800 * SECOND_US, 7200 * SECOND_US)
+    assert (changed.idle_policy.value, changed.wake_lead.to_json()) == ("histogram", 45.0)
+    assert page.locator("#idle-ladder").inner_text().splitlines() == [
+        "sleep at level 1: after 10 min idle",
+        "deepen to level 2: after 30 min idle",
+        "stop: after 2 h idle",
+    ]
+    assert page.locator("#wake-lead").inner_text().startswith("45 s: ")
+    assert page.locator("#idle-policy").get_attribute("data-policy") == "histogram"
+
+    page.click("#edit-deployment")  # an emptied step is off
+    page.fill("#f-idle_stop_after_s", "")
+    page.click("#save")
+    page.locator("#flash").get_by_text("idler saved").wait_for()
+    assert fleet.deployments.get(created.id).idle.stop_after_us is None
+    assert page.locator(".idle-step[data-step=stop]").inner_text() == "stop: off"
+
+    page.set_viewport_size({"width": 390, "height": 800})  # readable on a phone, in the dark
+    page.emulate_media(color_scheme="dark")
+    page.reload()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    colour = "getComputedStyle(document.querySelector('#wake-times')).color"
+    assert page.evaluate(colour) == "rgb(227, 232, 238)"
 
 
 def test_a_deployments_page_follows_its_server_log_and_its_state(
