@@ -98,5 +98,7 @@ schedule_proposals = Table(
     Column("decided_by", String(200)),
     Column("sleep_schedule_id", BigInteger),
     Column("wake_schedule_id", BigInteger),
+    # "measured" when accepting it also sets the deployment's wake lead (migration 0013).
+    Column("wake_lead", String(20)),
     CheckConstraint("status in ('open', 'accepted', 'dismissed')", name="status"),
 )

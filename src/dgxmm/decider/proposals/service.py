@@ -53,7 +53,7 @@ from dgxmm.decider.schedules.rows import Schedule, ScheduleAction
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import Conflict, NotFound
-from dgxmm.fleet import AuditAction, AuditSubject, Fleet
+from dgxmm.fleet import AuditAction, AuditSubject, Fleet, LeadKind
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, reading, writing
 
@@ -196,6 +196,9 @@ class ProposalService:
     def accept(self, proposal_id: int, *, actor: str) -> tuple[Proposal, builtins.list[Schedule]]:
         """Create the proposal's sleep and wake schedules and mark it accepted; audited.
 
+        A proposal that proposes the measured wake lead sets it on the deployment too, unless
+        a wake lead is set there already.
+
         All in one transaction: the schedules exist exactly when the proposal is accepted.
         ``Conflict`` when it is not open (decided already, maybe by another admin just now).
         """
@@ -221,6 +224,19 @@ class ProposalService:
                 proposal_id,
                 {"sleep_schedule_id": made[0].id, "wake_schedule_id": made[1].id},
             )
+            deployments = self._fleet.deployments
+            if (
+                proposal.wake_lead is not None
+                and deployments.get(proposal.deployment_id, connection=connection).wake_lead.kind
+                is LeadKind.OFF
+            ):
+                # Its wakes begin early by the measured wake time: one a person set stays.
+                deployments.update(
+                    proposal.deployment_id,
+                    actor,
+                    connection=connection,
+                    wake_lead=proposal.wake_lead,
+                )
             self._audit(
                 connection,
                 actor,

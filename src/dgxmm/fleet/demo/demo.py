@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -278,7 +279,7 @@ class Demo:
     def _ensure_on_ray(self, model: DemoModel, address: str) -> Deployment:
         """Find or create a demo deployment as a ray one, on its node of the local cluster."""
         node = self._ray_nodes[min(model.gpu, len(self._ray_nodes) - 1)]
-        run = {
+        run: dict[str, Any] = {
             "backend": "ray",
             "command": _command(model, host="{host}"),
             "port": None,
