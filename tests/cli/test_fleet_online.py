@@ -124,6 +124,42 @@ def test_it_sets_sleep_fields_and_prints_a_server_logs_tail(live: Live) -> None:
     assert "ext" in external.err
 
 
+def test_it_sets_shows_and_clears_the_idle_settings(live: Live) -> None:
+    made = live.cli("deployments", "create", "idle", *EXTERNAL, "--idle-sleep-after", "300",
+                    "--idle-deepen-after", "1800", "--idle-policy", "histogram",
+                    "--wake-lead", "measured", "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    row = made.json()
+    assert (row["idle_sleep_after_s"], row["idle_deepen_after_s"], row["idle_stop_after_s"]) == (
+        300.0, 1800.0, None,
+    )  # fmt: skip
+    assert (row["idle_policy"], row["wake_lead"]) == ("histogram", "measured")
+    shown = live.cli("deployments", "show", "idle").out.splitlines()
+    fields = {line.split()[0]: line.split(maxsplit=1)[1] for line in shown}
+    assert fields["idle_sleep_after_s"] == "300.0"
+    assert fields["idle_stop_after_s"] == "off"
+    assert (fields["idle_policy"], fields["wake_lead"]) == ("histogram", "measured")
+
+    changed = live.cli("deployments", "update", "idle", "--idle-deepen-after", "off",
+                       "--idle-stop-after", "7200", "--wake-lead", "45", "--json")  # fmt: skip
+    assert changed.code == 0, changed.err
+    after = changed.json()
+    assert (after["idle_sleep_after_s"], after["idle_deepen_after_s"]) == (300.0, None)
+    assert (after["idle_stop_after_s"], after["wake_lead"]) == (7200.0, 45.0)
+
+    before = live.cli("deployments", "show", "idle", "--json").json()
+    for args, field in (
+        (("--idle-stop-after", "200"), "idle_stop_after_s"),  # before the sleep: out of order
+        (("--idle-sleep-after", "-5"), "idle_sleep_after_s"),
+        (("--idle-sleep-after", "soon"), "idle_sleep_after_s"),
+        (("--idle-policy", "sometimes"), "idle_policy"),
+        (("--wake-lead", "soon"), "wake_lead"),
+    ):
+        refused = live.cli("deployments", "update", "idle", *args)
+        assert (refused.code, refused.err.split(":")[:2]) == (2, ["error", f" {field}"]), args
+    assert live.cli("deployments", "show", "idle", "--json").json() == before  # nothing changed
+
+
 def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     key = live.cli("deployments", "create", "llama", *EXTERNAL, "--zone", "UTC",
                    "--json").json()["id"]  # fmt: skip
