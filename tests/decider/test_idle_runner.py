@@ -54,6 +54,10 @@ def test_the_ladder_sleeps_deepens_and_stops_each_after_its_idle_time(proxied: P
     deployment = kit.deployment(
         "ladder", idle_sleep_after_s=300, idle_deepen_after_s=900, idle_stop_after_s=3600
     )
+    # Probes, scrapes and the start's post-wake check are not requests: idle since T0.
+    kit.clock.set(T0 + 200 * S)
+    assert httpx.get(f"{kit.url(deployment)}/health", timeout=30).status_code == 200
+    kit.fleet.metrics.sample_now(deployment)
     assert pulse(kit, T0 + 299 * S) == []
     assert kit.state(deployment) == "running"
     assert pulse(kit, T0 + 300 * S) == [IdleOutcome.DONE]
