@@ -26,13 +26,12 @@ from dgxmm.time_units import SECOND_US
 __all__ = ["router", "schedule_json"]
 
 router = APIRouter(tags=["schedules"])
-_EARLY = frozenset({ScheduleAction.WAKE, ScheduleAction.START})  # the actions a lead moves
 
 
 def schedule_json(schedule: Schedule, lead: Lead | None) -> dict[str, Any]:
     """Return a schedule's JSON with its ``lead`` (null for a sleep or stop)."""
     shown = None
-    if schedule.action in _EARLY and lead is not None:
+    if not schedule.action.quiets and lead is not None:  # a wake or start: the lead moves it
         shown = {"seconds": lead.us / SECOND_US, "says": lead.says}
     return {**schedule.to_json(), "lead": shown}
 
