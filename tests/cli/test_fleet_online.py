@@ -193,3 +193,21 @@ def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     assert {s.creator for s in live.schedules.list(key)} == {"user:alice"}
     again = live.cli("proposals", "accept", str(proposal))
     assert again.code == 1  # already accepted: a refusal, not a wrong name
+
+
+def test_it_prints_the_savings_per_deployment_and_day(live: Live) -> None:
+    assert live.cli("deployments", "create", "llama", *EXTERNAL).code == 0
+    shown = live.cli("savings", "--deployment", "llama")
+    assert shown.code == 0, shown.err
+    header, *rows, summary = shown.out.splitlines()
+    assert header.split()[:4] == ["DEPLOYMENT", "DAY", "FREED", "GIB-H"]
+    assert len(rows) == 7  # the last 7 local days by default
+    assert all(row.split()[0] == "llama" for row in rows)
+    assert "GiB-hours freed" in summary
+    as_json = live.cli("savings", "--from", "2026-01-01", "--to", "2026-01-02", "--json")
+    assert [d["day"] for d in as_json.json()["deployments"][0]["days"]] == [
+        "2026-01-01",
+        "2026-01-02",
+    ]
+    refused = live.cli("savings", "--from", "someday")
+    assert (refused.code, refused.err.startswith("error: from: ")) == (2, True)

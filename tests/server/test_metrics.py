@@ -18,6 +18,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.decider.schedules import ResultKind, ScheduleAction
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import DeploymentState, Fleet, Gpu, GpuInventory, InventorySource
+from dgxmm.proxy import ProxyStats, Refusal
 from dgxmm.server import (
     FLEET_ROUTES,
     SCHEDULE_ROUTES,
@@ -42,6 +43,7 @@ class Served:
     schedules: ScheduleService
     tokens: Tokens
     host: Host
+    proxy: ProxyStats
 
 
 @pytest.fixture
@@ -56,12 +58,15 @@ def served(tmp_path: Path) -> Iterator[Served]:
     schedules = ScheduleService(store, fleet, clock=clock)
     host = Host(store, time_zone="UTC", clock=clock, tick_seconds=0.2, telemetry=metrics)
     tokens = Tokens(store.engine, clock)
-    services = Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules, metrics=metrics)
+    proxy = ProxyStats()
+    services = Services(
+        host=host, tokens=tokens, fleet=fleet, schedules=schedules, metrics=metrics, proxy=proxy
+    )
     host.start()
     try:
         with TestClient(create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES])) as client:
             client.headers["Authorization"] = f"Bearer {tokens.create(Role.VIEWER, 'prom')}"
-            yield Served(client, store, fleet, schedules, tokens, host)
+            yield Served(client, store, fleet, schedules, tokens, host, proxy)
     finally:
         host.stop()
         schedules.close()
@@ -83,7 +88,11 @@ def value(found: Samples, name: str, **labels: str) -> float | None:
 
 
 def do_some_work(served: Served) -> None:
-    """A job run, a failed start, a deployment found gone, a schedule's slot skipped."""
+    """A job run, a failed start, a deployment found gone, a schedule's slot skipped, and a
+    request the proxy held for a wake and one it refused."""
+    served.proxy.hold_began("llama", 100)
+    served.proxy.hold_ended("llama", 1.5, 100)
+    served.proxy.refused(Refusal.WAKE_FAILED)
     admin = {"Authorization": f"Bearer {served.tokens.create(Role.ADMIN, 'alice')}"}
     client = served.client
     job = {"name": "cp", "schedule": "0 3 * * *", "action": "checkpoint"}
@@ -175,3 +184,17 @@ def test_every_metric_of_the_grafana_dashboard_is_served(served: Served) -> None
                 "dgxmm_schedule_decisions_total", "dgxmm_job_run_duration_seconds_count",
                 "dgxmm_scrape_errors_total"}  # fmt: skip
     assert families <= named  # the dashboard shows each thing the issue asks for
+
+
+def test_it_serves_what_each_deployment_holds_and_frees_now(served: Served) -> None:
+    do_some_work(served)  # llama: 10 GiB awake on one GPU, now failed
+    found = samples(served.client.get("/metrics").text)
+    assert value(found, "dgxmm_deployment_memory_held_gib", deployment="llama",
+                 state="failed") == 0.0  # fmt: skip
+    assert value(found, "dgxmm_deployment_memory_freed_gib", deployment="llama") == 10.0
+    with writing(served.store.engine) as connection:
+        served.fleet.deployments.set_state(connection, 1, DeploymentState.RUNNING)
+    found = samples(served.client.get("/metrics").text)
+    assert value(found, "dgxmm_deployment_memory_held_gib", deployment="llama",
+                 state="running") == 10.0  # fmt: skip
+    assert value(found, "dgxmm_deployment_memory_freed_gib", deployment="llama") == 0.0

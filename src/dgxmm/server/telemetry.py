@@ -9,7 +9,8 @@ Two kinds of series, kept apart on purpose:
   (idle sleeps, deepenings, idle stops, pre-wakes, wakes begun early). They start at zero
   with the process, as Prometheus counters do; ``rate()`` and ``increase()`` take restarts
   in their stride.
-- **Read at scrape time** from the store: deployments by state. And the proxy's numbers
+- **Read at scrape time** from the store: deployments by state, and the GPU memory each
+  holds and frees now (the savings report's figures, as gauges). And the proxy's numbers
   (``ProxyStats``, when the proxy serves): requests held now and in all, hold time,
   wakes asked for, requests forwarded, refusals by reason. A gauge fed by events would
   drift from the table (a restart, a reattachment, a row changed by another instance); the
@@ -132,14 +133,31 @@ class _State:
         if self._fleet is None:
             return
         counts = dict.fromkeys(DeploymentState, 0)
+        held = GaugeMetricFamily(
+            "dgxmm_deployment_memory_held_gib",
+            "GPU memory a deployment holds now (declared per GPU in its state, times its GPUs).",
+            labels=["deployment", "state"],
+        )
+        freed = GaugeMetricFamily(
+            "dgxmm_deployment_memory_freed_gib",
+            "GPU memory a deployment frees now against running: its awake memory less what it "
+            "holds. avg_over_time(...[1d]) * 24 is the GiB-hours freed in a day.",
+            labels=["deployment"],
+        )
         for deployment in self._fleet.deployments.list():
             counts[deployment.state] += 1
+            gpus = deployment.gpu_count
+            held.add_metric([deployment.name, deployment.state.value], deployment.held_gib * gpus)
+            awake = deployment.memory_gib_awake * gpus
+            freed.add_metric([deployment.name], max(0.0, awake - deployment.held_gib * gpus))
         states = GaugeMetricFamily(
             "dgxmm_deployments", "Deployments by state, as the store has them.", labels=["state"]
         )
         for state, count in counts.items():
             states.add_metric([state.value], float(count))
         yield states
+        yield held
+        yield freed
 
 
 class _Proxy:

@@ -148,6 +148,13 @@ class Deployment:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def gpu_count(self) -> int:
+        """Return how many GPUs its memory is held on (a ray deployment's: those it asks for)."""
+        if self.backend is BackendKind.RAY:
+            return self.num_gpus or 0
+        return len(self.gpus)
+
+    @property
     def held_gib(self) -> float:
         """Return the memory it holds on each of its GPUs in its current state."""
         return self.gib_in(self.state)

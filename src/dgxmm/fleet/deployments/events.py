@@ -93,6 +93,7 @@ class Event:
     detail: str | None
     ready_us: int | None = None  # a start or wake done: its time to ready
     from_level: int | None = None  # and the level it came up from (0: a start)
+    state: str | None = None  # the deployment's state after it (None: not recorded)
 
     def to_json(self) -> dict[str, Any]:
         """Return the event as JSON values."""
@@ -106,6 +107,7 @@ class Event:
             "detail": self.detail,
             "ready_us": self.ready_us,
             "from_level": self.from_level,
+            "state": self.state,
         }
 
     @classmethod
@@ -121,6 +123,7 @@ class Event:
             detail=row.detail,
             ready_us=row.ready_us,
             from_level=row.from_level,
+            state=row.state,
         )
 
 
@@ -141,11 +144,12 @@ class Events:
         detail: str | None = None,
         connection: Connection | None = None,
         ready: tuple[int, int] | None = None,
+        state: str | None = None,
     ) -> Event:
         """Write an event (inside ``connection``'s transaction when one is given).
 
         ``ready``: a start or wake done, its time to ready (microseconds) and the level it
-        came up from (0: a start).
+        came up from (0: a start). ``state``: the deployment's state after it, when it moved.
         """
         values = {
             "deployment_id": deployment_id,
@@ -156,6 +160,7 @@ class Events:
             "detail": detail,
             "ready_us": None if ready is None else ready[0],
             "from_level": None if ready is None else ready[1],
+            "state": state,
         }
         if connection is None:
             with writing(self._engine) as owned:
@@ -210,6 +215,32 @@ class Events:
         )
         with reading(self._engine) as connection:
             return [int(row.ready_us) for row in connection.execute(query)][::-1]
+
+    def state_changes(
+        self, deployment_id: int, since_us: int, until_us: int
+    ) -> tuple[Event | None, builtins.list[Event]]:
+        """Return the last state change done before ``since_us``, and those in the span.
+
+        A state change is an action that moves the server (start, stop, sleep, wake, failed,
+        reattach) and was done; oldest first. The savings report's timeline.
+        """
+        c = deployment_events.c
+        changes = select(deployment_events).where(
+            c.deployment_id == deployment_id,
+            c.outcome == EventOutcome.DONE.value,
+            c.action.in_([a.value for a in _STATE_CHANGES]),
+        )
+        with reading(self._engine) as connection:
+            before = connection.execute(
+                changes.where(c.at_us < since_us).order_by(c.id.desc()).limit(1)
+            ).first()
+            inside = connection.execute(
+                changes.where(c.at_us >= since_us, c.at_us < until_us).order_by(c.id)
+            )
+            return (
+                None if before is None else Event.from_row(before),
+                [Event.from_row(row) for row in inside],
+            )
 
     def stopped_by(self, deployment_id: int) -> str | None:
         """Return who stopped it last (None: never stopped, or a stop that names no actor)."""

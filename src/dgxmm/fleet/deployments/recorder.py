@@ -121,6 +121,7 @@ class ActionRecorder:
                 detail=detail,
                 connection=connection,
                 ready=ready,
+                state=after.state.value,
             )
             self._audit.record(
                 actor=actor,

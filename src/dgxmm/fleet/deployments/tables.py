@@ -1,4 +1,4 @@
-"""The fleet's tables, on the store's ``metadata`` (migrations 0003, 0007, 0008, 0009 and 0012).
+"""The fleet's tables, on the store's ``metadata`` (migrations 0003, 0007-0009, 0012, 0014).
 
 Instants are integer microseconds since the epoch (UTC); JSON is stored as text.
 """
@@ -22,7 +22,14 @@ from sqlalchemy.sql import true
 
 from dgxmm.store import metadata
 
-__all__ = ["audit_log", "deployment_events", "deployments", "insights", "metric_rollups"]
+__all__ = [
+    "audit_log",
+    "deployment_events",
+    "deployments",
+    "insights",
+    "metric_rollups",
+    "request_minutes",
+]
 
 _Id = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -92,6 +99,9 @@ deployment_events = Table(
     # them (migration 0012).
     Column("ready_us", BigInteger),
     Column("from_level", Integer),
+    # The deployment's state after the event (migration 0014): the savings report's timeline.
+    # NULL for the schedule runner's own events (deferrals, skips) and rows written before.
+    Column("state", String(20)),
     Index("ix_deployment_events_deployment_at", "deployment_id", "at_us"),
 )
 
@@ -140,4 +150,24 @@ metric_rollups = Table(
     Column("mean_latency_s", Float),  # NULL when no request completed
     Column("samples", Integer, nullable=False),
     Index("ix_metric_rollups_minute", "minute_us"),
+)
+
+# Per deployment and minute of arrival, what the proxy saw (migration 0014): the requests it
+# took, those it held while the deployment was brought up and their added waits (JSON list of
+# milliseconds, at most ``MAX_WAITS`` a minute), those it refused by reason (JSON object).
+request_minutes = Table(
+    "request_minutes",
+    metadata,
+    Column(
+        "deployment_id",
+        _Id,
+        ForeignKey("deployments.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("minute_us", BigInteger, primary_key=True),
+    Column("requests", Integer, nullable=False),
+    Column("held", Integer, nullable=False),
+    Column("waits_ms", Text, nullable=False),
+    Column("refused", Text, nullable=False),
+    Index("ix_request_minutes_minute", "minute_us"),
 )
