@@ -211,3 +211,14 @@ def test_it_prints_the_savings_per_deployment_and_day(live: Live) -> None:
     ]
     refused = live.cli("savings", "--from", "someday")
     assert (refused.code, refused.err.startswith("error: from: ")) == (2, True)
+
+
+def test_it_switches_forecast_only_on_and_off(live: Live) -> None:
+    on = live.cli("schedules", "forecast-only", "on")
+    assert (on.code, on.out.strip()) == (
+        0,
+        "forecast only: the decider records what it would do, and does none of it",
+    )
+    assert live.schedules.forecast_only()
+    off = live.cli("schedules", "forecast-only", "off", "--json")
+    assert off.json() == {"forecast_only": False}

@@ -246,3 +246,33 @@ def test_the_histogram_policy_sleeps_after_a_request_and_wakes_ahead_of_the_next
     assert pulse(kit, last + 34 * MINUTE) == []
     assert pulse(kit, last + 35 * MINUTE) == [IdleOutcome.DONE]
     assert kit.state(deployment) == "sleeping"
+
+
+def test_forecast_only_records_each_step_and_takes_none(proxied: ProxyKit) -> None:
+    kit = proxied
+    deployment = kit.deployment(
+        "forecast", idle_sleep_after_s=300, idle_deepen_after_s=900, idle_stop_after_s=3600
+    )
+    kit.schedules.set_forecast_only(True, actor="user:alice")
+    assert pulse(kit, T0 + 300 * S) == [IdleOutcome.FORECAST]
+    assert pulse(kit, T0 + 301 * S) == []  # recorded once for this idle time
+    assert pulse(kit, T0 + 900 * S) == [IdleOutcome.FORECAST]
+    assert pulse(kit, T0 + 3600 * S) == [IdleOutcome.FORECAST]
+    assert pulse(kit, T0 + 7200 * S) == []
+    assert kit.state(deployment) == "running"
+    assert sleep_state(kit, deployment) == "awake"
+    assert idle_events(kit, deployment) == [
+        ("sleep", "forecast"), ("sleep", "forecast"), ("stop", "forecast"),
+    ]  # fmt: skip
+    assert "would take the idle deepen now" in (kit.events(deployment)[-2][3] or "")
+    # The schedules in force still act, at their minute.
+    kit.schedules.create(
+        deployment, action=ScheduleAction.SLEEP, days=ALL_DAYS, time="15:00", actor="user:a"
+    )
+    (run,) = kit.schedules.run_pass(at("2026-06-03T15:00:00+02:00"))
+    assert run.kind is ResultKind.DONE
+    assert kit.state(deployment) == "sleeping"
+    # Switched off, the ladder acts again: the deepest step due is taken.
+    kit.schedules.set_forecast_only(False, actor="user:alice")
+    assert pulse(kit, at("2026-06-03T15:01:00+02:00")) == [IdleOutcome.DONE]
+    assert kit.state(deployment) == "stopped"

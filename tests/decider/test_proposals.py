@@ -427,3 +427,20 @@ def test_a_wake_lead_a_person_set_is_neither_proposed_nor_changed(
     assert proposal.wake_lead is None
     proposals.accept(proposal.id, actor=ALICE)
     assert profile_fleet.deployments.get(d).wake_lead.to_json() == 30.0
+
+
+def test_forecast_only_records_each_new_proposal_as_an_event(
+    proposals: ProposalService,
+    deployment: Callable[..., int],
+    profile_schedules: ScheduleService,
+    profile_fleet: Fleet,
+) -> None:
+    d = deployment()
+    profile_schedules.set_forecast_only(True, actor=ALICE)
+    proposals.propose(d)
+    (proposal,) = proposals.list(d)
+    (event,) = [e for e in profile_fleet.events.list(d) if e.action.value == "propose"]
+    assert (event.outcome.value, event.actor) == ("forecast", "system")
+    assert f"proposal {proposal.id}: " in (event.detail or "")
+    proposals.propose(d)  # the same proposal again: not recorded twice
+    assert len([e for e in profile_fleet.events.list(d) if e.action.value == "propose"]) == 1

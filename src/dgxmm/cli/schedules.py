@@ -135,6 +135,19 @@ def pause_all(where: Target, switch: SwitchArgument) -> Answer:
     return Answer(value=done, text=text)
 
 
+@command(app, "forecast-only", offline=False)
+def forecast_only(where: Target, switch: SwitchArgument) -> Answer:
+    """Let the decider only forecast (on): its idle steps and proposals become events."""
+    with where.client() as api:
+        done = api.put("/api/schedules/forecast-only", {"forecast_only": switch is Switch.ON})
+    text = (
+        "forecast only: the decider records what it would do, and does none of it"
+        if done["forecast_only"]
+        else "the decider acts again"
+    )
+    return Answer(value=done, text=text)
+
+
 def _says(schedule: dict[str, Any]) -> str:
     state = "" if schedule["enabled"] else " (disabled)"
     return (

@@ -95,6 +95,7 @@ class IdleOutcome(StrEnum):
     NOT_IDLE = "not idle"  # a request came since the pulse decided; nothing recorded
     SKIPPED = "skipped"  # the state changed, the lock was taken, or the deployer refused
     FAILED = "failed"  # the model server failed: the idle policy is paused
+    FORECAST = "forecast"  # forecast-only mode: recorded, not taken
 
 
 class _Kind(StrEnum):
@@ -124,6 +125,7 @@ class _Known:
     pre_wake_at: int | None = None
     not_before: int = 0  # no step before then (a deferral's or a refusal's retry)
     lead: tuple[int, int] | None = None  # (read at, the measured level-1 wake time)
+    forecast: tuple[int, _Kind] | None = None  # the last would-be step recorded (idle since)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,8 +154,12 @@ class IdleRunner:
         self._acting: dict[int, Future[IdleOutcome]] = {}
         self._known: dict[int, _Known] = {}
 
-    def pulse(self, now: int) -> list[Future[IdleOutcome]]:
-        """Decide every deployment's step at ``now``; hand each to a worker; do not wait."""
+    def pulse(self, now: int, *, forecast_only: bool = False) -> list[Future[IdleOutcome]]:
+        """Decide every deployment's step at ``now``; hand each to a worker; do not wait.
+
+        ``forecast_only``: record each step as a ``forecast`` event instead of taking it
+        (once per step and idle time: a deployment left up steps again only after a request).
+        """
         arrivals = self._fleet.activity.take_arrivals()
         deployments = self._fleet.deployments.list()
         with self._guard:
@@ -179,7 +185,14 @@ class IdleRunner:
                 decision = self._decide(deployment, known, pulse)
                 if decision is None:
                     continue
-                future = self._pool.submit(self._work, deployment.id, decision, now)
+                if forecast_only:
+                    seen = (decision.idle_since, decision.kind)
+                    if decision.kind is _Kind.PRE_WAKE or known.forecast == seen:
+                        continue
+                    known.forecast = seen
+                    future = self._pool.submit(self._forecast, deployment, decision, now)
+                else:
+                    future = self._pool.submit(self._work, deployment.id, decision, now)
                 self._acting[deployment.id] = future
             started.append(future)
         return started
@@ -268,6 +281,25 @@ class IdleRunner:
             times = self._fleet.events.ready_times(deployment_id, 1, MEASURED_WAKES)
             known.lead = (now, lead_for(_MEASURED, level=1, ready_times_us=times).us)
         return known.lead[1]
+
+    def _forecast(self, deployment: Deployment, decision: _Decision, now: int) -> IdleOutcome:
+        """Record what the step would have done (forecast-only mode); do nothing else."""
+        try:
+            action = {_Kind.STOP: EventAction.STOP, _Kind.PRE_WAKE: EventAction.WAKE}.get(
+                decision.kind, EventAction.SLEEP
+            )
+            idle_s = max(0, now - decision.idle_since) // SECOND_US
+            self._fleet.events.record(
+                deployment.id, action, actor=IDLE_ACTOR, outcome=EventOutcome.FORECAST,
+                detail=f"would take the idle {decision.kind.value} now, idle for {idle_s} s "
+                "(forecast only: nothing was done)",
+            )  # fmt: skip
+            return IdleOutcome.FORECAST
+        except NotFound:
+            return IdleOutcome.SKIPPED
+        finally:
+            with self._guard:
+                self._acting.pop(deployment.id, None)
 
     # -- acting (on a worker) -----------------------------------------------------------------
 

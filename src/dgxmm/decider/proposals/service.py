@@ -42,7 +42,7 @@ from dgxmm.decider.proposals.decision_models import (
 )
 from dgxmm.decider.proposals.feedback_model import FeedbackModel
 from dgxmm.decider.proposals.proposer import Proposer, deployment_facts
-from dgxmm.decider.proposals.report import ProposalRun
+from dgxmm.decider.proposals.report import DeploymentRun, ProposalRun
 from dgxmm.decider.proposals.rows import (
     Proposal,
     ProposalStatus,
@@ -53,7 +53,7 @@ from dgxmm.decider.schedules.rows import Schedule, ScheduleAction
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import Conflict, NotFound
-from dgxmm.fleet import AuditAction, AuditSubject, Fleet, LeadKind
+from dgxmm.fleet import AuditAction, AuditSubject, EventAction, EventOutcome, Fleet, LeadKind
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, reading, writing
 
@@ -144,6 +144,8 @@ class ProposalService:
         model, readiness = self._ask(settings)
         asked = model if readiness else None
         runs = []
+        forecast = self._schedules.forecast_only()
+        known = self._proposal_ids() if forecast else set()
         try:
             targets = deployment_facts(self._fleet.deployments, deployment_id)
             traffic = self._proposer.traffic(targets)
@@ -156,11 +158,31 @@ class ProposalService:
         finally:
             if isinstance(model, ChatModel):
                 model.close()
+        if forecast:
+            self._record_forecasts(runs, known)
         return ProposalRun(
             model=asked.name if asked is not None else None,
             model_reason=readiness.reason,
             deployments=tuple(runs),
         )
+
+    def _proposal_ids(self) -> set[int]:
+        with reading(self._store.engine) as connection:
+            return set(connection.execute(select(schedule_proposals.c.id)).scalars())
+
+    def _record_forecasts(self, runs: builtins.list[DeploymentRun], known: set[int]) -> None:
+        """Record each proposal the run made as a ``forecast`` event (forecast-only mode)."""
+        events = self._fleet.events
+        for run in runs:
+            for proposal in run.open:
+                if proposal.id in known:
+                    continue  # made by an earlier run, and recorded then
+                events.record(
+                    proposal.deployment_id, EventAction.PROPOSE, actor="system",
+                    outcome=EventOutcome.FORECAST,
+                    detail=f"proposal {proposal.id}: {proposal.description} "
+                    "(forecast only: proposed, not acted on)",
+                )  # fmt: skip
 
     def _ask(self, settings: ModelSettings | None = None) -> tuple[DecisionModel | None, Readiness]:
         settings = settings or self.settings()

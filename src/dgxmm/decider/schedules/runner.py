@@ -167,19 +167,23 @@ class ScheduleRunner:
         self._guard = threading.Lock()
         self._acting: dict[int, Future[SlotRun | None]] = {}  # deployment id -> its action
 
-    def start_pass(self, now: int) -> list[PendingRun]:
-        """Hand every slot due at the planned minute ``now`` to a worker; do not wait."""
+    def start_pass(self, now: int, *, leads: bool = True) -> list[PendingRun]:
+        """Hand every slot due at the planned minute ``now`` to a worker; do not wait.
+
+        ``leads``: wakes and starts begin early by their wake lead (not in forecast-only
+        mode, where the schedules in force act at their minute and the decider adds nothing).
+        """
         due: dict[int, list[tuple[Any, Slot]]] = {}
         zones: dict[str, tuple[ZoneInfo, date]] = {}
-        leads = _Leads(self._fleet)
+        found_leads = _Leads(self._fleet)
         for row in self._rows.runnable():  # light rows first: most slots are not due
             known = zones.get(row.time_zone)
             if known is None:
                 zone = resolve_zone(row.time_zone)
                 known = zones[row.time_zone] = (zone, local_today(now, zone))
             lead_us = 0
-            if not ScheduleAction(row.action).quiets:
-                lead_us = leads.us(row.deployment_id)
+            if leads and not ScheduleAction(row.action).quiets:
+                lead_us = found_leads.us(row.deployment_id)
             if lead_us:
                 slot = due_early(
                     days=row.days, time=parse_time(row.at_time), zone=known[0], now_us=now,

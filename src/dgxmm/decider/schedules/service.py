@@ -42,9 +42,17 @@ from dgxmm.fleet import AuditAction, AuditSubject, Deployment, Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, writing
 
-__all__ = ["PAUSED_ALL", "PendingRun", "ResultKind", "ScheduleService", "SlotRun"]
+__all__ = [
+    "FORECAST_ONLY",
+    "PAUSED_ALL",
+    "PendingRun",
+    "ResultKind",
+    "ScheduleService",
+    "SlotRun",
+]
 
 PAUSED_ALL = "schedules.paused_all"
+FORECAST_ONLY = "decider.forecast_only"
 
 
 class ScheduleService:
@@ -166,6 +174,20 @@ class ScheduleService:
             subject=AuditSubject.SETTING, subject_id=PAUSED_ALL, detail={"paused_all": on},
         )  # fmt: skip
 
+    def forecast_only(self) -> bool:
+        """Tell whether the decider only forecasts: its policies record, never act."""
+        return self._store.get_setting(FORECAST_ONLY, False) is True
+
+    def set_forecast_only(self, on: bool, *, actor: str) -> None:
+        """Switch forecast-only mode on or off; audited."""
+        if not isinstance(on, bool):
+            raise InvalidInput("forecast_only", f"{on!r} is not true or false")
+        self._store.set_setting(FORECAST_ONLY, on, actor=actor)
+        self._fleet.audit.record(
+            actor=actor, action=AuditAction.DECIDER_FORECAST_ONLY, subject=AuditSubject.SETTING,
+            subject_id=FORECAST_ONLY, detail={"forecast_only": on},
+        )  # fmt: skip
+
     # -- the runner ---------------------------------------------------------------------------
 
     def system_jobs(self) -> builtins.list[Job]:
@@ -183,7 +205,11 @@ class ScheduleService:
     def _run_job(self, context: RunContext) -> str:
         # The planned minute, not the start: a pass that begins at 22:15:03 is still the
         # 22:15 pass, and the 22:00 slot is 15 minutes late, not 15 minutes and 3 seconds.
-        pending = self._runner.start_pass(context.scheduled_at) if not self.paused_all() else []
+        pending = (
+            self._runner.start_pass(context.scheduled_at, leads=not self.forecast_only())
+            if not self.paused_all()
+            else []
+        )
         if not pending:
             return "paused" if self.paused_all() else "nothing due"
         return ", ".join(run.describe() for run in pending)
@@ -192,7 +218,8 @@ class ScheduleService:
         """Hand every slot due at the planned minute ``now_us`` to the runner's workers."""
         if self.paused_all():
             return []
-        return self._runner.start_pass(self._clock.now_us() if now_us is None else now_us)
+        now = self._clock.now_us() if now_us is None else now_us
+        return self._runner.start_pass(now, leads=not self.forecast_only())
 
     def run_pass(
         self, now_us: int | None = None, *, timeout_s: float = 600.0
@@ -213,7 +240,8 @@ class ScheduleService:
         """
         if self.paused_all():
             return []
-        return self.idle.pulse(self._clock.now_us() if now_us is None else now_us)
+        now = self._clock.now_us() if now_us is None else now_us
+        return self.idle.pulse(now, forecast_only=self.forecast_only())
 
     def drain(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the actions under way; tell whether all finished."""

@@ -59,6 +59,7 @@ class AuditAction(StrEnum):
     SCHEDULE_START = "schedule.start"
     SCHEDULES_PAUSE_ALL = "schedules.pause_all"
     SCHEDULES_RESUME_ALL = "schedules.resume_all"
+    DECIDER_FORECAST_ONLY = "decider.forecast_only"  # switched on or off
     PROPOSALS_MODEL = "proposals.model"
     PROPOSAL_ACCEPT = "proposal.accept"
     PROPOSAL_DISMISS = "proposal.dismiss"

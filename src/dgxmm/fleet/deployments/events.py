@@ -58,6 +58,7 @@ class EventAction(StrEnum):
     WAKE = "wake"
     FAILED = "failed"  # its server was found gone; the deployment is now failed
     REATTACH = "reattach"  # found again after a dgxmm restart
+    PROPOSE = "propose"  # a schedule proposal made for it (recorded in forecast-only mode)
 
 
 # The actions that, done, change what the server is (not create or update of its definition).
@@ -78,6 +79,7 @@ class EventOutcome(StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"  # nothing was done: already there, refused, or it does not fit
     DEFERRED = "deferred"  # the schedule runner will try again
+    FORECAST = "forecast"  # what the decider would have done, in forecast-only mode
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

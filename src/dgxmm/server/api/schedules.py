@@ -67,6 +67,12 @@ class PausedAll(Body):
     paused_all: bool
 
 
+class ForecastOnly(Body):
+    """``{"forecast_only": true|false}``."""
+
+    forecast_only: bool
+
+
 @router.get("/api/deployments/{deployment_id}/schedules", responses=answers(404))
 def list_schedules(
     deployment_id: PathId, schedules: SchedulesDep, fleet: FleetDep, who: Viewer
@@ -139,6 +145,19 @@ def put_paused_all(body: PausedAll, schedules: SchedulesDep, who: Admin) -> dict
     """Pause or resume every schedule."""
     schedules.set_paused_all(body.paused_all, actor=who.actor)
     return {"paused_all": schedules.paused_all()}
+
+
+@router.get("/api/schedules/forecast-only")
+def get_forecast_only(schedules: SchedulesDep, _: Viewer) -> dict[str, Any]:
+    """Whether the decider only forecasts (records its idle steps and proposals, acts on none)."""
+    return {"forecast_only": schedules.forecast_only()}
+
+
+@router.put("/api/schedules/forecast-only")
+def put_forecast_only(body: ForecastOnly, schedules: SchedulesDep, who: Admin) -> dict[str, Any]:
+    """Switch forecast-only mode on or off (the schedules in force act either way)."""
+    schedules.set_forecast_only(body.forecast_only, actor=who.actor)
+    return {"forecast_only": schedules.forecast_only()}
 
 
 def _owned(schedules: ScheduleService, deployment_id: int, schedule_id: int) -> None:
