@@ -147,15 +147,17 @@ class Events:
         connection: Connection | None = None,
         ready: tuple[int, int] | None = None,
         state: str | None = None,
+        at_us: int | None = None,
     ) -> Event:
         """Write an event (inside ``connection``'s transaction when one is given).
 
         ``ready``: a start or wake done, its time to ready (microseconds) and the level it
         came up from (0: a start). ``state``: the deployment's state after it, when it moved.
+        ``at_us``: when it happened, now by default (the demo writes its synthetic weeks).
         """
         values = {
             "deployment_id": deployment_id,
-            "at_us": self._clock.now_us(),
+            "at_us": self._clock.now_us() if at_us is None else at_us,
             "action": action.value,
             "actor": actor,
             "outcome": outcome.value,
