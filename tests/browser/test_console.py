@@ -8,13 +8,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from support import serving, standin_keys, wait_for
+from sqlalchemy import update
+from support import at, serving, standin_keys, wait_for
 
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.decider.demo import propose_now
-from dgxmm.fleet import Fleet, Gpu, GpuInventory, InsightKind, InventorySource, Severity
+from dgxmm.fleet import (
+    DeploymentState,
+    EventAction,
+    EventOutcome,
+    Fleet,
+    Gpu,
+    GpuInventory,
+    InsightKind,
+    InventorySource,
+    Severity,
+)
+from dgxmm.fleet.activity import Minute
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.demo.demo import DEMO_MODELS, synthetic_rollups
+from dgxmm.fleet.deployments.tables import deployments
 from dgxmm.server import (
     FLEET_ROUTES,
     PROPOSAL_ROUTES,
@@ -25,7 +38,7 @@ from dgxmm.server import (
     Tokens,
     create_app,
 )
-from dgxmm.store import Store
+from dgxmm.store import Store, writing
 from dgxmm.time_units import DAY_US, SECOND_US
 
 
@@ -343,3 +356,46 @@ def test_a_long_result_wraps_instead_of_widening_the_job_list(page: Any, console
     page.locator("tr[data-job=wide] .last-error").wait_for()
     assert page.evaluate("document.querySelector('#jobs').scrollWidth") <= 1280 - 2 * 16
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_the_savings_page_draws_each_day_on_a_phone_and_in_the_dark(
+    page: Any, console: Console
+) -> None:
+    fleet = console.fleet
+    saver = fleet.deployments.create(
+        actor="user:a", name="saver", model="m", backend="external",
+        base_url="http://127.0.0.1:9", gpus=[0], memory_gib_awake=40.0, memory_gib_asleep=4.0,
+        time_zone="Europe/Berlin",
+    )  # fmt: skip
+    day = "2026-03-03"
+    start = at(f"{day}T00:00:00+01:00")
+    for offset_h, action, actor, state in (
+        (0, EventAction.START, "user:a", DeploymentState.RUNNING),
+        (6, EventAction.SLEEP, "idle", DeploymentState.SLEEPING),
+        (18, EventAction.WAKE, "request", DeploymentState.RUNNING),
+    ):
+        when = start + offset_h * 3600 * SECOND_US
+        fleet.events.record(saver.id, action, actor=actor, outcome=EventOutcome.DONE,
+                            state=state.value, at_us=when)  # fmt: skip
+    fleet.request_minutes.add(
+        {(saver.id, start + 18 * 3600 * SECOND_US): Minute(requests=4, held=1, waits_ms=[2500])}
+    )
+    with writing(fleet.store.engine) as connection:  # it existed that day
+        connection.execute(
+            update(deployments).where(deployments.c.id == saver.id).values(created_at=start)
+        )
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.emulate_media(color_scheme="dark")
+    page.goto(f"/savings?from={day}&to={day}&deployment=saver")
+    row = page.locator(f"section[data-savings=saver] tr[data-day='{day}']")
+    assert row.locator("td.freed").inner_text() == "432.0"  # 12 h asleep at 36 GiB freed
+    assert row.locator("td.cold").inner_text() == "1"
+    # On a phone each value keeps its column's name.
+    label = "getComputedStyle(document.querySelector('td.cold'), '::before').content"
+    assert page.evaluate(label) == '"Cold: "'
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert "2.50 s / 2.50 s" in row.inner_text()
+    assert "1 by request" in row.inner_text()
+    page.goto("/savings?from=someday")
+    assert page.locator("#savings-refused").inner_text().startswith("from: ")
+    assert page.locator("input[name=from]").get_attribute("aria-invalid") == "true"
