@@ -34,6 +34,24 @@ __all__ = ["deployment_json", "router"]
 router = APIRouter(prefix="/api/deployments", tags=["deployments"])
 
 
+# The idle settings, the same in a new deployment and a change (issue 25).
+SleepAfter = Annotated[
+    float | None,
+    Field(description="idle ladder: sleep at level 1 after this long without requests"),
+]
+DeepenAfter = Annotated[
+    float | None,
+    Field(description="idle ladder: deepen to level 2 after this long (after the sleep)"),
+]
+StopAfter = Annotated[float | None, Field(description="idle ladder: stop after this long idle")]
+# Text checked by the domain (400 naming the field), its values listed for OpenAPI.
+Policy = Annotated[str | None, Field(json_schema_extra={"enum": [p.value for p in IdlePolicy]})]
+Lead = Annotated[
+    str | float | None,
+    Field(description="how early scheduled wakes and starts begin: off, measured or seconds"),
+]
+
+
 class CreateDeployment(Body):
     """A new deployment: a process (command, port), an external server (base_url), or a
     command on a Ray cluster (command, ray_address, num_gpus, optionally ray_node)."""
@@ -57,23 +75,11 @@ class CreateDeployment(Body):
     ray_address: str | None = Field(default=None, max_length=1000)
     ray_node: str | None = Field(default=None, max_length=1000)
     num_gpus: int | None = None
-    idle_sleep_after_s: float | None = Field(
-        default=None, description="idle ladder: sleep at level 1 after this long without requests"
-    )
-    idle_deepen_after_s: float | None = Field(
-        default=None, description="idle ladder: deepen to level 2 after this long (after the sleep)"
-    )
-    idle_stop_after_s: float | None = Field(
-        default=None, description="idle ladder: stop after this long (after the deepening)"
-    )
-    # Text checked by the domain (400 naming the field), its values listed for OpenAPI.
-    idle_policy: str | None = Field(
-        default=None, json_schema_extra={"enum": [p.value for p in IdlePolicy]}
-    )
-    wake_lead: str | float | None = Field(
-        default=None,
-        description="how early scheduled wakes and starts begin: off, measured or seconds",
-    )
+    idle_sleep_after_s: SleepAfter = None
+    idle_deepen_after_s: DeepenAfter = None
+    idle_stop_after_s: StopAfter = None
+    idle_policy: Policy = None
+    wake_lead: Lead = None
 
 
 class UpdateDeployment(Body):
@@ -98,23 +104,11 @@ class UpdateDeployment(Body):
     ray_address: str | None = Field(default=None, max_length=1000)
     ray_node: str | None = Field(default=None, max_length=1000)
     num_gpus: int | None = None
-    idle_sleep_after_s: float | None = Field(
-        default=None, description="idle ladder: sleep at level 1 after this long without requests"
-    )
-    idle_deepen_after_s: float | None = Field(
-        default=None, description="idle ladder: deepen to level 2 after this long (after the sleep)"
-    )
-    idle_stop_after_s: float | None = Field(
-        default=None, description="idle ladder: stop after this long (after the deepening)"
-    )
-    # Text checked by the domain (400 naming the field), its values listed for OpenAPI.
-    idle_policy: str | None = Field(
-        default=None, json_schema_extra={"enum": [p.value for p in IdlePolicy]}
-    )
-    wake_lead: str | float | None = Field(
-        default=None,
-        description="how early scheduled wakes and starts begin: off, measured or seconds",
-    )
+    idle_sleep_after_s: SleepAfter = None
+    idle_deepen_after_s: DeepenAfter = None
+    idle_stop_after_s: StopAfter = None
+    idle_policy: Policy = None
+    wake_lead: Lead = None
 
 
 class ActionBody(Body):
