@@ -24,6 +24,30 @@ def test_it_defines_a_job_through_the_form_with_a_live_preview(page: Any, live: 
     assert live.store.job("nightly_checkpoint").definition["description"] == "made in a browser"
 
 
+def test_it_defines_a_job_in_its_own_zone_with_a_preview_in_that_zone(
+    page: Any, live: Live
+) -> None:
+    page.goto("/jobs/new")
+    page.fill("#name", "tokyo_checkpoint")
+    page.check("input[name=action][value=checkpoint]")
+    page.fill("#schedule", "0 9 * * *")
+    page.fill("#time_zone", "Mars/Base")
+    page.click("#save")
+    page.locator("[data-error-for=time_zone]").get_by_text("unknown time zone").wait_for()
+    assert page.locator("#time_zone").get_attribute("aria-invalid") == "true"
+    assert live.store.jobs() == []
+    page.select_option("#zone-presets", "Asia/Tokyo")
+    page.locator("#preview").get_by_text("(Asia/Tokyo)").wait_for()
+    assert page.locator("#preview li").first.inner_text().endswith("09:00:00+09:00")
+    page.click("#save")
+    page.wait_for_url("**/jobs")
+    row = page.locator("tr[data-job=tokyo_checkpoint]")
+    assert row.locator(".job-zone").inner_text() == "in Asia/Tokyo"
+    assert live.store.job("tokyo_checkpoint").definition["time_zone"] == "Asia/Tokyo"
+    page.goto("/jobs/new?edit=tokyo_checkpoint")
+    assert page.locator("#time_zone").input_value() == "Asia/Tokyo"
+
+
 def test_it_shows_a_refused_jobs_message_beside_its_field(page: Any, live: Live) -> None:
     page.goto("/jobs/new")
     page.fill("#name", "broken")

@@ -93,6 +93,21 @@ def test_it_refuses_a_bad_definition_naming_the_field(data: Path) -> None:
     assert (code, err.strip()) == (2, "error: tier: 'weeks' is not one of minutes, hours, days")
 
 
+def test_it_defines_a_job_in_its_own_zone_and_refuses_one_that_does_not_exist(data: Path) -> None:
+    where = ("--data", str(data))
+    code, out, _ = dgxmm("jobs", "define", "ny", "--schedule", "0 3 * * *", "--action",
+                         "checkpoint", "--time-zone", "America/New_York", "--json",
+                         *where)  # fmt: skip
+    assert code == 0, out
+    assert json.loads(out)["definition"]["time_zone"] == "America/New_York"
+    code, _, err = dgxmm("jobs", "define", "ny", "--schedule", "0 4 * * *", "--action",
+                         "checkpoint", "--time-zone", "Mars/Base", *where)  # fmt: skip
+    assert code == 2
+    assert err.strip().startswith("error: time_zone: unknown time zone 'Mars/Base'")
+    code, out, _ = dgxmm("jobs", "list", "--json", *where)
+    assert [j["definition"]["schedule"] for j in json.loads(out)] == ["0 3 * * *"]  # unchanged
+
+
 def test_it_runs_store_operations_with_a_progress_bar(data: Path, tmp_path: Path) -> None:
     where = ("--data", str(data))
     assert dgxmm("store", "checkpoint", *where)[0] == 0

@@ -86,6 +86,26 @@ def test_it_answers_every_wrong_field_and_refuses_a_backup_job(engine: Playgroun
     ]
 
 
+def test_it_runs_a_job_in_its_own_zone_and_refuses_a_zone_that_does_not_exist(
+    engine: Playground,
+) -> None:
+    tokyo = {"name": "tokyo", "schedule": "0 9 * * *", "action": "checkpoint",
+             "time_zone": "Asia/Tokyo"}  # fmt: skip
+    status, row = call(engine, "POST", "/api/jobs/define", tokyo)
+    assert (status, row["time_zone"]) == (200, "Asia/Tokyo")
+    engine.tick(T0 + MINUTE)  # planned from the previous tick, in Tokyo
+    _, listed = call(engine, "GET", "/api/jobs")
+    shown = next(j for j in listed["jobs"] if j["name"] == "tokyo")
+    assert shown["next_at"] == "2026-06-02T09:00:00+09:00"
+    bad = tokyo | {"schedule": "61 * * * *", "time_zone": "Mars/Base"}
+    status, body = call(engine, "POST", "/api/jobs/define", bad)
+    assert status == 400
+    assert [e["field"] for e in body["errors"]] == ["schedule", "time_zone"]
+    assert "unknown time zone 'Mars/Base'" in body["errors"][1]["message"]
+    _, listed = call(engine, "GET", "/api/jobs")
+    assert next(j for j in listed["jobs"] if j["name"] == "tokyo")["schedule"] == "0 9 * * *"
+
+
 def test_it_runs_now_switches_reschedules_and_drops(engine: Playground) -> None:
     call(engine, "POST", "/api/jobs/define", {"name": "cp", "schedule": "0 3 * * *",
                                               "action": "checkpoint"})  # fmt: skip

@@ -57,6 +57,12 @@ def define(
     memory_limit: Annotated[int | None, typer.Option("--memory-limit", help="Bytes.")] = None,
     run_on: Annotated[str | None, typer.Option("--run-on")] = None,
     description: Annotated[str | None, typer.Option()] = None,
+    time_zone: Annotated[
+        str | None,
+        typer.Option(
+            "--time-zone", help="IANA zone its schedule is read in (default: the server's)."
+        ),
+    ] = None,
 ) -> Answer:
     """Define or replace a user job."""
     keys: dict[str, Any] = {
@@ -70,6 +76,7 @@ def define(
     for key, value in (
         ("query", query), ("path", path), ("timeout_ms", timeout_ms),
         ("memory_limit", memory_limit), ("run_on", run_on), ("description", description),
+        ("time_zone", time_zone),
     ):  # fmt: skip
         if value is not None:
             keys[key] = value

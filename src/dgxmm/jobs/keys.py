@@ -11,11 +11,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo
 
-from dgxmm.errors import CronError, DefinitionError
+from dgxmm.errors import CronError, DefinitionError, ZoneError
 from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.zones import resolve_zone
 
-__all__ = ["Refusals", "check_enabled", "check_name", "check_positive", "check_schedule"]
+__all__ = [
+    "Refusals",
+    "check_enabled",
+    "check_name",
+    "check_positive",
+    "check_schedule",
+    "check_time_zone",
+]
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _T = TypeVar("_T")
@@ -87,3 +96,22 @@ def check_positive(keys: Mapping[str, Any], key: str, most: int, meaning: str) -
             key, f"{value} is more than {most} ({meaning}); leave it out for no limit"
         )
     return value
+
+
+def check_time_zone(
+    keys: Mapping[str, Any], *, refusal: type[DefinitionError] = DefinitionError
+) -> ZoneInfo | None:
+    """Read ``time_zone``, an IANA name (None when left out: the scheduler's zone).
+
+    A name this machine's zone data does not know raises ``refusal``: a catalog written where
+    the data is newer keeps such a job, not run, rather than losing it.
+    """
+    name = keys.get("time_zone")
+    if name is None:
+        return None
+    if not isinstance(name, str) or len(name) > 100:
+        raise DefinitionError("time_zone", f"expected an IANA zone name as text, got {name!r}")
+    try:
+        return resolve_zone(name, field="time_zone")
+    except ZoneError as error:
+        raise refusal("time_zone", error.message) from None

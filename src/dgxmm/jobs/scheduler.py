@@ -20,6 +20,9 @@ The rules, each with a test in ``tests/jobs/test_scheduler.py``:
   group frees and runs once however many of its times passed meanwhile;
 - a disabled job does not run; its due times are recorded as skipped (disabled).
 
+Each job's schedule is read in its own zone (``Job.time_zone``) when it has one, else in the
+scheduler's.
+
 The scheduler owns no thread and never reads the wall clock. It is not itself thread-safe:
 the host calls it from one thread at a time (dgxmm's server holds a lock around it).
 """
@@ -132,7 +135,7 @@ class Scheduler:
         if job.kind is JobKind.SYSTEM:
             job = self._overridden(job)
         old, entry.job = entry.job, job
-        if job.schedule != old.schedule:
+        if job.schedule != old.schedule or job.time_zone != old.time_zone:
             self._replan(entry)
 
     def jobs(self) -> list[Job]:
@@ -313,11 +316,12 @@ class Scheduler:
         entry.run = None
         finished = result.finished_at
         schedule = entry.job.schedule
-        first = schedule.next_after(max(run.scheduled_at, run.started_at), self.time_zone)
+        zone = self.zone_of(entry.job)
+        first = schedule.next_after(max(run.scheduled_at, run.started_at), zone)
         if first > finished:  # the common case: no time passed while it ran
             self._plan(entry, finished, at=first)
             return
-        passed = 1 + self._count_between(schedule, first, finished)
+        passed = 1 + self._count_between(schedule, zone, first, finished)
         detail = f"{passed}{'+' if passed >= _OVERLAP_COUNT_CAP else ''} time(s) while it ran"
         self._skip(result.name, first, SkipReason.OVERLAP, detail)
         self._plan(entry, finished)
@@ -358,6 +362,10 @@ class Scheduler:
         """Tell whether a run of ``group`` is under way."""
         return group in self._busy
 
+    def zone_of(self, job: Job) -> ZoneInfo:
+        """Return the zone a job's schedule is read in: its own, else the scheduler's."""
+        return job.time_zone if job.time_zone is not None else self.time_zone
+
     # -- inside -------------------------------------------------------------------------------
 
     def _entry(self, name: str) -> _Entry:
@@ -385,7 +393,7 @@ class Scheduler:
         """Plan the job's next time after ``after`` (``at``: already known to be it)."""
         entry.gen += 1
         if at is None:
-            at = entry.job.schedule.next_after(after, self.time_zone)
+            at = entry.job.schedule.next_after(after, self.zone_of(entry.job))
         entry.next_at = at
         self._seq += 1
         heappush(self._heap, (at, self._seq, entry.gen, entry))
@@ -456,12 +464,12 @@ class Scheduler:
         if self.stats is not None:
             self.stats.record_skip(record)
 
-    def _count_between(self, schedule: CronSchedule, after: int, until: int) -> int:
+    def _count_between(self, schedule: CronSchedule, zone: ZoneInfo, after: int, until: int) -> int:
         """Count the fire times in (after, until], up to a cap."""
         count = 0
         at = after
         while count < _OVERLAP_COUNT_CAP:
-            at = schedule.next_after(at, self.time_zone)
+            at = schedule.next_after(at, zone)
             if at > until:
                 break
             count += 1

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us
 from dgxmm.errors import Busy, Conflict, DgxmmError, InvalidInput, NotFound, StoreError
@@ -252,6 +253,7 @@ class Playground:
             group=spec.action,
             enabled=spec.enabled,
             description=spec.definition.get("description"),
+            time_zone=spec.time_zone,
         )
 
     def _execute(
@@ -302,13 +304,15 @@ class Playground:
         state = self.scheduler.state(job.name)
         last = self.stats.last_run(job.name)
         counts = self.stats.counts(job.name, self.now_us)
+        zone = self.scheduler.zone_of(job)
         row: dict[str, Any] = {
             "name": job.name,
             "kind": job.kind.value,
             "schedule": str(job.schedule),
             "schedule_description": job.schedule.describe(),
+            "time_zone": zone.key,
             "enabled": job.enabled,
-            "next_at": self._iso(state.next_at),
+            "next_at": self._iso(state.next_at, zone),
             "running": state.run is not None,
             "last_run": None
             if last is None
@@ -337,8 +341,10 @@ class Playground:
             )
         return row
 
-    def _iso(self, at_us: int | None) -> str | None:
-        return None if at_us is None else from_us(at_us, self.scheduler.time_zone).isoformat()
+    def _iso(self, at_us: int | None, zone: ZoneInfo | None = None) -> str | None:
+        if at_us is None:
+            return None
+        return from_us(at_us, zone or self.scheduler.time_zone).isoformat()
 
     def _refuse_system(self, name: str, what: str) -> None:
         if self.scheduler.get(name).kind is JobKind.SYSTEM:

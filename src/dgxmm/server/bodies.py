@@ -69,6 +69,7 @@ class DefineJob(Body):
     memory_limit: int | None = None
     run_on: RunOn | None = Field(default=None, strict=False)
     description: str | None = Field(default=None, max_length=10_000)
+    time_zone: str | None = Field(default=None, max_length=100)  # IANA; None: the server's
 
 
 class EnableJob(Body):

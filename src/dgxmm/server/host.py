@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Busy, Conflict, DgxmmError
@@ -43,9 +44,9 @@ from dgxmm.time_units import SECOND_US
 
 __all__ = ["Host", "RowParts", "second_server", "stuck_after"]
 
-# The parts of a user job's row in the job list that follow from its definition alone, and its
-# parsed schedule (``server/job_list.py``).
-RowParts = tuple[dict[str, Any], CronSchedule | None]
+# The parts of a user job's row in the job list that follow from its definition alone, its
+# parsed schedule and the zone it is read in (``server/job_list.py``).
+RowParts = tuple[dict[str, Any], CronSchedule | None, ZoneInfo]
 
 log = logging.getLogger(__name__)
 

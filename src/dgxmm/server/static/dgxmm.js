@@ -205,12 +205,15 @@ function setupJobForm(form) {
   form.querySelectorAll('input[name="action"]').forEach((el) => el.addEventListener("change", showFor));
   showFor();
 
+  const zone = form.elements.time_zone;
   let timer = null;
   const refresh = async () => {
     const text = schedule.value.trim();
     if (!text) { preview.textContent = ""; return; }
+    const place = zone.value.trim();
+    const where = place ? `&zone=${encodeURIComponent(place)}` : "";
     try {
-      const data = await api("GET", `/api/jobs/preview?n=5&schedule=${encodeURIComponent(text)}`);
+      const data = await api("GET", `/api/jobs/preview?n=5&schedule=${encodeURIComponent(text)}${where}`);
       preview.replaceChildren();
       const head = document.createElement("p");
       head.textContent = `${data.description} (${data.zone}); next:`;
@@ -228,8 +231,12 @@ function setupJobForm(form) {
     }
   };
   schedule.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
+  zone.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
   document.getElementById("presets").addEventListener("change", (event) => {
     if (event.target.value) { schedule.value = event.target.value; refresh(); }
+  });
+  document.getElementById("zone-presets").addEventListener("change", (event) => {
+    if (event.target.value) { zone.value = event.target.value; refresh(); }
   });
   refresh();
 
@@ -262,6 +269,8 @@ function setupJobForm(form) {
     }
     const description = form.elements.description.value.trim();
     if (description) body.description = description;
+    const place = zone.value.trim();
+    if (place) body.time_zone = place;
     try {
       await api("POST", "/api/jobs/define", body);
       location.href = "/jobs";

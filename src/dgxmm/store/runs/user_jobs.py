@@ -68,6 +68,7 @@ def build_user_jobs(
                 group=spec.action.value,
                 enabled=spec.enabled,
                 description=spec.description,
+                time_zone=spec.time_zone,
             )
         )
     return found
