@@ -94,11 +94,25 @@ def test_it_switches_a_job_off_and_on(page: Any, live: Live) -> None:
     switch = page.locator("tr[data-job=cp] input[data-action=enable]")
     assert switch.is_checked()
     switch.uncheck()
-    page.locator("tr[data-job=cp] .why").get_by_text("switched off").wait_for()
-    assert live.store.job("cp").enabled is False
-    page.locator("tr[data-job=cp] input[data-action=enable]").check()
-    page.wait_for_function("() => !document.querySelector('tr[data-job=cp] .why')")
+    page.click("#pause [data-pause=no]")  # asked for a note; cancelled: it stays on
+    page.wait_for_function("() => document.querySelector('tr[data-job=cp] input').checked")
     assert live.store.job("cp").enabled is True
+    switch.uncheck()
+    page.fill("#pause-note", "the disk is being replaced")
+    page.click("#pause [data-pause=yes]")
+    page.locator("tr[data-job=cp] .why").get_by_text("switched off").wait_for()
+    page.locator("tr[data-job=cp] .pause-note").get_by_text("the disk is being replaced").wait_for()
+    assert live.store.job("cp").enabled is False
+    assert live.store.job("cp").pause_note == "the disk is being replaced"
+    page.goto("/jobs/cp")
+    page.locator("#job-state .pause-note").get_by_text("the disk is being replaced").wait_for()
+    page.locator("input[data-action=enable]").check()
+    page.wait_for_function("() => !document.querySelector('#job-state .pause-note')")
+    assert live.store.job("cp").enabled is True
+    page.locator("input[data-action=enable]").uncheck()
+    page.click("#pause [data-pause=yes]")  # no note: switched off all the same
+    page.locator("#job-state .why").get_by_text("switched off").wait_for()
+    assert (live.store.job("cp").enabled, live.store.job("cp").pause_note) == (False, None)
 
 
 def test_it_runs_a_job_now_and_updates_its_row_in_place(page: Any, live: Live) -> None:

@@ -150,3 +150,13 @@ def test_it_defines_a_job_in_its_own_zone_and_refuses_an_unknown_one(playground:
     playground.click("#save")
     row = playground.locator("tr[data-job=tokyo]")
     row.locator(".job-zone").get_by_text("in Asia/Tokyo").wait_for()
+
+
+def test_it_switches_a_job_off_with_a_note_shown_in_its_row(playground: Any) -> None:
+    switch = playground.locator("tr[data-job=stats_flush] input[data-action=enable]")
+    switch.uncheck()
+    playground.fill("#pause-note", "flushed by hand")
+    playground.click("#pause [data-pause=yes]")
+    row = playground.locator("tr[data-job=stats_flush]")
+    row.locator(".pause-note").get_by_text("flushed by hand").wait_for()
+    assert not row.locator("input[data-action=enable]").is_checked()

@@ -108,6 +108,20 @@ def test_it_defines_a_job_in_its_own_zone_and_refuses_one_that_does_not_exist(da
     assert [j["definition"]["schedule"] for j in json.loads(out)] == ["0 3 * * *"]  # unchanged
 
 
+def test_it_switches_a_job_off_with_a_note_and_lists_it(data: Path) -> None:
+    where = ("--data", str(data))
+    assert dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action", "checkpoint",
+                 *where)[0] == 0  # fmt: skip
+    code, out, _ = dgxmm("jobs", "enable", "cp", "off", "--note", "new disk on Tuesday", *where)
+    assert (code, out.strip()) == (0, "cp is off: new disk on Tuesday")
+    assert "switched off: new disk on Tuesday" in dgxmm("jobs", "list", *where)[1]
+    code, _, err = dgxmm("jobs", "enable", "cp", "on", "--note", "why", *where)
+    assert code == 2
+    assert err.strip().startswith("error: note: a pause note goes with switching a job off")
+    assert dgxmm("jobs", "enable", "cp", "on", *where)[0] == 0
+    assert "new disk" not in dgxmm("jobs", "list", *where)[1]
+
+
 def test_it_runs_store_operations_with_a_progress_bar(data: Path, tmp_path: Path) -> None:
     where = ("--data", str(data))
     assert dgxmm("store", "checkpoint", *where)[0] == 0

@@ -106,6 +106,23 @@ def test_it_runs_a_job_in_its_own_zone_and_refuses_a_zone_that_does_not_exist(
     assert next(j for j in listed["jobs"] if j["name"] == "tokyo")["schedule"] == "0 9 * * *"
 
 
+def test_it_pauses_a_job_with_a_note_and_drops_the_note_when_it_is_on(
+    engine: Playground,
+) -> None:
+    call(engine, "POST", "/api/jobs/define", {"name": "cp", "schedule": "0 3 * * *",
+                                              "action": "checkpoint"})  # fmt: skip
+    for name in ("cp", "stats_flush"):
+        status, row = call(
+            engine, "POST", "/api/jobs/enable", {"name": name, "enabled": False, "note": "later"}
+        )
+        assert (status, row["enabled"], row["pause_note"]) == (200, False, "later")
+    status, body = call(engine, "POST", "/api/jobs/enable", {"name": "cp", "enabled": True,
+                                                             "note": "x"})  # fmt: skip
+    assert (status, body["field"]) == (400, "note")
+    _, row = call(engine, "POST", "/api/jobs/enable", {"name": "cp", "enabled": True})
+    assert (row["enabled"], row["pause_note"]) == (True, None)
+
+
 def test_it_runs_now_switches_reschedules_and_drops(engine: Playground) -> None:
     call(engine, "POST", "/api/jobs/define", {"name": "cp", "schedule": "0 3 * * *",
                                               "action": "checkpoint"})  # fmt: skip

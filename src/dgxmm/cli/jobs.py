@@ -29,18 +29,26 @@ def list_jobs(where: Target) -> Answer:
             jobs = store.jobs()
         rows = [job.to_json() for job in jobs]
         lines = [
-            (j.name, "user", j.schedule, j.action, j.enabled, None, None, j.reason) for j in jobs
-        ]
+            (j.name, "user", j.schedule, j.action, j.enabled, None, None,
+             j.reason or (j.pause_note and f"switched off: {j.pause_note}"))
+            for j in jobs
+        ]  # fmt: skip
     else:
         with where.client() as api:
             rows = api.get("/api/jobs")["jobs"]
         lines = [
             (r["name"], r["kind"], r["schedule"], r.get("action") or "-", r["enabled"],
-             (r["last_run"] or {}).get("outcome"), r.get("next_at"), r.get("why_not"))
+             (r["last_run"] or {}).get("outcome"), r.get("next_at"), _why_not(r))
             for r in rows
         ]  # fmt: skip
     headers = ("NAME", "KIND", "SCHEDULE", "ACTION", "ENABLED", "LAST RUN", "NEXT", "NOT RUN")
     return Answer(value=rows, text=table(headers, lines, "no jobs"))
+
+
+def _why_not(row: dict[str, Any]) -> str | None:
+    """Why a listed job does not run, with its pause note when it has one."""
+    why, note = row.get("why_not"), row.get("pause_note")
+    return f"{why}: {note}" if why and note else why
 
 
 @command(app, "define")
@@ -98,14 +106,24 @@ def drop(where: Target, name: str) -> Answer:
 
 
 @command(app, "enable")
-def enable(where: Target, name: str, switch: SwitchArgument) -> Answer:
-    """Switch a job on or off: ``dgxmm jobs enable NAME on|off``."""
+def enable(
+    where: Target,
+    name: str,
+    switch: SwitchArgument,
+    note: Annotated[
+        str | None, typer.Option(help="Why it is switched off (with off), shown beside it.")
+    ] = None,
+) -> Answer:
+    """Switch a job on or off: ``dgxmm jobs enable NAME on|off [--note TEXT]``."""
     on = switch is Switch.ON
+    body: dict[str, Any] = {"name": name, "enabled": on}
+    if note is not None:
+        body["note"] = note
     row = where.either(
-        lambda store: store.set_job_enabled(name, on, actor="cli").to_json(),
-        lambda api: api.post("/api/jobs/enable", {"name": name, "enabled": on}),
+        lambda store: store.set_job_enabled(name, on, note=note, actor="cli").to_json(),
+        lambda api: api.post("/api/jobs/enable", body),
     )
-    return Answer(value=row, text=f"{name} is {switch.value}")
+    return Answer(value=row, text=f"{name} is {switch.value}" + (f": {note}" if note else ""))
 
 
 @command(app, "run")

@@ -184,6 +184,9 @@ class Job:
     description: str | None = field(default=None, kw_only=True, compare=False)
     # The zone its schedule is read in; None: the scheduler's (the spec's instance zone).
     time_zone: ZoneInfo | None = field(default=None, kw_only=True)
+    # Why it was switched off, as the person who paused it wrote it (None: no note). Not
+    # compared: a new note plans nothing again.
+    pause_note: str | None = field(default=None, kw_only=True, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:

@@ -40,6 +40,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.errors import Busy, Conflict, CronError, NotFound
 from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import Job, JobKind, JobRun, RunResult, SkipReason, Timer
+from dgxmm.jobs.keys import check_pause_note
 from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
 from dgxmm.jobs.zones import resolve_zone
 from dgxmm.time_units import SECOND_US
@@ -169,15 +170,20 @@ class Scheduler:
         """Return a job's planned time; None while it runs, waits, is off or not planned yet."""
         return self.state(name).next_at
 
-    def set_enabled(self, name: str, on: bool) -> None:
-        """Switch a job on or off; a system job's switch is kept as an override."""
+    def set_enabled(self, name: str, on: bool, *, note: str | None = None) -> None:
+        """Switch a job on or off, off with an optional note of why; kept as an override.
+
+        A note with the job switched on is refused (``DefinitionError`` naming ``note``);
+        switching it on drops the note.
+        """
         entry = self._entry(name)
+        note = check_pause_note(note, field="note", enabled=on)
         if entry.job.kind is JobKind.SYSTEM and self.overrides is not None:
             # Kept first: when keeping it fails, the job is left as it was.
             self.overrides.set_job_override(
-                name, enabled=None if on == entry.builtin.enabled else on
+                name, enabled=None if on == entry.builtin.enabled else on, note=note
             )
-        entry.job = replace(entry.job, enabled=on)
+        entry.job = replace(entry.job, enabled=on, pause_note=note)
         if on and entry.next_at is None and entry.run is None and entry.waiting_since is None:
             self._replan(entry)
 
@@ -383,6 +389,8 @@ class Scheduler:
         changes: dict[str, object] = {}
         if override.enabled is not None:
             changes["enabled"] = override.enabled
+        if override.note is not None:
+            changes["pause_note"] = override.note
         if override.schedule is not None:
             # A stored override that no longer parses leaves the built-in schedule in force.
             with suppress(CronError):

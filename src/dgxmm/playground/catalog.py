@@ -26,6 +26,7 @@ from dgxmm.jobs.keys import (
     Refusals,
     check_enabled,
     check_name,
+    check_pause_note,
     check_positive,
     check_schedule,
     check_time_zone,
@@ -52,6 +53,7 @@ _KEYS = (
     "timeout_ms",
     "description",
     "time_zone",
+    "pause_note",
 )
 _TIMEOUT_MS_MAX = 365 * 24 * 3600 * 1000
 
@@ -186,6 +188,11 @@ class Catalog:
             lambda: check_positive(keys, "timeout_ms", _TIMEOUT_MS_MAX, "365 days")
         )
         time_zone = checked(lambda: check_time_zone(keys))
+        checked(
+            lambda: check_pause_note(
+                keys.get("pause_note"), field="pause_note", enabled=enabled is True
+            )
+        )
         args: dict[str, object] | None = {}
         if action == "query":
             args = checked(lambda: self._query_args(keys))

@@ -29,6 +29,7 @@ from dgxmm.jobs import (
     Tier,
     WorkloadStats,
 )
+from dgxmm.jobs.keys import check_pause_note
 from dgxmm.playground.catalog import Catalog, JobSpec, SavedQuery, check_args, split_statements
 from dgxmm.time_units import SECOND_US
 
@@ -88,7 +89,7 @@ class Playground:
             ("POST", "/api/jobs/define"): lambda k, _p: self.define_job(k),
             ("POST", "/api/jobs/drop"): lambda k, _p: self.drop_job(str(k.get("name"))),
             ("POST", "/api/jobs/enable"): lambda k, _p: self.enable(
-                str(k.get("name")), k.get("enabled")
+                str(k.get("name")), k.get("enabled"), k.get("note")
             ),
             ("POST", "/api/jobs/schedule"): lambda k, _p: self.set_schedule(
                 str(k.get("name")), k.get("schedule")
@@ -135,16 +136,21 @@ class Playground:
         self._sync()
         return {"dropped": name}
 
-    def enable(self, name: str, enabled: object) -> dict[str, Any]:
-        """Switch a job on or off."""
+    def enable(self, name: str, enabled: object, note: object = None) -> dict[str, Any]:
+        """Switch a job on or off, off with an optional note of why (on drops it)."""
         if not isinstance(enabled, bool):
             raise InvalidInput("enabled", f"expected true or false, got {enabled!r}")
+        checked = check_pause_note(note, field="note", enabled=enabled)
         job = self.scheduler.get(name)
         if job.kind is JobKind.SYSTEM:
-            self.scheduler.set_enabled(name, enabled)
+            self.scheduler.set_enabled(name, enabled, note=checked)
             return self._row(self.scheduler.get(name), None)
         spec = next(s for s in self.catalog.jobs() if s.name == name)
-        return self.define_job({**spec.definition, "enabled": enabled})
+        definition = {k: v for k, v in spec.definition.items() if k != "pause_note"}
+        definition["enabled"] = enabled
+        if checked is not None:
+            definition["pause_note"] = checked
+        return self.define_job(definition)
 
     def set_schedule(self, name: str, schedule: object) -> dict[str, Any]:
         """Change a system job's schedule (None: the built-in one)."""
@@ -254,6 +260,7 @@ class Playground:
             enabled=spec.enabled,
             description=spec.definition.get("description"),
             time_zone=spec.time_zone,
+            pause_note=spec.definition.get("pause_note") if not spec.enabled else None,
         )
 
     def _execute(
@@ -329,6 +336,7 @@ class Playground:
                 "last_90_days": counts.last_90_days,
             },
             "description": job.description,
+            "pause_note": None if job.enabled else job.pause_note,
         }
         if job.kind is JobKind.SYSTEM:
             row["builtin_schedule"] = str(self.scheduler.builtin(job.name).schedule)

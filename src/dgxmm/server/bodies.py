@@ -73,10 +73,11 @@ class DefineJob(Body):
 
 
 class EnableJob(Body):
-    """``{name, enabled}``."""
+    """``{name, enabled, note?}``: ``note``, why it is switched off (checked by the engine)."""
 
     name: str = Field(min_length=1, max_length=200)
     enabled: bool
+    note: str | None = Field(default=None, max_length=10_000)
 
 
 class ScheduleJob(Body):

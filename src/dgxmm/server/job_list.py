@@ -124,6 +124,7 @@ def _system_row(
         next_at=iso(next_at, host),
         runs_here=job.enabled,
         why_not=None if job.enabled else "switched off",
+        pause_note=None if job.enabled else job.pause_note,
         description=job.description,
     )
     return row
@@ -170,6 +171,7 @@ def _user_fields(host: Host, job: JobDefinition) -> RowParts:
         "schedule": job.schedule,
         "schedule_description": description,
         "enabled": job.enabled,
+        "pause_note": job.pause_note,
         "runs_here": why_not is None,
         "why_not": why_not,
         "served": job.served,

@@ -241,9 +241,11 @@ class Store:
         """Remove a user job."""
         self.catalog.drop_job(name, actor=actor)
 
-    def set_job_enabled(self, name: str, on: bool, *, actor: str | None = None) -> JobDefinition:
-        """Switch a user job on or off; it keeps its effects."""
-        return self.catalog.set_job_enabled(name, on, actor=actor)
+    def set_job_enabled(
+        self, name: str, on: bool, *, note: str | None = None, actor: str | None = None
+    ) -> JobDefinition:
+        """Switch a user job on or off, off with an optional note of why; it keeps its effects."""
+        return self.catalog.set_job_enabled(name, on, note=note, actor=actor)
 
     def reserve_job_names(self, names: Iterable[str]) -> None:
         """Reserve the names of a host's own system jobs: no user job may take them."""

@@ -50,14 +50,14 @@ def drop_job(body: NameBody, host: HostDep, who: Admin) -> dict[str, Any]:
     return {"dropped": body.name}
 
 
-@router.post("/enable", responses=answers(404, 409))
+@router.post("/enable", responses=answers(400, 404, 409))
 def enable_job(body: EnableJob, host: HostDep, who: Admin) -> dict[str, Any]:
-    """Switch a job on or off (a user job keeps its effects)."""
+    """Switch a job on or off, off with an optional note (a user job keeps its effects)."""
     if _is_system(host, body.name):
         with host.lock:
-            host.scheduler.set_enabled(body.name, body.enabled)
+            host.scheduler.set_enabled(body.name, body.enabled, note=body.note)
     else:
-        host.store.set_job_enabled(body.name, body.enabled, actor=who.actor)
+        host.store.set_job_enabled(body.name, body.enabled, note=body.note, actor=who.actor)
         host.sync()
     return job_row(host, body.name, full_errors=True)
 

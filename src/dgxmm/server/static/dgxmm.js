@@ -116,13 +116,35 @@ function showFieldError(scope, error) {
 // A job's row in the list, or the heading of its own page.
 function jobRow(el) { return el.closest("[data-job]"); }
 
+// Switching a job off asks for an optional note of why (#pause in base.html); resolves the
+// note ("" for none), or null when the person cancelled.
+function askPauseNote(name) {
+  const dialog = document.getElementById("pause");
+  if (!dialog || !dialog.showModal) return Promise.resolve("");
+  dialog.querySelector(".pause-question").textContent = `Switch ${name} off?`;
+  const note = dialog.querySelector("#pause-note");
+  note.value = "";
+  dialog.returnValue = "";
+  dialog.showModal();
+  note.focus();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes" ? note.value.trim() : null), { once: true });
+  });
+}
+
 document.addEventListener("change", async (event) => {
   const box = event.target.closest('input[data-action="enable"]');
   if (!box) return;
   const row = jobRow(box);
+  const body = { name: row.dataset.job, enabled: box.checked };
+  if (!box.checked) {
+    const note = await askPauseNote(row.dataset.job);
+    if (note === null) { box.checked = true; return; }
+    if (note) body.note = note;
+  }
   try {
-    await api("POST", "/api/jobs/enable", { name: row.dataset.job, enabled: box.checked });
-    settle(`${row.dataset.job} switched ${box.checked ? "on" : "off"}`);
+    await api("POST", "/api/jobs/enable", body);
+    settle(`${row.dataset.job} switched ${box.checked ? "on" : "off"}${body.note ? `: ${body.note}` : ""}`);
   } catch (error) {
     box.checked = !box.checked;
     flash(error.message, "error");

@@ -124,6 +124,7 @@ function jobRow(job) {
   name.append(" ", text("span", job.kind, "tag"));
   if (job.running) name.append(" ", text("span", "running", "badge running"));
   if (job.description) name.append(text("div", job.description, "muted"));
+  if (job.pause_note) name.append(text("div", `“${job.pause_note}”`, "pause-note"));
   const schedule = text("td", job.schedule, "schedule");
   schedule.append(text("div", job.schedule_description, "muted"));
   if (job.time_zone && job.time_zone !== engineZone) schedule.append(text("div", `in ${job.time_zone}`, "muted job-zone"));
@@ -156,12 +157,33 @@ function jobRow(job) {
   return tr;
 }
 
+// Switching a job off asks for an optional note of why (#pause); resolves the note ("" for
+// none), or null when the person cancelled.
+function askPauseNote(name) {
+  const dialog = document.getElementById("pause");
+  dialog.querySelector(".pause-question").textContent = `Switch ${name} off?`;
+  const note = dialog.querySelector("#pause-note");
+  note.value = "";
+  dialog.returnValue = "";
+  dialog.showModal();
+  note.focus();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes" ? note.value.trim() : null), { once: true });
+  });
+}
+
 document.addEventListener("change", async (event) => {
   const box = event.target.closest('input[data-action="enable"]');
   if (!box) return;
   const name = box.closest("tr").dataset.job;
+  const body = { name, enabled: box.checked };
+  if (!box.checked) {
+    const note = await askPauseNote(name);
+    if (note === null) { box.checked = true; return; }
+    if (note) body.note = note;
+  }
   try {
-    await call("POST", "/api/jobs/enable", { name, enabled: box.checked });
+    await call("POST", "/api/jobs/enable", body);
     flash(`${name} switched ${box.checked ? "on" : "off"}`);
   } catch (error) { box.checked = !box.checked; flash(error.message, "error"); }
   refresh();

@@ -69,6 +69,7 @@ def build_user_jobs(
                 enabled=spec.enabled,
                 description=spec.description,
                 time_zone=spec.time_zone,
+                pause_note=spec.pause_note,
             )
         )
     return found
