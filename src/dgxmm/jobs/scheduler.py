@@ -43,6 +43,7 @@ from dgxmm.jobs.job import Job, JobKind, JobRun, RunResult, SkipReason, Timer
 from dgxmm.jobs.keys import check_pause_note
 from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
 from dgxmm.jobs.zones import resolve_zone
+from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["JobState", "Scheduler"]
@@ -85,8 +86,11 @@ class Scheduler:
         timer: Timer = time.monotonic,
         keep_skips: int = 1000,
         overrides: JobOverrides | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.time_zone = resolve_zone(time_zone, field="time_zone")
+        # Told of every skip, with the times it covers (the server's /metrics counts them).
+        self.telemetry = telemetry
         self.stats = stats
         # Where the system jobs' overrides are kept: the stats unless told (a store gives its
         # database, so every instance on it shares them).
@@ -284,7 +288,15 @@ class Scheduler:
                 self._plan(entry, now)
             elif now - at > self._max_lateness:
                 late = (now - at) / SECOND_US
-                self._skip(job.name, at, SkipReason.MISSED, f"no tick until {late:.0f} s later")
+                # One record, however many times passed unticked; the telemetry counts each.
+                passed = 1 + self._count_between(job.schedule, self.zone_of(job), at, now)
+                self._skip(
+                    job.name,
+                    at,
+                    SkipReason.MISSED,
+                    f"no tick until {late:.0f} s later",
+                    count=passed,
+                )
                 self._plan(entry, now)
             elif job.group is not None and job.group in self._busy:
                 self._wait(entry, at)
@@ -329,7 +341,7 @@ class Scheduler:
             return
         passed = 1 + self._count_between(schedule, zone, first, finished)
         detail = f"{passed}{'+' if passed >= _OVERLAP_COUNT_CAP else ''} time(s) while it ran"
-        self._skip(result.name, first, SkipReason.OVERLAP, detail)
+        self._skip(result.name, first, SkipReason.OVERLAP, detail, count=passed)
         self._plan(entry, finished)
 
     def forgo(
@@ -466,11 +478,21 @@ class Scheduler:
             if not queue:
                 del self._waiting[group]
 
-    def _skip(self, name: str, at: int, reason: SkipReason, detail: str | None = None) -> None:
+    def _skip(
+        self,
+        name: str,
+        at: int,
+        reason: SkipReason,
+        detail: str | None = None,
+        *,
+        count: int = 1,
+    ) -> None:
+        """Record a skip of ``count`` times (an overlap or a gap in the ticks spans several)."""
         record = SkipRecord(name=name, at_us=at, reason=reason, detail=detail)
         self.skips.append(record)
         if self.stats is not None:
             self.stats.record_skip(record)
+        self.telemetry.runs_skipped(name, reason, count)
 
     def _count_between(self, schedule: CronSchedule, zone: ZoneInfo, after: int, until: int) -> int:
         """Count the fire times in (after, until], up to a cap."""

@@ -109,7 +109,11 @@ class Host:
         self.stuck_seconds = stuck_after(tick_seconds)
         store.job_overrides.load()
         self.scheduler = Scheduler(
-            self.time_zone, stats=store.workload_stats, overrides=store.job_overrides, timer=timer
+            self.time_zone,
+            stats=store.workload_stats,
+            overrides=store.job_overrides,
+            timer=timer,
+            telemetry=telemetry,
         )
         self.lock = threading.RLock()  # every scheduler call happens under it
         self.not_scheduled: list[NotScheduled] = []

@@ -5,7 +5,8 @@ Two kinds of series, kept apart on purpose:
 - **Counted as it happens** (``ServerMetrics`` is the ``Telemetry`` every recording seam is
   given): deployment actions and their durations by action and outcome, the schedule
   runner's decisions by action and outcome, job runs and their durations by job and outcome,
-  and model servers whose metrics could not be read. They start at zero with the process, as
+  a job's skipped times by job and reason (the scheduler's ``SkipReason``), and model
+  servers whose metrics could not be read. They start at zero with the process, as
   Prometheus counters do; ``rate()`` and ``increase()`` take restarts in their stride.
 - **Read at scrape time** from the store: deployments by state. And the proxy's numbers
   (``ProxyStats``, when the proxy serves): requests held now and in all, hold time,
@@ -66,6 +67,14 @@ class ServerMetrics:
             buckets=_RUN_BUCKETS,
             registry=self.registry,
         )
+        self._skips = Counter(
+            "dgxmm_job_skips",
+            "Scheduled times of a job that did not start a run, by job and reason (overlap, "
+            "missed, group_busy: waited and ran later, disabled, claimed: another instance "
+            "ran it).",
+            ["job", "reason"],
+            registry=self.registry,
+        )
         self._scrape_errors = Counter(
             "dgxmm_scrape_errors",
             "Model servers whose metrics could not be read (unreadable) or that were gone.",
@@ -86,6 +95,10 @@ class ServerMetrics:
     def run_finished(self, job: str, outcome: Enum, seconds: float) -> None:
         """Count a job's run and its duration."""
         self._runs.labels(job, outcome.value).observe(max(0.0, seconds))
+
+    def runs_skipped(self, job: str, reason: Enum, count: int) -> None:
+        """Count a job's skipped times by reason."""
+        self._skips.labels(job, reason.value).inc(max(0, count))
 
     def scrape_failed(self, deployment: str, kind: Enum) -> None:
         """Count a model server whose metrics could not be read."""
