@@ -122,6 +122,21 @@ def test_it_switches_a_job_off_with_a_note_and_lists_it(data: Path) -> None:
     assert "new disk" not in dgxmm("jobs", "list", *where)[1]
 
 
+def test_it_explains_a_time_from_the_stores_records(data: Path) -> None:
+    where = ("--data", str(data))
+    assert dgxmm("jobs", "define", "cp", "--schedule", "*/10 * * * *", "--action", "checkpoint",
+                 "--time-zone", "UTC", *where)[0] == 0  # fmt: skip
+    assert dgxmm("jobs", "enable", "cp", "off", "--note", "disk", *where)[0] == 0
+    code, out, err = dgxmm("jobs", "explain", "cp", "2020-01-01T10:10:00+00:00", "--json", *where)
+    assert code == 0, err
+    assert (json.loads(out)["verdict"], json.loads(out)["cause"]) == ("skipped", "not_defined")
+    code, out, _ = dgxmm("jobs", "explain", "cp", "2099-01-01T10:10", *where)
+    assert out.splitlines()[0] == "cp at 2099-01-01T10:10:00+00:00 (UTC): upcoming"
+    assert "switched off now" in out.splitlines()[1]
+    code, _, err = dgxmm("jobs", "explain", "cp", "2026-02-30T10:10", *where)
+    assert (code, err.split(":")[:2]) == (2, ["error", " time"])
+
+
 def test_it_runs_store_operations_with_a_progress_bar(data: Path, tmp_path: Path) -> None:
     where = ("--data", str(data))
     assert dgxmm("store", "checkpoint", *where)[0] == 0

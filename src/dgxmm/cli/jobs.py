@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 
 from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, json_option, table
 from dgxmm.clock import from_us
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.jobs import Tier, resolve_zone
+from dgxmm.jobs import Tier, read_asked, resolve_zone
 from dgxmm.places import machine_zone
 from dgxmm.store import Trigger
 
@@ -154,6 +155,39 @@ def run(where: Target, name: str) -> Answer:
         else (f": {value['detail']}" if value["detail"] else "")
     )
     return Answer(value=value, text=summary, code=1 if value["error"] else 0)
+
+
+@command(app, "explain")
+def explain(
+    where: Target,
+    name: str,
+    time: Annotated[
+        str,
+        typer.Argument(
+            help="ISO 8601: with an offset an instant, else a wall time of the job's zone."
+        ),
+    ],
+) -> Answer:
+    """Say whether TIME is one of the job's times and, for a past one, what became of it."""
+    asked = read_asked(time, field="time")
+    if where.offline:
+        with where.store() as store:
+            scheduler = store.scheduler(machine_zone())
+            job = scheduler.get(name)
+            value = {"name": name} | store.explain_time(
+                job,
+                asked,
+                zone=scheduler.zone_of(job),
+                max_lateness_us=scheduler.max_lateness_us,
+                builtin_enabled=scheduler.builtin(name).enabled,
+            ).to_json()
+    else:
+        with where.client() as api:
+            value = api.get(f"/api/jobs/{quote(name, safe='')}/explain", at=time)
+    head = f"{name} at {value['asked']} ({value['zone']}): {value['verdict']}"
+    if value["cause"]:
+        head += f" ({value['cause']})"
+    return Answer(value=value, text=f"{head}\n{value['detail']}")
 
 
 @command(app, "history")

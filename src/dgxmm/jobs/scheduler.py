@@ -380,6 +380,11 @@ class Scheduler:
         """Tell whether a run of ``group`` is under way."""
         return group in self._busy
 
+    @property
+    def max_lateness_us(self) -> int:
+        """How late a tick may reach a time and still run it (microseconds)."""
+        return self._max_lateness
+
     def zone_of(self, job: Job) -> ZoneInfo:
         """Return the zone a job's schedule is read in: its own, else the scheduler's."""
         return job.time_zone if job.time_zone is not None else self.time_zone
