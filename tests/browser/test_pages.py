@@ -204,3 +204,20 @@ def test_it_restores_from_the_attic_and_previews_a_rollback_on_the_store_page(
     page.click("#rollback-form button[name=apply]")
     page.locator("tr[data-attic-name=cp]").wait_for()
     assert live.store.jobs() == []
+
+
+def test_a_jobs_page_explains_a_time_and_shows_a_bad_one_beside_the_field(
+    page: Any, live: Live
+) -> None:
+    live.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    page.goto("/jobs/cp")
+    page.fill("#explain-at", "2030-03-31T03:00")
+    page.click("#explain")
+    result = page.locator("#explain-result[data-verdict=upcoming]")
+    result.get_by_text("has not come yet").wait_for()
+    page.fill("#explain-at", "2030-03-31T03:30")
+    page.click("#explain")
+    page.locator("#explain-result[data-verdict=not_a_time]").get_by_text("the next is").wait_for()
+    page.fill("#explain-at", "soon")
+    page.click("#explain")
+    page.locator("[data-error-for=at]").get_by_text("not an ISO 8601 time").wait_for()

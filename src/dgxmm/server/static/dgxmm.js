@@ -380,9 +380,35 @@ function setupStore() {
   });
 }
 
+// A job's page: why a time ran or not (GET /api/jobs/{name}/explain).
+function setupExplain(form) {
+  const out = document.getElementById("explain-result");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    const at = form.elements.at.value.trim();
+    try {
+      const data = await api("GET", `/api/jobs/${encodeURIComponent(form.dataset.job)}/explain?at=${encodeURIComponent(at)}`);
+      out.replaceChildren();
+      const head = document.createElement("strong");
+      head.textContent = data.verdict.replace(/_/g, " ") + (data.cause ? ` (${data.cause.replace(/_/g, " ")})` : "");
+      const detail = document.createElement("div");
+      detail.textContent = data.detail;
+      out.append(head, detail);
+      out.dataset.verdict = data.verdict;
+      out.dataset.cause = data.cause || "";
+    } catch (error) {
+      out.textContent = "";
+      showError(form, error);
+    }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const jobForm = document.getElementById("job-form");
   if (jobForm) setupJobForm(jobForm);
+  const explain = document.getElementById("explain-form");
+  if (explain) setupExplain(explain);
   const queryForm = document.getElementById("query-form");
   if (queryForm) setupQueryForm(queryForm);
   if (document.getElementById("store-result")) setupStore();
