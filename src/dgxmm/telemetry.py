@@ -1,7 +1,8 @@
 """What dgxmm tells about its own work as it happens: one small interface for every layer.
 
 Each recording seam calls it once per thing done: the deployer when an action ends, the
-schedule runner when it decides a slot, the host when it takes a job's run back, the metrics
+schedule runner when it decides a slot, the host when it takes a job's run back, the jobs
+engine's scheduler when it skips a job's time, the metrics
 pass when a model server's metrics cannot be read. The server's ``/metrics`` implements it
 (``server/metrics.py``); everything else defaults to ``NO_TELEMETRY``, which records nothing.
 It sits beside ``errors.py`` and ``clock.py`` outside the layers, so that the fleet, the
@@ -30,6 +31,9 @@ class Telemetry(Protocol):
     def run_finished(self, job: str, outcome: Enum, seconds: float) -> None:
         """A job's run was taken back by the host."""
 
+    def runs_skipped(self, job: str, reason: Enum, count: int) -> None:
+        """The scheduler skipped ``count`` of a job's times for a reason (``SkipReason``)."""
+
     def scrape_failed(self, deployment: str, kind: Enum) -> None:
         """A model server's metrics could not be read (unreadable), or it was gone."""
 
@@ -48,6 +52,9 @@ class NoTelemetry:
         """Record nothing."""
 
     def run_finished(self, job: str, outcome: Enum, seconds: float) -> None:
+        """Record nothing."""
+
+    def runs_skipped(self, job: str, reason: Enum, count: int) -> None:
         """Record nothing."""
 
     def scrape_failed(self, deployment: str, kind: Enum) -> None:

@@ -24,6 +24,30 @@ def test_it_defines_a_job_through_the_form_with_a_live_preview(page: Any, live: 
     assert live.store.job("nightly_checkpoint").definition["description"] == "made in a browser"
 
 
+def test_it_defines_a_job_in_its_own_zone_with_a_preview_in_that_zone(
+    page: Any, live: Live
+) -> None:
+    page.goto("/jobs/new")
+    page.fill("#name", "tokyo_checkpoint")
+    page.check("input[name=action][value=checkpoint]")
+    page.fill("#schedule", "0 9 * * *")
+    page.fill("#time_zone", "Mars/Base")
+    page.click("#save")
+    page.locator("[data-error-for=time_zone]").get_by_text("unknown time zone").wait_for()
+    assert page.locator("#time_zone").get_attribute("aria-invalid") == "true"
+    assert live.store.jobs() == []
+    page.select_option("#zone-presets", "Asia/Tokyo")
+    page.locator("#preview").get_by_text("(Asia/Tokyo)").wait_for()
+    assert page.locator("#preview li").first.inner_text().endswith("09:00:00+09:00")
+    page.click("#save")
+    page.wait_for_url("**/jobs")
+    row = page.locator("tr[data-job=tokyo_checkpoint]")
+    assert row.locator(".job-zone").inner_text() == "in Asia/Tokyo"
+    assert live.store.job("tokyo_checkpoint").definition["time_zone"] == "Asia/Tokyo"
+    page.goto("/jobs/new?edit=tokyo_checkpoint")
+    assert page.locator("#time_zone").input_value() == "Asia/Tokyo"
+
+
 def test_it_shows_a_refused_jobs_message_beside_its_field(page: Any, live: Live) -> None:
     page.goto("/jobs/new")
     page.fill("#name", "broken")
@@ -70,11 +94,25 @@ def test_it_switches_a_job_off_and_on(page: Any, live: Live) -> None:
     switch = page.locator("tr[data-job=cp] input[data-action=enable]")
     assert switch.is_checked()
     switch.uncheck()
-    page.locator("tr[data-job=cp] .why").get_by_text("switched off").wait_for()
-    assert live.store.job("cp").enabled is False
-    page.locator("tr[data-job=cp] input[data-action=enable]").check()
-    page.wait_for_function("() => !document.querySelector('tr[data-job=cp] .why')")
+    page.click("#pause [data-pause=no]")  # asked for a note; cancelled: it stays on
+    page.wait_for_function("() => document.querySelector('tr[data-job=cp] input').checked")
     assert live.store.job("cp").enabled is True
+    switch.uncheck()
+    page.fill("#pause-note", "the disk is being replaced")
+    page.click("#pause [data-pause=yes]")
+    page.locator("tr[data-job=cp] .why").get_by_text("switched off").wait_for()
+    page.locator("tr[data-job=cp] .pause-note").get_by_text("the disk is being replaced").wait_for()
+    assert live.store.job("cp").enabled is False
+    assert live.store.job("cp").pause_note == "the disk is being replaced"
+    page.goto("/jobs/cp")
+    page.locator("#job-state .pause-note").get_by_text("the disk is being replaced").wait_for()
+    page.locator("input[data-action=enable]").check()
+    page.wait_for_function("() => !document.querySelector('#job-state .pause-note')")
+    assert live.store.job("cp").enabled is True
+    page.locator("input[data-action=enable]").uncheck()
+    page.click("#pause [data-pause=yes]")  # no note: switched off all the same
+    page.locator("#job-state .why").get_by_text("switched off").wait_for()
+    assert (live.store.job("cp").enabled, live.store.job("cp").pause_note) == (False, None)
 
 
 def test_it_runs_a_job_now_and_updates_its_row_in_place(page: Any, live: Live) -> None:
@@ -166,3 +204,20 @@ def test_it_restores_from_the_attic_and_previews_a_rollback_on_the_store_page(
     page.click("#rollback-form button[name=apply]")
     page.locator("tr[data-attic-name=cp]").wait_for()
     assert live.store.jobs() == []
+
+
+def test_a_jobs_page_explains_a_time_and_shows_a_bad_one_beside_the_field(
+    page: Any, live: Live
+) -> None:
+    live.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    page.goto("/jobs/cp")
+    page.fill("#explain-at", "2030-03-31T03:00")
+    page.click("#explain")
+    result = page.locator("#explain-result[data-verdict=upcoming]")
+    result.get_by_text("has not come yet").wait_for()
+    page.fill("#explain-at", "2030-03-31T03:30")
+    page.click("#explain")
+    page.locator("#explain-result[data-verdict=not_a_time]").get_by_text("the next is").wait_for()
+    page.fill("#explain-at", "soon")
+    page.click("#explain")
+    page.locator("[data-error-for=at]").get_by_text("not an ISO 8601 time").wait_for()

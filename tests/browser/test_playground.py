@@ -135,3 +135,28 @@ def test_it_refuses_a_backup_job_beside_its_field(playground: Any) -> None:
     slot.get_by_text("the playground has no files").wait_for()
     assert playground.locator("#path").get_attribute("aria-invalid") == "true"
     assert playground.locator("tr[data-job=nightly_backup]").count() == 0
+
+
+def test_it_defines_a_job_in_its_own_zone_and_refuses_an_unknown_one(playground: Any) -> None:
+    playground.click("#new-job")
+    playground.fill("#name", "tokyo")
+    playground.check("input[name=action][value=checkpoint]")
+    playground.fill("#schedule", "0 9 * * *")
+    playground.fill("#time_zone", "Mars/Base")
+    playground.click("#save")
+    playground.locator("[data-error-for=time_zone]").get_by_text("unknown time zone").wait_for()
+    assert playground.locator("tr[data-job=tokyo]").count() == 0
+    playground.select_option("#zone-presets", "Asia/Tokyo")
+    playground.click("#save")
+    row = playground.locator("tr[data-job=tokyo]")
+    row.locator(".job-zone").get_by_text("in Asia/Tokyo").wait_for()
+
+
+def test_it_switches_a_job_off_with_a_note_shown_in_its_row(playground: Any) -> None:
+    switch = playground.locator("tr[data-job=stats_flush] input[data-action=enable]")
+    switch.uncheck()
+    playground.fill("#pause-note", "flushed by hand")
+    playground.click("#pause [data-pause=yes]")
+    row = playground.locator("tr[data-job=stats_flush]")
+    row.locator(".pause-note").get_by_text("flushed by hand").wait_for()
+    assert not row.locator("input[data-action=enable]").is_checked()

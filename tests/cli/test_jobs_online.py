@@ -94,3 +94,18 @@ def test_it_creates_and_revokes_tokens_on_the_server(live: Live) -> None:
     again = live.cli("token", "revoke", token)
     assert again.code == 2
     assert live.cli("token", "create", "--role", "root").code == 2
+
+
+def test_it_explains_a_time_on_the_server_and_refuses_a_bad_one(live: Live) -> None:
+    assert live.cli("jobs", "define", "cp", "--schedule", "30 2 * * *", "--action", "checkpoint",
+                    "--time-zone", "Europe/Berlin").code == 0  # fmt: skip
+    told = live.cli("jobs", "explain", "cp", "2030-03-31T02:30", "--json")
+    assert told.code == 0, told.err
+    body = told.json()
+    assert (body["verdict"], body["moved"], body["time"]) == (
+        "upcoming", True, "2030-03-31T03:00:00+02:00",
+    )  # fmt: skip
+    text = live.cli("jobs", "explain", "cp", "2030-03-31T12:00:00+02:00")
+    assert text.out.splitlines()[0] == "cp at 2030-03-31T12:00:00+02:00 (Europe/Berlin): not_a_time"
+    bad = live.cli("jobs", "explain", "cp", "soon")
+    assert (bad.code, bad.err.strip()) == (2, "error: time: 'soon' is not an ISO 8601 time")

@@ -93,6 +93,50 @@ def test_it_refuses_a_bad_definition_naming_the_field(data: Path) -> None:
     assert (code, err.strip()) == (2, "error: tier: 'weeks' is not one of minutes, hours, days")
 
 
+def test_it_defines_a_job_in_its_own_zone_and_refuses_one_that_does_not_exist(data: Path) -> None:
+    where = ("--data", str(data))
+    code, out, _ = dgxmm("jobs", "define", "ny", "--schedule", "0 3 * * *", "--action",
+                         "checkpoint", "--time-zone", "America/New_York", "--json",
+                         *where)  # fmt: skip
+    assert code == 0, out
+    assert json.loads(out)["definition"]["time_zone"] == "America/New_York"
+    code, _, err = dgxmm("jobs", "define", "ny", "--schedule", "0 4 * * *", "--action",
+                         "checkpoint", "--time-zone", "Mars/Base", *where)  # fmt: skip
+    assert code == 2
+    assert err.strip().startswith("error: time_zone: unknown time zone 'Mars/Base'")
+    code, out, _ = dgxmm("jobs", "list", "--json", *where)
+    assert [j["definition"]["schedule"] for j in json.loads(out)] == ["0 3 * * *"]  # unchanged
+
+
+def test_it_switches_a_job_off_with_a_note_and_lists_it(data: Path) -> None:
+    where = ("--data", str(data))
+    assert dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action", "checkpoint",
+                 *where)[0] == 0  # fmt: skip
+    code, out, _ = dgxmm("jobs", "enable", "cp", "off", "--note", "new disk on Tuesday", *where)
+    assert (code, out.strip()) == (0, "cp is off: new disk on Tuesday")
+    assert "switched off: new disk on Tuesday" in dgxmm("jobs", "list", *where)[1]
+    code, _, err = dgxmm("jobs", "enable", "cp", "on", "--note", "why", *where)
+    assert code == 2
+    assert err.strip().startswith("error: note: a pause note goes with switching a job off")
+    assert dgxmm("jobs", "enable", "cp", "on", *where)[0] == 0
+    assert "new disk" not in dgxmm("jobs", "list", *where)[1]
+
+
+def test_it_explains_a_time_from_the_stores_records(data: Path) -> None:
+    where = ("--data", str(data))
+    assert dgxmm("jobs", "define", "cp", "--schedule", "*/10 * * * *", "--action", "checkpoint",
+                 "--time-zone", "UTC", *where)[0] == 0  # fmt: skip
+    assert dgxmm("jobs", "enable", "cp", "off", "--note", "disk", *where)[0] == 0
+    code, out, err = dgxmm("jobs", "explain", "cp", "2020-01-01T10:10:00+00:00", "--json", *where)
+    assert code == 0, err
+    assert (json.loads(out)["verdict"], json.loads(out)["cause"]) == ("skipped", "not_defined")
+    code, out, _ = dgxmm("jobs", "explain", "cp", "2099-01-01T10:10", *where)
+    assert out.splitlines()[0] == "cp at 2099-01-01T10:10:00+00:00 (UTC): upcoming"
+    assert "switched off now" in out.splitlines()[1]
+    code, _, err = dgxmm("jobs", "explain", "cp", "2026-02-30T10:10", *where)
+    assert (code, err.split(":")[:2]) == (2, ["error", " time"])
+
+
 def test_it_runs_store_operations_with_a_progress_bar(data: Path, tmp_path: Path) -> None:
     where = ("--data", str(data))
     assert dgxmm("store", "checkpoint", *where)[0] == 0

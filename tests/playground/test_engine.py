@@ -86,6 +86,43 @@ def test_it_answers_every_wrong_field_and_refuses_a_backup_job(engine: Playgroun
     ]
 
 
+def test_it_runs_a_job_in_its_own_zone_and_refuses_a_zone_that_does_not_exist(
+    engine: Playground,
+) -> None:
+    tokyo = {"name": "tokyo", "schedule": "0 9 * * *", "action": "checkpoint",
+             "time_zone": "Asia/Tokyo"}  # fmt: skip
+    status, row = call(engine, "POST", "/api/jobs/define", tokyo)
+    assert (status, row["time_zone"]) == (200, "Asia/Tokyo")
+    engine.tick(T0 + MINUTE)  # planned from the previous tick, in Tokyo
+    _, listed = call(engine, "GET", "/api/jobs")
+    shown = next(j for j in listed["jobs"] if j["name"] == "tokyo")
+    assert shown["next_at"] == "2026-06-02T09:00:00+09:00"
+    bad = tokyo | {"schedule": "61 * * * *", "time_zone": "Mars/Base"}
+    status, body = call(engine, "POST", "/api/jobs/define", bad)
+    assert status == 400
+    assert [e["field"] for e in body["errors"]] == ["schedule", "time_zone"]
+    assert "unknown time zone 'Mars/Base'" in body["errors"][1]["message"]
+    _, listed = call(engine, "GET", "/api/jobs")
+    assert next(j for j in listed["jobs"] if j["name"] == "tokyo")["schedule"] == "0 9 * * *"
+
+
+def test_it_pauses_a_job_with_a_note_and_drops_the_note_when_it_is_on(
+    engine: Playground,
+) -> None:
+    call(engine, "POST", "/api/jobs/define", {"name": "cp", "schedule": "0 3 * * *",
+                                              "action": "checkpoint"})  # fmt: skip
+    for name in ("cp", "stats_flush"):
+        status, row = call(
+            engine, "POST", "/api/jobs/enable", {"name": name, "enabled": False, "note": "later"}
+        )
+        assert (status, row["enabled"], row["pause_note"]) == (200, False, "later")
+    status, body = call(engine, "POST", "/api/jobs/enable", {"name": "cp", "enabled": True,
+                                                             "note": "x"})  # fmt: skip
+    assert (status, body["field"]) == (400, "note")
+    _, row = call(engine, "POST", "/api/jobs/enable", {"name": "cp", "enabled": True})
+    assert (row["enabled"], row["pause_note"]) == (True, None)
+
+
 def test_it_runs_now_switches_reschedules_and_drops(engine: Playground) -> None:
     call(engine, "POST", "/api/jobs/define", {"name": "cp", "schedule": "0 3 * * *",
                                               "action": "checkpoint"})  # fmt: skip
@@ -121,4 +158,5 @@ def test_it_imports_only_the_jobs_engine_and_the_standard_library() -> None:
     heavy = {"sqlalchemy", "alembic", "sqlglot", "psycopg", "fastapi", "pydantic", "httpx"}
     assert sorted(name for name in loaded if name.split(".")[0] in heavy) == []
     ours = {name.split(".")[1] for name in loaded if name.startswith("dgxmm.")}
-    assert ours <= {"jobs", "playground", "errors", "clock", "time_units"}, ours
+    # The foundation's modules are standard library only (the scheduler tells telemetry.py).
+    assert ours <= {"jobs", "playground", "errors", "clock", "time_units", "telemetry"}, ours

@@ -54,6 +54,28 @@ def test_it_marks_the_next_times_after_the_clocks_change(
     assert 'data-at="2026-10-24T03:00:00+02:00">' in page  # before: no mark
 
 
+def test_it_marks_the_next_times_of_a_job_in_its_own_zone(
+    client: TestClient, host: Host, clock: ManualClock
+) -> None:
+    # New York moves to summer time on 2026-03-08, three weeks before the server's Berlin.
+    clock.set(at("2026-03-05T12:00:00-05:00"))
+    host.store.define_job(
+        name="ny", schedule="30 2 * * *", action="checkpoint", time_zone="America/New_York"
+    )
+    host.sync()
+    page = client.get("/jobs/ny", headers=HTML).text
+    assert '<dd class="job-zone">America/New_York' in page
+    assert "(its own; the server's is Europe/Berlin)" in page
+    assert 'data-at="2026-03-07T02:30:00-05:00">' in page  # before: no mark
+    assert 'data-at="2026-03-08T03:00:00-04:00" data-dst="true"' in page
+    assert "moved by a DST gap" in page
+    # Shown in the display zone (the server's), and as the job's own wall time beside it.
+    wall = '<span class="muted job-wall">2026-03-08 03:00 in America/New_York'
+    assert f"2026-03-08 08:00:00</span> {wall}" in page
+    listed = client.get("/jobs", headers=HTML).text
+    assert '<span class="job-zone">in America/New_York</span>' in listed
+
+
 def test_an_unknown_job_is_an_html_404_in_a_browser_and_json_in_the_api(
     client: TestClient,
 ) -> None:

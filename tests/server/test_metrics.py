@@ -177,12 +177,16 @@ def test_every_metric_of_the_grafana_dashboard_is_served(served: Served) -> None
     exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
     named = {name for expr in exprs for name in re.findall(r"\bdgxmm_[a-z_]+", expr)}
     do_some_work(served)
+    # A job switched off skips its 10:01 (the host's clock stands at 10:00:30).
+    served.store.define_job(name="off", schedule="* * * * *", action="checkpoint", enabled=False)
+    served.host.tick(at("2026-06-01T10:00:31+00:00"))
+    served.host.tick(at("2026-06-01T10:01:05+00:00"))
     served_names = {name for name, _ in samples(served.client.get("/metrics").text)}
     assert len(named) >= 6
     assert named - served_names == set()
     families = {"dgxmm_deployments", "dgxmm_deployment_action_duration_seconds_count",
                 "dgxmm_schedule_decisions_total", "dgxmm_job_run_duration_seconds_count",
-                "dgxmm_scrape_errors_total"}  # fmt: skip
+                "dgxmm_scrape_errors_total", "dgxmm_job_skips_total"}  # fmt: skip
     assert families <= named  # the dashboard shows each thing the issue asks for
 
 
@@ -198,3 +202,24 @@ def test_it_serves_what_each_deployment_holds_and_frees_now(served: Served) -> N
     assert value(found, "dgxmm_deployment_memory_held_gib", deployment="llama",
                  state="running") == 10.0  # fmt: skip
     assert value(found, "dgxmm_deployment_memory_freed_gib", deployment="llama") == 0.0
+
+
+def test_it_counts_a_jobs_skipped_times_by_job_and_reason(tmp_path: Path) -> None:
+    clock = ManualClock(at("2026-06-01T10:00:30+00:00"))
+    store = Store.open(tmp_path / "dgxmm.db", clock=clock)
+    metrics = ServerMetrics()
+    host = Host(store, time_zone="UTC", clock=clock, telemetry=metrics)
+    try:
+        store.define_job(name="every", schedule="* * * * *", action="checkpoint")
+        store.define_job(name="off", schedule="* * * * *", action="checkpoint", enabled=False)
+        host.tick(at("2026-06-01T10:00:30+00:00"))  # plans
+        # Nothing ticked for five minutes: every's 10:01 to 10:05 are missed, five times.
+        host.tick(at("2026-06-01T10:05:30+00:00"))
+        host.tick(at("2026-06-01T10:06:02+00:00"))  # off's 10:06 is skipped again
+        found = samples(metrics.exposition(None).decode())
+        assert value(found, "dgxmm_job_skips_total", job="every", reason="missed") == 5
+        assert value(found, "dgxmm_job_skips_total", job="off", reason="disabled") == 2
+        assert value(found, "dgxmm_job_skips_total", job="every", reason="disabled") is None
+    finally:
+        host.stop()
+        store.close()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 
 from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, json_option, table
 from dgxmm.clock import from_us
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.jobs import Tier, resolve_zone
+from dgxmm.jobs import Tier, read_asked, resolve_zone
 from dgxmm.places import machine_zone
 from dgxmm.store import Trigger
 
@@ -29,18 +30,26 @@ def list_jobs(where: Target) -> Answer:
             jobs = store.jobs()
         rows = [job.to_json() for job in jobs]
         lines = [
-            (j.name, "user", j.schedule, j.action, j.enabled, None, None, j.reason) for j in jobs
-        ]
+            (j.name, "user", j.schedule, j.action, j.enabled, None, None,
+             j.reason or (j.pause_note and f"switched off: {j.pause_note}"))
+            for j in jobs
+        ]  # fmt: skip
     else:
         with where.client() as api:
             rows = api.get("/api/jobs")["jobs"]
         lines = [
             (r["name"], r["kind"], r["schedule"], r.get("action") or "-", r["enabled"],
-             (r["last_run"] or {}).get("outcome"), r.get("next_at"), r.get("why_not"))
+             (r["last_run"] or {}).get("outcome"), r.get("next_at"), _why_not(r))
             for r in rows
         ]  # fmt: skip
     headers = ("NAME", "KIND", "SCHEDULE", "ACTION", "ENABLED", "LAST RUN", "NEXT", "NOT RUN")
     return Answer(value=rows, text=table(headers, lines, "no jobs"))
+
+
+def _why_not(row: dict[str, Any]) -> str | None:
+    """Why a listed job does not run, with its pause note when it has one."""
+    why, note = row.get("why_not"), row.get("pause_note")
+    return f"{why}: {note}" if why and note else why
 
 
 @command(app, "define")
@@ -57,6 +66,12 @@ def define(
     memory_limit: Annotated[int | None, typer.Option("--memory-limit", help="Bytes.")] = None,
     run_on: Annotated[str | None, typer.Option("--run-on")] = None,
     description: Annotated[str | None, typer.Option()] = None,
+    time_zone: Annotated[
+        str | None,
+        typer.Option(
+            "--time-zone", help="IANA zone its schedule is read in (default: the server's)."
+        ),
+    ] = None,
 ) -> Answer:
     """Define or replace a user job."""
     keys: dict[str, Any] = {
@@ -70,6 +85,7 @@ def define(
     for key, value in (
         ("query", query), ("path", path), ("timeout_ms", timeout_ms),
         ("memory_limit", memory_limit), ("run_on", run_on), ("description", description),
+        ("time_zone", time_zone),
     ):  # fmt: skip
         if value is not None:
             keys[key] = value
@@ -91,14 +107,24 @@ def drop(where: Target, name: str) -> Answer:
 
 
 @command(app, "enable")
-def enable(where: Target, name: str, switch: SwitchArgument) -> Answer:
-    """Switch a job on or off: ``dgxmm jobs enable NAME on|off``."""
+def enable(
+    where: Target,
+    name: str,
+    switch: SwitchArgument,
+    note: Annotated[
+        str | None, typer.Option(help="Why it is switched off (with off), shown beside it.")
+    ] = None,
+) -> Answer:
+    """Switch a job on or off: ``dgxmm jobs enable NAME on|off [--note TEXT]``."""
     on = switch is Switch.ON
+    body: dict[str, Any] = {"name": name, "enabled": on}
+    if note is not None:
+        body["note"] = note
     row = where.either(
-        lambda store: store.set_job_enabled(name, on, actor="cli").to_json(),
-        lambda api: api.post("/api/jobs/enable", {"name": name, "enabled": on}),
+        lambda store: store.set_job_enabled(name, on, note=note, actor="cli").to_json(),
+        lambda api: api.post("/api/jobs/enable", body),
     )
-    return Answer(value=row, text=f"{name} is {switch.value}")
+    return Answer(value=row, text=f"{name} is {switch.value}" + (f": {note}" if note else ""))
 
 
 @command(app, "run")
@@ -129,6 +155,39 @@ def run(where: Target, name: str) -> Answer:
         else (f": {value['detail']}" if value["detail"] else "")
     )
     return Answer(value=value, text=summary, code=1 if value["error"] else 0)
+
+
+@command(app, "explain")
+def explain(
+    where: Target,
+    name: str,
+    time: Annotated[
+        str,
+        typer.Argument(
+            help="ISO 8601: with an offset an instant, else a wall time of the job's zone."
+        ),
+    ],
+) -> Answer:
+    """Say whether TIME is one of the job's times and, for a past one, what became of it."""
+    asked = read_asked(time, field="time")
+    if where.offline:
+        with where.store() as store:
+            scheduler = store.scheduler(machine_zone())
+            job = scheduler.get(name)
+            value = {"name": name} | store.explain_time(
+                job,
+                asked,
+                zone=scheduler.zone_of(job),
+                max_lateness_us=scheduler.max_lateness_us,
+                builtin_enabled=scheduler.builtin(name).enabled,
+            ).to_json()
+    else:
+        with where.client() as api:
+            value = api.get(f"/api/jobs/{quote(name, safe='')}/explain", at=time)
+    head = f"{name} at {value['asked']} ({value['zone']}): {value['verdict']}"
+    if value["cause"]:
+        head += f" ({value['cause']})"
+    return Answer(value=value, text=f"{head}\n{value['detail']}")
 
 
 @command(app, "history")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
+from zoneinfo import ZoneInfo
 
 from dgxmm.errors import (
     Abandoned,
@@ -181,10 +182,19 @@ class Job:
     group: str | None = field(default=None, kw_only=True)
     enabled: bool = field(default=True, kw_only=True)
     description: str | None = field(default=None, kw_only=True, compare=False)
+    # The zone its schedule is read in; None: the scheduler's (the spec's instance zone).
+    time_zone: ZoneInfo | None = field(default=None, kw_only=True)
+    # Why it was switched off, as the person who paused it wrote it (None: no note). Not
+    # compared: a new note plans nothing again.
+    pause_note: str | None = field(default=None, kw_only=True, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("name: a job needs a non-empty name")
+        if self.time_zone is not None and not isinstance(self.time_zone, ZoneInfo):
+            raise TypeError(
+                f"time_zone: expected a ZoneInfo or None, got {type(self.time_zone).__name__}"
+            )
         if not isinstance(self.schedule, CronSchedule):
             raise TypeError(
                 f"schedule: expected a CronSchedule, got {type(self.schedule).__name__}"

@@ -11,13 +11,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo
 
-from dgxmm.errors import CronError, DefinitionError
+from dgxmm.errors import CronError, DefinitionError, ZoneError
 from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.zones import resolve_zone
 
-__all__ = ["Refusals", "check_enabled", "check_name", "check_positive", "check_schedule"]
+__all__ = [
+    "PAUSE_NOTE_MAX",
+    "Refusals",
+    "check_enabled",
+    "check_name",
+    "check_pause_note",
+    "check_positive",
+    "check_schedule",
+    "check_time_zone",
+]
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+PAUSE_NOTE_MAX = 500  # a line or two on a job list, not a document
 _T = TypeVar("_T")
 
 
@@ -87,3 +99,42 @@ def check_positive(keys: Mapping[str, Any], key: str, most: int, meaning: str) -
             key, f"{value} is more than {most} ({meaning}); leave it out for no limit"
         )
     return value
+
+
+def check_time_zone(
+    keys: Mapping[str, Any], *, refusal: type[DefinitionError] = DefinitionError
+) -> ZoneInfo | None:
+    """Read ``time_zone``, an IANA name (None when left out: the scheduler's zone).
+
+    A name this machine's zone data does not know raises ``refusal``: a catalog written where
+    the data is newer keeps such a job, not run, rather than losing it.
+    """
+    name = keys.get("time_zone")
+    if name is None:
+        return None
+    if not isinstance(name, str) or len(name) > 100:
+        raise DefinitionError("time_zone", f"expected an IANA zone name as text, got {name!r}")
+    try:
+        return resolve_zone(name, field="time_zone")
+    except ZoneError as error:
+        raise refusal("time_zone", error.message) from None
+
+
+def check_pause_note(value: object, *, field: str, enabled: bool = False) -> str | None:
+    """Read the note of a job switched off: text of at most ``PAUSE_NOTE_MAX`` characters.
+
+    None or blank is no note. A note with the job on is refused: it says why the job is off,
+    and a job switched on again drops it.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DefinitionError(field, f"expected text, got {value!r}")
+    note = value.strip()
+    if not note:
+        return None
+    if enabled:
+        raise DefinitionError(field, "a pause note goes with switching a job off (enabled: false)")
+    if len(note) > PAUSE_NOTE_MAX:
+        raise DefinitionError(field, f"{len(note)} characters; at most {PAUSE_NOTE_MAX}")
+    return note

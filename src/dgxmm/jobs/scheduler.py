@@ -20,6 +20,9 @@ The rules, each with a test in ``tests/jobs/test_scheduler.py``:
   group frees and runs once however many of its times passed meanwhile;
 - a disabled job does not run; its due times are recorded as skipped (disabled).
 
+Each job's schedule is read in its own zone (``Job.time_zone``) when it has one, else in the
+scheduler's.
+
 The scheduler owns no thread and never reads the wall clock. It is not itself thread-safe:
 the host calls it from one thread at a time (dgxmm's server holds a lock around it).
 """
@@ -37,8 +40,10 @@ from zoneinfo import ZoneInfo
 from dgxmm.errors import Busy, Conflict, CronError, NotFound
 from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import Job, JobKind, JobRun, RunResult, SkipReason, Timer
+from dgxmm.jobs.keys import check_pause_note
 from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
 from dgxmm.jobs.zones import resolve_zone
+from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["JobState", "Scheduler"]
@@ -81,8 +86,11 @@ class Scheduler:
         timer: Timer = time.monotonic,
         keep_skips: int = 1000,
         overrides: JobOverrides | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.time_zone = resolve_zone(time_zone, field="time_zone")
+        # Told of every skip, with the times it covers (the server's /metrics counts them).
+        self.telemetry = telemetry
         self.stats = stats
         # Where the system jobs' overrides are kept: the stats unless told (a store gives its
         # database, so every instance on it shares them).
@@ -132,7 +140,7 @@ class Scheduler:
         if job.kind is JobKind.SYSTEM:
             job = self._overridden(job)
         old, entry.job = entry.job, job
-        if job.schedule != old.schedule:
+        if job.schedule != old.schedule or job.time_zone != old.time_zone:
             self._replan(entry)
 
     def jobs(self) -> list[Job]:
@@ -166,15 +174,20 @@ class Scheduler:
         """Return a job's planned time; None while it runs, waits, is off or not planned yet."""
         return self.state(name).next_at
 
-    def set_enabled(self, name: str, on: bool) -> None:
-        """Switch a job on or off; a system job's switch is kept as an override."""
+    def set_enabled(self, name: str, on: bool, *, note: str | None = None) -> None:
+        """Switch a job on or off, off with an optional note of why; kept as an override.
+
+        A note with the job switched on is refused (``DefinitionError`` naming ``note``);
+        switching it on drops the note.
+        """
         entry = self._entry(name)
+        note = check_pause_note(note, field="note", enabled=on)
         if entry.job.kind is JobKind.SYSTEM and self.overrides is not None:
             # Kept first: when keeping it fails, the job is left as it was.
             self.overrides.set_job_override(
-                name, enabled=None if on == entry.builtin.enabled else on
+                name, enabled=None if on == entry.builtin.enabled else on, note=note
             )
-        entry.job = replace(entry.job, enabled=on)
+        entry.job = replace(entry.job, enabled=on, pause_note=note)
         if on and entry.next_at is None and entry.run is None and entry.waiting_since is None:
             self._replan(entry)
 
@@ -275,7 +288,15 @@ class Scheduler:
                 self._plan(entry, now)
             elif now - at > self._max_lateness:
                 late = (now - at) / SECOND_US
-                self._skip(job.name, at, SkipReason.MISSED, f"no tick until {late:.0f} s later")
+                # One record, however many times passed unticked; the telemetry counts each.
+                passed = 1 + self._count_between(job.schedule, self.zone_of(job), at, now)
+                self._skip(
+                    job.name,
+                    at,
+                    SkipReason.MISSED,
+                    f"no tick until {late:.0f} s later",
+                    count=passed,
+                )
                 self._plan(entry, now)
             elif job.group is not None and job.group in self._busy:
                 self._wait(entry, at)
@@ -313,13 +334,14 @@ class Scheduler:
         entry.run = None
         finished = result.finished_at
         schedule = entry.job.schedule
-        first = schedule.next_after(max(run.scheduled_at, run.started_at), self.time_zone)
+        zone = self.zone_of(entry.job)
+        first = schedule.next_after(max(run.scheduled_at, run.started_at), zone)
         if first > finished:  # the common case: no time passed while it ran
             self._plan(entry, finished, at=first)
             return
-        passed = 1 + self._count_between(schedule, first, finished)
+        passed = 1 + self._count_between(schedule, zone, first, finished)
         detail = f"{passed}{'+' if passed >= _OVERLAP_COUNT_CAP else ''} time(s) while it ran"
-        self._skip(result.name, first, SkipReason.OVERLAP, detail)
+        self._skip(result.name, first, SkipReason.OVERLAP, detail, count=passed)
         self._plan(entry, finished)
 
     def forgo(
@@ -358,6 +380,15 @@ class Scheduler:
         """Tell whether a run of ``group`` is under way."""
         return group in self._busy
 
+    @property
+    def max_lateness_us(self) -> int:
+        """How late a tick may reach a time and still run it (microseconds)."""
+        return self._max_lateness
+
+    def zone_of(self, job: Job) -> ZoneInfo:
+        """Return the zone a job's schedule is read in: its own, else the scheduler's."""
+        return job.time_zone if job.time_zone is not None else self.time_zone
+
     # -- inside -------------------------------------------------------------------------------
 
     def _entry(self, name: str) -> _Entry:
@@ -375,6 +406,8 @@ class Scheduler:
         changes: dict[str, object] = {}
         if override.enabled is not None:
             changes["enabled"] = override.enabled
+        if override.note is not None:
+            changes["pause_note"] = override.note
         if override.schedule is not None:
             # A stored override that no longer parses leaves the built-in schedule in force.
             with suppress(CronError):
@@ -385,7 +418,7 @@ class Scheduler:
         """Plan the job's next time after ``after`` (``at``: already known to be it)."""
         entry.gen += 1
         if at is None:
-            at = entry.job.schedule.next_after(after, self.time_zone)
+            at = entry.job.schedule.next_after(after, self.zone_of(entry.job))
         entry.next_at = at
         self._seq += 1
         heappush(self._heap, (at, self._seq, entry.gen, entry))
@@ -450,18 +483,28 @@ class Scheduler:
             if not queue:
                 del self._waiting[group]
 
-    def _skip(self, name: str, at: int, reason: SkipReason, detail: str | None = None) -> None:
+    def _skip(
+        self,
+        name: str,
+        at: int,
+        reason: SkipReason,
+        detail: str | None = None,
+        *,
+        count: int = 1,
+    ) -> None:
+        """Record a skip of ``count`` times (an overlap or a gap in the ticks spans several)."""
         record = SkipRecord(name=name, at_us=at, reason=reason, detail=detail)
         self.skips.append(record)
         if self.stats is not None:
             self.stats.record_skip(record)
+        self.telemetry.runs_skipped(name, reason, count)
 
-    def _count_between(self, schedule: CronSchedule, after: int, until: int) -> int:
+    def _count_between(self, schedule: CronSchedule, zone: ZoneInfo, after: int, until: int) -> int:
         """Count the fire times in (after, until], up to a cap."""
         count = 0
         at = after
         while count < _OVERLAP_COUNT_CAP:
-            at = schedule.next_after(at, self.time_zone)
+            at = schedule.next_after(at, zone)
             if at > until:
                 break
             count += 1

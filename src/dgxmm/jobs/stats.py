@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.errors import InvalidInput
 from dgxmm.jobs.job import Outcome, RunResult, SkipReason
+from dgxmm.jobs.keys import check_pause_note
 from dgxmm.jobs.zones import resolve_zone, zone_clock
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US
 
@@ -129,6 +130,7 @@ class Override:
 
     schedule: str | None = None
     enabled: bool | None = None
+    note: str | None = None  # why it was switched off (kept while it is off)
 
 
 class _JobSeries:
@@ -169,8 +171,9 @@ class JobOverrides(Protocol):
         *,
         schedule: str | Keep | None = KEEP,
         enabled: bool | Keep | None = KEEP,
+        note: str | Keep | None = KEEP,
     ) -> None:
-        """Change a job's overridden schedule and/or switch; None restores the built-in one."""
+        """Change a job's overridden schedule, switch and/or pause note; None: none."""
         ...
 
 
@@ -344,25 +347,31 @@ class WorkloadStats:
         *,
         schedule: str | Keep | None = KEEP,
         enabled: bool | Keep | None = KEEP,
+        note: str | Keep | None = KEEP,
     ) -> None:
-        """Change a job's overridden schedule and/or switch; None restores the built-in one."""
+        """Change a job's overridden schedule, switch and/or pause note; None: none."""
         if schedule is not KEEP and schedule is not None and not isinstance(schedule, str):
             raise InvalidInput("schedule", f"{schedule!r} is not cron text (or None)")
         if enabled is not KEEP and enabled is not None and not isinstance(enabled, bool):
             raise InvalidInput("enabled", f"{enabled!r} is not true or false (or None)")
+        if note is not KEEP and note is not None:
+            check_pause_note(note, field="note")
         keeper = self._keeper
         if keeper is not None:
-            keeper.set_job_override(name, schedule=schedule, enabled=enabled)
+            keeper.set_job_override(name, schedule=schedule, enabled=enabled, note=note)
             return
         with self._changing():
             current = self._overrides.get(name, Override())
-            new_schedule = current.schedule if schedule is KEEP else schedule
-            new_enabled = current.enabled if enabled is KEEP else enabled
+            new = Override(
+                schedule=current.schedule if schedule is KEEP else schedule,
+                enabled=current.enabled if enabled is KEEP else enabled,
+                note=current.note if note is KEEP else note,
+            )
             self._pending_overrides.add(name)
-            if new_schedule is None and new_enabled is None:
+            if new == Override():
                 self._overrides.pop(name, None)
             else:
-                self._overrides[name] = Override(schedule=new_schedule, enabled=new_enabled)
+                self._overrides[name] = new
 
     def job_override(self, name: str) -> Override | None:
         """Return a job's override, if it has one (the keeper's, when given one)."""
@@ -457,6 +466,7 @@ class WorkloadStats:
                 jobs[name] = entry
             overrides = {
                 name: {"schedule": o.schedule, "enabled": o.enabled}
+                | ({} if o.note is None else {"note": o.note})
                 for name, o in sorted(self._overrides.items())
             }
             channels = {
@@ -514,7 +524,9 @@ class WorkloadStats:
                     for tier in Tier
                 }
             for name, o in data.get("overrides", {}).items():
-                stats.set_job_override(name, schedule=o.get("schedule"), enabled=o.get("enabled"))
+                stats.set_job_override(
+                    name, schedule=o.get("schedule"), enabled=o.get("enabled"), note=o.get("note")
+                )
             stats._pending_overrides = set()
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise ValueError(f"workload stats: malformed entry ({error})") from error

@@ -18,10 +18,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from dgxmm.errors import DefinitionError, NotFound
 from dgxmm.jobs import CronSchedule, JobLimits
-from dgxmm.jobs.keys import Refusals, check_enabled, check_name, check_positive, check_schedule
+from dgxmm.jobs.keys import (
+    Refusals,
+    check_enabled,
+    check_name,
+    check_pause_note,
+    check_positive,
+    check_schedule,
+    check_time_zone,
+)
 
 __all__ = ["NO_FILES", "PARAM_TYPES", "Catalog", "JobSpec", "SavedQuery", "split_statements"]
 
@@ -43,6 +52,8 @@ _KEYS = (
     "enabled",
     "timeout_ms",
     "description",
+    "time_zone",
+    "pause_note",
 )
 _TIMEOUT_MS_MAX = 365 * 24 * 3600 * 1000
 
@@ -71,6 +82,7 @@ class JobSpec:
     args: dict[str, object] = field(default_factory=dict)
     enabled: bool = True
     limits: JobLimits = field(default_factory=JobLimits)
+    time_zone: ZoneInfo | None = None  # None: the browser's zone
     definition: dict[str, Any] = field(default_factory=dict)
 
 
@@ -175,6 +187,12 @@ class Catalog:
         timeout_ms = checked(
             lambda: check_positive(keys, "timeout_ms", _TIMEOUT_MS_MAX, "365 days")
         )
+        time_zone = checked(lambda: check_time_zone(keys))
+        checked(
+            lambda: check_pause_note(
+                keys.get("pause_note"), field="pause_note", enabled=enabled is True
+            )
+        )
         args: dict[str, object] | None = {}
         if action == "query":
             args = checked(lambda: self._query_args(keys))
@@ -194,6 +212,7 @@ class Catalog:
             limits=JobLimits(
                 timeout=None if timeout_ms is None else timedelta(milliseconds=timeout_ms)
             ),
+            time_zone=time_zone,
             definition=dict(keys),
         )
 

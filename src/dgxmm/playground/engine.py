@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us
 from dgxmm.errors import Busy, Conflict, DgxmmError, InvalidInput, NotFound, StoreError
@@ -28,6 +29,7 @@ from dgxmm.jobs import (
     Tier,
     WorkloadStats,
 )
+from dgxmm.jobs.keys import check_pause_note
 from dgxmm.playground.catalog import Catalog, JobSpec, SavedQuery, check_args, split_statements
 from dgxmm.time_units import SECOND_US
 
@@ -87,7 +89,7 @@ class Playground:
             ("POST", "/api/jobs/define"): lambda k, _p: self.define_job(k),
             ("POST", "/api/jobs/drop"): lambda k, _p: self.drop_job(str(k.get("name"))),
             ("POST", "/api/jobs/enable"): lambda k, _p: self.enable(
-                str(k.get("name")), k.get("enabled")
+                str(k.get("name")), k.get("enabled"), k.get("note")
             ),
             ("POST", "/api/jobs/schedule"): lambda k, _p: self.set_schedule(
                 str(k.get("name")), k.get("schedule")
@@ -134,16 +136,21 @@ class Playground:
         self._sync()
         return {"dropped": name}
 
-    def enable(self, name: str, enabled: object) -> dict[str, Any]:
-        """Switch a job on or off."""
+    def enable(self, name: str, enabled: object, note: object = None) -> dict[str, Any]:
+        """Switch a job on or off, off with an optional note of why (on drops it)."""
         if not isinstance(enabled, bool):
             raise InvalidInput("enabled", f"expected true or false, got {enabled!r}")
+        checked = check_pause_note(note, field="note", enabled=enabled)
         job = self.scheduler.get(name)
         if job.kind is JobKind.SYSTEM:
-            self.scheduler.set_enabled(name, enabled)
+            self.scheduler.set_enabled(name, enabled, note=checked)
             return self._row(self.scheduler.get(name), None)
         spec = next(s for s in self.catalog.jobs() if s.name == name)
-        return self.define_job({**spec.definition, "enabled": enabled})
+        definition = {k: v for k, v in spec.definition.items() if k != "pause_note"}
+        definition["enabled"] = enabled
+        if checked is not None:
+            definition["pause_note"] = checked
+        return self.define_job(definition)
 
     def set_schedule(self, name: str, schedule: object) -> dict[str, Any]:
         """Change a system job's schedule (None: the built-in one)."""
@@ -252,6 +259,8 @@ class Playground:
             group=spec.action,
             enabled=spec.enabled,
             description=spec.definition.get("description"),
+            time_zone=spec.time_zone,
+            pause_note=spec.definition.get("pause_note") if not spec.enabled else None,
         )
 
     def _execute(
@@ -302,13 +311,15 @@ class Playground:
         state = self.scheduler.state(job.name)
         last = self.stats.last_run(job.name)
         counts = self.stats.counts(job.name, self.now_us)
+        zone = self.scheduler.zone_of(job)
         row: dict[str, Any] = {
             "name": job.name,
             "kind": job.kind.value,
             "schedule": str(job.schedule),
             "schedule_description": job.schedule.describe(),
+            "time_zone": zone.key,
             "enabled": job.enabled,
-            "next_at": self._iso(state.next_at),
+            "next_at": self._iso(state.next_at, zone),
             "running": state.run is not None,
             "last_run": None
             if last is None
@@ -325,6 +336,7 @@ class Playground:
                 "last_90_days": counts.last_90_days,
             },
             "description": job.description,
+            "pause_note": None if job.enabled else job.pause_note,
         }
         if job.kind is JobKind.SYSTEM:
             row["builtin_schedule"] = str(self.scheduler.builtin(job.name).schedule)
@@ -337,8 +349,10 @@ class Playground:
             )
         return row
 
-    def _iso(self, at_us: int | None) -> str | None:
-        return None if at_us is None else from_us(at_us, self.scheduler.time_zone).isoformat()
+    def _iso(self, at_us: int | None, zone: ZoneInfo | None = None) -> str | None:
+        if at_us is None:
+            return None
+        return from_us(at_us, zone or self.scheduler.time_zone).isoformat()
 
     def _refuse_system(self, name: str, what: str) -> None:
         if self.scheduler.get(name).kind is JobKind.SYSTEM:

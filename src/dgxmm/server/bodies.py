@@ -69,13 +69,15 @@ class DefineJob(Body):
     memory_limit: int | None = None
     run_on: RunOn | None = Field(default=None, strict=False)
     description: str | None = Field(default=None, max_length=10_000)
+    time_zone: str | None = Field(default=None, max_length=100)  # IANA; None: the server's
 
 
 class EnableJob(Body):
-    """``{name, enabled}``."""
+    """``{name, enabled, note?}``: ``note``, why it is switched off (checked by the engine)."""
 
     name: str = Field(min_length=1, max_length=200)
     enabled: bool
+    note: str | None = Field(default=None, max_length=10_000)
 
 
 class ScheduleJob(Body):

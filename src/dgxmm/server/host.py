@@ -22,12 +22,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Busy, Conflict, DgxmmError
 from dgxmm.jobs import (
     CronSchedule,
+    Explanation,
     Job,
     JobRun,
     RunResult,
@@ -43,9 +46,9 @@ from dgxmm.time_units import SECOND_US
 
 __all__ = ["Host", "RowParts", "second_server", "stuck_after"]
 
-# The parts of a user job's row in the job list that follow from its definition alone, and its
-# parsed schedule (``server/job_list.py``).
-RowParts = tuple[dict[str, Any], CronSchedule | None]
+# The parts of a user job's row in the job list that follow from its definition alone, its
+# parsed schedule and the zone it is read in (``server/job_list.py``).
+RowParts = tuple[dict[str, Any], CronSchedule | None, ZoneInfo]
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +118,11 @@ class Host:
         self.stuck_seconds = stuck_after(tick_seconds)
         store.job_overrides.load()
         self.scheduler = Scheduler(
-            self.time_zone, stats=store.workload_stats, overrides=store.job_overrides, timer=timer
+            self.time_zone,
+            stats=store.workload_stats,
+            overrides=store.job_overrides,
+            timer=timer,
+            telemetry=telemetry,
         )
         self.lock = threading.RLock()  # every scheduler call happens under it
         self.not_scheduled: list[NotScheduled] = []
@@ -137,6 +144,8 @@ class Host:
         self._stopping = threading.Event()
         self._ticker: threading.Thread | None = None
         self._planned = False  # the scheduler had its first (planning) tick
+        # This host's first tick: a time before it that no run records was not ticked here.
+        self.ticking_since: int | None = None
 
     # -- life ---------------------------------------------------------------------------------
 
@@ -199,6 +208,8 @@ class Host:
             self.collect()
             self.sync()
             at = self.clock.now_us() if now is None else now
+            if self.ticking_since is None:
+                self.ticking_since = at
             runs = []
             due = self.scheduler.start_due(at)
             # Claimed in the store before they start, in one transaction: another process
@@ -210,6 +221,23 @@ class Host:
                 self._spawn(run)
                 runs.append(run)
             return runs
+
+    def explain(self, name: str, asked: int | datetime) -> Explanation:
+        """Say what became of a job's time: the store's records and this scheduler's skips."""
+        with self.lock:  # the scheduler's part; the store's records are read outside it
+            job = self.scheduler.get(name)
+            zone = self.scheduler.zone_of(job)
+            builtin = self.scheduler.builtin(name).enabled
+            skips = list(self.scheduler.skips)
+        return self.store.explain_time(
+            job,
+            asked,
+            zone=zone,
+            max_lateness_us=self.scheduler.max_lateness_us,
+            builtin_enabled=builtin,
+            skips=skips,
+            ticking_since=self.ticking_since,
+        )
 
     def collect(self) -> list[RunResult]:
         """Take finished runs back into the scheduler; return them."""

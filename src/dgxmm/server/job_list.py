@@ -8,21 +8,23 @@ user job its action, arguments and effects.
 from __future__ import annotations
 
 import functools
+from contextlib import suppress
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us
-from dgxmm.errors import CronError, NotFound
+from dgxmm.errors import CronError, DefinitionError, NotFound
 from dgxmm.jobs import CronSchedule, JobKind, JobState
+from dgxmm.jobs.keys import check_time_zone
 from dgxmm.server.host import Host, RowParts
 from dgxmm.store import JobDefinition
 
 __all__ = ["iso", "job_rows"]
 
 
-def iso(at_us: int | None, host: Host) -> str | None:
-    """Return an instant as ISO 8601 in the host's zone."""
-    return None if at_us is None else _iso(at_us, host.time_zone)
+def iso(at_us: int | None, host: Host, zone: ZoneInfo | None = None) -> str | None:
+    """Return an instant as ISO 8601 in ``zone`` (a job's own), else the host's."""
+    return None if at_us is None else _iso(at_us, zone or host.time_zone)
 
 
 @functools.lru_cache(maxsize=16_384)
@@ -95,7 +97,7 @@ def _common(
 
 
 def _next(
-    host: Host, state: JobState | None, schedule: CronSchedule | None, now: int
+    state: JobState | None, schedule: CronSchedule | None, zone: ZoneInfo, now: int
 ) -> int | None:
     if state is None or schedule is None or not state.job.enabled or state.run is not None:
         return None
@@ -103,7 +105,7 @@ def _next(
         return state.next_at
     if state.waiting_since is not None:
         return state.waiting_since
-    return schedule.next_after(now, host.time_zone)  # picked up, planned at the next tick
+    return schedule.next_after(now, zone)  # picked up, planned at the next tick
 
 
 def _system_row(
@@ -111,9 +113,10 @@ def _system_row(
 ) -> dict[str, Any]:
     job = state.job
     row = _common(host, job.name, state, now, full_errors)
-    next_at = _next(host, state, job.schedule, now)
+    next_at = _next(state, job.schedule, host.time_zone, now)
     row.update(
         kind="system",
+        time_zone=host.time_zone.key,
         schedule=str(job.schedule),
         schedule_description=job.schedule.describe(),
         builtin_schedule=builtin,
@@ -121,6 +124,7 @@ def _system_row(
         next_at=iso(next_at, host),
         runs_here=job.enabled,
         why_not=None if job.enabled else "switched off",
+        pause_note=None if job.enabled else job.pause_note,
         description=job.description,
     )
     return row
@@ -130,10 +134,11 @@ def _user_row(
     host: Host, job: JobDefinition, state: JobState | None, now: int, full_errors: bool
 ) -> dict[str, Any]:
     row = _common(host, job.name, state, now, full_errors)
-    fixed, schedule = _user_fields(host, job)
+    fixed, schedule, zone = _user_fields(host, job)
     row.update(fixed)
-    next_at = _next(host, state, schedule, now) if job.served else None
-    row["next_at"] = iso(next_at, host)
+    next_at = _next(state, schedule, zone, now) if job.served else None
+    # In the job's own zone: the wall time its schedule names, with that zone's offset.
+    row["next_at"] = iso(next_at, host, zone)
     return row
 
 
@@ -153,6 +158,9 @@ def _user_fields(host: Host, job: JobDefinition) -> RowParts:
             description = schedule.describe()
         except CronError:
             schedule = None
+    zone = host.time_zone
+    with suppress(DefinitionError):  # a zone this machine lacks: not served, reason listed
+        zone = check_time_zone(definition) or zone
     why_not = None
     if not job.served:
         why_not = f"not scheduled: {job.reason}"
@@ -163,6 +171,7 @@ def _user_fields(host: Host, job: JobDefinition) -> RowParts:
         "schedule": job.schedule,
         "schedule_description": description,
         "enabled": job.enabled,
+        "pause_note": job.pause_note,
         "runs_here": why_not is None,
         "why_not": why_not,
         "served": job.served,
@@ -174,11 +183,14 @@ def _user_fields(host: Host, job: JobDefinition) -> RowParts:
         "memory_limit": definition.get("memory_limit"),
         "run_on": definition.get("run_on"),
         "description": definition.get("description"),
+        # The zone its schedule is read in: its own, else the server's (as written when this
+        # machine does not know it; the job is then not served).
+        "time_zone": zone.key if job.served else definition.get("time_zone", zone.key),
         "effects": [str(effect) for effect in job.effects],
         "defined_by": job.defined_by,
         "version": job.version,
     }
     if len(cache) > 20_000:
         cache.clear()
-    cache[key] = (fields, schedule)
-    return fields, schedule
+    cache[key] = (fields, schedule, zone)
+    return fields, schedule, zone

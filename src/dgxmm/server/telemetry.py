@@ -5,10 +5,11 @@ Two kinds of series, kept apart on purpose:
 - **Counted as it happens** (``ServerMetrics`` is the ``Telemetry`` every recording seam is
   given): deployment actions and their durations by action and outcome, the schedule
   runner's decisions by action and outcome, job runs and their durations by job and outcome,
-  model servers whose metrics could not be read, and what the policies did on their own
-  (idle sleeps, deepenings, idle stops, pre-wakes, wakes begun early). They start at zero
-  with the process, as Prometheus counters do; ``rate()`` and ``increase()`` take restarts
-  in their stride.
+  a job's skipped times by job and reason (the scheduler's ``SkipReason``), model servers
+  whose metrics could not be read, and what the policies did on their own (idle sleeps,
+  deepenings, idle stops, pre-wakes, wakes begun early). They start at zero with the
+  process, as Prometheus counters do; ``rate()`` and ``increase()`` take restarts in their
+  stride.
 - **Read at scrape time** from the store: deployments by state, and the GPU memory each
   holds and frees now (the savings report's figures, as gauges). And the proxy's numbers
   (``ProxyStats``, when the proxy serves): requests held now and in all, hold time,
@@ -70,6 +71,14 @@ class ServerMetrics:
             buckets=_RUN_BUCKETS,
             registry=self.registry,
         )
+        self._skips = Counter(
+            "dgxmm_job_skips",
+            "Scheduled times of a job that did not start a run, by job and reason (overlap, "
+            "missed, group_busy: waited and ran later, disabled, claimed: another instance "
+            "ran it).",
+            ["job", "reason"],
+            registry=self.registry,
+        )
         self._scrape_errors = Counter(
             "dgxmm_scrape_errors",
             "Model servers whose metrics could not be read (unreadable) or that were gone.",
@@ -99,6 +108,10 @@ class ServerMetrics:
     def run_finished(self, job: str, outcome: Enum, seconds: float) -> None:
         """Count a job's run and its duration."""
         self._runs.labels(job, outcome.value).observe(max(0.0, seconds))
+
+    def runs_skipped(self, job: str, reason: Enum, count: int) -> None:
+        """Count a job's skipped times by reason."""
+        self._skips.labels(job, reason.value).inc(max(0, count))
 
     def scrape_failed(self, deployment: str, kind: Enum) -> None:
         """Count a model server whose metrics could not be read."""

@@ -17,14 +17,24 @@ same code without that check.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Engine, event, select
 
 from dgxmm.clock import Clock, SystemClock
 from dgxmm.errors import InvalidInput, StoreError
-from dgxmm.jobs import Channel, Job, RunContext, Scheduler, WorkloadStats
+from dgxmm.jobs import (
+    Channel,
+    Explanation,
+    Job,
+    RunContext,
+    Scheduler,
+    SkipRecord,
+    WorkloadStats,
+)
 from dgxmm.store.backups.directory import BackupResult, Progress, RestoreResult, no_progress
 from dgxmm.store.backups.restore import LiveStore, store_files
 from dgxmm.store.backups.wal import SqliteFiles
@@ -48,6 +58,7 @@ from dgxmm.store.database import CHANGE_BUSY_MS, Target, reading, writing
 from dgxmm.store.opening import open_database, sidecar_path
 from dgxmm.store.runs.actions import JobActions
 from dgxmm.store.runs.changes import ChangeEntry, read_changes
+from dgxmm.store.runs.explanations import explain_time
 from dgxmm.store.runs.instances import Presence
 from dgxmm.store.runs.job_runs import KEEP_DAYS_SETTING, JobRuns, keep_days_of
 from dgxmm.store.runs.overrides import SystemJobOverrides
@@ -241,9 +252,11 @@ class Store:
         """Remove a user job."""
         self.catalog.drop_job(name, actor=actor)
 
-    def set_job_enabled(self, name: str, on: bool, *, actor: str | None = None) -> JobDefinition:
-        """Switch a user job on or off; it keeps its effects."""
-        return self.catalog.set_job_enabled(name, on, actor=actor)
+    def set_job_enabled(
+        self, name: str, on: bool, *, note: str | None = None, actor: str | None = None
+    ) -> JobDefinition:
+        """Switch a user job on or off, off with an optional note of why; it keeps its effects."""
+        return self.catalog.set_job_enabled(name, on, note=note, actor=actor)
 
     def reserve_job_names(self, names: Iterable[str]) -> None:
         """Reserve the names of a host's own system jobs: no user job may take them."""
@@ -410,6 +423,35 @@ class Store:
             scheduler.add(job)
         self.sync(scheduler)
         return scheduler
+
+    def explain_time(
+        self,
+        job: Job,
+        asked: int | datetime,
+        *,
+        zone: ZoneInfo,
+        max_lateness_us: int,
+        builtin_enabled: bool = True,
+        skips: Iterable[SkipRecord] = (),
+        ticking_since: int | None = None,
+    ) -> Explanation:
+        """Say what became of ``job``'s time at ``asked`` (an instant or a naive wall time).
+
+        ``job`` as its scheduler holds it, read in ``zone``; a host adds its scheduler's skip
+        records and when it first ticked.
+        """
+        return explain_time(
+            self.engine,
+            self.runs,
+            job,
+            asked,
+            zone=zone,
+            now_us=self.clock.now_us(),
+            max_lateness_us=max_lateness_us,
+            builtin_enabled=builtin_enabled,
+            skips=skips,
+            ticking_since=ticking_since,
+        )
 
     def run_job(self, name: str, ctx: RunContext) -> str:
         """Run user job ``name`` once (its action calls this); return the run's detail."""

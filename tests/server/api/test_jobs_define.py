@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 from server.apikit import define
+from support import at
 
+from dgxmm.clock import ManualClock
 from dgxmm.server import Host
 from dgxmm.store import Store
 
@@ -88,6 +90,11 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
             "positive",
         ),
         ({"schedule": "0 3 * * *", "action": "checkpoint", "run_on": "mars"}, "run_on", "mars"),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "time_zone": "Mars/Olympus"},
+            "time_zone",
+            "unknown time zone 'Mars/Olympus'",
+        ),
     ],
     ids=[
         "minute",
@@ -101,6 +108,7 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
         "timeout",
         "memory",
         "run-on",
+        "time-zone",
     ],
 )
 def test_it_refuses_a_bad_definition_naming_the_field_and_changes_nothing(
@@ -206,3 +214,16 @@ def test_it_answers_every_wrong_type_of_a_body(client: TestClient, store: Store)
     assert body["field"] == "schedule"
     assert [e["field"] for e in body["errors"]] == ["schedule", "enabled"]
     assert store.jobs() == []
+
+
+def test_it_defines_a_job_in_its_own_zone(client: TestClient, clock: ManualClock) -> None:
+    clock.set(at("2026-03-07T12:00:00-05:00"))
+    row = define(
+        client, name="ny", schedule="30 2 * * *", action="checkpoint", time_zone="America/New_York"
+    )
+    assert row["time_zone"] == "America/New_York"
+    # Read in New York, shown with New York's offset: 02:30 does not exist on 2026-03-08.
+    assert row["next_at"] == "2026-03-08T03:00:00-04:00"
+    other = define(client, name="here", schedule="30 2 * * *", action="checkpoint")
+    assert other["time_zone"] == "Europe/Berlin"  # the server's
+    assert other["next_at"] == "2026-03-08T02:30:00+01:00"

@@ -83,3 +83,50 @@ def test_it_refuses_a_bad_schedule_and_a_user_job(client: TestClient) -> None:
     assert (
         client.post("/api/jobs/enable", json={"name": "ghost", "enabled": True}).status_code == 404
     )
+
+
+def test_it_pauses_a_job_with_a_note_shown_in_the_list_and_on_its_pages(
+    client: TestClient, store: Store
+) -> None:
+    define(client, name="cp", schedule="0 3 * * *", action="checkpoint")
+    off = client.post(
+        "/api/jobs/enable", json={"name": "cp", "enabled": False, "note": "disk swap <Tue>"}
+    ).json()
+    assert (off["enabled"], off["pause_note"]) == (False, "disk swap <Tue>")
+    system = client.post(
+        "/api/jobs/enable", json={"name": "stats_flush", "enabled": False, "note": "by hand"}
+    ).json()
+    assert system["pause_note"] == "by hand"
+    listed = {row["name"]: row for row in client.get("/api/jobs").json()["jobs"]}
+    assert (listed["cp"]["pause_note"], listed["stats_flush"]["pause_note"]) == (
+        "disk swap <Tue>",
+        "by hand",
+    )
+    html = {"Accept": "text/html"}
+    page = client.get("/jobs", headers=html).text
+    assert "“disk swap &lt;Tue&gt;”" in page  # escaped
+    assert "“by hand”" in page
+    assert "“disk swap &lt;Tue&gt;”" in client.get("/jobs/cp", headers=html).text
+    on = client.post("/api/jobs/enable", json={"name": "cp", "enabled": True}).json()
+    assert on["pause_note"] is None
+    assert "disk swap" not in client.get("/jobs/cp", headers=html).text
+
+
+def test_it_refuses_a_note_with_a_job_switched_on_naming_it_and_changes_nothing(
+    client: TestClient, store: Store, host: Host
+) -> None:
+    define(client, name="cp", schedule="0 3 * * *", action="checkpoint")
+    version = store.catalog_version()
+    for name in ("cp", "stats_flush"):
+        response = client.post(
+            "/api/jobs/enable", json={"name": name, "enabled": True, "note": "x"}
+        )
+        assert (response.status_code, response.json()["field"]) == (400, "note"), response.text
+    response = client.post(
+        "/api/jobs/enable", json={"name": "cp", "enabled": False, "note": "x" * 501}
+    )
+    assert (response.status_code, response.json()["field"]) == (400, "note")
+    assert "at most 500" in response.json()["message"]
+    assert store.catalog_version() == version
+    assert store.job("cp").enabled
+    assert host.scheduler.get("stats_flush").enabled

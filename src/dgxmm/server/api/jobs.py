@@ -1,14 +1,15 @@
-"""The jobs API of the spec: list, define, drop, enable, schedule, run, runs, history, preview."""
+"""The jobs API of the spec: list, define, drop, enable, schedule, run, runs, history, preview;
+and why a time of a job ran or not (explain)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.jobs import CronSchedule, JobKind, Tier, resolve_zone
+from dgxmm.jobs import CronSchedule, JobKind, Tier, read_asked, resolve_zone
 from dgxmm.server.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
 from dgxmm.server.deps import Admin, HostDep, Viewer
 from dgxmm.server.job_list import iso, job_row, job_rows
@@ -50,14 +51,14 @@ def drop_job(body: NameBody, host: HostDep, who: Admin) -> dict[str, Any]:
     return {"dropped": body.name}
 
 
-@router.post("/enable", responses=answers(404, 409))
+@router.post("/enable", responses=answers(400, 404, 409))
 def enable_job(body: EnableJob, host: HostDep, who: Admin) -> dict[str, Any]:
-    """Switch a job on or off (a user job keeps its effects)."""
+    """Switch a job on or off, off with an optional note (a user job keeps its effects)."""
     if _is_system(host, body.name):
         with host.lock:
-            host.scheduler.set_enabled(body.name, body.enabled)
+            host.scheduler.set_enabled(body.name, body.enabled, note=body.note)
     else:
-        host.store.set_job_enabled(body.name, body.enabled, actor=who.actor)
+        host.store.set_job_enabled(body.name, body.enabled, note=body.note, actor=who.actor)
         host.sync()
     return job_row(host, body.name, full_errors=True)
 
@@ -168,6 +169,26 @@ def preview(
         "zone": place.key,
         "times": [{"at": t.local.isoformat(), "at_us": t.at_us, "moved": t.moved} for t in times],
     }
+
+
+@router.get("/{name}/explain", responses=answers(400, 404))
+def explain(
+    host: HostDep,
+    _: Viewer,
+    name: Annotated[str, Path(min_length=1, max_length=200)],
+    at: Annotated[str, Query(max_length=100)],
+) -> dict[str, Any]:
+    """Whether an instant is one of a job's times, and for a past one what became of it.
+
+    ``at`` is ISO 8601: with an offset an instant, without one a wall time of the job's zone
+    (one a DST gap skips is read as moved). Past or future.
+    """
+    asked = read_asked(at)
+    host.sync()  # a job defined a moment ago is explained too
+    unserved = next((job for job in host.definitions() if job.name == name), None)
+    if unserved is not None and not unserved.served:
+        raise InvalidInput("name", f"{name} is not scheduled here: {unserved.reason}")
+    return {"name": name} | host.explain(name, asked).to_json()
 
 
 def _whole(text: str, field: str) -> int:

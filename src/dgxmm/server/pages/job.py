@@ -1,5 +1,9 @@
 """A job's page: its definition, its next times (DST marked), and its runs, paged.
 
+The next times are found in the job's own zone (its ``time_zone``, else the server's), the
+zone its schedule is read in, and so are their DST marks; each is shown in the display zone,
+as every time on a page, and also as the job's wall time when the two zones differ.
+
 The runs are the store's per-run records (``job_runs``, as ``GET /api/jobs/runs`` reads
 them): each run's start, trigger, outcome, duration, error or result and the instance that
 ran it, newest first; ``?before=`` (a run id) pages back.
@@ -8,13 +12,14 @@ ran it, newest first; ``?before=`` (a run id) pages back.
 from __future__ import annotations
 
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.clock import from_us
-from dgxmm.errors import CronError
-from dgxmm.jobs import CronSchedule
+from dgxmm.errors import CronError, ZoneError
+from dgxmm.jobs import CronSchedule, resolve_zone
 from dgxmm.server.deps import HostDep, QueryId, identify
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso, job_row
@@ -28,8 +33,8 @@ router = APIRouter(include_in_schema=False)
 NEXT_TIMES = 8
 
 
-def _next_times(host: Host, schedule: str | None, now: int) -> list[dict[str, Any]]:
-    """The next fire times, each marked where a DST gap moved it or the offset changes."""
+def _next_times(schedule: str | None, zone: ZoneInfo, now: int) -> list[dict[str, Any]]:
+    """The next fire times in ``zone``, marked where a DST gap moved one or the offset changes."""
     if not schedule:
         return []
     try:
@@ -37,8 +42,8 @@ def _next_times(host: Host, schedule: str | None, now: int) -> list[dict[str, An
     except CronError:
         return []
     shown = []
-    offset = from_us(now, host.time_zone).utcoffset()
-    for fire in parsed.fire_times(now, host.time_zone, NEXT_TIMES):
+    offset = from_us(now, zone).utcoffset()
+    for fire in parsed.fire_times(now, zone, NEXT_TIMES):
         this = fire.local.utcoffset()
         mark = None
         if fire.moved:
@@ -46,8 +51,23 @@ def _next_times(host: Host, schedule: str | None, now: int) -> list[dict[str, An
         elif this != offset:
             mark = f"after the clocks change (UTC{fire.local.strftime('%z')})"
         offset = this
-        shown.append({"at": fire.local.isoformat(), "moved": fire.moved, "mark": mark})
+        shown.append(
+            {
+                "at": fire.local.isoformat(),
+                "wall": fire.local.strftime("%Y-%m-%d %H:%M"),
+                "moved": fire.moved,
+                "mark": mark,
+            }
+        )
     return shown
+
+
+def _zone(host: Host, row: dict[str, Any]) -> ZoneInfo:
+    """Return the zone a job's row says it is read in (the server's when it cannot be read)."""
+    try:
+        return resolve_zone(row.get("time_zone") or host.time_zone, field="time_zone")
+    except ZoneError:
+        return host.time_zone
 
 
 @router.get("/jobs/{name}", response_class=HTMLResponse)
@@ -70,7 +90,7 @@ def job_page(
         request,
         "job.html",
         job=row,
-        next_times=_next_times(host, row.get("schedule"), now),
+        next_times=_next_times(row.get("schedule"), _zone(host, row), now),
         runs=[
             {
                 **run.to_json(full_errors=full_errors),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
+from zoneinfo import available_timezones
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -27,6 +29,26 @@ PRESETS = [
     ("Sundays at 04:00", "0 4 * * 0"),
     ("first of the month at 02:00", "0 2 1 * *"),
 ]
+
+
+# The zones a job's form offers first; every other IANA name is in the field's list.
+ZONE_PRESETS = [
+    "UTC",
+    "Europe/London",
+    "Europe/Berlin",
+    "America/New_York",
+    "America/Chicago",
+    "America/Los_Angeles",
+    "Asia/Kolkata",
+    "Asia/Tokyo",
+    "Australia/Sydney",
+]
+
+
+@functools.cache
+def _zone_names() -> list[str]:
+    # Pure function of the installed zone data: read once per process.
+    return sorted(available_timezones())
 
 
 @router.get("/jobs", response_class=HTMLResponse)
@@ -54,5 +76,7 @@ def job_form(request: Request, host: HostDep, edit: str | None = None) -> Respon
         args_text=json.dumps(args, indent=2) if args is not None else "{}",
         editing=edit,
         presets=PRESETS,
+        zone_presets=[host.time_zone.key, *(z for z in ZONE_PRESETS if z != host.time_zone.key)],
+        zone_names=_zone_names(),
         queries=host.store.queries(),
     )

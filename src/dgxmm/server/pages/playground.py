@@ -16,7 +16,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.server.pages.jobs import PRESETS
+from dgxmm.server.pages.jobs import PRESETS, ZONE_PRESETS
 from dgxmm.server.pages.render import templates
 
 __all__ = ["FETCH_COMMAND", "PLAYGROUND_FILES", "missing_files", "router"]
@@ -45,5 +45,10 @@ def playground_page(request: Request) -> Response:
     return templates.TemplateResponse(
         request,
         "playground.html",
-        {"missing": missing_files(PLAYGROUND_FILES), "command": FETCH_COMMAND, "presets": PRESETS},
+        {
+            "missing": missing_files(PLAYGROUND_FILES),
+            "command": FETCH_COMMAND,
+            "presets": PRESETS,
+            "zone_presets": ZONE_PRESETS,
+        },
     )

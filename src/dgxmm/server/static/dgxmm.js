@@ -116,13 +116,35 @@ function showFieldError(scope, error) {
 // A job's row in the list, or the heading of its own page.
 function jobRow(el) { return el.closest("[data-job]"); }
 
+// Switching a job off asks for an optional note of why (#pause in base.html); resolves the
+// note ("" for none), or null when the person cancelled.
+function askPauseNote(name) {
+  const dialog = document.getElementById("pause");
+  if (!dialog || !dialog.showModal) return Promise.resolve("");
+  dialog.querySelector(".pause-question").textContent = `Switch ${name} off?`;
+  const note = dialog.querySelector("#pause-note");
+  note.value = "";
+  dialog.returnValue = "";
+  dialog.showModal();
+  note.focus();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes" ? note.value.trim() : null), { once: true });
+  });
+}
+
 document.addEventListener("change", async (event) => {
   const box = event.target.closest('input[data-action="enable"]');
   if (!box) return;
   const row = jobRow(box);
+  const body = { name: row.dataset.job, enabled: box.checked };
+  if (!box.checked) {
+    const note = await askPauseNote(row.dataset.job);
+    if (note === null) { box.checked = true; return; }
+    if (note) body.note = note;
+  }
   try {
-    await api("POST", "/api/jobs/enable", { name: row.dataset.job, enabled: box.checked });
-    settle(`${row.dataset.job} switched ${box.checked ? "on" : "off"}`);
+    await api("POST", "/api/jobs/enable", body);
+    settle(`${row.dataset.job} switched ${box.checked ? "on" : "off"}${body.note ? `: ${body.note}` : ""}`);
   } catch (error) {
     box.checked = !box.checked;
     flash(error.message, "error");
@@ -205,12 +227,15 @@ function setupJobForm(form) {
   form.querySelectorAll('input[name="action"]').forEach((el) => el.addEventListener("change", showFor));
   showFor();
 
+  const zone = form.elements.time_zone;
   let timer = null;
   const refresh = async () => {
     const text = schedule.value.trim();
     if (!text) { preview.textContent = ""; return; }
+    const place = zone.value.trim();
+    const where = place ? `&zone=${encodeURIComponent(place)}` : "";
     try {
-      const data = await api("GET", `/api/jobs/preview?n=5&schedule=${encodeURIComponent(text)}`);
+      const data = await api("GET", `/api/jobs/preview?n=5&schedule=${encodeURIComponent(text)}${where}`);
       preview.replaceChildren();
       const head = document.createElement("p");
       head.textContent = `${data.description} (${data.zone}); next:`;
@@ -228,8 +253,12 @@ function setupJobForm(form) {
     }
   };
   schedule.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
+  zone.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
   document.getElementById("presets").addEventListener("change", (event) => {
     if (event.target.value) { schedule.value = event.target.value; refresh(); }
+  });
+  document.getElementById("zone-presets").addEventListener("change", (event) => {
+    if (event.target.value) { zone.value = event.target.value; refresh(); }
   });
   refresh();
 
@@ -262,6 +291,8 @@ function setupJobForm(form) {
     }
     const description = form.elements.description.value.trim();
     if (description) body.description = description;
+    const place = zone.value.trim();
+    if (place) body.time_zone = place;
     try {
       await api("POST", "/api/jobs/define", body);
       location.href = "/jobs";
@@ -349,9 +380,35 @@ function setupStore() {
   });
 }
 
+// A job's page: why a time ran or not (GET /api/jobs/{name}/explain).
+function setupExplain(form) {
+  const out = document.getElementById("explain-result");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    const at = form.elements.at.value.trim();
+    try {
+      const data = await api("GET", `/api/jobs/${encodeURIComponent(form.dataset.job)}/explain?at=${encodeURIComponent(at)}`);
+      out.replaceChildren();
+      const head = document.createElement("strong");
+      head.textContent = data.verdict.replace(/_/g, " ") + (data.cause ? ` (${data.cause.replace(/_/g, " ")})` : "");
+      const detail = document.createElement("div");
+      detail.textContent = data.detail;
+      out.append(head, detail);
+      out.dataset.verdict = data.verdict;
+      out.dataset.cause = data.cause || "";
+    } catch (error) {
+      out.textContent = "";
+      showError(form, error);
+    }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const jobForm = document.getElementById("job-form");
   if (jobForm) setupJobForm(jobForm);
+  const explain = document.getElementById("explain-form");
+  if (explain) setupExplain(explain);
   const queryForm = document.getElementById("query-form");
   if (queryForm) setupQueryForm(queryForm);
   if (document.getElementById("store-result")) setupStore();

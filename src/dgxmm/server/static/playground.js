@@ -102,10 +102,12 @@ function button(label, action) {
 // -- the job list ----------------------------------------------------------------------------
 
 let rows = [];
+let engineZone = null;  // the browser's zone, which the engine reads schedules in
 
 async function refresh() {
   const listed = await call("GET", "/api/jobs");
   rows = listed.jobs;
+  engineZone = listed.time_zone;
   document.getElementById("zone").textContent = listed.time_zone;
   document.getElementById("now").textContent = when(listed.now);
   const body = document.querySelector("#jobs tbody");
@@ -122,8 +124,10 @@ function jobRow(job) {
   name.append(" ", text("span", job.kind, "tag"));
   if (job.running) name.append(" ", text("span", "running", "badge running"));
   if (job.description) name.append(text("div", job.description, "muted"));
+  if (job.pause_note) name.append(text("div", `“${job.pause_note}”`, "pause-note"));
   const schedule = text("td", job.schedule, "schedule");
   schedule.append(text("div", job.schedule_description, "muted"));
+  if (job.time_zone && job.time_zone !== engineZone) schedule.append(text("div", `in ${job.time_zone}`, "muted job-zone"));
   const last = document.createElement("td");
   last.className = "last-run";
   if (job.last_run) {
@@ -153,12 +157,33 @@ function jobRow(job) {
   return tr;
 }
 
+// Switching a job off asks for an optional note of why (#pause); resolves the note ("" for
+// none), or null when the person cancelled.
+function askPauseNote(name) {
+  const dialog = document.getElementById("pause");
+  dialog.querySelector(".pause-question").textContent = `Switch ${name} off?`;
+  const note = dialog.querySelector("#pause-note");
+  note.value = "";
+  dialog.returnValue = "";
+  dialog.showModal();
+  note.focus();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "yes" ? note.value.trim() : null), { once: true });
+  });
+}
+
 document.addEventListener("change", async (event) => {
   const box = event.target.closest('input[data-action="enable"]');
   if (!box) return;
   const name = box.closest("tr").dataset.job;
+  const body = { name, enabled: box.checked };
+  if (!box.checked) {
+    const note = await askPauseNote(name);
+    if (note === null) { box.checked = true; return; }
+    if (note) body.note = note;
+  }
   try {
-    await call("POST", "/api/jobs/enable", { name, enabled: box.checked });
+    await call("POST", "/api/jobs/enable", body);
     flash(`${name} switched ${box.checked ? "on" : "off"}`);
   } catch (error) { box.checked = !box.checked; flash(error.message, "error"); }
   refresh();
@@ -213,6 +238,7 @@ function openForm(job) {
     form.elements.enabled.checked = job.enabled;
     form.elements.timeout.value = job.timeout_ms ? job.timeout_ms / 1000 : "";
     form.elements.description.value = job.description || "";
+    form.elements.time_zone.value = job.time_zone !== engineZone ? job.time_zone : "";
   }
   showAction();
 }
@@ -222,6 +248,9 @@ document.getElementById("cancel").addEventListener("click", () => { form.hidden 
 form.addEventListener("change", (event) => { if (event.target.name === "action") showAction(); });
 document.getElementById("presets").addEventListener("change", (event) => {
   if (event.target.value) form.elements.schedule.value = event.target.value;
+});
+document.getElementById("zone-presets").addEventListener("change", (event) => {
+  if (event.target.value) form.elements.time_zone.value = event.target.value;
 });
 
 form.addEventListener("submit", async (event) => {
@@ -244,6 +273,8 @@ form.addEventListener("submit", async (event) => {
   if (timeout) body.timeout_ms = Math.round(Number(timeout) * 1000);
   const description = form.elements.description.value.trim();
   if (description) body.description = description;
+  const zone = form.elements.time_zone.value.trim();
+  if (zone) body.time_zone = zone;
   try {
     await call("POST", "/api/jobs/define", body);
     form.hidden = true;

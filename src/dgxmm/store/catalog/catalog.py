@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, select
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
+from dgxmm.jobs.keys import check_pause_note
 from dgxmm.store.catalog.analysis import analyze
 from dgxmm.store.catalog.attic import DROPPED, keep
 from dgxmm.store.catalog.bounds import MAX_BYTES, MAX_DEPTH, check_text, json_text
@@ -368,18 +369,28 @@ class Catalog:
             raise NotFound("job", name)
         self._take_out(connection, version, before, actor=actor, why=why)
 
-    def set_job_enabled(self, name: str, on: bool, *, actor: str | None = None) -> JobDefinition:
-        """Switch a job on or off; its definition keeps its effects."""
+    def set_job_enabled(
+        self, name: str, on: bool, *, note: str | None = None, actor: str | None = None
+    ) -> JobDefinition:
+        """Switch a job on or off, off with an optional note; its definition keeps its effects.
+
+        The note is the definition's ``pause_note``: switching off again changes only it,
+        switching on drops it. A note with ``on`` is refused naming ``note``.
+        """
         if not isinstance(on, bool):
             raise DefinitionError("enabled", f"expected true or false, got {on!r}")
+        note = check_pause_note(note, field="note", enabled=on)
         with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             before = self.find_job(connection, name)
             if before is None:
                 raise NotFound("job", name)
-            if before.enabled == on:
+            if before.enabled == on and before.definition.get("pause_note") == note:
                 return before
             version = next_version(connection)
             definition = {**before.definition, "enabled": on}
+            definition.pop("pause_note", None)
+            if note is not None:
+                definition["pause_note"] = note
             values = {"definition": dump(definition), "version": version}
             connection.execute(
                 catalog_jobs.update().where(catalog_jobs.c.name == name).values(**values)

@@ -2,9 +2,11 @@
 
 ``define_job`` takes the keys of the spec: ``name``, ``schedule``, ``action``, ``query``,
 ``args``, ``path``, ``enabled``, ``timeout_ms``, ``memory_limit`` (bytes), ``run_on`` and
-``description``. The catalog keeps a definition exactly as written; ``check_job`` reads it
-into a ``JobSpec`` or raises ``DefinitionError(field, message)`` naming the first wrong key,
-its ``errors`` listing every one.
+``description``, and dgxmm's own ``time_zone`` (the IANA zone its schedule is read in;
+left out, the scheduler's) and ``pause_note`` (why a job switched off is off). The catalog
+keeps a definition exactly as written; ``check_job`` reads it into a ``JobSpec`` or raises
+``DefinitionError(field, message)`` naming the first wrong key, its ``errors`` listing every
+one.
 
 The same check reads stored definitions back. One written by a newer dgxmm (an action or a
 ``run_on`` this version does not know, a key it does not know, a schedule it cannot parse) is
@@ -19,10 +21,19 @@ from datetime import timedelta
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo
 
 from dgxmm.errors import DefinitionError
 from dgxmm.jobs import CronSchedule, JobLimits
-from dgxmm.jobs.keys import Refusals, check_enabled, check_name, check_positive, check_schedule
+from dgxmm.jobs.keys import (
+    Refusals,
+    check_enabled,
+    check_name,
+    check_pause_note,
+    check_positive,
+    check_schedule,
+    check_time_zone,
+)
 from dgxmm.store.catalog.params import ParamType, check_args
 
 __all__ = [
@@ -48,6 +59,8 @@ JOB_KEYS = (
     "memory_limit",
     "run_on",
     "description",
+    "time_zone",
+    "pause_note",
 )
 _DESCRIPTION_MAX = 2000
 # The largest limits a run can hold: a timeout past a year is no limit anyone means (and a
@@ -90,6 +103,8 @@ class JobSpec:
     limits: JobLimits = field(default_factory=JobLimits)
     run_on: RunOn = RunOn.PRIMARY
     description: str | None = None
+    time_zone: ZoneInfo | None = None  # None: the scheduler's zone
+    pause_note: str | None = None  # why it is switched off; only while it is
 
 
 ParamsOf = Callable[[str], "Mapping[str, ParamType] | None"]
@@ -124,13 +139,20 @@ def check_job(
         )
     )
     description = checked(lambda: _description(keys))
+    time_zone = checked(lambda: check_time_zone(keys, refusal=UnknownToThisVersion))
+    # A wrong ``enabled`` is refused on its own; the note is then read as of a job off.
+    pause_note = checked(
+        lambda: check_pause_note(
+            keys.get("pause_note"), field="pause_note", enabled=enabled is True
+        )
+    )
     parts = None
     if action is not None:
         known = action
         parts = checked(lambda: _action_keys(keys, known, params_of, base_dir))
     refusals.raise_any()
-    # No error: every check gave its value (only run_on, the limits and the description
-    # may be None).
+    # No error: every check gave its value (only run_on, the limits, the description and
+    # the zone may be None).
     assert name is not None
     assert action is not None
     assert schedule is not None
@@ -151,6 +173,8 @@ def check_job(
         ),
         run_on=run_on or RunOn.PRIMARY,
         description=description,
+        time_zone=time_zone,
+        pause_note=pause_note,
     )
 
 

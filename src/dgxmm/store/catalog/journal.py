@@ -30,6 +30,7 @@ __all__ = [
     "current_version",
     "dump",
     "next_version",
+    "read_history",
     "read_journal",
     "read_setting",
     "write_entry",
@@ -132,6 +133,29 @@ def write_entry(
     )
 
 
+def read_history(connection: Connection, subject: Subject, name: str) -> list[JournalEntry]:
+    """Return the journal rows about one thing (a job, a setting), oldest first."""
+    query = (
+        select(catalog_journal)
+        .where(catalog_journal.c.subject == subject.value, catalog_journal.c.name == name)
+        .order_by(catalog_journal.c.id)
+    )
+    return [_entry(row) for row in connection.execute(query)]
+
+
+def _entry(row: Any) -> JournalEntry:
+    return JournalEntry(
+        version=row.version,
+        at_us=row.at_us,
+        actor=row.actor,
+        subject=Subject(row.subject),
+        name=row.name,
+        change=Change(row.change),
+        before=None if row.before is None else json.loads(row.before),
+        after=None if row.after is None else json.loads(row.after),
+    )
+
+
 def read_journal(
     connection: Connection, *, after_version: int = 0, limit: int | None = None
 ) -> list[JournalEntry]:
@@ -143,19 +167,7 @@ def read_journal(
     )
     if limit is not None:
         query = query.limit(limit)
-    return [
-        JournalEntry(
-            version=row.version,
-            at_us=row.at_us,
-            actor=row.actor,
-            subject=Subject(row.subject),
-            name=row.name,
-            change=Change(row.change),
-            before=None if row.before is None else json.loads(row.before),
-            after=None if row.after is None else json.loads(row.after),
-        )
-        for row in connection.execute(query)
-    ]
+    return [_entry(row) for row in connection.execute(query)]
 
 
 def read_setting(connection: Connection, key: str) -> tuple[bool, Any]:

@@ -79,6 +79,12 @@ class JobDefinition:
         """Whether the definition is switched on."""
         return self.definition.get("enabled", True) is not False
 
+    @property
+    def pause_note(self) -> str | None:
+        """Why it is switched off, as written when it was; None without a note or while on."""
+        note = self.definition.get("pause_note")
+        return note if isinstance(note, str) and not self.enabled else None
+
     def to_json(self) -> dict[str, Any]:
         """Return the job as plain JSON values."""
         return {

@@ -283,6 +283,45 @@ class JobRuns:
         with reading(self.engine) as connection:
             return [_record(row._mapping) for row in connection.execute(query)]
 
+    def around(
+        self, job: str, at_us: int, group: str | None
+    ) -> tuple[list[RunRecord], list[RunRecord]]:
+        """Return the runs that tell what became of ``job``'s time ``at_us``.
+
+        Its own: the run of that time, any run under way then, and a run of an earlier time
+        that started at or after it (it waited). Its group's: the other jobs' runs under way
+        then (whom it waited for).
+        """
+        c = job_runs.c
+        under_way = and_(
+            c.started_at <= at_us, or_(c.finished_at.is_(None), c.finished_at >= at_us)
+        )
+        own = (
+            select(job_runs)
+            .where(
+                c.job == job,
+                or_(
+                    c.scheduled_at == at_us,
+                    under_way,
+                    and_(c.scheduled_at < at_us, c.started_at >= at_us),
+                ),
+            )
+            .order_by(c.id)
+            .limit(MAX_RUNS_PAGE)
+        )
+        with reading(self.engine) as connection:
+            mine = [_record(row._mapping) for row in connection.execute(own)]
+            theirs: list[RunRecord] = []
+            if group is not None:
+                others = (
+                    select(job_runs)
+                    .where(c.job_group == group, c.job != job, under_way)
+                    .order_by(c.id)
+                    .limit(MAX_RUNS_PAGE)
+                )
+                theirs = [_record(row._mapping) for row in connection.execute(others)]
+        return mine, theirs
+
     def under_way(self, connection: Connection | None = None) -> list[RunRecord]:
         """Return the runs that have not ended, oldest first."""
         query = select(job_runs).where(job_runs.c.finished_at.is_(None)).order_by(job_runs.c.id)

@@ -1,7 +1,8 @@
 """The overrides of the system jobs' schedules and switches, kept in the database.
 
 One setting per overridden job, ``jobs.override.<name>`` = ``{"schedule": cron text or null,
-"enabled": true, false or null}`` (null: the built-in one; no setting: no override). Being
+"enabled": true, false or null, "note": text}`` (null: the built-in one; ``note``, why it was
+switched off, only while it has one; no setting: no override). Being
 settings, they are shared by every instance on the database, journaled, and each change moves
 the catalog version, so the instance that ticks applies them at its next tick
 (``Store.sync`` reloads them and calls ``Scheduler.refresh_overrides``). Overrides an older
@@ -20,6 +21,7 @@ from sqlalchemy import Engine, select
 from dgxmm.clock import Clock
 from dgxmm.errors import CronError, InvalidInput
 from dgxmm.jobs import KEEP, CronSchedule, Keep, Override, WorkloadStats
+from dgxmm.jobs.keys import check_pause_note
 from dgxmm.store.catalog.journal import read_setting, write_setting
 from dgxmm.store.database import CHANGE_BUSY_MS, reading, writing
 from dgxmm.store.schema import settings
@@ -70,8 +72,9 @@ class SystemJobOverrides:
         *,
         schedule: str | Keep | None = KEEP,
         enabled: bool | Keep | None = KEEP,
+        note: str | Keep | None = KEEP,
     ) -> None:
-        """Change a job's overridden schedule and/or switch; None restores the built-in one.
+        """Change a job's overridden schedule, switch and/or note; None restores the built-in one.
 
         ``InvalidInput`` naming the field, and nothing written, for a schedule that is not
         cron text or a switch that is not true or false: written, the scheduler would keep
@@ -79,6 +82,8 @@ class SystemJobOverrides:
         here, with no API before it to refuse).
         """
         _check(schedule, enabled)
+        if note is not KEEP and note is not None:
+            check_pause_note(note, field="note")
         key = OVERRIDE_PREFIX + name
         with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             _, value = read_setting(connection, key)  # read where it is written: no lost change
@@ -86,12 +91,13 @@ class SystemJobOverrides:
             new = Override(
                 schedule=current.schedule if schedule is KEEP else schedule,
                 enabled=current.enabled if enabled is KEEP else enabled,
+                note=current.note if note is KEEP else note,
             )
-            empty = new.schedule is None and new.enabled is None
+            empty = new == Override()
             write_setting(
                 connection,
                 key=key,
-                value=None if empty else {"schedule": new.schedule, "enabled": new.enabled},
+                value=None if empty else _value(new),
                 actor=None,
                 at_us=self._clock.now_us(),
             )
@@ -113,13 +119,16 @@ class SystemJobOverrides:
             with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
                 there, _ = read_setting(connection, key)
                 if not there:
-                    value = {"schedule": override.schedule, "enabled": override.enabled}
                     write_setting(
-                        connection, key=key, value=value, actor=None, at_us=self._clock.now_us()
+                        connection,
+                        key=key,
+                        value=_value(override),
+                        actor=None,
+                        at_us=self._clock.now_us(),
                     )
             if there:
                 log.warning("sidecar override of %s dropped: the database has its own", name)
-            stats.set_job_override(name, schedule=None, enabled=None)
+            stats.set_job_override(name, schedule=None, enabled=None, note=None)
         return bool(found)
 
 
@@ -130,16 +139,26 @@ def _json(text: str) -> Any:
         return None
 
 
+def _value(override: Override) -> dict[str, Any]:
+    """The setting's value of an override (``note`` only when there is one, as before it)."""
+    value: dict[str, Any] = {"schedule": override.schedule, "enabled": override.enabled}
+    if override.note is not None:
+        value["note"] = override.note
+    return value
+
+
 def _parse(value: Any) -> Override | None:
     """The override a setting's value holds, or None when it holds none."""
     if not isinstance(value, dict):
         return None
-    schedule, enabled = value.get("schedule"), value.get("enabled")
+    schedule, enabled, note = value.get("schedule"), value.get("enabled"), value.get("note")
     if schedule is not None and not isinstance(schedule, str):
         return None
     if enabled is not None and not isinstance(enabled, bool):
         return None
-    return Override(schedule=schedule, enabled=enabled)
+    if note is not None and not isinstance(note, str):
+        note = None  # a note is never worth losing the switch over
+    return Override(schedule=schedule, enabled=enabled, note=note)
 
 
 def _check(schedule: object, enabled: object) -> None:

@@ -68,6 +68,8 @@ def build_user_jobs(
                 group=spec.action.value,
                 enabled=spec.enabled,
                 description=spec.description,
+                time_zone=spec.time_zone,
+                pause_note=spec.pause_note,
             )
         )
     return found
