@@ -167,6 +167,13 @@ def test_it_keeps_each_apps_counts_to_itself(served: Served, tmp_path: Path) -> 
     assert value(found, "dgxmm_deployments", state="failed") is None  # no fleet in that app
 
 
+def skip_a_time(served: Served) -> None:
+    """A job switched off skips its 10:01 (the host's clock stands at 10:00:30)."""
+    served.store.define_job(name="off", schedule="* * * * *", action="checkpoint", enabled=False)
+    served.host.tick(at("2026-06-01T10:00:31+00:00"))
+    served.host.tick(at("2026-06-01T10:01:05+00:00"))
+
+
 def test_it_asks_for_a_token(served: Served) -> None:
     answer = served.client.get("/metrics", headers={"Authorization": ""})
     assert answer.status_code == 401
@@ -177,10 +184,7 @@ def test_every_metric_of_the_grafana_dashboard_is_served(served: Served) -> None
     exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
     named = {name for expr in exprs for name in re.findall(r"\bdgxmm_[a-z_]+", expr)}
     do_some_work(served)
-    # A job switched off skips its 10:01 (the host's clock stands at 10:00:30).
-    served.store.define_job(name="off", schedule="* * * * *", action="checkpoint", enabled=False)
-    served.host.tick(at("2026-06-01T10:00:31+00:00"))
-    served.host.tick(at("2026-06-01T10:01:05+00:00"))
+    skip_a_time(served)
     served_names = {name for name, _ in samples(served.client.get("/metrics").text)}
     assert len(named) >= 6
     assert named - served_names == set()

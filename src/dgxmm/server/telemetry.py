@@ -36,8 +36,11 @@ from prometheus_client.core import (
 
 from dgxmm import __version__
 from dgxmm.decider.acts import PolicyAct
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import DeploymentState, Fleet
 from dgxmm.proxy import HOLD_BUCKETS_S, ProxyStats
+from dgxmm.store import InstanceRole, Store
+from dgxmm.time_units import SECOND_US
 
 __all__ = ["ServerMetrics"]
 
@@ -123,11 +126,19 @@ class ServerMetrics:
 
     # -- the page -----------------------------------------------------------------------------
 
-    def exposition(self, fleet: Fleet | None, proxy: ProxyStats | None = None) -> bytes:
+    def exposition(
+        self,
+        fleet: Fleet | None,
+        proxy: ProxyStats | None = None,
+        *,
+        store: Store | None = None,
+        schedules: ScheduleService | None = None,
+    ) -> bytes:
         """Return every series in the text format: the counted ones, then those read now."""
         scrape = CollectorRegistry(auto_describe=False)
         scrape.register(self.registry)
         scrape.register(_State(fleet))
+        scrape.register(_Watch(store, schedules, fleet))
         if proxy is not None:
             scrape.register(_Proxy(proxy))
         return generate_latest(scrape)
@@ -171,6 +182,47 @@ class _State:
         yield states
         yield held
         yield freed
+
+
+class _Watch:
+    """What the alerting rules watch, read at each scrape (``docs/alerts/dgxmm-rules.yml``)."""
+
+    def __init__(
+        self, store: Store | None, schedules: ScheduleService | None, fleet: Fleet | None
+    ) -> None:
+        self._store = store
+        self._schedules = schedules
+        self._fleet = fleet
+
+    def collect(self) -> Iterable[Metric]:
+        if self._store is not None:
+            beat = GaugeMetricFamily(
+                "dgxmm_ticker_last_beat_timestamp_seconds",
+                "When the instance that ticks the scheduler last beat (Unix seconds; 0: no "
+                "instance ticks). Every instance on the store serves the same value.",
+            )
+            holders = [
+                i.last_seen
+                for i in self._store.presence.all()
+                if i.alive and i.role is InstanceRole.HOLDER
+            ]
+            beat.add_metric([], max(holders, default=0) / SECOND_US)
+            yield beat
+        if self._schedules is not None and self._fleet is not None:
+            paused = GaugeMetricFamily(
+                "dgxmm_schedules_paused",
+                "Schedules a failed action switched off, by deployment (each waits for a person).",
+                labels=["deployment"],
+            )
+            names = {d.id: d.name for d in self._fleet.deployments.list()}
+            counts: dict[str, int] = dict.fromkeys(names.values(), 0)
+            for schedule in self._schedules.list():
+                if not schedule.enabled and schedule.paused_reason is not None:
+                    name = names.get(schedule.deployment_id, str(schedule.deployment_id))
+                    counts[name] = counts.get(name, 0) + 1
+            for name, count in sorted(counts.items()):
+                paused.add_metric([name], float(count))
+            yield paused
 
 
 class _Proxy:
