@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from cli.clikit import Live
 from sqlalchemy import insert
 from support import free_port
 
+from dgxmm.decider.proposals.rows import change_proposal
 from dgxmm.fleet import InsightKind, Severity
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.tables import metric_rollups
@@ -186,7 +188,21 @@ def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     proposal = int(found[0].split()[0])
     shown = live.cli("proposals", "show", str(proposal), "--json").json()
     assert (shown["id"], shown["status"]) == (proposal, "open")
-    accepted = live.cli("proposals", "accept", str(proposal), "--json")
+    # A backtest in which 2 requests would have waited: accept asks first.
+    week = {"start_us": 0, "end_us": 1, "freed_gib_h": 100.0, "requests": 40, "cold": 2,
+            "wait_p50_s": 1.0, "wait_p99_s": 3.0, "wait_max_s": 3.0}  # fmt: skip
+    tested = {"learned_from_us": 0, "tested_from_us": 0, "tested_until_us": 1, "held_out": True,
+              "freed_gib_h": 100.0, "cold": 2, "weeks": [week]}  # fmt: skip
+    with writing(live.store.engine) as connection:
+        change_proposal(connection, proposal, {"backtest": json.dumps(tested)})
+    said = live.cli("proposals", "show", str(proposal)).out
+    assert "backtest (held out): 1 week(s) of traffic replayed with it" in said
+    assert "2 of 40 request(s) would have waited (p50 1.0 s, p99 3.0 s)" in said
+    asked = live.cli("proposals", "accept", str(proposal))
+    assert asked.code == 2
+    assert asked.err.startswith("error: yes: 2 request(s) would have waited")
+    assert live.schedules.list(key) == []  # nothing accepted
+    accepted = live.cli("proposals", "accept", str(proposal), "--yes", "--json")
     assert accepted.code == 0, accepted.err
     made = [s["id"] for s in accepted.json()["schedules"]]
     assert [s.id for s in live.schedules.list(key)] == made
