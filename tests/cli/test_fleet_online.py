@@ -69,6 +69,13 @@ def test_it_manages_a_deployments_schedules(live: Live) -> None:
     header, row = listed.out.splitlines()
     assert header.split()[:4] == ["ID", "ACTION", "DAYS", "TIME"]
     assert "Monday to Friday  22:00  UTC" in row
+    assert live.cli("deployments", "update", "llama", "--wake-lead", "30").code == 0
+    woken = live.cli("schedules", "create", "llama", "--action", "wake", "--days", "mon-fri",
+                     "--time", "07:00", "--zone", "UTC", "--json")  # fmt: skip
+    assert woken.code == 0, woken.err
+    assert "begins 30 s early: set: 30 s" in live.cli("schedules", "list", "llama").out
+    woken_id = woken.json()["id"]
+    assert live.cli("schedules", "delete", "llama", str(woken_id)).code == 0
     changed = live.cli("schedules", "update", "llama", str(schedule["id"]), "--days", "sat,sun")
     assert changed.out.strip() == (
         f"schedule {schedule['id']}: sleep Saturday and Sunday at 22:00 UTC"

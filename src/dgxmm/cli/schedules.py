@@ -62,10 +62,10 @@ def list_schedules(where: Target, deployment: DeploymentArgument) -> Answer:
         answer = api.get(f"/api/deployments/{deployment_id(api, deployment)}/schedules")
     lines = [
         (s["id"], s["action"], s["days_text"], s["time"], s["time_zone"], s["enabled"],
-         s["last_result"], s["paused_reason"])
+         s["lead"]["says"] if s.get("lead") else "-", s["last_result"], s["paused_reason"])
         for s in answer["schedules"]
     ]  # fmt: skip
-    headers = ("ID", "ACTION", "DAYS", "TIME", "ZONE", "ENABLED", "LAST RESULT", "PAUSED")
+    headers = ("ID", "ACTION", "DAYS", "TIME", "ZONE", "ENABLED", "LEAD", "LAST RESULT", "PAUSED")
     text = table(headers, lines, f"no schedules for {deployment}")
     if answer["paused_all"]:
         text += "\n(every schedule is paused: dgxmm schedules pause-all off)"
