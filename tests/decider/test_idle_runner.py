@@ -276,3 +276,16 @@ def test_forecast_only_records_each_step_and_takes_none(proxied: ProxyKit) -> No
     kit.schedules.set_forecast_only(False, actor="user:alice")
     assert pulse(kit, at("2026-06-03T15:01:00+02:00")) == [IdleOutcome.DONE]
     assert kit.state(deployment) == "stopped"
+
+
+def test_a_deepening_that_does_not_fit_is_skipped_and_evicts_nothing(proxied: ProxyKit) -> None:
+    kit = proxied
+    deep = kit.deployment("deep", awake=40.0, idle_sleep_after_s=60, idle_deepen_after_s=600)
+    assert pulse(kit, T0 + 61 * S) == [IdleOutcome.DONE]  # asleep at level 1, 4 GiB
+    blocker = kit.deployment("blocker", awake=60.0)  # 64 of 80 GiB: no room to wake deep
+    assert pulse(kit, T0 + 601 * S) == [IdleOutcome.SKIPPED]
+    found = kit.fleet.deployments.get(deep)
+    assert (found.state, found.asleep_level) == (DeploymentState.SLEEPING, 1)
+    assert kit.state(blocker) == "running"  # never evicted
+    assert kit.events(deep)[-1][:3] == ("sleep", "idle", "skipped")
+    assert pulse(kit, T0 + 602 * S) == []  # refused: tried again only later
