@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_all
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from dgxmm.decider.action_pool import ActionPool
 from dgxmm.decider.acts import PolicyAct
 from dgxmm.decider.idle.histogram import (
     GapHistogram,
@@ -149,9 +149,8 @@ class IdleRunner:
         self._store = store
         self._fleet = fleet
         self._rows = rows
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="idle-action")
-        self._guard = threading.Lock()
-        self._acting: dict[int, Future[IdleOutcome]] = {}
+        self._actions: ActionPool[IdleOutcome] = ActionPool(workers, "idle-action")
+        self._guard = threading.Lock()  # over what the runner keeps of each deployment
         self._known: dict[int, _Known] = {}
 
     def pulse(self, now: int, *, forecast_only: bool = False) -> list[Future[IdleOutcome]]:
@@ -180,7 +179,7 @@ class IdleRunner:
             with self._guard:
                 known = self._known.setdefault(deployment.id, _Known())
                 self._learn(deployment, known, arrivals.get(deployment.id, ()))
-                if deployment.id in self._acting:
+                if self._actions.is_acting(deployment.id):
                     continue
                 decision = self._decide(deployment, known, pulse)
                 if decision is None:
@@ -190,23 +189,24 @@ class IdleRunner:
                     if decision.kind is _Kind.PRE_WAKE or known.forecast == seen:
                         continue
                     known.forecast = seen
-                    future = self._pool.submit(self._forecast, deployment, decision, now)
+                    future = self._actions.submit(
+                        deployment.id, self._forecast, deployment, decision, now
+                    )
                 else:
-                    future = self._pool.submit(self._work, deployment.id, decision, now)
-                self._acting[deployment.id] = future
-            started.append(future)
+                    future = self._actions.submit(
+                        deployment.id, self._work, deployment.id, decision, now
+                    )
+            if future is not None:
+                started.append(future)
         return started
 
     def drain(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the steps under way; tell whether all finished."""
-        with self._guard:
-            running = list(self._acting.values())
-        _, left = wait_all(running, timeout=timeout_s)
-        return not left
+        return self._actions.drain(timeout_s)
 
     def close(self) -> None:
         """Take no more steps; those under way finish on their threads."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._actions.close()
 
     def windows_of(self, deployment_id: int, now: int) -> HistogramWindows | None:
         """Return the histogram's windows for a deployment now (None: not representative)."""
@@ -297,9 +297,6 @@ class IdleRunner:
             return IdleOutcome.FORECAST
         except NotFound:
             return IdleOutcome.SKIPPED
-        finally:
-            with self._guard:
-                self._acting.pop(deployment.id, None)
 
     # -- acting (on a worker) -----------------------------------------------------------------
 
@@ -308,9 +305,6 @@ class IdleRunner:
             return self._step(deployment_id, decision, now)
         except NotFound:
             return IdleOutcome.SKIPPED  # removed since the pulse read it
-        finally:
-            with self._guard:
-                self._acting.pop(deployment_id, None)
 
     def _step(self, deployment_id: int, decision: _Decision, now: int) -> IdleOutcome:
         fleet = self._fleet

@@ -21,15 +21,14 @@ the actions take, and a deployment whose start takes minutes delays no other dep
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_all
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from dgxmm.decider.action_pool import ActionPool
 from dgxmm.decider.acts import PolicyAct
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, Lead, due_early, lead_for
 from dgxmm.decider.schedules.pauses import PAUSING, Pauses
@@ -163,9 +162,7 @@ class ScheduleRunner:
         self._fleet = fleet
         self._rows = rows
         self._pauses = pauses
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="schedule-action")
-        self._guard = threading.Lock()
-        self._acting: dict[int, Future[SlotRun | None]] = {}  # deployment id -> its action
+        self._actions: ActionPool[SlotRun | None] = ActionPool(workers, "schedule-action")
 
     def start_pass(self, now: int, *, leads: bool = True) -> list[PendingRun]:
         """Hand every slot due at the planned minute ``now`` to a worker; do not wait.
@@ -203,17 +200,16 @@ class ScheduleRunner:
                 due.setdefault(row.deployment_id, []).append((row, slot))
         pending: list[PendingRun] = []
         for deployment_id, slots in due.items():
-            with self._guard:
-                if deployment_id in self._acting:
-                    continue  # its action is under way; the slot stays due for the next pass
+            if self._actions.is_acting(deployment_id):
+                continue  # its action is under way; the slot stays due for the next pass
             slots.sort(key=lambda found: slot_order(found[0].id, found[1]))
             *earlier, (last_row, last_slot) = slots
             latest = self._rows.get(last_row.id)
             for row, slot in earlier:
                 pending.append(self._supersede(self._rows.get(row.id), slot, latest, now))
-            with self._guard:  # the worker forgets itself under the same guard: never before
-                future = self._pool.submit(self._work, latest, last_slot, now)
-                self._acting[deployment_id] = future
+            future = self._actions.submit(deployment_id, self._run, latest, last_slot, now)
+            if future is None:
+                continue  # one began meanwhile: the slot stays due for the next pass
             pending.append(
                 PendingRun(
                     schedule_id=latest.id,
@@ -226,14 +222,11 @@ class ScheduleRunner:
 
     def drain(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the actions under way; tell whether all finished."""
-        with self._guard:
-            running = list(self._acting.values())
-        _, left = wait_all(running, timeout=timeout_s)
-        return not left
+        return self._actions.drain(timeout_s)
 
     def close(self) -> None:
         """Take no more actions; those under way finish on their threads."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._actions.close()
 
     # -- one slot -----------------------------------------------------------------------------
 
@@ -249,13 +242,6 @@ class ScheduleRunner:
             action=schedule.action,
             future=done,
         )
-
-    def _work(self, schedule: Schedule, slot: Slot, now: int) -> SlotRun | None:
-        try:
-            return self._run(schedule, slot, now)
-        finally:
-            with self._guard:
-                self._acting.pop(schedule.deployment_id, None)
 
     def _run(self, schedule: Schedule, slot: Slot, now: int) -> SlotRun | None:
         try:
