@@ -53,24 +53,38 @@ def store_rollups(store: Store, deployment: int, minutes: np.ndarray, requests: 
         connection.execute(insert(metric_rollups), rows)
 
 
+NOW = to_us(datetime(2026, 6, 1, tzinfo=BERLIN))  # a Monday, local midnight
+
+
+def office_proposals(
+    store: Store, fleet: Fleet, schedules: ScheduleService, clock: ManualClock
+) -> tuple[ProposalService, int]:
+    """An office deployment's 30 days of rollups, profiled and proposed on at ``NOW``."""
+    clock.set(NOW)
+    deployment = add_deployment(store, "office")
+    minutes, requests = office_minutes(NOW - 30 * DAY_US, NOW)
+    store_rollups(store, deployment, minutes, requests)
+    profiles = ProfileService(store, fleet.deployments, clock=clock)
+    proposals = ProposalService(
+        store, fleet, schedules, profiles=profiles, clock=clock,
+        backtest=proposal_backtester(fleet, schedules),
+    )  # fmt: skip
+    profiles.rebuild(deployment, now_us=NOW)
+    proposals.propose(deployment, now_us=NOW)
+    return proposals, deployment
+
+
 def test_a_proposals_backtest_equals_a_direct_lab_replay(
     profile_store: Store,
     profile_fleet: Fleet,
     profile_schedules: ScheduleService,
     profile_clock: ManualClock,
 ) -> None:
-    now = to_us(datetime(2026, 6, 1, tzinfo=BERLIN))  # a Monday, local midnight
-    profile_clock.set(now)
-    deployment = add_deployment(profile_store, "office")
+    now = NOW
+    proposals, deployment = office_proposals(
+        profile_store, profile_fleet, profile_schedules, profile_clock
+    )
     minutes, requests = office_minutes(now - 30 * DAY_US, now)
-    store_rollups(profile_store, deployment, minutes, requests)
-    profiles = ProfileService(profile_store, profile_fleet.deployments, clock=profile_clock)
-    proposals = ProposalService(
-        profile_store, profile_fleet, profile_schedules, profiles=profiles, clock=profile_clock,
-        backtest=proposal_backtester(profile_fleet, profile_schedules),
-    )  # fmt: skip
-    profiles.rebuild(deployment, now_us=now)
-    proposals.propose(deployment, now_us=now)
     made = proposals.list(deployment)
     assert made, "the office's nights and weekends are proposed"
     proposal = made[0]
@@ -156,18 +170,10 @@ def test_an_accepted_proposals_weeks_stand_beside_its_backtest_and_a_cold_one_is
     profile_schedules: ScheduleService,
     profile_clock: ManualClock,
 ) -> None:
-    now = to_us(datetime(2026, 6, 1, tzinfo=BERLIN))
-    profile_clock.set(now)
-    deployment = add_deployment(profile_store, "office")
-    minutes, requests = office_minutes(now - 30 * DAY_US, now)
-    store_rollups(profile_store, deployment, minutes, requests)
-    profiles = ProfileService(profile_store, profile_fleet.deployments, clock=profile_clock)
-    proposals = ProposalService(
-        profile_store, profile_fleet, profile_schedules, profiles=profiles, clock=profile_clock,
-        backtest=proposal_backtester(profile_fleet, profile_schedules),
-    )  # fmt: skip
-    profiles.rebuild(deployment, now_us=now)
-    proposals.propose(deployment, now_us=now)
+    now = NOW
+    proposals, deployment = office_proposals(
+        profile_store, profile_fleet, profile_schedules, profile_clock
+    )
     proposal = proposals.list(deployment)[0]
     assert proposal.backtest is not None
     assert proposal.backtest["cold"] == 0
