@@ -2,8 +2,9 @@
 
 ``POST /v1/chat/completions``, ``/v1/completions`` and ``/v1/embeddings`` go to the
 deployment serving the body's ``model``; ``GET /v1/models`` lists every model a deployment
-serves (answered here, so listing wakes nothing). A request, from its first byte to its
-last, counts in ``RequestActivity``: held or forwarded, it is activity.
+serves, with its state (answered here, ``listing.py``, so listing wakes nothing). A request,
+from its first byte to its last, counts in ``RequestActivity``: held or forwarded, it is
+activity.
 
 - **Awake** (the cached state says running and no take-down has moved the door since):
   passed through (``upstream.py``).
@@ -43,6 +44,7 @@ from typing import Any
 from dgxmm.errors import NotFound
 from dgxmm.fleet import DeploymentState, Fleet
 from dgxmm.proxy.bounds import HoldBounds, read_bounds
+from dgxmm.proxy.listing import models_reply
 from dgxmm.proxy.memory import GIVE_BACK_AFTER_BYTES, give_back_memory
 from dgxmm.proxy.replies import (
     ProxyRefused,
@@ -115,7 +117,7 @@ class ProxyApp:
             if method != "GET":
                 await _send(send, _method_not_allowed(method, path))
             else:
-                await _send(send, await self._models())
+                await _send(send, models_reply(await self._table.served()))
         elif path in OPENAI_PATHS:
             if method != "POST":
                 await _send(send, _method_not_allowed(method, path))
@@ -360,18 +362,6 @@ class ProxyApp:
             raise ProxyRefused(refused.refusal, refused.message) from None
         bring_up.result()  # anything else, as it came
         return True
-
-    async def _models(self) -> Reply:
-        seen: dict[str, dict[str, Any]] = {}
-        for route in await self._table.routes():
-            d = route.deployment
-            seen.setdefault(d.model, {
-                "id": d.model, "object": "model", "created": d.created_at // 1_000_000,
-                "owned_by": "dgxmm",
-            })  # fmt: skip
-        data = [seen[model] for model in sorted(seen)]
-        body = json.dumps({"object": "list", "data": data}).encode()
-        return Reply(200, body, [(b"content-type", b"application/json")])
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -51,7 +51,6 @@ class RouteTable:
         self._refresh_s = refresh_s
         self._monotonic = monotonic
         self._by_model: dict[str, Route] = {}
-        self._routes: list[Route] = []
         self._bounds = DEFAULT_BOUNDS
         self._read_at = -float("inf")
         self._reading: asyncio.Task[None] | None = None
@@ -77,10 +76,10 @@ class RouteTable:
             found = self._by_model.get(model)
         return found
 
-    async def routes(self) -> list[Route]:
-        """Return every deployment's route (for ``/v1/models``)."""
+    async def served(self) -> list[tuple[str, Route]]:
+        """Return each model name served and the route a request for it takes (read now)."""
         await self.refresh()
-        return list(self._routes)
+        return list(self._by_model.items())
 
     async def fresh(self, deployment_id: int) -> Route:
         """Read one deployment again (``NotFound`` when it was removed)."""
@@ -109,7 +108,7 @@ class RouteTable:
         by_model: dict[str, Route] = {}
         for route in sorted(routes, key=_preference):
             by_model.setdefault(route.deployment.model, route)
-        self._routes, self._by_model = routes, by_model
+        self._by_model = by_model
         if self._read_bounds is not None:
             self._bounds = await asyncio.to_thread(self._read_bounds)
         self._read_at = self._monotonic()
