@@ -51,3 +51,36 @@ def test_every_deployment_state_has_a_state_a_client_reads() -> None:
     assert states[DeploymentState.RUNNING] is ModelState.AWAKE
     assert states[DeploymentState.SLEEPING] is ModelState.ASLEEP
     assert set(states.values()) == set(ModelState)  # one word for each, none unused
+
+
+def test_a_deployment_answers_to_its_aliases_and_lists_them(proxied: ProxyKit) -> None:
+    deployment = proxied.deployment("llama", "--latency", "0", aliases=["chat", "llama-fast"])
+    proxied.deployment("other", "--latency", "0", start=False)
+    openai = client(proxied)
+    listed = [(m.id, m.model_extra) for m in openai.models.list()]
+    assert listed == [
+        ("chat", {"state": "awake"}),
+        ("llama-fast", {"state": "awake"}),
+        ("llama-model", {"state": "awake"}),
+        ("other-model", {"state": "stopped"}),
+    ]
+    # The stand-in, like vLLM, knows its model by one name (404 for another): the proxy
+    # renames an alias on the way up, streamed or not.
+    reply = openai.chat.completions.create(
+        model="chat", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert reply.model == proxied.model(deployment) == "llama-model"
+    streamed = openai.chat.completions.create(
+        model="llama-fast", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    assert {chunk.model for chunk in streamed} == {"llama-model"}
+
+
+def test_an_alias_wakes_its_sleeping_deployment(proxied: ProxyKit) -> None:
+    deployment = proxied.deployment("sleepy", "--latency", "0", aliases=["nap"])
+    proxied.fleet.deployer.sleep(deployment, actor="user:a")
+    listed = {m.id: m.model_extra for m in client(proxied).models.list()}
+    assert listed["nap"] == {"state": "asleep"}
+    reply = client(proxied).embeddings.create(model="nap", input="hello")
+    assert reply.model == "sleepy-model"
+    assert proxied.state(deployment) == "running"

@@ -1,7 +1,8 @@
 """The proxy's ASGI app: OpenAI's routes, each request routed by its ``model``.
 
 ``POST /v1/chat/completions``, ``/v1/completions`` and ``/v1/embeddings`` go to the
-deployment serving the body's ``model``; ``GET /v1/models`` lists every model a deployment
+deployment serving the body's ``model`` (its model or one of its aliases: an alias is
+renamed to the model on the way up); ``GET /v1/models`` lists every model a deployment
 serves, with its state (answered here, ``listing.py``, so listing wakes nothing). A request,
 from its first byte to its last, counts in ``RequestActivity``: held or forwarded, it is
 activity.
@@ -172,6 +173,10 @@ class ProxyApp:
         if route is None:
             await _send(send, _unknown_model(model))
             return
+        if model != route.deployment.model:
+            # An alias: the server knows its model by the one name (vLLM answers 404 for any
+            # other), so the body goes up renamed; a request by the model goes up untouched.
+            body = _renamed(body, route.deployment.model)
         deployment_id = route.deployment.id
         activity = self._fleet.activity
         entry = activity.enter(deployment_id)
@@ -422,6 +427,13 @@ def _model_of(body: bytes) -> str | Reply:
         return error_reply(400, "model: give the model to use, as a text",
                            kind="invalid_request_error", param="model")  # fmt: skip
     return model
+
+
+def _renamed(body: bytes, model: str) -> bytes:
+    """Return the body (read by ``_model_of`` already) with ``model`` as its model."""
+    request = json.loads(body)
+    request["model"] = model
+    return json.dumps(request).encode()
 
 
 def _unknown_model(model: str) -> Reply:

@@ -6,8 +6,9 @@ deployment costs no query. A cached state is trusted only while the deployment's
 generation (``RequestActivity``) is the one seen when the table was read: every take-down
 moves it on, so a deployment put to sleep since is read again, never forwarded to.
 
-Several deployments serving one model: the awake one first, then the one asleep, then by
-name.
+A deployment answers to its model and to each of its aliases (the repository lets no two
+deployments share an alias). Several deployments serving one model: the awake one first, then
+the one asleep, then by name.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ class RouteTable:
         routes = [Route(deployment=d, generation=generations.get(d.id, 0)) for d in deployments]
         by_model: dict[str, Route] = {}
         for route in sorted(routes, key=_preference):
-            by_model.setdefault(route.deployment.model, route)
+            for name in (route.deployment.model, *route.deployment.aliases):
+                by_model.setdefault(name, route)
         self._by_model = by_model
         if self._read_bounds is not None:
             self._bounds = await asyncio.to_thread(self._read_bounds)
