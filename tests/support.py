@@ -114,11 +114,14 @@ def start_serve(
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Serve an ASGI app with uvicorn on a thread, on a free loopback port; yield its URL."""
+def serving(app: Any, **options: Any) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on a thread, on a free loopback port; yield its URL.
+
+    ``options`` go to ``uvicorn.Config`` as they are."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, port=free_port(), log_level="warning"))
+    config = uvicorn.Config(app, port=free_port(), log_level="warning", **options)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

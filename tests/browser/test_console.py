@@ -139,11 +139,21 @@ def test_the_deployment_form_creates_refuses_beside_the_field_and_edits(
     assert page.locator("[data-field=base_url]").is_hidden()  # an external server's field
 
     page.fill("#f-priority", "60")
+    # An alias another deployment answers to: refused beside the field, nothing made.
+    console.fleet.deployments.create(actor="user:a", **standin_keys("taken", aliases=["chat"]))
+    page.fill("#f-aliases", "formed-fast\nchat")
+    page.click("#save")
+    page.locator("[data-error-for=aliases]").get_by_text(
+        "'chat' is an alias of deployment 'taken'"
+    ).wait_for()
+    assert [d.name for d in console.fleet.deployments.list()].count("formed") == 0
+    page.fill("#f-aliases", "formed-fast\n formed-chat \n")
     page.click("#save")
     page.wait_for_url("**/deployments/*")
     page.locator("#flash").get_by_text("formed created").wait_for()
     created = console.fleet.deployments.by_name("formed")
     assert (created.priority, created.memory_gib_awake, created.gpus) == (60, 30.0, (0,))
+    assert created.aliases == ("formed-fast", "formed-chat")
 
     page.click("#edit-deployment")
     page.fill("#f-memory_gib_asleep", "40")  # more than awake: refused beside it

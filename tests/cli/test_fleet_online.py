@@ -245,3 +245,29 @@ def test_it_switches_forecast_only_on_and_off(live: Live) -> None:
     assert live.schedules.forecast_only()
     off = live.cli("schedules", "forecast-only", "off", "--json")
     assert off.json() == {"forecast_only": False}
+
+
+def test_it_sets_replaces_and_drops_aliases(live: Live) -> None:
+    made = live.cli("deployments", "create", "llama", *EXTERNAL, "--alias", "chat",
+                    "--alias", "llama-fast", "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    assert made.json()["aliases"] == ["chat", "llama-fast"]
+    shown = live.cli("deployments", "show", "llama").out.splitlines()
+    assert {line.split()[0]: line.split(maxsplit=1)[1] for line in shown}["aliases"] == (
+        "chat, llama-fast"
+    )
+    taken = live.cli("deployments", "create", "other", "--model", "m2", "--backend", "external",
+                     "--base-url", "http://127.0.0.1:9", "--alias", "chat")  # fmt: skip
+    assert (taken.code, taken.err.strip()) == (
+        1,
+        "error: aliases: 'chat' is an alias of deployment 'llama'",
+    )
+    assert [line.split()[1] for line in live.cli("deployments", "list").out.splitlines()[1:]] == [
+        "llama"
+    ]  # nothing made
+    replaced = live.cli("deployments", "update", "llama", "--alias", "fast", "--json")
+    assert replaced.json()["aliases"] == ["fast"]
+    dropped = live.cli("deployments", "update", "llama", "--no-aliases", "--json")
+    assert dropped.json()["aliases"] == []
+    both = live.cli("deployments", "update", "llama", "--alias", "x", "--no-aliases")
+    assert (both.code, both.err.split(":")[:2]) == (2, ["error", " alias"])

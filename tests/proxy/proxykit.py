@@ -133,7 +133,9 @@ class ProxyKit(Kit):
 def proxied(tmp_path: Path) -> Iterator[ProxyKit]:
     made = ProxyKit(tmp_path)
     try:
-        with serving(made.proxy) as url:
+        # As ProxyServer serves it: the peer's address is the socket's (forwarded headers are
+        # the proxy's to pass on, not uvicorn's to believe).
+        with serving(made.proxy, proxy_headers=False) as url:
             made.proxy_url = url
             yield made
     finally:

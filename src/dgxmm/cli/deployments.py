@@ -3,7 +3,9 @@ events and the server log. Always on the server: only it owns the model servers'
 
 A deployment is named by its name or its id (``dgxmm deployments start llama`` or ``... 3``).
 Its idle ladder's steps are given in seconds, or ``off`` (an update clears the step):
-``dgxmm deployments update llama --idle-sleep-after 300 --idle-stop-after off``.
+``dgxmm deployments update llama --idle-sleep-after 300 --idle-stop-after off``. Its aliases,
+the other names requests may give as its model, are ``--alias`` each (an update's replace
+them all; ``--no-aliases`` drops them).
 """
 
 from __future__ import annotations
@@ -64,6 +66,13 @@ def show(where: Target, deployment: DeploymentArgument) -> Answer:
 
 NameOption = Annotated[str | None, typer.Option("--name", help="A new name.")]
 ModelOption = Annotated[str | None, typer.Option("--model", help="The model it serves.")]
+AliasOption = Annotated[
+    list[str] | None,
+    typer.Option("--alias", help="Another name requests may give as its model (repeat)."),
+]
+NoAliasesOption = Annotated[
+    bool, typer.Option("--no-aliases", help="Drop every alias (an update's --alias replaces).")
+]
 BackendOption = Annotated[
     str | None, typer.Option("--backend", help="process (dgxmm runs it), external or ray.")
 ]
@@ -164,6 +173,13 @@ def _fields(options: Mapping[str, Any]) -> dict[str, Any]:
     command_line: str | None = options["command_line"]
     env: list[str] | None = options["env"]
     gpus: str | None = options["gpus"]
+    alias: list[str] | None = options["alias"]
+    if alias and options.get("no_aliases"):
+        raise InvalidInput("alias", "give --alias or --no-aliases, not both")
+    if alias:
+        keys["aliases"] = alias
+    elif options.get("no_aliases"):
+        keys["aliases"] = []
     if command_line is not None:
         keys["command"] = shlex.split(command_line)
     if env is not None:
@@ -212,6 +228,7 @@ def create(
     name: Annotated[str, typer.Argument(help="Its name.")],
     model: Annotated[str, typer.Option("--model", help="The model it serves.")],
     backend: Annotated[str, typer.Option("--backend", help="process, external or ray.")],
+    alias: AliasOption = None,
     command_line: CommandOption = None,
     port: PortOption = None,
     env: EnvOption = None,
@@ -247,6 +264,8 @@ def update(
     deployment: DeploymentArgument,
     name: NameOption = None,
     model: ModelOption = None,
+    alias: AliasOption = None,
+    no_aliases: NoAliasesOption = False,
     backend: BackendOption = None,
     command_line: CommandOption = None,
     port: PortOption = None,

@@ -3,6 +3,7 @@
 - ``app``: ``ProxyApp``, the ASGI app of ``/v1/chat/completions``, ``/v1/completions``,
   ``/v1/embeddings`` and ``/v1/models``.
 - ``routes``: the deployments by model, cached and checked against the door.
+- ``listing``: ``/v1/models``, each model with its state (``ModelState``).
 - ``waking``: one bring-up per deployment for all the requests it holds; what a request may
   not bring up.
 - ``upstream``: the pass-through to a model server, streamed, hop-by-hop headers dropped.
@@ -29,6 +30,8 @@ from dgxmm.proxy.connections import API_LIMITS as API_LIMITS
 from dgxmm.proxy.connections import PROXY_LIMITS as PROXY_LIMITS
 from dgxmm.proxy.connections import ConnectionLimits as ConnectionLimits
 from dgxmm.proxy.connections import limited_protocol as limited_protocol
+from dgxmm.proxy.listing import ModelState as ModelState
+from dgxmm.proxy.listing import model_state as model_state
 from dgxmm.proxy.memory import GIVE_BACK_AFTER_BYTES as GIVE_BACK_AFTER_BYTES
 from dgxmm.proxy.memory import give_back_memory as give_back_memory
 from dgxmm.proxy.replies import Refusal as Refusal
@@ -55,6 +58,7 @@ __all__ = [
     "REQUEST_ACTOR",
     "ConnectionLimits",
     "HoldBounds",
+    "ModelState",
     "ProxyApp",
     "ProxyServer",
     "ProxyStats",
@@ -65,5 +69,6 @@ __all__ = [
     "check_bounds",
     "give_back_memory",
     "limited_protocol",
+    "model_state",
     "read_bounds",
 ]

@@ -1,9 +1,11 @@
 """The proxy's ASGI app: OpenAI's routes, each request routed by its ``model``.
 
 ``POST /v1/chat/completions``, ``/v1/completions`` and ``/v1/embeddings`` go to the
-deployment serving the body's ``model``; ``GET /v1/models`` lists every model a deployment
-serves (answered here, so listing wakes nothing). A request, from its first byte to its
-last, counts in ``RequestActivity``: held or forwarded, it is activity.
+deployment serving the body's ``model`` (its model or one of its aliases: an alias is
+renamed to the model on the way up); ``GET /v1/models`` lists every model a deployment
+serves, with its state (answered here, ``listing.py``, so listing wakes nothing). A request,
+from its first byte to its last, counts in ``RequestActivity``: held or forwarded, it is
+activity.
 
 - **Awake** (the cached state says running and no take-down has moved the door since):
   passed through (``upstream.py``).
@@ -43,6 +45,7 @@ from typing import Any
 from dgxmm.errors import NotFound
 from dgxmm.fleet import DeploymentState, Fleet
 from dgxmm.proxy.bounds import HoldBounds, read_bounds
+from dgxmm.proxy.listing import models_reply
 from dgxmm.proxy.memory import GIVE_BACK_AFTER_BYTES, give_back_memory
 from dgxmm.proxy.replies import (
     ProxyRefused,
@@ -115,7 +118,7 @@ class ProxyApp:
             if method != "GET":
                 await _send(send, _method_not_allowed(method, path))
             else:
-                await _send(send, await self._models())
+                await _send(send, models_reply(await self._table.served()))
         elif path in OPENAI_PATHS:
             if method != "POST":
                 await _send(send, _method_not_allowed(method, path))
@@ -170,6 +173,10 @@ class ProxyApp:
         if route is None:
             await _send(send, _unknown_model(model))
             return
+        if model != route.deployment.model:
+            # An alias: the server knows its model by the one name (vLLM answers 404 for any
+            # other), so the body goes up renamed; a request by the model goes up untouched.
+            body = _renamed(body, route.deployment.model)
         deployment_id = route.deployment.id
         activity = self._fleet.activity
         entry = activity.enter(deployment_id)
@@ -361,18 +368,6 @@ class ProxyApp:
         bring_up.result()  # anything else, as it came
         return True
 
-    async def _models(self) -> Reply:
-        seen: dict[str, dict[str, Any]] = {}
-        for route in await self._table.routes():
-            d = route.deployment
-            seen.setdefault(d.model, {
-                "id": d.model, "object": "model", "created": d.created_at // 1_000_000,
-                "owned_by": "dgxmm",
-            })  # fmt: skip
-        data = [seen[model] for model in sorted(seen)]
-        body = json.dumps({"object": "list", "data": data}).encode()
-        return Reply(200, body, [(b"content-type", b"application/json")])
-
 
 def _content_length(scope: Scope) -> int | None:
     """Return the request's ``Content-Length`` (None: it has none; h11 checked its form)."""
@@ -432,6 +427,13 @@ def _model_of(body: bytes) -> str | Reply:
         return error_reply(400, "model: give the model to use, as a text",
                            kind="invalid_request_error", param="model")  # fmt: skip
     return model
+
+
+def _renamed(body: bytes, model: str) -> bytes:
+    """Return the body (read by ``_model_of`` already) with ``model`` as its model."""
+    request = json.loads(body)
+    request["model"] = model
+    return json.dumps(request).encode()
 
 
 def _unknown_model(model: str) -> Reply:

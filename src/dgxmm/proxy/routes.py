@@ -6,8 +6,9 @@ deployment costs no query. A cached state is trusted only while the deployment's
 generation (``RequestActivity``) is the one seen when the table was read: every take-down
 moves it on, so a deployment put to sleep since is read again, never forwarded to.
 
-Several deployments serving one model: the awake one first, then the one asleep, then by
-name.
+A deployment answers to its model and to each of its aliases (the repository lets no two
+deployments share an alias). Several deployments serving one model: the awake one first, then
+the one asleep, then by name.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ class RouteTable:
         self._refresh_s = refresh_s
         self._monotonic = monotonic
         self._by_model: dict[str, Route] = {}
-        self._routes: list[Route] = []
         self._bounds = DEFAULT_BOUNDS
         self._read_at = -float("inf")
         self._reading: asyncio.Task[None] | None = None
@@ -77,10 +77,10 @@ class RouteTable:
             found = self._by_model.get(model)
         return found
 
-    async def routes(self) -> list[Route]:
-        """Return every deployment's route (for ``/v1/models``)."""
+    async def served(self) -> list[tuple[str, Route]]:
+        """Return each model name served and the route a request for it takes (read now)."""
         await self.refresh()
-        return list(self._routes)
+        return list(self._by_model.items())
 
     async def fresh(self, deployment_id: int) -> Route:
         """Read one deployment again (``NotFound`` when it was removed)."""
@@ -108,8 +108,9 @@ class RouteTable:
         routes = [Route(deployment=d, generation=generations.get(d.id, 0)) for d in deployments]
         by_model: dict[str, Route] = {}
         for route in sorted(routes, key=_preference):
-            by_model.setdefault(route.deployment.model, route)
-        self._routes, self._by_model = routes, by_model
+            for name in (route.deployment.model, *route.deployment.aliases):
+                by_model.setdefault(name, route)
+        self._by_model = by_model
         if self._read_bounds is not None:
             self._bounds = await asyncio.to_thread(self._read_bounds)
         self._read_at = self._monotonic()

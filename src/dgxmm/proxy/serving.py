@@ -3,6 +3,7 @@
 The proxy's port is its own so that clients get OpenAI's surface at the root (``/v1/...``),
 with no dgxmm token in the way; it listens on the loopback unless told otherwise. Its
 connections are held to ``PROXY_LIMITS`` (``connections.py``): a header timeout and a cap.
+uvicorn's own reading of ``X-Forwarded-For`` is off: the proxy passes those headers on.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class ProxyServer:
             # The model server's own Server and Date headers pass through; uvicorn adds none.
             server_header=False,
             date_header=False,
+            # The proxy writes X-Forwarded-For and -Proto itself (upstream.py): the client's
+            # address is the socket's, never one a loopback client claims in those headers.
+            proxy_headers=False,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name="proxy", daemon=True)

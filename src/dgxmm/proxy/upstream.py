@@ -13,6 +13,16 @@ request's ``Cookie`` headers (the other cookies pass); a ``Set-Cookie`` of it fr
 server is dropped, so a server cannot log a browser in as someone. A server that cannot be
 reached is refused naming the deployment, never its URL (a ``user:password@`` in it).
 
+The request goes up with the client's headers and no others of httpx's: a request built by
+the client would gain its defaults (``Accept-Encoding: gzip, deflate``, ``Accept``,
+``User-Agent``, ``Connection``), and a model server would then compress what a client that
+asked for no encoding reads raw. The proxy adds what reverse proxies add (RFC 7239's
+predecessors, as nginx and HAProxy write them): ``X-Forwarded-For``, the client's address
+appended to the list a client (another proxy in front) sent, and ``X-Forwarded-Proto``, the
+scheme the proxy was reached by, unless a proxy in front said it already (a TLS terminator's
+``https``). Neither is believed here: the proxy's own port reads the peer as the socket gives
+it (``serving.py``), so a client can add names to the chain but never take its own out.
+
 The client keeps no cookies of its own. httpx's client has a cookie jar: a ``Set-Cookie``
 from one model server would be stored and sent with every later request to that host, from
 any client and to any deployment on it, so one person's session would go out as another's.
@@ -78,10 +88,14 @@ class Upstream:
         url = base_url + scope["path"]
         if scope.get("query_string"):
             url += "?" + scope["query_string"].decode("latin-1")
-        headers = _without_login_cookie(
-            _without(scope["headers"], _REQUEST_DROPPED | _hop_by_hop_of(scope["headers"]))
+        headers = _forwarded(
+            scope,
+            _without_login_cookie(
+                _without(scope["headers"], _REQUEST_DROPPED | _hop_by_hop_of(scope["headers"]))
+            ),
         )
-        request = self._client.build_request(scope["method"], url, headers=headers, content=body)
+        # Built alone, not by the client: the client's would add its default headers.
+        request = httpx.Request(scope["method"], url, headers=headers, content=body)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TransportError as error:
@@ -170,6 +184,20 @@ _LOGIN_COOKIE = LOGIN_COOKIE.encode()
 def _cookie_name(pair: bytes) -> bytes:
     """Return the name of ``name=value`` (as a browser reads it: spaces around it dropped)."""
     return pair.split(b";", 1)[0].split(b"=", 1)[0].strip()
+
+
+def _forwarded(scope: Scope, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Add ``X-Forwarded-For`` (appended to the client's) and ``X-Forwarded-Proto``."""
+    chain = [value for key, value in headers if key.lower() == b"x-forwarded-for"]
+    kept = [(key, value) for key, value in headers if key.lower() != b"x-forwarded-for"]
+    client = scope.get("client")
+    if client:  # none on a Unix socket: the chain goes on as it came
+        chain.append(str(client[0]).encode())
+    if chain:
+        kept.append((b"x-forwarded-for", b", ".join(chain)))
+    if not any(key.lower() == b"x-forwarded-proto" for key, _ in headers):
+        kept.append((b"x-forwarded-proto", str(scope.get("scheme", "http")).encode()))
+    return kept
 
 
 def _without_login_cookie(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:

@@ -9,7 +9,9 @@ The start-up delay is the command line's ``--startup-delay``.
 Two are not faults of vLLM but of a server dgxmm must not trust, for the proxy's tests:
 ``set_cookies`` sends each of its ``Set-Cookie`` values with every answer (a server trying
 to set dgxmm's login cookie), and ``echo_cookies`` tells in ``X-Standin-Cookies`` (a JSON
-list) the ``Cookie`` headers the request came with.
+list) the ``Cookie`` headers the request came with. ``echo_headers`` does the same for any
+headers, by name: ``X-Standin-Headers`` is a JSON object of each name (lower case) and the
+values received under it, so a test sees what a proxy in front added or left out.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Faults:
     completion_error: bool = False  # chat completions answer 500 (a woken engine that broke)
     set_cookies: tuple[str, ...] = ()  # a Set-Cookie header with each answer, one per value
     echo_cookies: bool = False  # X-Standin-Cookies: the Cookie headers received, as JSON
+    echo_headers: tuple[str, ...] = ()  # X-Standin-Headers: these headers received, as JSON
 
     def changed(self, values: object) -> Faults:
         """Return these faults with ``values`` (a JSON object) applied (ValueError: the field)."""

@@ -92,7 +92,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
         self.send_response(status)
-        self._send_cookie_headers()
+        self._send_fault_headers()
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -101,7 +101,7 @@ class Handler(BaseHTTPRequestHandler):
     def _stream(self, steps: Iterator[int], events: list[bytes]) -> None:
         """Send server-sent events chunk by chunk (HTTP/1.1 chunked), one per engine step."""
         self.send_response(HTTPStatus.OK)
-        self._send_cookie_headers()
+        self._send_fault_headers()
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
@@ -123,13 +123,17 @@ class Handler(BaseHTTPRequestHandler):
             if close is not None:
                 close()
 
-    def _send_cookie_headers(self) -> None:
-        """The cookie faults' headers: the cookies to set, the cookies received."""
+    def _send_fault_headers(self) -> None:
+        """The untrusted server's headers: the cookies to set, the cookies and headers received."""
         faults = self._engine.faults()
         for cookie in faults.set_cookies:
             self.send_header("Set-Cookie", cookie)
         if faults.echo_cookies:
             self.send_header("X-Standin-Cookies", json.dumps(self.headers.get_all("Cookie", [])))
+        if faults.echo_headers:
+            names = faults.echo_headers
+            received = {name.lower(): self.headers.get_all(name, []) for name in names}
+            self.send_header("X-Standin-Headers", json.dumps(received))
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -312,6 +316,8 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
     add("--set-cookie", action="append", default=[], metavar="COOKIE",
         help="fault: send this Set-Cookie with every answer (repeatable)")  # fmt: skip
     add("--echo-cookies", action="store_true", help="tell the Cookie headers received")
+    add("--echo-header", action="append", default=[], metavar="NAME",
+        help="tell the headers received under NAME (repeatable)")  # fmt: skip
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port: {args.port} is out of range 0-65535")
@@ -339,6 +345,7 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
             completion_error=args.fail_completion,
             set_cookies=tuple(args.set_cookie),
             echo_cookies=args.echo_cookies,
+            echo_headers=tuple(args.echo_header),
         ),
     )
 

@@ -186,3 +186,30 @@ def test_openapi_lists_backends_and_audit_values(client: TestClient) -> None:
         "schedule",
         "setting",
     ]
+
+
+def test_aliases_are_set_shown_and_an_alias_taken_is_409_naming_it(client: TestClient) -> None:
+    made = create(client, **standin("llama"), aliases=["llama-fast", "chat"])
+    assert made["aliases"] == ["llama-fast", "chat"]
+    other = create(client, **standin("other"))
+    taken = client.patch(f"/api/deployments/{other['id']}", json={"aliases": ["x", "chat"]})
+    assert taken.status_code == 409
+    assert (taken.json()["field"], taken.json()["message"]) == (
+        "aliases",
+        "'chat' is an alias of deployment 'llama'",
+    )
+    model = client.post("/api/deployments", json={**standin("third", model="llama-fast")})
+    assert (model.status_code, model.json()["field"], model.json()["message"]) == (
+        409,
+        "model",
+        "'llama-fast' is an alias of deployment 'llama'",
+    )
+    listed = client.get("/api/deployments").json()["deployments"]
+    assert [(d["name"], d["aliases"]) for d in listed] == [
+        ("llama", ["llama-fast", "chat"]),
+        ("other", []),
+    ]
+    refused = client.patch(f"/api/deployments/{made['id']}", json={"aliases": ["a", "a"]})
+    assert (refused.status_code, refused.json()["field"]) == (400, "aliases[1]")
+    cleared = client.patch(f"/api/deployments/{made['id']}", json={"aliases": []})
+    assert cleared.json()["aliases"] == []

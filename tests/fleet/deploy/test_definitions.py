@@ -72,6 +72,14 @@ def test_it_creates_a_stopped_deployment_with_the_defaults(fleet: Fleet) -> None
         ({"sleep_level": 3}, "sleep_level", "is not 1 (weights to CPU memory) or 2"),
         ({"sleep_level": True}, "sleep_level", "is not 1"),
         ({"colour": "red"}, "colour", "is not a deployment field"),
+        ({"aliases": "llama-fast"}, "aliases", "give the aliases as a list of names"),
+        ({"aliases": [f"a{i}" for i in range(21)]}, "aliases", "21 names are more than 20"),
+        ({"aliases": ["ok", ""]}, "aliases[1]", "is not a non-empty text"),
+        ({"aliases": ["ok", 7]}, "aliases[1]", "is not a non-empty text"),
+        ({"aliases": ["tab\there"]}, "aliases[0]", "must be printable and at most 200"),
+        ({"aliases": ["x" * 201]}, "aliases[0]", "must be printable and at most 200"),
+        ({"aliases": ["fast", "fast"]}, "aliases[1]", "'fast' is listed twice"),
+        ({"model": "m", "aliases": ["m"]}, "aliases[0]", "'m' is the deployment's model already"),
     ],
     ids=lambda value: value if isinstance(value, str) and " " not in value else None,
 )
@@ -101,6 +109,54 @@ def test_names_and_ports_are_not_shared(fleet: Fleet) -> None:
         fleet.deployments.create(actor="user:alice", **standin("llama"))
     with pytest.raises(DefinitionError, match="is the port of deployment 'llama'"):
         fleet.deployments.create(actor="user:alice", **{**standin("other"), "port": first.port})
+
+
+def test_it_keeps_up_to_twenty_aliases_in_order(fleet: Fleet) -> None:
+    names = [f"llama-{i}" for i in range(20)]
+    created = fleet.deployments.create(actor="user:alice", **standin("llama"), aliases=names)
+    assert created.aliases == tuple(names)
+    assert created.to_json()["aliases"] == names
+    changed = fleet.deployments.update(created.id, "user:bob", aliases=["fast"])
+    assert (changed.aliases, fleet.events.list(created.id)[0].detail) == (
+        ("fast",),
+        "changed aliases",
+    )
+    assert fleet.deployments.update(created.id, "user:bob", aliases=None).aliases == ()
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "field", "message"),
+    [
+        ({"model": "m1", "aliases": ["fast"]}, {"model": "m2", "aliases": ["fast"]}, "aliases",
+         "'fast' is an alias of deployment 'one'"),
+        ({"model": "m1"}, {"model": "m2", "aliases": ["x", "m1"]}, "aliases",
+         "'m1' is the model of deployment 'one'"),
+        ({"model": "m1", "aliases": ["fast"]}, {"model": "fast"}, "model",
+         "'fast' is an alias of deployment 'one'"),
+    ],
+    ids=["alias-of-another", "model-of-another", "model-is-anothers-alias"],
+)  # fmt: skip
+def test_a_name_another_deployment_answers_to_is_refused_changing_nothing(
+    fleet: Fleet, first: dict[str, Any], second: dict[str, Any], field: str, message: str
+) -> None:
+    one = fleet.deployments.create(actor="user:alice", **{**standin("one"), **first})
+    with pytest.raises(Conflict) as refused:
+        fleet.deployments.create(actor="user:alice", **{**standin("two"), **second})
+    assert (refused.value.field, refused.value.message) == (field, message)
+    assert [d.name for d in fleet.deployments.list()] == ["one"]
+    # The same by an edit: the other deployment stays as it was.
+    two = fleet.deployments.create(actor="user:alice", **standin("two"))
+    with pytest.raises(Conflict) as edited:
+        fleet.deployments.update(two.id, "user:bob", **second)
+    assert edited.value.message == message
+    assert fleet.deployments.get(two.id) == two
+    assert fleet.deployments.get(one.id) == one
+
+
+def test_two_deployments_may_still_serve_one_model(fleet: Fleet) -> None:
+    fleet.deployments.create(actor="user:alice", **standin("one", model="shared"))
+    two = fleet.deployments.create(actor="user:alice", **standin("two", model="shared"))
+    assert two.model == "shared"
 
 
 def test_it_changes_fields_and_records_what_changed(fleet: Fleet) -> None:

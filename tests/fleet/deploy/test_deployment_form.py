@@ -17,6 +17,7 @@ def test_the_new_form_has_a_field_for_every_field_the_api_takes(client: TestClie
         assert f'data-field="{name}"' in page, name
         assert f'data-error-for="{name}"' in page, name
     assert 'data-field="command" data-kind="lines" data-backends="process ray"' in page
+    assert 'data-field="aliases" data-kind="lines">' in page  # for every backend
     assert 'data-field="base_url" data-kind="text" data-backends="external"' in page
     assert '<option value="external"' in page
     assert 'name="gpus" value="0"' in page  # one box per GPU of the inventory
@@ -24,9 +25,12 @@ def test_the_new_form_has_a_field_for_every_field_the_api_takes(client: TestClie
 
 
 def test_the_edit_form_shows_the_deployments_values(client: TestClient, fleet: Fleet) -> None:
-    created = fleet.deployments.create(actor="user:a", **standin("chat", awake=30))
+    created = fleet.deployments.create(
+        actor="user:a", **standin("chat", awake=30), aliases=["fast", "small"]
+    )
     page = client.get(f"/deployments/{created.id}/edit").text
     assert 'value="chat"' in page
+    assert 'id="f-aliases" rows="4" spellcheck="false">fast\nsmall</textarea>' in page
     assert 'name="memory_gib_awake" id="f-memory_gib_awake" inputmode="decimal" value="30"' in page
     assert "{port}" in html.unescape(page)  # the command, one argument a line
     assert client.get("/deployments/999/edit", headers={"Accept": "text/html"}).status_code == 404

@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_STARTUP_TIMEOUT_S",
     "FIELDS",
     "IDLE_FIELDS",
+    "MAX_ALIASES",
     "RUN_FIELDS",
     "check_backend",
     "check_definition",
@@ -54,6 +55,7 @@ _MAX_TIMEOUT_S = 24 * 3600.0
 FIELDS = (
     "name",
     "model",
+    "aliases",
     "backend",
     "command",
     "port",
@@ -97,6 +99,7 @@ RUN_FIELDS = frozenset(
 _PROCESS_ONLY = ("command", "port", "environment")
 _RAY_ONLY = ("ray_address", "ray_node", "num_gpus")
 _MAX_RAY_GPUS = 64
+MAX_ALIASES = 20
 
 
 def current_keys(deployment: Deployment) -> dict[str, Any]:
@@ -104,6 +107,7 @@ def current_keys(deployment: Deployment) -> dict[str, Any]:
     return {
         "name": deployment.name,
         "model": deployment.model,
+        "aliases": list(deployment.aliases),
         "backend": deployment.backend.value,
         "command": list(deployment.command) if deployment.command is not None else None,
         "port": deployment.port,
@@ -139,6 +143,7 @@ def columns_of(deployment: Deployment) -> dict[str, Any]:
     keys = current_keys(deployment)
     return {
         **keys,
+        "aliases": json.dumps(keys["aliases"]),
         "command": json.dumps(keys["command"]) if keys["command"] is not None else None,
         "environment": json.dumps(keys["environment"]) if keys["environment"] else None,
         "gpus": json.dumps(keys["gpus"]),
@@ -152,9 +157,11 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
         if key not in FIELDS:
             raise DefinitionError(key, "is not a deployment field")
     backend = check_backend(keys.get("backend"))
+    model = _text(keys.get("model"), "model", 200)
     values: dict[str, Any] = {
         "name": check_name(keys.get("name"), kind="deployment"),
-        "model": _text(keys.get("model"), "model", 200),
+        "model": model,
+        "aliases": json.dumps(_aliases(keys.get("aliases"), model)),
         "backend": backend.value,
         "command": None,
         "port": None,
@@ -268,6 +275,26 @@ def _text(value: Any, field: str, longest: int) -> str:
     if len(value) > longest or not value.isprintable():
         raise DefinitionError(field, f"must be printable and at most {longest} characters")
     return value
+
+
+def _aliases(value: Any, model: str) -> list[str]:
+    """Check the other names a request may give as its model (None: none)."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise DefinitionError("aliases", "give the aliases as a list of names")
+    if len(value) > MAX_ALIASES:
+        raise DefinitionError("aliases", f"{len(value)} names are more than {MAX_ALIASES}")
+    seen: list[str] = []
+    for position, alias in enumerate(value):
+        field = f"aliases[{position}]"
+        _text(alias, field, 200)
+        if alias == model:
+            raise DefinitionError(field, f"{alias!r} is the deployment's model already")
+        if alias in seen:
+            raise DefinitionError(field, f"{alias!r} is listed twice")
+        seen.append(alias)
+    return seen
 
 
 def _whole(value: Any, field: str, low: int, high: int) -> int:

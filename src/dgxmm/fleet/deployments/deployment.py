@@ -129,6 +129,7 @@ class Deployment:
     wake_lead: WakeLead = LEAD_OFF  # how early its scheduled wakes and starts begin
     asleep_level: int | None = None  # while sleeping: the level it sleeps at (1 or 2)
     idle_paused: str | None = None  # why its idle policy is paused (a step failed), or None
+    aliases: tuple[str, ...] = ()  # other names a request may give as its model
 
     @property
     def sleeps_at(self) -> int:
@@ -173,6 +174,7 @@ class Deployment:
             "id": self.id,
             "name": self.name,
             "model": self.model,
+            "aliases": list(self.aliases),
             "backend": self.backend.value,
             "command": list(self.command) if self.command is not None else None,
             "port": self.port,
@@ -214,6 +216,7 @@ class Deployment:
             id=int(row.id),
             name=row.name,
             model=row.model,
+            aliases=tuple(json.loads(row.aliases)),
             backend=BackendKind(row.backend),
             command=tuple(json.loads(row.command)) if row.command is not None else None,
             port=row.port,

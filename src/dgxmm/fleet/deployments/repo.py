@@ -4,6 +4,8 @@ Creating and changing a deployment are audited and leave a deployment event. Wha
 (backend, command, port, environment, base URL, GPUs) changes only while the deployment is
 stopped or failed; its name, model, memory, priority, zone, start-up and sleep timeouts change
 any time and count from the next action; its sleep level changes while it is not asleep.
+A model name picks one deployment: an alias taken by another deployment (as its model or an
+alias), or a model another deployment has as an alias, is a ``Conflict`` naming the name.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, bindparam, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, select, text, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
@@ -32,7 +34,7 @@ from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState, Plac
 from dgxmm.fleet.deployments.events import EventAction, EventOutcome, Events
 from dgxmm.fleet.deployments.tables import deployments
 from dgxmm.fleet.placement.inventory import GpuInventory
-from dgxmm.store import reading, writing
+from dgxmm.store import Dialect, reading, writing
 
 __all__ = ["KEEP", "DeploymentRepo", "Keep"]
 
@@ -46,6 +48,8 @@ class Keep(Enum):
 KEEP: Final = Keep.KEEP
 _AT_REST = (DeploymentState.STOPPED, DeploymentState.FAILED)
 _RAY_FIELDS = ("ray_address", "ray_node", "num_gpus")
+# Arbitrary, fixed: the PostgreSQL advisory lock held while a write checks the names taken.
+_NAMES_LOCK = 0x64677878_6D6D0003 & 0x7FFFFFFFFFFFFFFF
 
 
 class DeploymentRepo:
@@ -217,9 +221,21 @@ class DeploymentRepo:
     def _refuse_taken(
         self, connection: Connection, values: dict[str, Any], deployment_id: int | None
     ) -> None:
-        others = select(deployments.c.id, deployments.c.name, deployments.c.port)
+        """Refuse a name, a port or a model name another deployment has (nothing written).
+
+        A model name (a model or an alias) picks one deployment: an alias may not be another
+        deployment's model or alias, nor a model another's alias. (Two deployments of one
+        model stay allowed: the proxy prefers the awake one.)
+        """
+        if Dialect(connection.dialect.name) is Dialect.POSTGRESQL:
+            # Two writers checking at once would each see the other's names free: serialize
+            # the check (SQLite's write lock does so already).
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _NAMES_LOCK})
+        c = deployments.c
+        others = select(c.id, c.name, c.port, c.model, c.aliases)
         if deployment_id is not None:
-            others = others.where(deployments.c.id != deployment_id)
+            others = others.where(c.id != deployment_id)
+        aliases: builtins.list[str] = json.loads(values["aliases"])
         for row in connection.execute(others):
             if row.name == values["name"]:
                 raise Conflict(f"a deployment named {values['name']!r} exists already")
@@ -227,6 +243,20 @@ class DeploymentRepo:
                 raise DefinitionError(
                     "port", f"{values['port']} is the port of deployment {row.name!r}"
                 )
+            theirs = json.loads(row.aliases)
+            if values["model"] in theirs:
+                raise Conflict(
+                    f"{values['model']!r} is an alias of deployment {row.name!r}", field="model"
+                )
+            for alias in aliases:
+                if alias == row.model:
+                    raise Conflict(
+                        f"{alias!r} is the model of deployment {row.name!r}", field="aliases"
+                    )
+                if alias in theirs:
+                    raise Conflict(
+                        f"{alias!r} is an alias of deployment {row.name!r}", field="aliases"
+                    )
 
     # -- state, for the deployer and the metrics ----------------------------------------------
 

@@ -39,6 +39,9 @@ deployments = Table(
     Column("id", _Id, primary_key=True, autoincrement=True),
     Column("name", String(100), nullable=False, unique=True),
     Column("model", String(200), nullable=False),
+    # JSON list of the other names requests may give as their model (migration 0016); no
+    # two deployments share one, checked by DeploymentRepo as it writes.
+    Column("aliases", Text, nullable=False, server_default="[]"),
     Column("backend", String(20), nullable=False),  # process, external, ray
     Column("command", Text),  # JSON list of argv (process)
     Column("port", Integer),  # process

@@ -46,6 +46,11 @@ DeepenAfter = Annotated[
 StopAfter = Annotated[float | None, Field(description="idle ladder: stop after this long idle")]
 # Text checked by the domain (400 naming the field), its values listed for OpenAPI.
 Policy = Annotated[str | None, Field(json_schema_extra={"enum": [p.value for p in IdlePolicy]})]
+# Checked by the domain (400 naming the alias); bounded here so a body stays small.
+Aliases = Annotated[
+    list[Annotated[str, Field(max_length=1000)]] | None,
+    Field(max_length=100, description="other names a request may give as its model"),
+]
 Lead = Annotated[
     str | float | None,
     Field(description="how early scheduled wakes and starts begin: off, measured or seconds"),
@@ -58,6 +63,7 @@ class CreateDeployment(Body):
 
     name: str = Field(max_length=200)
     model: str = Field(max_length=1000)
+    aliases: Aliases = None
     backend: BackendKind = Field(strict=False)
     command: list[str] | None = None
     port: int | None = None
@@ -87,6 +93,7 @@ class UpdateDeployment(Body):
 
     name: str | None = Field(default=None, max_length=200)
     model: str | None = Field(default=None, max_length=1000)
+    aliases: Aliases = None
     backend: BackendKind | None = Field(default=None, strict=False)
     command: list[str] | None = None
     port: int | None = None

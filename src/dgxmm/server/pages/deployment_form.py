@@ -45,6 +45,11 @@ class _Known:
 _KNOWN = {
     "name": _Known(label="Name", kind="text", hint="letters, digits, - and _"),
     "model": _Known(label="Model", kind="text", hint="what the server serves, e.g. org/model-8b"),
+    "aliases": _Known(
+        label="Aliases",
+        kind="lines",
+        hint="other names requests may give as the model, one a line (at most 20)",
+    ),
     "backend": _Known(label="Backend", kind="select"),
     "command": _Known(
         label="Command",

@@ -47,7 +47,10 @@
     return text;
   }
 
-  function same(a, b) { return JSON.stringify(a ?? null) === JSON.stringify(b ?? null); }
+  // An emptied list box reads as null: the same as an empty list kept (no aliases), so an
+  // edit that did not touch it does not send it.
+  function bare(value) { return Array.isArray(value) && !value.length ? null : value ?? null; }
+  function same(a, b) { return JSON.stringify(bare(a)) === JSON.stringify(bare(b)); }
 
   function setup(form) {
     const initial = JSON.parse(form.dataset.initial);
