@@ -37,6 +37,10 @@ class Telemetry(Protocol):
     def scrape_failed(self, deployment: str, kind: Enum) -> None:
         """A model server's metrics could not be read (unreadable), or it was gone."""
 
+    def policy_acted(self, what: Enum) -> None:
+        """A policy acted on its own: an idle sleep, deepening or stop, a pre-wake, a wake
+        begun early (``dgxmm.decider.idle.PolicyAct``)."""
+
 
 class NoTelemetry:
     """Records nothing: what every seam is given unless the server gives it its own."""
@@ -54,6 +58,9 @@ class NoTelemetry:
         """Record nothing."""
 
     def scrape_failed(self, deployment: str, kind: Enum) -> None:
+        """Record nothing."""
+
+    def policy_acted(self, what: Enum) -> None:
         """Record nothing."""
 
 

@@ -8,13 +8,26 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from support import serving, standin_keys, wait_for
+from sqlalchemy import update
+from support import at, serving, standin_keys, wait_for
 
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.decider.demo import propose_now
-from dgxmm.fleet import Fleet, Gpu, GpuInventory, InsightKind, InventorySource, Severity
+from dgxmm.fleet import (
+    DeploymentState,
+    EventAction,
+    EventOutcome,
+    Fleet,
+    Gpu,
+    GpuInventory,
+    InsightKind,
+    InventorySource,
+    Severity,
+)
+from dgxmm.fleet.activity import Minute
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.demo.demo import DEMO_MODELS, synthetic_rollups
+from dgxmm.fleet.deployments.tables import deployments
 from dgxmm.server import (
     FLEET_ROUTES,
     PROPOSAL_ROUTES,
@@ -25,8 +38,8 @@ from dgxmm.server import (
     Tokens,
     create_app,
 )
-from dgxmm.store import Store
-from dgxmm.time_units import DAY_US
+from dgxmm.store import Store, writing
+from dgxmm.time_units import DAY_US, SECOND_US
 
 
 @dataclass
@@ -148,6 +161,57 @@ def test_the_deployment_form_creates_refuses_beside_the_field_and_edits(
     page.click("#confirm button[data-confirm=yes]")
     page.wait_for_url("**/deployments")
     wait_for(lambda: "formed" not in [d.name for d in console.fleet.deployments.list()], "removed")
+
+
+def test_the_deployment_form_sets_an_idle_ladder_and_the_page_shows_it(
+    page: Any, console: Console
+) -> None:
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("idler"))
+    page.goto(f"/deployments/{created.id}/edit")
+    page.fill("#f-idle_sleep_after_s", "600")
+    page.fill("#f-idle_deepen_after_s", "300")  # before the sleep: refused beside the field
+    page.click("#save")
+    error = page.locator("[data-error-for=idle_deepen_after_s]")
+    error.get_by_text("300 s is not after idle_sleep_after_s (600 s)").wait_for()
+    assert page.locator("#f-idle_deepen_after_s").get_attribute("aria-invalid") == "true"
+    assert fleet.deployments.get(created.id).idle.is_off  # nothing changed
+
+    page.fill("#f-idle_deepen_after_s", "1800")
+    page.fill("#f-idle_stop_after_s", "7200")
+    page.select_option("#f-idle_policy", "histogram")
+    assert page.locator("#f-wake_lead_seconds").is_hidden()  # off: no seconds to give
+    page.select_option("#f-wake_lead", "seconds")
+    page.fill("#f-wake_lead_seconds", "soon")
+    page.click("#save")
+    page.locator("[data-error-for=wake_lead]").get_by_text("'soon'").wait_for()
+    page.fill("#f-wake_lead_seconds", "45")
+    page.click("#save")
+    page.locator("#flash").get_by_text("idler saved").wait_for()
+    changed = fleet.deployments.get(created.id)
+    assert changed.idle.steps_us() == (600 * SECOND_US, 1800 * SECOND_US, 7200 * SECOND_US)
+    assert (changed.idle_policy.value, changed.wake_lead.to_json()) == ("histogram", 45.0)
+    assert page.locator("#idle-ladder").inner_text().splitlines() == [
+        "sleep at level 1: after 10 min idle",
+        "deepen to level 2: after 30 min idle",
+        "stop: after 2 h idle",
+    ]
+    assert page.locator("#wake-lead").inner_text().startswith("45 s: ")
+    assert page.locator("#idle-policy").get_attribute("data-policy") == "histogram"
+
+    page.click("#edit-deployment")  # an emptied step is off
+    page.fill("#f-idle_stop_after_s", "")
+    page.click("#save")
+    page.locator("#flash").get_by_text("idler saved").wait_for()
+    assert fleet.deployments.get(created.id).idle.stop_after_us is None
+    assert page.locator(".idle-step[data-step=stop]").inner_text() == "stop: off"
+
+    page.set_viewport_size({"width": 390, "height": 800})  # readable on a phone, in the dark
+    page.emulate_media(color_scheme="dark")
+    page.reload()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    colour = "getComputedStyle(document.querySelector('#wake-times')).color"
+    assert page.evaluate(colour) == "rgb(227, 232, 238)"
 
 
 def test_a_deployments_page_follows_its_server_log_and_its_state(
@@ -292,3 +356,46 @@ def test_a_long_result_wraps_instead_of_widening_the_job_list(page: Any, console
     page.locator("tr[data-job=wide] .last-error").wait_for()
     assert page.evaluate("document.querySelector('#jobs').scrollWidth") <= 1280 - 2 * 16
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_the_savings_page_draws_each_day_on_a_phone_and_in_the_dark(
+    page: Any, console: Console
+) -> None:
+    fleet = console.fleet
+    saver = fleet.deployments.create(
+        actor="user:a", name="saver", model="m", backend="external",
+        base_url="http://127.0.0.1:9", gpus=[0], memory_gib_awake=40.0, memory_gib_asleep=4.0,
+        time_zone="Europe/Berlin",
+    )  # fmt: skip
+    day = "2026-03-03"
+    start = at(f"{day}T00:00:00+01:00")
+    for offset_h, action, actor, state in (
+        (0, EventAction.START, "user:a", DeploymentState.RUNNING),
+        (6, EventAction.SLEEP, "idle", DeploymentState.SLEEPING),
+        (18, EventAction.WAKE, "request", DeploymentState.RUNNING),
+    ):
+        when = start + offset_h * 3600 * SECOND_US
+        fleet.events.record(saver.id, action, actor=actor, outcome=EventOutcome.DONE,
+                            state=state.value, at_us=when)  # fmt: skip
+    fleet.request_minutes.add(
+        {(saver.id, start + 18 * 3600 * SECOND_US): Minute(requests=4, held=1, waits_ms=[2500])}
+    )
+    with writing(fleet.store.engine) as connection:  # it existed that day
+        connection.execute(
+            update(deployments).where(deployments.c.id == saver.id).values(created_at=start)
+        )
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.emulate_media(color_scheme="dark")
+    page.goto(f"/savings?from={day}&to={day}&deployment=saver")
+    row = page.locator(f"section[data-savings=saver] tr[data-day='{day}']")
+    assert row.locator("td.freed").inner_text() == "432.0"  # 12 h asleep at 36 GiB freed
+    assert row.locator("td.cold").inner_text() == "1"
+    # On a phone each value keeps its column's name.
+    label = "getComputedStyle(document.querySelector('td.cold'), '::before').content"
+    assert page.evaluate(label) == '"Cold: "'
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert "2.50 s / 2.50 s" in row.inner_text()
+    assert "1 by request" in row.inner_text()
+    page.goto("/savings?from=someday")
+    assert page.locator("#savings-refused").inner_text().startswith("from: ")
+    assert page.locator("input[name=from]").get_attribute("aria-invalid") == "true"

@@ -15,6 +15,7 @@ from sqlalchemy import insert
 from support import at, serving
 
 from dgxmm.clock import ManualClock
+from dgxmm.decider.proposals.rows import Proposal
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
@@ -66,6 +67,16 @@ def _office_month(store: Store, now_us: int) -> int:
     return int(key[0])
 
 
+def _backtest(proposal: Proposal) -> dict[str, Any]:
+    """A backtest as the lab writes one: the weekend's proposal would have made 3 wait."""
+    cold = 0 if proposal.sleep_days == 15 else 3  # Monday to Thursday: 0
+    week = {"start_us": 0, "end_us": 7 * 1440 * MINUTE_US, "freed_gib_h": 1000.0,
+            "requests": 40, "cold": cold, "wait_p50_s": 2.0 if cold else None,
+            "wait_p99_s": 4.0 if cold else None, "wait_max_s": 4.0 if cold else None}  # fmt: skip
+    return {"learned_from_us": 0, "tested_from_us": 0, "tested_until_us": week["end_us"],
+            "held_out": True, "freed_gib_h": 1000.0, "cold": cold, "weeks": [week]}  # fmt: skip
+
+
 @pytest.fixture
 def live_traffic(tmp_path: Path) -> Iterator[LiveTraffic]:
     clock = ManualClock(at(NOW))
@@ -79,7 +90,7 @@ def live_traffic(tmp_path: Path) -> Iterator[LiveTraffic]:
         clock=clock,
     )
     schedules = ScheduleService(store, fleet, clock=clock)
-    proposals = ProposalService(store, fleet, schedules, clock=clock)
+    proposals = ProposalService(store, fleet, schedules, clock=clock, backtest=_backtest)
     tokens = Tokens(store.engine, clock)
     token = tokens.create(Role.ADMIN, "alice")
     host = Host(store, time_zone=ZONE, clock=clock)
@@ -164,3 +175,27 @@ def test_it_dismisses_a_proposal_on_the_page(traffic_page: Any, live_traffic: Li
     page.locator(f"#decided tr[data-proposal='{proposal_id}'][data-status=dismissed]").wait_for()
     assert live_traffic.proposals.get(proposal_id).decided_by == "user:alice"
     assert live_traffic.schedules.list(live_traffic.deployment) == []
+
+
+def test_accept_asks_first_when_the_backtest_has_requests_waiting(
+    traffic_page: Any, live_traffic: LiveTraffic
+) -> None:
+    live_traffic.proposals.profiles.rebuild()
+    live_traffic.proposals.propose()
+    page = traffic_page
+    page.reload()
+    weekend = page.locator("#proposals tr[data-proposal][data-cold='3']")
+    assert "3 of 40 requests would have waited" in weekend.locator("td.backtest").inner_text()
+    quiet = page.locator("#proposals tr[data-proposal][data-cold='0']")
+    assert "none of 40 requests would have waited" in quiet.locator("td.backtest").inner_text()
+    proposal_id = int(weekend.get_attribute("data-proposal"))
+    weekend.locator("button[data-proposal-action=accept]").click()
+    dialog = page.locator("dialog#confirm")
+    dialog.wait_for()
+    assert "3 requests would have waited" in dialog.inner_text()
+    dialog.locator("[data-confirm=no]").click()
+    assert live_traffic.proposals.get(proposal_id).status.value == "open"  # asked, and no
+    weekend.locator("button[data-proposal-action=accept]").click()
+    dialog.locator("[data-confirm=yes]").click()
+    page.locator(f"#decided tr[data-proposal='{proposal_id}'][data-status=accepted]").wait_for()
+    assert live_traffic.proposals.get(proposal_id).decided_by == "user:alice"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from cli.clikit import Live
 from sqlalchemy import insert
 from support import free_port
 
+from dgxmm.decider.proposals.rows import change_proposal
 from dgxmm.fleet import InsightKind, Severity
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.tables import metric_rollups
@@ -67,6 +69,13 @@ def test_it_manages_a_deployments_schedules(live: Live) -> None:
     header, row = listed.out.splitlines()
     assert header.split()[:4] == ["ID", "ACTION", "DAYS", "TIME"]
     assert "Monday to Friday  22:00  UTC" in row
+    assert live.cli("deployments", "update", "llama", "--wake-lead", "30").code == 0
+    woken = live.cli("schedules", "create", "llama", "--action", "wake", "--days", "mon-fri",
+                     "--time", "07:00", "--zone", "UTC", "--json")  # fmt: skip
+    assert woken.code == 0, woken.err
+    assert "begins 30 s early: set: 30 s" in live.cli("schedules", "list", "llama").out
+    woken_id = woken.json()["id"]
+    assert live.cli("schedules", "delete", "llama", str(woken_id)).code == 0
     changed = live.cli("schedules", "update", "llama", str(schedule["id"]), "--days", "sat,sun")
     assert changed.out.strip() == (
         f"schedule {schedule['id']}: sleep Saturday and Sunday at 22:00 UTC"
@@ -124,6 +133,42 @@ def test_it_sets_sleep_fields_and_prints_a_server_logs_tail(live: Live) -> None:
     assert "ext" in external.err
 
 
+def test_it_sets_shows_and_clears_the_idle_settings(live: Live) -> None:
+    made = live.cli("deployments", "create", "idle", *EXTERNAL, "--idle-sleep-after", "300",
+                    "--idle-deepen-after", "1800", "--idle-policy", "histogram",
+                    "--wake-lead", "measured", "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    row = made.json()
+    assert (row["idle_sleep_after_s"], row["idle_deepen_after_s"], row["idle_stop_after_s"]) == (
+        300.0, 1800.0, None,
+    )  # fmt: skip
+    assert (row["idle_policy"], row["wake_lead"]) == ("histogram", "measured")
+    shown = live.cli("deployments", "show", "idle").out.splitlines()
+    fields = {line.split()[0]: line.split(maxsplit=1)[1] for line in shown}
+    assert fields["idle_sleep_after_s"] == "300.0"
+    assert fields["idle_stop_after_s"] == "off"
+    assert (fields["idle_policy"], fields["wake_lead"]) == ("histogram", "measured")
+
+    changed = live.cli("deployments", "update", "idle", "--idle-deepen-after", "off",
+                       "--idle-stop-after", "7200", "--wake-lead", "45", "--json")  # fmt: skip
+    assert changed.code == 0, changed.err
+    after = changed.json()
+    assert (after["idle_sleep_after_s"], after["idle_deepen_after_s"]) == (300.0, None)
+    assert (after["idle_stop_after_s"], after["wake_lead"]) == (7200.0, 45.0)
+
+    before = live.cli("deployments", "show", "idle", "--json").json()
+    for args, field in (
+        (("--idle-stop-after", "200"), "idle_stop_after_s"),  # before the sleep: out of order
+        (("--idle-sleep-after", "-5"), "idle_sleep_after_s"),
+        (("--idle-sleep-after", "soon"), "idle_sleep_after_s"),
+        (("--idle-policy", "sometimes"), "idle_policy"),
+        (("--wake-lead", "soon"), "wake_lead"),
+    ):
+        refused = live.cli("deployments", "update", "idle", *args)
+        assert (refused.code, refused.err.split(":")[:2]) == (2, ["error", f" {field}"]), args
+    assert live.cli("deployments", "show", "idle", "--json").json() == before  # nothing changed
+
+
 def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     key = live.cli("deployments", "create", "llama", *EXTERNAL, "--zone", "UTC",
                    "--json").json()["id"]  # fmt: skip
@@ -150,10 +195,53 @@ def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     proposal = int(found[0].split()[0])
     shown = live.cli("proposals", "show", str(proposal), "--json").json()
     assert (shown["id"], shown["status"]) == (proposal, "open")
-    accepted = live.cli("proposals", "accept", str(proposal), "--json")
+    # A backtest in which 2 requests would have waited: accept asks first.
+    week = {"start_us": 0, "end_us": 1, "freed_gib_h": 100.0, "requests": 40, "cold": 2,
+            "wait_p50_s": 1.0, "wait_p99_s": 3.0, "wait_max_s": 3.0}  # fmt: skip
+    tested = {"learned_from_us": 0, "tested_from_us": 0, "tested_until_us": 1, "held_out": True,
+              "freed_gib_h": 100.0, "cold": 2, "weeks": [week]}  # fmt: skip
+    with writing(live.store.engine) as connection:
+        change_proposal(connection, proposal, {"backtest": json.dumps(tested)})
+    said = live.cli("proposals", "show", str(proposal)).out
+    assert "backtest (held out): 1 week(s) of traffic replayed with it" in said
+    assert "2 of 40 request(s) would have waited (p50 1.0 s, p99 3.0 s)" in said
+    asked = live.cli("proposals", "accept", str(proposal))
+    assert asked.code == 2
+    assert asked.err.startswith("error: yes: 2 request(s) would have waited")
+    assert live.schedules.list(key) == []  # nothing accepted
+    accepted = live.cli("proposals", "accept", str(proposal), "--yes", "--json")
     assert accepted.code == 0, accepted.err
     made = [s["id"] for s in accepted.json()["schedules"]]
     assert [s.id for s in live.schedules.list(key)] == made
     assert {s.creator for s in live.schedules.list(key)} == {"user:alice"}
     again = live.cli("proposals", "accept", str(proposal))
     assert again.code == 1  # already accepted: a refusal, not a wrong name
+
+
+def test_it_prints_the_savings_per_deployment_and_day(live: Live) -> None:
+    assert live.cli("deployments", "create", "llama", *EXTERNAL).code == 0
+    shown = live.cli("savings", "--deployment", "llama")
+    assert shown.code == 0, shown.err
+    header, *rows, summary = shown.out.splitlines()
+    assert header.split()[:4] == ["DEPLOYMENT", "DAY", "FREED", "GIB-H"]
+    assert len(rows) == 7  # the last 7 local days by default
+    assert all(row.split()[0] == "llama" for row in rows)
+    assert "GiB-hours freed" in summary
+    as_json = live.cli("savings", "--from", "2026-01-01", "--to", "2026-01-02", "--json")
+    assert [d["day"] for d in as_json.json()["deployments"][0]["days"]] == [
+        "2026-01-01",
+        "2026-01-02",
+    ]
+    refused = live.cli("savings", "--from", "someday")
+    assert (refused.code, refused.err.startswith("error: from: ")) == (2, True)
+
+
+def test_it_switches_forecast_only_on_and_off(live: Live) -> None:
+    on = live.cli("schedules", "forecast-only", "on")
+    assert (on.code, on.out.strip()) == (
+        0,
+        "forecast only: the decider records what it would do, and does none of it",
+    )
+    assert live.schedules.forecast_only()
+    off = live.cli("schedules", "forecast-only", "off", "--json")
+    assert off.json() == {"forecast_only": False}

@@ -252,13 +252,17 @@ def test_accepting_creates_exactly_its_two_schedules(
     ]
     assert [s.id for s in made] == [s.id for s in schedules]
     assert accepted.status is ProposalStatus.ACCEPTED
+    # Its wake lead was off: the proposal proposed the measured one, and accepting set it.
+    assert (proposal.wake_lead, accepted.to_json()["wake_lead"]) == ("measured", "measured")
+    assert profile_fleet.deployments.get(d).wake_lead.to_json() == "measured"
     assert (accepted.decided_by, accepted.sleep_schedule_id, accepted.wake_schedule_id) == (
         ALICE, schedules[0].id, schedules[1].id,
     )  # fmt: skip
     audit = profile_fleet.audit.list(actor=ALICE)
-    assert [(e.action, e.subject) for e in reversed(audit)][-3:] == [
+    assert [(e.action, e.subject) for e in reversed(audit)][-4:] == [
         ("schedule.create", "schedule"),
         ("schedule.create", "schedule"),
+        ("deployment.update", "deployment"),
         ("proposal.accept", "proposal"),
     ]
     with pytest.raises(Conflict, match="is accepted, not open"):
@@ -411,3 +415,32 @@ def test_a_run_reads_every_deployment_together(
     assert _open(proposals, second) == [(64, "22:00", 1, "05:45", "rules")]  # Sunday to Monday
     assert _open(proposals, young) == []
     assert run.deployments[2].note == "proposals need 7 local days of data; it has 3"
+
+
+def test_a_wake_lead_a_person_set_is_neither_proposed_nor_changed(
+    proposals: ProposalService, deployment: Callable[..., int], profile_fleet: Fleet
+) -> None:
+    d = deployment()
+    profile_fleet.deployments.update(d, ALICE, wake_lead=30)
+    proposals.propose(d)
+    (proposal,) = proposals.list(d)
+    assert proposal.wake_lead is None
+    proposals.accept(proposal.id, actor=ALICE)
+    assert profile_fleet.deployments.get(d).wake_lead.to_json() == 30.0
+
+
+def test_forecast_only_records_each_new_proposal_as_an_event(
+    proposals: ProposalService,
+    deployment: Callable[..., int],
+    profile_schedules: ScheduleService,
+    profile_fleet: Fleet,
+) -> None:
+    d = deployment()
+    profile_schedules.set_forecast_only(True, actor=ALICE)
+    proposals.propose(d)
+    (proposal,) = proposals.list(d)
+    (event,) = [e for e in profile_fleet.events.list(d) if e.action.value == "propose"]
+    assert (event.outcome.value, event.actor) == ("forecast", "system")
+    assert f"proposal {proposal.id}: " in (event.detail or "")
+    proposals.propose(d)  # the same proposal again: not recorded twice
+    assert len([e for e in profile_fleet.events.list(d) if e.action.value == "propose"]) == 1

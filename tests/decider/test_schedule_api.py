@@ -196,3 +196,26 @@ def test_a_deployments_events_link_the_schedule_that_acted(
     assert f"{link}schedule:{made['id']}</a>" in page
     schedules = admin.get(f"/deployments/{deployment}/schedules").text
     assert f'id="schedule-{made["id"]}"' in schedules
+
+
+def test_forecast_only_is_an_admins_switch_audited_and_said_on_every_page(
+    kit: Kit, clients: tuple[TestClient, TestClient, int]
+) -> None:
+    admin, viewer, _ = clients
+    assert viewer.get("/api/schedules/forecast-only").json() == {"forecast_only": False}
+    assert 'id="forecast-only"' not in admin.get("/deployments").text
+    refused = viewer.put("/api/schedules/forecast-only", json={"forecast_only": True})
+    assert refused.status_code == 403
+    assert (
+        admin.put("/api/schedules/forecast-only", json={"forecast_only": "yes"}).status_code == 422
+    )
+    answer = admin.put("/api/schedules/forecast-only", json={"forecast_only": True})
+    assert answer.json() == {"forecast_only": True}
+    assert kit.schedules.forecast_only()
+    for page in ("/deployments", "/jobs", "/savings"):
+        assert 'id="forecast-only"' in viewer.get(page).text, page
+    with reading(kit.store.engine) as connection:
+        audited = connection.execute(
+            select(audit_log.c.action).where(audit_log.c.action == "decider.forecast_only")
+        ).all()
+    assert len(audited) == 1

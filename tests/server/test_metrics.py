@@ -18,6 +18,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.decider.schedules import ResultKind, ScheduleAction
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import DeploymentState, Fleet, Gpu, GpuInventory, InventorySource
+from dgxmm.proxy import ProxyStats, Refusal
 from dgxmm.server import (
     FLEET_ROUTES,
     SCHEDULE_ROUTES,
@@ -42,6 +43,7 @@ class Served:
     schedules: ScheduleService
     tokens: Tokens
     host: Host
+    proxy: ProxyStats
 
 
 @pytest.fixture
@@ -56,12 +58,15 @@ def served(tmp_path: Path) -> Iterator[Served]:
     schedules = ScheduleService(store, fleet, clock=clock)
     host = Host(store, time_zone="UTC", clock=clock, tick_seconds=0.2, telemetry=metrics)
     tokens = Tokens(store.engine, clock)
-    services = Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules, metrics=metrics)
+    proxy = ProxyStats()
+    services = Services(
+        host=host, tokens=tokens, fleet=fleet, schedules=schedules, metrics=metrics, proxy=proxy
+    )
     host.start()
     try:
         with TestClient(create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES])) as client:
             client.headers["Authorization"] = f"Bearer {tokens.create(Role.VIEWER, 'prom')}"
-            yield Served(client, store, fleet, schedules, tokens, host)
+            yield Served(client, store, fleet, schedules, tokens, host, proxy)
     finally:
         host.stop()
         schedules.close()
@@ -83,7 +88,11 @@ def value(found: Samples, name: str, **labels: str) -> float | None:
 
 
 def do_some_work(served: Served) -> None:
-    """A job run, a failed start, a deployment found gone, a schedule's slot skipped."""
+    """A job run, a failed start, a deployment found gone, a schedule's slot skipped, and a
+    request the proxy held for a wake and one it refused."""
+    served.proxy.hold_began("llama", 100)
+    served.proxy.hold_ended("llama", 1.5, 100)
+    served.proxy.refused(Refusal.WAKE_FAILED)
     admin = {"Authorization": f"Bearer {served.tokens.create(Role.ADMIN, 'alice')}"}
     client = served.client
     job = {"name": "cp", "schedule": "0 3 * * *", "action": "checkpoint"}
@@ -158,6 +167,13 @@ def test_it_keeps_each_apps_counts_to_itself(served: Served, tmp_path: Path) -> 
     assert value(found, "dgxmm_deployments", state="failed") is None  # no fleet in that app
 
 
+def skip_a_time(served: Served) -> None:
+    """A job switched off skips its 10:01 (the host's clock stands at 10:00:30)."""
+    served.store.define_job(name="off", schedule="* * * * *", action="checkpoint", enabled=False)
+    served.host.tick(at("2026-06-01T10:00:31+00:00"))
+    served.host.tick(at("2026-06-01T10:01:05+00:00"))
+
+
 def test_it_asks_for_a_token(served: Served) -> None:
     answer = served.client.get("/metrics", headers={"Authorization": ""})
     assert answer.status_code == 401
@@ -168,10 +184,7 @@ def test_every_metric_of_the_grafana_dashboard_is_served(served: Served) -> None
     exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
     named = {name for expr in exprs for name in re.findall(r"\bdgxmm_[a-z_]+", expr)}
     do_some_work(served)
-    # A job switched off skips its 10:01 (the host's clock stands at 10:00:30).
-    served.store.define_job(name="off", schedule="* * * * *", action="checkpoint", enabled=False)
-    served.host.tick(at("2026-06-01T10:00:31+00:00"))
-    served.host.tick(at("2026-06-01T10:01:05+00:00"))
+    skip_a_time(served)
     served_names = {name for name, _ in samples(served.client.get("/metrics").text)}
     assert len(named) >= 6
     assert named - served_names == set()
@@ -179,6 +192,20 @@ def test_every_metric_of_the_grafana_dashboard_is_served(served: Served) -> None
                 "dgxmm_schedule_decisions_total", "dgxmm_job_run_duration_seconds_count",
                 "dgxmm_scrape_errors_total", "dgxmm_job_skips_total"}  # fmt: skip
     assert families <= named  # the dashboard shows each thing the issue asks for
+
+
+def test_it_serves_what_each_deployment_holds_and_frees_now(served: Served) -> None:
+    do_some_work(served)  # llama: 10 GiB awake on one GPU, now failed
+    found = samples(served.client.get("/metrics").text)
+    assert value(found, "dgxmm_deployment_memory_held_gib", deployment="llama",
+                 state="failed") == 0.0  # fmt: skip
+    assert value(found, "dgxmm_deployment_memory_freed_gib", deployment="llama") == 10.0
+    with writing(served.store.engine) as connection:
+        served.fleet.deployments.set_state(connection, 1, DeploymentState.RUNNING)
+    found = samples(served.client.get("/metrics").text)
+    assert value(found, "dgxmm_deployment_memory_held_gib", deployment="llama",
+                 state="running") == 10.0  # fmt: skip
+    assert value(found, "dgxmm_deployment_memory_freed_gib", deployment="llama") == 0.0
 
 
 def test_it_counts_a_jobs_skipped_times_by_job_and_reason(tmp_path: Path) -> None:

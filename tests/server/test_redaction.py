@@ -9,7 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 from support import free_port
 
-from dgxmm.server.redaction import masked_command, masked_text, public_text
+from dgxmm.fleet import LOG_TAIL_MARK, BackendKind, Deployment, DeploymentState
+from dgxmm.server.auth import Identity, Role
+from dgxmm.server.redaction import deployment_shown_to, masked_command, masked_text, public_text
 
 # What the model server printed, what its command and environment hold: none of it may
 # reach a viewer, in any answer or page.
@@ -238,3 +240,25 @@ def test_it_masks_key_like_words_and_url_passwords_in_text() -> None:
         "the process exited"
     )
     assert public_text(None) is None
+
+
+def test_it_keeps_the_log_tail_and_secrets_from_a_viewers_idle_pause() -> None:
+    # A failed idle step pauses the idle policy with the server's error, which quotes its log
+    # tail as last_error does (found by a review: the pause was shown to viewers whole).
+    paused = (
+        f"the idle sleep failed: sleep answered 500 --api-key sk-abc123{LOG_TAIL_MARK}{PRINTED}"
+    )
+    deployment = Deployment(
+        id=1, name="d", model="m", backend=BackendKind.EXTERNAL, command=None, port=None,
+        environment={}, base_url="http://127.0.0.1:9", gpus=(), memory_gib_awake=1.0,
+        memory_gib_asleep=0.0, priority=50, time_zone="UTC", startup_timeout_s=60.0,
+        state=DeploymentState.RUNNING, state_since=0, last_error=None, last_request_at=None,
+        created_at=0, updated_at=0, idle_paused=paused,
+    )  # fmt: skip
+    viewer = deployment_shown_to(deployment, Identity(name="v", role=Role.VIEWER))
+    admin = deployment_shown_to(deployment, Identity(name="a", role=Role.ADMIN))
+    assert admin.idle_paused == paused
+    assert viewer.idle_paused is not None
+    assert viewer.idle_paused.startswith("the idle sleep failed: sleep answered 500")
+    assert _leaks(viewer.idle_paused) == []
+    assert "sk-abc123" not in viewer.idle_paused

@@ -35,6 +35,7 @@ OWNERS = {
     "audit_log": TableOwner.FLEET,
     "insights": TableOwner.FLEET,
     "metric_rollups": TableOwner.FLEET,
+    "request_minutes": TableOwner.FLEET,
     "deployment_schedules": TableOwner.DECIDER,
     "traffic_profiles": TableOwner.DECIDER,
     "schedule_proposals": TableOwner.DECIDER,

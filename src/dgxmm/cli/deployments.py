@@ -2,10 +2,13 @@
 events and the server log. Always on the server: only it owns the model servers' processes.
 
 A deployment is named by its name or its id (``dgxmm deployments start llama`` or ``... 3``).
+Its idle ladder's steps are given in seconds, or ``off`` (an update clears the step):
+``dgxmm deployments update llama --idle-sleep-after 300 --idle-stop-after off``.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 from collections.abc import Mapping
@@ -55,7 +58,7 @@ def show(where: Target, deployment: DeploymentArgument) -> Answer:
     with where.client() as api:
         row = api.get(f"/api/deployments/{deployment_id(api, deployment)}")
     width = max(len(key) for key in row)
-    lines = [f"{key.ljust(width)}  {_text(value)}" for key, value in row.items()]
+    lines = [f"{key.ljust(width)}  {_shown(key, value)}" for key, value in row.items()]
     return Answer(value=row, text="\n".join(lines))
 
 
@@ -103,6 +106,32 @@ RayNodeOption = Annotated[str | None, typer.Option("--ray-node", help="Backend r
 NumGpusOption = Annotated[
     int | None, typer.Option("--num-gpus", help="Backend ray: the GPUs its actor asks for.")
 ]
+IdleSleepOption = Annotated[
+    str | None,
+    typer.Option(
+        "--idle-sleep-after", help="Seconds without requests before it sleeps at level 1, or off."
+    ),
+]
+IdleDeepenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--idle-deepen-after", help="Seconds without requests before it sleeps at level 2, or off."
+    ),
+]
+IdleStopOption = Annotated[
+    str | None,
+    typer.Option("--idle-stop-after", help="Seconds without requests before it stops, or off."),
+]
+IdlePolicyOption = Annotated[
+    str | None,
+    typer.Option("--idle-policy", help="ladder (the steps as given) or histogram (learned)."),
+]
+WakeLeadOption = Annotated[
+    str | None,
+    typer.Option(
+        "--wake-lead", help="How early scheduled wakes and starts begin: off, measured, seconds."
+    ),
+]
 
 
 # Each option of ``create`` and ``update`` and the API field it fills, where the two differ
@@ -114,7 +143,15 @@ _API_FIELDS = {
     "startup_timeout": "startup_timeout_s", "sleep_timeout": "sleep_timeout_s",
     "sleep_level": "sleep_level", "wake_on_request": "wake_on_request",
     "ray_address": "ray_address", "ray_node": "ray_node", "num_gpus": "num_gpus",
+    "idle_policy": "idle_policy",
 }  # fmt: skip
+# The idle ladder's options: seconds, or ``off`` (sent as null: an update clears the step).
+_IDLE_STEPS = {
+    "idle_sleep_after": "idle_sleep_after_s",
+    "idle_deepen_after": "idle_deepen_after_s",
+    "idle_stop_after": "idle_stop_after_s",
+}
+_OFF = "off"
 
 
 def _fields(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,7 +176,34 @@ def _fields(options: Mapping[str, Any]) -> dict[str, Any]:
             keys["gpus"] = [int(part) for part in gpus.split(",") if part.strip()]
         except ValueError:
             raise InvalidInput("gpus", f"{gpus!r} is not a list of GPU indexes like 0,1") from None
-    return {key: value for key, value in keys.items() if value is not None}
+    wake_lead: str | None = options["wake_lead"]
+    if wake_lead is not None:
+        # off and measured go as they are, seconds as a number; anything else goes as text,
+        # for the server to refuse naming wake_lead.
+        keys["wake_lead"] = _number(wake_lead) if wake_lead not in (_OFF, "measured") else wake_lead
+    given = {key: value for key, value in keys.items() if value is not None}
+    for option, field in _IDLE_STEPS.items():
+        text: str | None = options[option]
+        if text is not None:
+            given[field] = None if text.strip() == _OFF else _seconds(text, field)
+    return given
+
+
+def _number(text: str) -> float | str:
+    """Return ``text`` as a number when it is a finite one, else as it is."""
+    try:
+        found = float(text)
+    except ValueError:
+        return text
+    return found if math.isfinite(found) else text
+
+
+def _seconds(text: str, field: str) -> float:
+    """Read an idle step's seconds (``InvalidInput`` naming ``field`` for another text)."""
+    found = _number(text)
+    if isinstance(found, str):
+        raise InvalidInput(field, f"{text!r} is not a number of seconds or 'off'")
+    return found
 
 
 @command(app, "create", offline=False)
@@ -164,6 +228,11 @@ def create(
     ray_address: RayAddressOption = None,
     ray_node: RayNodeOption = None,
     num_gpus: NumGpusOption = None,
+    idle_sleep_after: IdleSleepOption = None,
+    idle_deepen_after: IdleDeepenOption = None,
+    idle_stop_after: IdleStopOption = None,
+    idle_policy: IdlePolicyOption = None,
+    wake_lead: WakeLeadOption = None,
 ) -> Answer:
     """Create a deployment (stopped): a process (--command, --port), --base-url, or ray."""
     keys = _fields(locals())
@@ -195,6 +264,11 @@ def update(
     ray_address: RayAddressOption = None,
     ray_node: RayNodeOption = None,
     num_gpus: NumGpusOption = None,
+    idle_sleep_after: IdleSleepOption = None,
+    idle_deepen_after: IdleDeepenOption = None,
+    idle_stop_after: IdleStopOption = None,
+    idle_policy: IdlePolicyOption = None,
+    wake_lead: WakeLeadOption = None,
 ) -> Answer:
     """Change some fields; what it runs changes only while it is stopped or failed."""
     keys = _fields(locals())
@@ -316,6 +390,13 @@ def log(
                 typer.echo(chunk["text"], nl=False)
         except KeyboardInterrupt:
             return Answer(value=chunk, text="")
+
+
+def _shown(key: str, value: Any) -> str:
+    """Return a field of ``show`` as text: an idle step that is not set is ``off``."""
+    if value is None and key in _IDLE_STEPS.values():
+        return _OFF
+    return _text(value)
 
 
 def _text(value: Any) -> str:

@@ -3,12 +3,14 @@ show, accept, dismiss): what the server noticed, who did what, and schedules it 
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import Annotated, Any
 
 import typer
 
 from dgxmm.cli.common import Answer, Target, command, table
 from dgxmm.cli.deployments import DeploymentArgument, deployment_id
+from dgxmm.errors import InvalidInput
 
 __all__ = ["audit_app", "insights_app", "proposals_app"]
 
@@ -102,14 +104,57 @@ def show_proposal(where: Target, proposal: ProposalArgument) -> Answer:
     """Show one proposal with its evidence."""
     with where.client() as api:
         row = api.get(f"/api/proposals/{proposal}")
-    lines = [f"{key}: {value}" for key, value in row.items()]
+    lines = [f"{key}: {value}" for key, value in row.items() if key != "backtest"]
+    lines += _backtest_lines(row.get("backtest"))
     return Answer(value=row, text="\n".join(lines))
 
 
+def _backtest_lines(backtest: dict[str, Any] | None) -> list[str]:
+    """Say a proposal's backtest, a week a line (the API's ``backtest``)."""
+    if backtest is None:
+        return ["backtest: none (too little traffic on record to hold a week out)"]
+    kind = "held out" if backtest["held_out"] else "in sample"
+    lines = [f"backtest ({kind}): {len(backtest['weeks'])} week(s) of traffic replayed with it"]
+    for number, week in enumerate(backtest["weeks"], start=1):
+        waited = (
+            f"{week['cold']} of {week['requests']} request(s) would have waited "
+            f"(p50 {week['wait_p50_s']:.1f} s, p99 {week['wait_p99_s']:.1f} s)"
+            if week["cold"]
+            else f"none of {week['requests']} request(s) would have waited"
+        )
+        lines.append(
+            f"  week {number}: frees {week['freed_gib_h']:.0f} GiB-h more than the schedules "
+            f"in force; {waited}"
+        )
+    return lines
+
+
 @command(proposals_app, "accept", offline=False)
-def accept(where: Target, proposal: ProposalArgument) -> Answer:
-    """Accept a proposal: its sleep and wake schedules are created."""
+def accept(
+    where: Target,
+    proposal: ProposalArgument,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Accept even when its backtest has requests waiting.")
+    ] = False,
+) -> Answer:
+    """Accept a proposal: its sleep and wake schedules are created.
+
+    When its backtest found requests that would have waited, it asks first (``--yes``
+    answers for a script).
+    """
     with where.client() as api:
+        row = api.get(f"/api/proposals/{proposal}")
+        tested = row.get("backtest")
+        # Only an open one is asked about: the server refuses the others, and says why.
+        cold = 0 if tested is None or row["status"] != "open" else int(tested["cold"])
+        question = (
+            f"In its backtest, {cold} request(s) would have waited for the deployment to wake. "
+            "Accept it anyway?"
+        )
+        if cold and not yes and not (sys.stdin.isatty() and typer.confirm(question)):
+            raise InvalidInput(
+                "yes", f"{cold} request(s) would have waited in its backtest: give --yes to accept"
+            )
         done = api.post(f"/api/proposals/{proposal}/accept")
     ids = ", ".join(str(s["id"]) for s in done["schedules"])
     return Answer(value=done, text=f"accepted proposal {proposal}: schedules {ids} created")

@@ -177,7 +177,17 @@ def token_revoke(
 
 
 def _register() -> None:
-    from dgxmm.cli import attic, deployments, insights, jobs, lab, queries, schedules, store_ops
+    from dgxmm.cli import (
+        attic,
+        deployments,
+        insights,
+        jobs,
+        lab,
+        queries,
+        savings,
+        schedules,
+        store_ops,
+    )
 
     app.add_typer(jobs.app, name="jobs")
     app.add_typer(queries.app, name="queries")
@@ -190,6 +200,7 @@ def _register() -> None:
     app.add_typer(insights.audit_app, name="audit")
     app.add_typer(insights.proposals_app, name="proposals")
     app.add_typer(lab.app, name="lab")
+    savings.register(app)
 
 
 _register()

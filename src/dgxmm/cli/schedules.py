@@ -62,10 +62,10 @@ def list_schedules(where: Target, deployment: DeploymentArgument) -> Answer:
         answer = api.get(f"/api/deployments/{deployment_id(api, deployment)}/schedules")
     lines = [
         (s["id"], s["action"], s["days_text"], s["time"], s["time_zone"], s["enabled"],
-         s["last_result"], s["paused_reason"])
+         s["lead"]["says"] if s.get("lead") else "-", s["last_result"], s["paused_reason"])
         for s in answer["schedules"]
     ]  # fmt: skip
-    headers = ("ID", "ACTION", "DAYS", "TIME", "ZONE", "ENABLED", "LAST RESULT", "PAUSED")
+    headers = ("ID", "ACTION", "DAYS", "TIME", "ZONE", "ENABLED", "LEAD", "LAST RESULT", "PAUSED")
     text = table(headers, lines, f"no schedules for {deployment}")
     if answer["paused_all"]:
         text += "\n(every schedule is paused: dgxmm schedules pause-all off)"
@@ -132,6 +132,19 @@ def pause_all(where: Target, switch: SwitchArgument) -> Answer:
     with where.client() as api:
         done = api.put("/api/schedules/paused-all", {"paused_all": switch is Switch.ON})
     text = "every schedule is paused" if done["paused_all"] else "schedules run again"
+    return Answer(value=done, text=text)
+
+
+@command(app, "forecast-only", offline=False)
+def forecast_only(where: Target, switch: SwitchArgument) -> Answer:
+    """Let the decider only forecast (on): its idle steps and proposals become events."""
+    with where.client() as api:
+        done = api.put("/api/schedules/forecast-only", {"forecast_only": switch is Switch.ON})
+    text = (
+        "forecast only: the decider records what it would do, and does none of it"
+        if done["forecast_only"]
+        else "the decider acts again"
+    )
     return Answer(value=done, text=text)
 
 

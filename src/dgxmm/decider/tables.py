@@ -98,5 +98,9 @@ schedule_proposals = Table(
     Column("decided_by", String(200)),
     Column("sleep_schedule_id", BigInteger),
     Column("wake_schedule_id", BigInteger),
+    # "measured" when accepting it also sets the deployment's wake lead (migration 0013).
+    Column("wake_lead", String(20)),
+    # JSON: the lab's backtest of it on held-out weeks (migration 0015); NULL: none could be.
+    Column("backtest", Text),
     CheckConstraint("status in ('open', 'accepted', 'dismissed')", name="status"),
 )

@@ -51,6 +51,14 @@ from dgxmm.fleet.deployments.events import EventOutcome as EventOutcome
 from dgxmm.fleet.deployments.events import Events as Events
 from dgxmm.fleet.deployments.events import is_policy as is_policy
 from dgxmm.fleet.deployments.events import is_schedule as is_schedule
+from dgxmm.fleet.deployments.idle import LEAD_OFF as LEAD_OFF
+from dgxmm.fleet.deployments.idle import MAX_LEAD_US as MAX_LEAD_US
+from dgxmm.fleet.deployments.idle import IdleLadder as IdleLadder
+from dgxmm.fleet.deployments.idle import IdlePolicy as IdlePolicy
+from dgxmm.fleet.deployments.idle import LeadKind as LeadKind
+from dgxmm.fleet.deployments.idle import WakeLead as WakeLead
+from dgxmm.fleet.deployments.idle import parse_idle_policy as parse_idle_policy
+from dgxmm.fleet.deployments.idle import parse_wake_lead as parse_wake_lead
 from dgxmm.fleet.deployments.insights import Insight as Insight
 from dgxmm.fleet.deployments.insights import InsightKind as InsightKind
 from dgxmm.fleet.deployments.insights import Insights as Insights
@@ -95,7 +103,9 @@ from dgxmm.fleet.service import RemovalHook as RemovalHook
 
 __all__ = [
     "IDLE_ACTOR",
+    "LEAD_OFF",
     "LOG_TAIL_MARK",
+    "MAX_LEAD_US",
     "METRICS_PURGE",
     "METRICS_ROLLUP",
     "ActionResult",
@@ -130,11 +140,14 @@ __all__ = [
     "HealthCheck",
     "Holding",
     "HttpTimeouts",
+    "IdleLadder",
+    "IdlePolicy",
     "Insight",
     "InsightKind",
     "Insights",
     "InventorySource",
     "LateFinishHook",
+    "LeadKind",
     "LocalCluster",
     "LocalNode",
     "LogChunk",
@@ -157,6 +170,7 @@ __all__ = [
     "Severity",
     "SleepState",
     "StopOutcome",
+    "WakeLead",
     "configured_gpus",
     "delta_between",
     "discover_inventory",
@@ -164,6 +178,8 @@ __all__ = [
     "is_schedule",
     "parse_exposition",
     "parse_gpu_config",
+    "parse_idle_policy",
+    "parse_wake_lead",
     "prepare_demo_gpus",
     "read_log",
     "read_nvml",

@@ -24,8 +24,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from dgxmm.clock import Clock
+from dgxmm.time_units import MINUTE_US
 
-__all__ = ["Door", "Entry", "RequestActivity"]
+__all__ = ["MAX_ARRIVALS", "MAX_WAITS", "Door", "Entry", "Minute", "RequestActivity"]
 
 
 @dataclass(slots=True)
@@ -41,6 +42,27 @@ class Entry:
 
     closed: bool
     generation: int
+    at_us: int  # when it arrived (the record's minute of arrival)
+
+
+# Added waits kept per deployment and minute for the savings report; past this many held
+# requests in one minute, only the count goes on (the percentiles read the first ones).
+MAX_WAITS = 2000
+
+
+@dataclass(slots=True)
+class Minute:
+    """What the proxy saw of one deployment in one minute of arrivals."""
+
+    requests: int = 0
+    held: int = 0  # held while it was brought up, then forwarded
+    waits_ms: list[int] = field(default_factory=list)  # their added waits
+    refused: dict[str, int] = field(default_factory=dict)  # by refusal reason
+
+
+# Arrivals kept for the idle policy between two of its pulses (a second apart): past this
+# many, the oldest go. They would all fall in the histogram's first 1-minute bin anyway.
+MAX_ARRIVALS = 4096
 
 
 @dataclass(slots=True)
@@ -49,6 +71,7 @@ class _Deployment:
     last_request_at: int | None = None
     generation: int = 0
     doors: list[Door] = field(default_factory=list)
+    arrivals: list[int] = field(default_factory=list)  # since take_arrivals last took them
 
 
 class RequestActivity:
@@ -58,6 +81,7 @@ class RequestActivity:
         self._clock = clock
         self._lock = threading.Lock()
         self._by_id: dict[int, _Deployment] = {}
+        self._minutes: dict[tuple[int, int], Minute] = {}  # (deployment, minute) -> counts
 
     def enter(self, deployment_id: int) -> Entry:
         """Count a request that arrived now; tell whether a take-down has the door shut."""
@@ -67,9 +91,13 @@ class RequestActivity:
             known.in_flight += 1
             if known.last_request_at is None or known.last_request_at < now:
                 known.last_request_at = now
+            if len(known.arrivals) >= MAX_ARRIVALS:
+                del known.arrivals[: MAX_ARRIVALS // 2]
+            known.arrivals.append(now)
+            self._minute(deployment_id, now).requests += 1
             for door in known.doors:
                 door.knocked = True
-            return Entry(closed=bool(known.doors), generation=known.generation)
+            return Entry(closed=bool(known.doors), generation=known.generation, at_us=now)
 
     def leave(self, deployment_id: int) -> None:
         """Count a request answered, refused or abandoned."""
@@ -86,6 +114,48 @@ class RequestActivity:
         """Return when a request for it last arrived at the proxy, or None."""
         with self._lock:
             return self._of(deployment_id).last_request_at
+
+    def held(self, deployment_id: int, arrived_us: int, wait_us: int) -> None:
+        """Count a request held while its deployment was brought up, then forwarded.
+
+        In the minute it arrived (``Entry.at_us``), with its added wait.
+        """
+        with self._lock:
+            minute = self._minute(deployment_id, arrived_us)
+            minute.held += 1
+            if len(minute.waits_ms) < MAX_WAITS:
+                minute.waits_ms.append(max(0, round(wait_us / 1000)))
+
+    def refused(self, deployment_id: int, reason: str) -> None:
+        """Count a request refused (a 503 with its reason), in the minute it is answered."""
+        now = self._clock.now_us()
+        with self._lock:
+            refused = self._minute(deployment_id, now).refused
+            refused[reason] = refused.get(reason, 0) + 1
+
+    def take_minutes(self) -> dict[tuple[int, int], Minute]:
+        """Return what was counted per (deployment, minute) since the last call; forget it."""
+        with self._lock:
+            taken, self._minutes = self._minutes, {}
+        return taken
+
+    def _minute(self, deployment_id: int, at_us: int) -> Minute:
+        key = (deployment_id, at_us - at_us % MINUTE_US)
+        found = self._minutes.get(key)
+        if found is None:
+            found = self._minutes[key] = Minute()
+        return found
+
+    def take_arrivals(self) -> dict[int, list[int]]:
+        """Return each deployment's arrivals since the last call, oldest first, and forget them.
+
+        The histogram policy learns its idle gaps from them (``dgxmm.decider.idle``).
+        """
+        with self._lock:
+            taken = {key: known.arrivals for key, known in self._by_id.items() if known.arrivals}
+            for key in taken:
+                self._by_id[key].arrivals = []
+        return taken
 
     def generation(self, deployment_id: int) -> int:
         """Return how many times its door has opened (a cached state older than it is stale)."""
@@ -120,6 +190,8 @@ class RequestActivity:
         """Drop what it knows of a removed deployment (ids may be used again)."""
         with self._lock:
             self._by_id.pop(deployment_id, None)
+            for key in [key for key in self._minutes if key[0] == deployment_id]:
+                del self._minutes[key]
 
     def _of(self, deployment_id: int) -> _Deployment:
         known = self._by_id.get(deployment_id)

@@ -60,6 +60,7 @@ from dgxmm.fleet.placement.inventory import GpuInventory
 from dgxmm.fleet.placement.nodes import check_node_fit, make_node_plan
 from dgxmm.store import writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
+from dgxmm.time_units import SECOND_US
 
 __all__ = ["ActionResult", "Deployer"]
 
@@ -162,10 +163,79 @@ class Deployer:
         down = partial(self._take_down, deployment_id, EventAction.STOP, actor=actor)
         return self._timed(EventAction.STOP, down)
 
-    def sleep(self, deployment_id: int, *, actor: str) -> ActionResult:
-        """Put a running deployment to sleep (at its level) once its requests in flight finish."""
-        down = partial(self._take_down, deployment_id, EventAction.SLEEP, actor=actor)
+    def sleep(self, deployment_id: int, *, actor: str, level: int | None = None) -> ActionResult:
+        """Put a running deployment to sleep once its requests in flight finish.
+
+        At ``level`` (1 or 2; None: the deployment's ``sleep_level``): the idle ladder's
+        first step sleeps at level 1 whatever the deployment's own level.
+        """
+        down = partial(self._take_down, deployment_id, EventAction.SLEEP, actor=actor, level=level)
         return self._timed(EventAction.SLEEP, down)
+
+    def deepen(self, deployment_id: int, *, actor: str) -> ActionResult:
+        """Move a deployment asleep at level 1 to level 2; the caller holds its lock and door.
+
+        vLLM cannot deepen a sleep in place (a second ``/sleep`` would release memory it
+        released already), so the server is woken and put to sleep again at level 2. The
+        wake needs its awake memory for that moment: it is fit-checked like any wake, never
+        evicting (``DoesNotFit``). A request that knocked on the shut door meanwhile finds
+        it awake: it is left awake for it, and the deepening says so.
+        """
+        return self._timed(EventAction.SLEEP, partial(self._deepen, deployment_id, actor))
+
+    def _deepen(self, deployment_id: int, actor: str) -> ActionResult:
+        with self.lock(deployment_id):
+            deployment = self._deployments.get(deployment_id)
+            if deployment.state is not S.SLEEPING or deployment.sleeps_at != 1:
+                where = (
+                    f"asleep at level {deployment.sleeps_at}"
+                    if deployment.state is S.SLEEPING
+                    else deployment.state.value
+                )
+                self._rec.refuse(
+                    deployment, EventAction.SLEEP, actor, Conflict,
+                    f"it is {where}: only a level-1 sleep deepens",
+                )  # fmt: skip
+            backend = self._backends.of(deployment)
+            with self._startup, self._activity.closing(deployment_id) as door:
+                deployment, _ = self._fitted(deployment_id, EventAction.SLEEP, actor)
+                began = time.monotonic()
+                try:
+                    backend.wake(1, timeout_s=deployment.startup_timeout_s)
+                    wait_until_healthy(backend, deployment.startup_timeout_s, began=began)
+                    if door.knocked:  # someone wants it: serve rather than sleep again
+                        backend.check_completion(timeout_s=deployment.startup_timeout_s)
+                        self._rec.checked(deployment_id)
+                    else:
+                        backend.sleep(2, timeout_s=deployment.sleep_timeout_s)
+                except ServerGone as error:
+                    self._rec.fail(deployment, EventAction.SLEEP, actor, str(error), backend)
+                    raise
+                except Exception as error:
+                    detail = f"deepening to level 2 failed: {error}"
+                    self._rec.fail(deployment, EventAction.SLEEP, actor, detail, backend)
+                    raise
+            if door.knocked:
+                return self._rec.record(
+                    deployment=deployment,
+                    action=EventAction.WAKE,
+                    outcome=EventOutcome.DONE,
+                    actor=actor,
+                    detail="woken to deepen its sleep; a request arrived meanwhile, so it "
+                    "was left awake for it",
+                    state=S.RUNNING,
+                    error=KEEP,
+                )
+            return self._rec.record(
+                deployment=deployment,
+                action=EventAction.SLEEP,
+                outcome=EventOutcome.DONE,
+                actor=actor,
+                detail="deepened: asleep at level 2 (woken from level 1, put back to sleep)",
+                state=S.SLEEPING,
+                error=KEEP,
+                asleep_level=2,
+            )
 
     def mark_failed(
         self, deployment_id: int, reason: str, *, actor: str = "system", wait: bool = True
@@ -289,7 +359,7 @@ class Deployer:
 
                 try:
                     if waking:
-                        backend.wake(deployment.sleep_level, timeout_s=left())
+                        backend.wake(deployment.sleeps_at, timeout_s=left())
                     else:
                         backend.start()
                         if isinstance(backend, RayBackend):
@@ -317,12 +387,19 @@ class Deployer:
                     # A new server clears the last error; a woken one keeps it on record.
                     error=KEEP if waking else None,
                     evictions=evictions,
+                    ready=(round(took * SECOND_US), deployment.sleeps_at if waking else 0),
                 )
 
     def _take_down(
-        self, deployment_id: int, action: EventAction, *, actor: str, why: str | None = None
+        self,
+        deployment_id: int,
+        action: EventAction,
+        *,
+        actor: str,
+        why: str | None = None,
+        level: int | None = None,
     ) -> ActionResult:
-        """Stop or sleep (``why``: the plan that evicts it); write it down."""
+        """Stop or sleep (``why``: the plan that evicts it; ``level``: the sleep's)."""
         sleeping = action is EventAction.SLEEP
         with self.lock(deployment_id), self._activity.closing(deployment_id):
             deployment = self._deployments.get(deployment_id)
@@ -347,8 +424,9 @@ class Deployer:
                     f"it is {deployment.state.value}: only a running deployment sleeps",
                 )
             backend = self._backends.of(deployment)
+            level = level or deployment.sleep_level
             if sleeping:
-                state, how = S.SLEEPING, self._sleep_backend(deployment, backend, actor)
+                state, how = S.SLEEPING, self._sleep_backend(deployment, backend, actor, level)
             else:
                 with writing(self._engine) as connection:
                     self._deployments.set_state(connection, deployment_id, S.STOPPING)
@@ -367,6 +445,7 @@ class Deployer:
                 detail=how + (f": {why}" if why else ""),
                 state=state,
                 error=KEEP if sleeping else None,  # a stopped server's last error is over
+                asleep_level=level if sleeping else None,
             )
 
     def _take_over_stop(self, deployment: Deployment, actor: str) -> ActionResult | None:
@@ -388,10 +467,12 @@ class Deployer:
             "or wake schedule starts it",
         )
 
-    def _sleep_backend(self, deployment: Deployment, backend: Backend, actor: str) -> str:
+    def _sleep_backend(
+        self, deployment: Deployment, backend: Backend, actor: str, level: int
+    ) -> str:
         """Ask the server to sleep; say how it went (a gone server leaves it failed)."""
         try:
-            backend.sleep(deployment.sleep_level, timeout_s=deployment.sleep_timeout_s)
+            backend.sleep(level, timeout_s=deployment.sleep_timeout_s)
         except ServerGone as error:
             self._rec.fail(deployment, EventAction.SLEEP, actor, str(error), backend)
             raise
@@ -404,7 +485,7 @@ class Deployer:
                 detail=str(error),
             )
             raise
-        return f"asleep (level {deployment.sleep_level})"
+        return f"asleep (level {level})"
 
     def _make_room(
         self, deployment: Deployment, action: EventAction, actor: str, plans: bool

@@ -29,6 +29,7 @@ from dgxmm.fleet.deployments.events import Events
 from dgxmm.fleet.deployments.insights import InsightKind, Insights, Severity
 from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
 from dgxmm.fleet.deployments.repo import DeploymentRepo
+from dgxmm.fleet.deployments.request_minutes import RETENTION_DAYS, RequestMinutes
 from dgxmm.fleet.deployments.tables import deployments as deployments_table
 from dgxmm.fleet.metrics.metrics import Metrics
 from dgxmm.fleet.metrics.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING
@@ -108,6 +109,7 @@ class Fleet:
             checked=self.metrics.discount,
         )
         self.activity = RequestActivity(self.clock)
+        self.request_minutes = RequestMinutes(engine)  # the proxy's record, for the savings
         self.deployer = Deployer(
             engine,
             inventory=inventory,
@@ -210,7 +212,8 @@ class Fleet:
                 CronSchedule.parse("30 3 * * *"),
                 self._purge,
                 description="deletes metric rollups older than the retention "
-                f"({RETENTION_SETTING}, {DEFAULT_RETENTION_DAYS} days by default)",
+                f"({RETENTION_SETTING}, {DEFAULT_RETENTION_DAYS} days by default) and the "
+                f"proxy's request minutes older than {RETENTION_DAYS} days",
             ),
         ]
 
@@ -260,10 +263,14 @@ class Fleet:
                 log.warning("after finding %s asleep: %s", deployment.name, error)
 
     def _rollup(self, ctx: RunContext) -> str:
-        return self.metrics.rollup_all(ctx)
+        written = self.request_minutes.add(self.activity.take_minutes())
+        said = self.metrics.rollup_all(ctx)
+        return f"{said}; {written} minute(s) of proxy requests written" if written else said
 
     def _purge(self, ctx: RunContext) -> str:
-        return f"{self.metrics.purge(ctx.started_at)} rollup(s) deleted"
+        requests = self.request_minutes.purge(ctx.started_at)
+        rollups = self.metrics.purge(ctx.started_at)
+        return f"{rollups} rollup(s) and {requests} minute(s) of proxy requests deleted"
 
     def _note_inventory(self) -> None:
         inventory = self.inventory

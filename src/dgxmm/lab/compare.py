@@ -218,7 +218,17 @@ def _proposals(
         return replay_fleet(trace, fleet, Rules(), start_us=start_us, end_us=end_us, seed=seed)
     given = replay_fleet(trace, fleet, Rules(), start_us=start_us, end_us=learned_until, seed=seed)
     learned = learned_schedules(trace, fleet, learn_start_us=start_us, learn_end_us=learned_until)
-    after = replay_fleet(trace, learned, Rules(), start_us=learned_until, end_us=end_us, seed=seed)
+    # A proposal proposes the measured wake lead, and accepting it sets it (a lab fleet's
+    # deployments have none of their own): on the deployments that were proposed something.
+    proposed = frozenset(
+        mine.name
+        for mine, given_one in zip(learned.deployments, fleet.deployments, strict=True)
+        if len(mine.schedules) > len(given_one.schedules)
+    )
+    after = replay_fleet(
+        trace, learned, Rules(measured_lead=proposed), start_us=learned_until, end_us=end_us,
+        seed=seed,
+    )  # fmt: skip
     joined: dict[str, ScheduleReplay] = {}
     for name, before in given.items():
         later = after[name]

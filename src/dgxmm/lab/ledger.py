@@ -142,6 +142,21 @@ class Timeline:
         """A timeline in one phase throughout (always-on is ``Timeline.always(...)``)."""
         return cls.of(start_us, end_us, [(start_us, phase)])
 
+    def clipped(self, start_us: int, end_us: int) -> Timeline:
+        """Return the part of the timeline in ``[start_us, end_us)`` (within its own span)."""
+        start_us = max(start_us, self.start_us)
+        end_us = max(start_us, min(end_us, self.end_us))
+        first = max(0, int(np.searchsorted(self.starts, start_us, side="right")) - 1)
+        last = int(np.searchsorted(self.starts, end_us, side="left"))
+        starts = self.starts[first : max(last, first + 1)].copy()
+        starts[0] = start_us
+        return Timeline(
+            start_us=start_us,
+            end_us=end_us,
+            starts=starts,
+            codes=self.codes[first : max(last, first + 1)].copy(),
+        )
+
     def phases(self) -> list[tuple[int, Phase]]:
         """Return the ``(from_us, phase)`` pairs."""
         return [

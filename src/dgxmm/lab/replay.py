@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dgxmm.decider.idle import IdleLadder
-from dgxmm.decider.schedules.lead import OFF, WakeLead
+from dgxmm.decider.schedules.lead import LEAD_OFF, LeadKind, WakeLead
 from dgxmm.fleet import DeploymentState, Fit
 from dgxmm.fleet.placement.fit import check_fit
 from dgxmm.lab.fleetfile import LabFleet
@@ -78,11 +78,15 @@ class Rules:
 
     idle: bool = False  # the idle ladder: the deployment's own, else ``default_ladder``
     histogram: bool = False  # the histogram policy, over the ladder (implies ``idle``)
-    wake_lead: WakeLead = OFF  # every deployment's wake lead
+    wake_lead: WakeLead = LEAD_OFF  # every deployment's wake lead
     default_ladder: IdleLadder = DEFAULT_LADDER
+    # These deployments' wake lead is measured whatever ``wake_lead`` says: accepting the
+    # product's proposal sets it on a deployment whose lead was off (issue 25).
+    measured_lead: frozenset[str] = frozenset()
 
 
 SCHEDULES_ONLY = Rules()
+_MEASURED = WakeLead(kind=LeadKind.MEASURED)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,7 +153,9 @@ def replay_fleet(
                 end_us=end_us,
                 ladder=ladder if rules.idle or rules.histogram else IdleLadder(),
                 histogram=rules.histogram,
-                wake_lead=rules.wake_lead,
+                wake_lead=(
+                    _MEASURED if deployment.name in rules.measured_lead else rules.wake_lead
+                ),
                 fits=fits,
             )
         )

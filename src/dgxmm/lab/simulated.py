@@ -47,6 +47,7 @@ import numpy as np
 
 from dgxmm.decider.idle import IDLE_TICK_US, GapHistogram, IdleLadder, IdleStep
 from dgxmm.decider.idle import idle_step as ladder_step
+from dgxmm.decider.idle.histogram import ladder_in_effect, pre_wake_at
 from dgxmm.decider.schedules.lead import LeadKind, WakeLead, lead_for
 from dgxmm.decider.schedules.runner import ResultKind
 from dgxmm.decider.schedules.slots import Slot
@@ -475,25 +476,15 @@ class SimulatedDeployment:
 
     def _thresholds(self) -> tuple[int | None, int | None, int | None]:
         """Return the sleep, deepen and stop times the policy uses now (histogram or ladder)."""
-        sleep, deepen, stop = self.ladder.steps_us()
-        if self.histogram is not None and self.last_arrival is not None:
-            windows = self.histogram.windows(self.last_arrival)
-            if windows is not None:
-                # Sleep right after the request only when a pre-wake can follow: the window,
-                # less the wake time, must end after that sleep. Else (a short 5th percentile,
-                # a long wake) no pre-wake is planned and every next request met it asleep.
-                ahead = windows.pre_wake_us - self._pre_wake_lead_us()
-                if ahead > MINUTE_US + self.times.sleep_1.median_us and not self.pre_woken:
-                    sleep = MINUTE_US  # sleep right after the request, to be woken ahead
-                else:
-                    sleep = windows.keep_alive_us
-                # The ladder's deeper steps count on from the end of the keep-alive window:
-                # counted from the request, a 15-minute deepening fell due inside a 34-minute
-                # keep-alive and took a pre-woken server straight down to level 2.
-                keep = windows.keep_alive_us
-                deepen = None if deepen is None else keep + deepen
-                stop = None if stop is None else keep + stop
-        return sleep, deepen, stop
+        if self.histogram is None or self.last_arrival is None:
+            return self.ladder.steps_us()
+        return ladder_in_effect(
+            self.ladder,
+            self.histogram.windows(self.last_arrival),
+            pre_wake_lead_us=self._pre_wake_lead_us(),
+            sleep_us=self.times.sleep_1.median_us,
+            pre_woken=self.pre_woken,
+        ).steps_us()
 
     def _next_idle_check(self) -> int | None:
         if self.action is not None or self.shut_door or self.rest is Phase.STOPPED:
@@ -576,13 +567,12 @@ class SimulatedDeployment:
         if self.histogram is None or self.last_arrival is None or self.pre_woken:
             return
         windows = self.histogram.windows(self.last_arrival)
-        if windows is None or not windows.pre_wake_us:
-            return
         # Less the measured wake time (issue 25, point 3), whatever the wake lead of the
         # scheduled wakes: with that lead off it was less nothing, and the pre-wake was late.
-        lead = self._pre_wake_lead_us()
-        # Taken at the host's tick at or before that instant.
-        planned = (self.last_arrival + windows.pre_wake_us - lead) // IDLE_TICK_US * IDLE_TICK_US
+        begins = pre_wake_at(self.last_arrival, windows, self._pre_wake_lead_us())
+        if begins is None:
+            return
+        planned = begins // IDLE_TICK_US * IDLE_TICK_US  # taken at the tick at or before it
         # A sleep after a pre-wake's keep-alive ran out, with no request since, plans none:
         # the pre-wake it would plan is past, and would wake it again at once.
         self.pre_wake_at = planned if planned > self.action_began() else None

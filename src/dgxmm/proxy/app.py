@@ -181,9 +181,10 @@ class ProxyApp:
             ):
                 await self._forward(route, scope, body, receive, send)
             else:
-                await self._hold(route, scope, body, receive, send)
+                await self._hold(route, scope, body, receive, send, arrived_us=entry.at_us)
         except ProxyRefused as refused:
             self.stats.refused(refused.refusal)
+            activity.refused(deployment_id, refused.refusal.value)  # the savings' record
             await _send(send, refusal_reply(refused.refusal, refused.message))
         finally:
             activity.leave(deployment_id)
@@ -260,7 +261,14 @@ class ProxyApp:
         )
 
     async def _hold(
-        self, cached: Route, scope: Scope, body: bytes, receive: Receive, send: Send
+        self,
+        cached: Route,
+        scope: Scope,
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        *,
+        arrived_us: int,
     ) -> None:
         """Read the deployment again; forward, refuse, or hold it while it is brought up."""
         deployment_id = cached.deployment.id
@@ -297,6 +305,9 @@ class ProxyApp:
             self.stats.hold_ended(name, self._monotonic() - began, size)
         if not woke:
             return  # the client went away while held
+        # A cold request and its added wait, for the savings report (forwarded from here).
+        wait_us = round((self._monotonic() - began) * 1e6)
+        self._fleet.activity.held(deployment_id, arrived_us, wait_us)
         await self._forward(await self._table.fresh(deployment_id), scope, body, receive, send)
 
     def _check_room(self, deployment_id: int, name: str, size: int, bounds: HoldBounds) -> None:

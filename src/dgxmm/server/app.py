@@ -54,9 +54,11 @@ FLEET_ROUTES = Routes(
         api.proxy.router,
         api.insights.router,
         api.audit.router,
+        api.savings.router,
         pages.deployment_form.router,  # /deployments/new before /deployments/{id}
         pages.deployments.router,
         pages.insights.router,
+        pages.savings.router,
         pages.audit.router,
     ),
     needs=("fleet",),

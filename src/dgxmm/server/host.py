@@ -20,7 +20,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -98,8 +98,15 @@ class Host:
         stop_grace_seconds: float = 10.0,
         telemetry: Telemetry = NO_TELEMETRY,
         lease: bool = False,
+        pulses: Iterable[Callable[[int], object]] = (),
+        pulse_seconds: float = 1.0,
     ) -> None:
         self.store = store
+        # Called with now every ``pulse_seconds`` by the ticking instance, between its ticks:
+        # the idle policies, whose steps a 5-second tick would make up to 5 s late. Each
+        # returns at once (it hands its work to threads of its own).
+        self._pulses = list(pulses)
+        self.pulse_seconds = pulse_seconds
         # With a lease (``dgxmm serve``), only the holder of the store's ticker lease ticks;
         # without one (a library or a test), this host ticks whatever else runs.
         self._lease = lease
@@ -437,8 +444,12 @@ class Host:
     def _tick_forever(self) -> None:
         next_tick = time.monotonic() + self.tick_seconds
         next_try = time.monotonic()
+        next_pulse = time.monotonic() + self.pulse_seconds
         while not self._stopping.is_set():
-            wake_at = next_tick if self.role is InstanceRole.HOLDER else min(next_tick, next_try)
+            if self.role is InstanceRole.HOLDER:
+                wake_at = min(next_tick, next_pulse) if self._pulses else next_tick
+            else:
+                wake_at = min(next_tick, next_try)
             self._wake.wait(timeout=max(0.0, wake_at - time.monotonic()))
             self._wake.clear()
             if self._stopping.is_set():
@@ -456,6 +467,9 @@ class Host:
                         next_tick = time.monotonic() + self.tick_seconds
                         self.store.presence.beat()
                     continue
+                if time.monotonic() >= next_pulse:
+                    next_pulse = max(next_pulse + self.pulse_seconds, time.monotonic())
+                    self._pulse()
                 if time.monotonic() >= next_tick:
                     next_tick = max(next_tick + self.tick_seconds, time.monotonic())
                     try:
@@ -471,3 +485,11 @@ class Host:
                     self.collect()
             except Exception:  # the ticker must outlive any one bad step
                 log.exception("dgxmm host: a tick failed; ticking on")
+
+    def _pulse(self) -> None:
+        now = self.clock.now_us()
+        for pulse in self._pulses:
+            try:
+                pulse(now)
+            except Exception:  # one failing pulse must not stop the others, or the ticks
+                log.exception("dgxmm host: a pulse failed; pulsing on")

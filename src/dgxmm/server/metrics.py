@@ -23,5 +23,7 @@ router = APIRouter(tags=["metrics"])
 @router.get("/metrics", response_class=Response)
 def metrics(services: ServicesDep, _: Viewer) -> Response:
     """dgxmm's own metrics in Prometheus' text format (a viewer's token)."""
-    page = services.metrics.exposition(services.fleet, services.proxy)
+    page = services.metrics.exposition(
+        services.fleet, services.proxy, store=services.host.store, schedules=services.schedules
+    )
     return Response(page, media_type=TEXT_FORMAT)

@@ -221,6 +221,7 @@ def deployment_shown_to(deployment: Deployment, who: Identity | None) -> Deploym
         environment=dict.fromkeys(deployment.environment, MASK),
         base_url=None if deployment.base_url is None else masked_text(deployment.base_url),
         last_error=public_text(deployment.last_error),
+        idle_paused=public_text(deployment.idle_paused),  # quotes a failed step's error
     )
 
 

@@ -30,6 +30,7 @@ from dgxmm.fleet.demo.demo import DEMO_RAY_NODES
 from dgxmm.fleet.demo.local_cluster import LocalCluster
 from dgxmm.fleet.placement.cluster import ray_missing
 from dgxmm.jobs import resolve_zone
+from dgxmm.lab.backtest import proposal_backtester
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
 from dgxmm.proxy import API_LIMITS, ProxyApp, ProxyServer, limited_protocol
 from dgxmm.server.app import FLEET_ROUTES, PROPOSAL_ROUTES, SCHEDULE_ROUTES, create_app
@@ -183,7 +184,9 @@ def _serve(
     metrics = ServerMetrics()  # the fleet, the schedule runner and the host count into it
     fleet = Fleet(store, inventory=discover_inventory(data_dir), telemetry=metrics)
     schedules = ScheduleService(store, fleet)
-    proposals = ProposalService(store, fleet, schedules)
+    proposals = ProposalService(
+        store, fleet, schedules, backtest=proposal_backtester(fleet, schedules)
+    )
     host = Host(
         store,
         time_zone=zone,
@@ -191,6 +194,7 @@ def _serve(
         system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
         telemetry=metrics,
         lease=True,
+        pulses=[schedules.idle_pulse],
     )
     proxy = (
         ProxyServer(ProxyApp(fleet), host=options.proxy_host, port=options.proxy_port)

@@ -5,10 +5,13 @@ Two kinds of series, kept apart on purpose:
 - **Counted as it happens** (``ServerMetrics`` is the ``Telemetry`` every recording seam is
   given): deployment actions and their durations by action and outcome, the schedule
   runner's decisions by action and outcome, job runs and their durations by job and outcome,
-  a job's skipped times by job and reason (the scheduler's ``SkipReason``), and model
-  servers whose metrics could not be read. They start at zero with the process, as
-  Prometheus counters do; ``rate()`` and ``increase()`` take restarts in their stride.
-- **Read at scrape time** from the store: deployments by state. And the proxy's numbers
+  a job's skipped times by job and reason (the scheduler's ``SkipReason``), model servers
+  whose metrics could not be read, and what the policies did on their own (idle sleeps,
+  deepenings, idle stops, pre-wakes, wakes begun early). They start at zero with the
+  process, as Prometheus counters do; ``rate()`` and ``increase()`` take restarts in their
+  stride.
+- **Read at scrape time** from the store: deployments by state, and the GPU memory each
+  holds and frees now (the savings report's figures, as gauges). And the proxy's numbers
   (``ProxyStats``, when the proxy serves): requests held now and in all, hold time,
   wakes asked for, requests forwarded, refusals by reason. A gauge fed by events would
   drift from the table (a restart, a reattachment, a row changed by another instance); the
@@ -32,8 +35,12 @@ from prometheus_client.core import (
 )
 
 from dgxmm import __version__
+from dgxmm.decider.acts import PolicyAct
+from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import DeploymentState, Fleet
 from dgxmm.proxy import HOLD_BUCKETS_S, ProxyStats
+from dgxmm.store import InstanceRole, Store
+from dgxmm.time_units import SECOND_US
 
 __all__ = ["ServerMetrics"]
 
@@ -81,6 +88,15 @@ class ServerMetrics:
             ["deployment", "kind"],
             registry=self.registry,
         )
+        self._policy = Counter(
+            "dgxmm_policy_actions",
+            "What the policies did on their own: idle sleeps, deepenings and stops, pre-wakes "
+            "(the histogram policy) and scheduled wakes or starts begun early (the wake lead).",
+            ["what"],
+            registry=self.registry,
+        )
+        for what in PolicyAct:  # every series from the start: a rate over none is 0, not absent
+            self._policy.labels(what.value)
 
     # -- Telemetry ----------------------------------------------------------------------------
 
@@ -104,13 +120,25 @@ class ServerMetrics:
         """Count a model server whose metrics could not be read."""
         self._scrape_errors.labels(deployment, kind.value).inc()
 
+    def policy_acted(self, what: Enum) -> None:
+        """Count an idle step, a pre-wake or a wake begun early."""
+        self._policy.labels(what.value).inc()
+
     # -- the page -----------------------------------------------------------------------------
 
-    def exposition(self, fleet: Fleet | None, proxy: ProxyStats | None = None) -> bytes:
+    def exposition(
+        self,
+        fleet: Fleet | None,
+        proxy: ProxyStats | None = None,
+        *,
+        store: Store | None = None,
+        schedules: ScheduleService | None = None,
+    ) -> bytes:
         """Return every series in the text format: the counted ones, then those read now."""
         scrape = CollectorRegistry(auto_describe=False)
         scrape.register(self.registry)
         scrape.register(_State(fleet))
+        scrape.register(_Watch(store, schedules, fleet))
         if proxy is not None:
             scrape.register(_Proxy(proxy))
         return generate_latest(scrape)
@@ -129,14 +157,72 @@ class _State:
         if self._fleet is None:
             return
         counts = dict.fromkeys(DeploymentState, 0)
+        held = GaugeMetricFamily(
+            "dgxmm_deployment_memory_held_gib",
+            "GPU memory a deployment holds now (declared per GPU in its state, times its GPUs).",
+            labels=["deployment", "state"],
+        )
+        freed = GaugeMetricFamily(
+            "dgxmm_deployment_memory_freed_gib",
+            "GPU memory a deployment frees now against running: its awake memory less what it "
+            "holds. avg_over_time(...[1d]) * 24 is the GiB-hours freed in a day.",
+            labels=["deployment"],
+        )
         for deployment in self._fleet.deployments.list():
             counts[deployment.state] += 1
+            gpus = deployment.gpu_count
+            held.add_metric([deployment.name, deployment.state.value], deployment.held_gib * gpus)
+            awake = deployment.memory_gib_awake * gpus
+            freed.add_metric([deployment.name], max(0.0, awake - deployment.held_gib * gpus))
         states = GaugeMetricFamily(
             "dgxmm_deployments", "Deployments by state, as the store has them.", labels=["state"]
         )
         for state, count in counts.items():
             states.add_metric([state.value], float(count))
         yield states
+        yield held
+        yield freed
+
+
+class _Watch:
+    """What the alerting rules watch, read at each scrape (``docs/alerts/dgxmm-rules.yml``)."""
+
+    def __init__(
+        self, store: Store | None, schedules: ScheduleService | None, fleet: Fleet | None
+    ) -> None:
+        self._store = store
+        self._schedules = schedules
+        self._fleet = fleet
+
+    def collect(self) -> Iterable[Metric]:
+        if self._store is not None:
+            beat = GaugeMetricFamily(
+                "dgxmm_ticker_last_beat_timestamp_seconds",
+                "When the instance that ticks the scheduler last beat (Unix seconds; 0: no "
+                "instance ticks). Every instance on the store serves the same value.",
+            )
+            holders = [
+                i.last_seen
+                for i in self._store.presence.all()
+                if i.alive and i.role is InstanceRole.HOLDER
+            ]
+            beat.add_metric([], max(holders, default=0) / SECOND_US)
+            yield beat
+        if self._schedules is not None and self._fleet is not None:
+            paused = GaugeMetricFamily(
+                "dgxmm_schedules_paused",
+                "Schedules a failed action switched off, by deployment (each waits for a person).",
+                labels=["deployment"],
+            )
+            names = {d.id: d.name for d in self._fleet.deployments.list()}
+            counts: dict[str, int] = dict.fromkeys(names.values(), 0)
+            for schedule in self._schedules.list():
+                if not schedule.enabled and schedule.paused_reason is not None:
+                    name = names.get(schedule.deployment_id, str(schedule.deployment_id))
+                    counts[name] = counts.get(name, 0) + 1
+            for name, count in sorted(counts.items()):
+                paused.add_metric([name], float(count))
+            yield paused
 
 
 class _Proxy:

@@ -50,4 +50,7 @@ def test_the_host_runs_the_metrics_jobs(host: Host, fleet: Fleet) -> None:
     assert (result.outcome, result.detail) == (Outcome.SUCCEEDED, "1 sampled")
     assert len(fleet.metrics.rollups(llama.id, 0, 2**62)) == 1
     purged = host.run_now("metrics_purge", timeout=60)
-    assert (purged.outcome, purged.detail) == (Outcome.SUCCEEDED, "0 rollup(s) deleted")
+    assert (purged.outcome, purged.detail) == (
+        Outcome.SUCCEEDED,
+        "0 rollup(s) and 0 minute(s) of proxy requests deleted",
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -58,7 +59,23 @@ def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Pat
         assert "synthetic" in api.get(f"/deployments/{chat['id']}").text
         # Four weeks of office hours: a proposal waits to be accepted at once.
         waiting = api.get(f"/api/deployments/{chat['id']}/proposals").json()["proposals"]
-        assert [p for p in waiting if p["status"] == "open"]
+        opened = [p for p in waiting if p["status"] == "open"]
+        assert opened
+        # ... with its backtest on the synthetic weeks held out.
+        assert all(p["backtest"] is not None and p["backtest"]["weeks"] for p in opened)
+        # The savings page's four synthetic weeks: evenings asleep, mornings woken by request.
+        today = datetime.now(UTC).date()
+        report = api.get(
+            "/api/savings",
+            params={"from": (today - timedelta(days=27)).isoformat(), "to": today.isoformat(),
+                    "deployment": "demo-chat"},
+        ).json()  # fmt: skip
+        (shown,) = report["deployments"]
+        assert len(shown["days"]) == 28
+        assert shown["totals"]["freed_gib_h"] > 0
+        assert shown["totals"]["wakes"].get("request", 0) >= 10  # a working morning each
+        assert shown["totals"]["cold"] >= 10
+        assert "demo-chat" in api.get("/savings").text
         batch = next(d for d in deployments if d["name"] == "demo-batch")
         quiet = api.get(f"/api/deployments/{batch['id']}/schedules").json()["schedules"]
         assert [s["action"] for s in quiet] == ["sleep", "wake"]  # a sleep to watch go through

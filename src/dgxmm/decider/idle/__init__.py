@@ -5,12 +5,17 @@
 - ``histogram``: the histogram policy (after "Serverless in the Wild"): keep-alive and
   pre-wake windows learned from the deployment's idle gaps.
 
-Pure functions and an accumulator, with no clock, lock or I/O: the product's runner and the
-savings lab (``dgxmm.lab``) call the same ones.
+- ``runner``: ``IdleRunner``, the product's: a pulse every second that decides each
+  deployment's step and hands it to a worker (the lock, the quiet check with the door shut).
+
+``ladder`` and ``histogram`` are pure functions and an accumulator, with no clock, lock or
+I/O: the product's runner and the savings lab (``dgxmm.lab``) call the same ones.
 """
 
 from dgxmm.decider.idle.histogram import GapHistogram as GapHistogram
 from dgxmm.decider.idle.histogram import HistogramWindows as HistogramWindows
+from dgxmm.decider.idle.histogram import ladder_in_effect as ladder_in_effect
+from dgxmm.decider.idle.histogram import pre_wake_at as pre_wake_at
 from dgxmm.decider.idle.ladder import IDLE_ACTOR as IDLE_ACTOR
 from dgxmm.decider.idle.ladder import IDLE_TICK_US as IDLE_TICK_US
 from dgxmm.decider.idle.ladder import IdleLadder as IdleLadder
@@ -18,15 +23,23 @@ from dgxmm.decider.idle.ladder import IdleStep as IdleStep
 from dgxmm.decider.idle.ladder import ScheduleSlots as ScheduleSlots
 from dgxmm.decider.idle.ladder import awake_window as awake_window
 from dgxmm.decider.idle.ladder import idle_step as idle_step
+from dgxmm.decider.idle.runner import PULSE_SECONDS as PULSE_SECONDS
+from dgxmm.decider.idle.runner import IdleOutcome as IdleOutcome
+from dgxmm.decider.idle.runner import IdleRunner as IdleRunner
 
 __all__ = [
     "IDLE_ACTOR",
     "IDLE_TICK_US",
+    "PULSE_SECONDS",
     "GapHistogram",
     "HistogramWindows",
     "IdleLadder",
+    "IdleOutcome",
+    "IdleRunner",
     "IdleStep",
     "ScheduleSlots",
     "awake_window",
     "idle_step",
+    "ladder_in_effect",
+    "pre_wake_at",
 ]

@@ -32,11 +32,19 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dgxmm.fleet import IdleLadder
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US
 
 Ints = npt.NDArray[np.int64]
 
-__all__ = ["MIN_CV", "MIN_GAPS", "GapHistogram", "HistogramWindows"]
+__all__ = [
+    "MIN_CV",
+    "MIN_GAPS",
+    "GapHistogram",
+    "HistogramWindows",
+    "ladder_in_effect",
+    "pre_wake_at",
+]
 
 RANGE_US = 4 * HOUR_US
 BIN_US = MINUTE_US
@@ -137,3 +145,50 @@ class GapHistogram:
                 self._row_day[row] = -1
                 self._version += 1
         self._row_day[day % self.days] = day
+
+
+def ladder_in_effect(
+    ladder: IdleLadder,
+    windows: HistogramWindows | None,
+    *,
+    pre_wake_lead_us: int,
+    sleep_us: int,
+    pre_woken: bool,
+) -> IdleLadder:
+    """Return the ladder the histogram policy steps by after a request, given its windows.
+
+    Not representative (``windows`` None): the deployment's own ladder. Else the sleep
+    comes right after the request (a minute: one pass) when a pre-wake can follow it, or at
+    the end of the keep-alive window; the ladder's deeper steps count on from that end.
+
+    ``pre_wake_lead_us``: the measured level-1 wake time the pre-wake begins ahead by;
+    ``sleep_us``: how long a sleep takes; ``pre_woken``: the deployment was pre-woken and no
+    request came since (it stays up for the keep-alive, not to sleep at once again).
+    """
+    if windows is None:
+        return ladder
+    # Sleep right after the request only when a pre-wake can follow: the pre-wake window,
+    # less the wake time, must end after that sleep. Else (a short 5th percentile, a long
+    # wake) no pre-wake is planned and every next request would meet it asleep.
+    ahead = windows.pre_wake_us - pre_wake_lead_us
+    keep = windows.keep_alive_us
+    sleep = MINUTE_US if ahead > MINUTE_US + sleep_us and not pre_woken else keep
+    # Counted from the request, a 15-minute deepening fell due inside a 34-minute keep-alive
+    # and took a pre-woken server straight down to level 2 (found by the lab).
+    return IdleLadder(
+        sleep_after_us=sleep,
+        deepen_after_us=None if ladder.deepen_after_us is None else keep + ladder.deepen_after_us,
+        stop_after_us=None if ladder.stop_after_us is None else keep + ladder.stop_after_us,
+    )
+
+
+def pre_wake_at(last_request_us: int, windows: HistogramWindows | None, lead_us: int) -> int | None:
+    """Return when a pre-wake begins after a sleep that followed ``last_request_us``, or None.
+
+    At the pre-wake window after the request, less the measured wake time (issue 25, point
+    3), so that the model is up when the next request is likely; None when the histogram
+    plans none (not representative, or a 5th percentile of zero: stay awake instead).
+    """
+    if windows is None or not windows.pre_wake_us:
+        return None
+    return last_request_us + windows.pre_wake_us - lead_us

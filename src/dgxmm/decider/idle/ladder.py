@@ -26,8 +26,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.decider.days import day_bit
 from dgxmm.decider.schedules.rows import ScheduleAction
 from dgxmm.decider.schedules.slots import local_today, slot_on
-from dgxmm.errors import DefinitionError
-from dgxmm.fleet import DeploymentState
+from dgxmm.fleet import DeploymentState, IdleLadder
 from dgxmm.time_units import DAY_US, SECOND_US
 
 __all__ = [
@@ -41,12 +40,11 @@ __all__ = [
 ]
 
 IDLE_ACTOR = "idle"  # the actor of an idle step's events
-# The idle policy is checked on every tick of the host (``dgxmm serve`` ticks each second),
-# not at the schedule runner's minute: a step a minute late holds a 72 GiB model awake 30 s
+# The idle policy is checked every second (the host's pulse, ``IdleRunner.pulse``), not at
+# the schedule runner's minute: a step a minute late holds a 72 GiB model awake 30 s
 # longer on average, each time, which the lab measured as most of what the ladder fell short
 # of Ollama's 5-minute stop by (docs/savings.md).
 IDLE_TICK_US = SECOND_US
-_MOST_S = 365 * 86400  # a year: a longer idle wait is a typo, not a policy
 _WEEK_DAYS = 8  # the latest slot of a weekly schedule lies within the last 8 local days
 
 
@@ -56,74 +54,6 @@ class IdleStep(StrEnum):
     SLEEP = "sleep"  # a running server to level 1
     DEEPEN = "deepen"  # to level 2: from level 1, or a running server straight to it
     STOP = "stop"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IdleLadder:
-    """A deployment's idle steps, each in microseconds without requests; None: no such step."""
-
-    sleep_after_us: int | None = None
-    deepen_after_us: int | None = None
-    stop_after_us: int | None = None
-
-    @classmethod
-    def of_seconds(
-        cls,
-        *,
-        sleep_after_s: object = None,
-        deepen_after_s: object = None,
-        stop_after_s: object = None,
-        field_prefix: str = "idle_",
-    ) -> IdleLadder:
-        """Check a ladder given in seconds; refuse naming the field (``DefinitionError``)."""
-        given = {"sleep_after_s": sleep_after_s, "deepen_after_s": deepen_after_s,
-                 "stop_after_s": stop_after_s}  # fmt: skip
-        steps: dict[str, int | None] = {}
-        previous: tuple[str, int] | None = None  # the step before: its name, microseconds
-        for name, value in given.items():
-            field = f"{field_prefix}{name}"
-            if value is None:
-                steps[name] = None
-                continue
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise DefinitionError(field, f"{value!r} is not a number of seconds")
-            if not 1 <= value <= _MOST_S:  # NaN fails both comparisons
-                raise DefinitionError(field, f"{value!r} is not from 1 s to {_MOST_S} s (a year)")
-            us = round(value * SECOND_US)
-            # Compared as kept, in microseconds: seconds apart by less than one would be
-            # accepted here, then refused when the ladder's own to_json is read back.
-            if previous is not None and us <= previous[1]:
-                earlier = f"{field_prefix}{previous[0]}"
-                raise DefinitionError(
-                    field, f"{value:g} s is not after {earlier} ({previous[1] / SECOND_US:g} s)"
-                )
-            previous = (name, us)
-            steps[name] = us
-        return cls(
-            sleep_after_us=steps["sleep_after_s"],
-            deepen_after_us=steps["deepen_after_s"],
-            stop_after_us=steps["stop_after_s"],
-        )
-
-    def to_json(self) -> dict[str, float]:
-        """Return the steps given, in seconds, by their names without the ``idle_`` prefix."""
-        steps = {"sleep_after_s": self.sleep_after_us, "deepen_after_s": self.deepen_after_us,
-                 "stop_after_s": self.stop_after_us}  # fmt: skip
-        return {key: us / SECOND_US for key, us in steps.items() if us is not None}
-
-    @property
-    def is_off(self) -> bool:
-        """Tell whether the ladder has no step at all (the default)."""
-        return self.sleep_after_us is self.deepen_after_us is self.stop_after_us is None
-
-    def first_after_us(self) -> int | None:
-        """Return the idle time of the ladder's first step, or None when it is off."""
-        found = [at for at in self.steps_us() if at is not None]
-        return min(found) if found else None
-
-    def steps_us(self) -> tuple[int | None, int | None, int | None]:
-        """Return the sleep, deepen and stop times, in that order."""
-        return (self.sleep_after_us, self.deepen_after_us, self.stop_after_us)
 
 
 def idle_step(

@@ -87,6 +87,9 @@ class DeploymentFacts:
     gpus: int
     memory_gib_awake: float  # per GPU
     memory_gib_asleep: float  # per GPU
+    # Its scheduled wakes begin at their minute: a proposal proposes the measured wake lead
+    # too, so the model is up when the hour it wakes for begins (issue 25).
+    wake_lead_off: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -50,7 +50,7 @@ from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.decider.traffic import WEEK_HOURS, MinuteSeries, days_of_data, read_minutes
 from dgxmm.errors import CannotDecide
-from dgxmm.fleet import DeploymentRepo
+from dgxmm.fleet import DeploymentRepo, LeadKind
 from dgxmm.jobs import resolve_zone
 from dgxmm.store import reading, writing
 from dgxmm.time_units import DAY_US
@@ -363,6 +363,7 @@ def deployment_facts(
             gpus=len(d.gpus),
             memory_gib_awake=d.memory_gib_awake,
             memory_gib_asleep=d.memory_gib_asleep,
+            wake_lead_off=d.wake_lead.kind is LeadKind.OFF,
         )
         for d in found
     ]
@@ -387,6 +388,7 @@ def _values(verdict: Verdict) -> dict[str, Any]:
         "confidence": verdict.confidence,
         "evidence": json.dumps(evidence),
         "features": json.dumps(candidate.features),
+        "wake_lead": LeadKind.MEASURED.value if candidate.deployment.wake_lead_off else None,
     }
 
 

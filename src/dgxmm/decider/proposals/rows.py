@@ -60,6 +60,8 @@ class Proposal:
     decided_by: str | None
     sleep_schedule_id: int | None
     wake_schedule_id: int | None
+    wake_lead: str | None = None  # "measured": accepting it sets the deployment's wake lead
+    backtest: dict[str, Any] | None = None  # per held-out week (dgxmm.lab.backtest), or None
 
     @property
     def key(self) -> tuple[int, str, int, str, str]:
@@ -101,6 +103,8 @@ class Proposal:
             "decided_by": self.decided_by,
             "sleep_schedule_id": self.sleep_schedule_id,
             "wake_schedule_id": self.wake_schedule_id,
+            "wake_lead": self.wake_lead,
+            "backtest": self.backtest,
         }
 
     @classmethod
@@ -124,6 +128,8 @@ class Proposal:
             decided_by=row.decided_by,
             sleep_schedule_id=None if row.sleep_schedule_id is None else int(row.sleep_schedule_id),
             wake_schedule_id=None if row.wake_schedule_id is None else int(row.wake_schedule_id),
+            wake_lead=row.wake_lead,
+            backtest=None if row.backtest is None else json.loads(row.backtest),
         )
 
 

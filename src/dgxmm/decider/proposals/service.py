@@ -25,6 +25,9 @@ audited. Both decisions are what the ``feedback`` model learns from.
 from __future__ import annotations
 
 import builtins
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Connection, select, update
@@ -42,7 +45,8 @@ from dgxmm.decider.proposals.decision_models import (
 )
 from dgxmm.decider.proposals.feedback_model import FeedbackModel
 from dgxmm.decider.proposals.proposer import Proposer, deployment_facts
-from dgxmm.decider.proposals.report import ProposalRun
+from dgxmm.decider.proposals.realized import RealizedWeek, realized_weeks
+from dgxmm.decider.proposals.report import DeploymentRun, ProposalRun
 from dgxmm.decider.proposals.rows import (
     Proposal,
     ProposalStatus,
@@ -53,11 +57,23 @@ from dgxmm.decider.schedules.rows import Schedule, ScheduleAction
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.decider.tables import schedule_proposals
 from dgxmm.errors import Conflict, NotFound
-from dgxmm.fleet import AuditAction, AuditSubject, Fleet
+from dgxmm.fleet import (
+    AuditAction,
+    AuditSubject,
+    EventAction,
+    EventOutcome,
+    Fleet,
+    InsightKind,
+    LeadKind,
+    Severity,
+)
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, reading, writing
 
-__all__ = ["SCHEDULE_PROPOSALS", "ProposalService"]
+# A proposal's backtest as JSON values (``dgxmm.lab.backtest``), or None when none can be made.
+Backtester = Callable[[Proposal], Mapping[str, Any] | None]
+
+__all__ = ["SCHEDULE_PROPOSALS", "Backtester", "ProposalService"]
 
 SCHEDULE_PROPOSALS = "schedule_proposals"
 
@@ -73,6 +89,7 @@ class ProposalService:
         *,
         profiles: ProfileService | None = None,
         clock: Clock | None = None,
+        backtest: Backtester | None = None,
     ) -> None:
         self._store = store
         self._fleet = fleet
@@ -81,6 +98,8 @@ class ProposalService:
         self.profiles = profiles or ProfileService(store, fleet.deployments, clock=self._clock)
         self._feedback = FeedbackModel(store.engine)
         self._proposer = Proposer(store.engine, fleet.deployments, schedules)
+        # The lab sits above the decider: ``dgxmm serve`` hands its backtest in.
+        self._backtest = backtest
 
     # -- the decision model's settings --------------------------------------------------------
 
@@ -124,12 +143,53 @@ class ProposalService:
         ]
 
     def _run_job(self, context: RunContext) -> str:
+        raised = self.check_realized(context.started_at)
         run = self.propose(now_us=context.started_at, context=context)
         made = sum(len(d.open) for d in run.deployments)
         asked = run.model or f"the rules ({run.model_reason})"
         return (
-            f"{made} open proposal(s) for {len(run.deployments)} deployment(s); decided by {asked}"
+            f"{made} open proposal(s) for {len(run.deployments)} deployment(s); decided by "
+            f"{asked}; {raised} accepted proposal(s) colder than predicted"
         )
+
+    def realized(
+        self, proposal: Proposal, now_us: int | None = None
+    ) -> builtins.list[RealizedWeek]:
+        """Return an accepted proposal's weeks since, beside its backtest's prediction."""
+        now = self._clock.now_us() if now_us is None else now_us
+        return realized_weeks(self._fleet, proposal, now)
+
+    def check_realized(self, now_us: int) -> int:
+        """Raise an insight for each accepted proposal whose whole week was colder than its
+        backtest predicted, by the margin (``realized.py``); return how many."""
+        p = schedule_proposals.c
+        with reading(self._store.engine) as connection:
+            rows = connection.execute(
+                select(schedule_proposals).where(p.status == ProposalStatus.ACCEPTED.value)
+            ).all()
+        raised = 0
+        for proposal in (Proposal.from_row(row) for row in rows):
+            try:
+                weeks = realized_weeks(self._fleet, proposal, now_us)
+            except NotFound:
+                continue  # its deployment is gone
+            colder = [w for w in weeks if w.days == 7 and w.colder_than_predicted]
+            if not colder:
+                continue
+            week = colder[-1]
+            made = self._fleet.insights.raise_insight(
+                InsightKind.PROPOSAL_COLDER,
+                deployment_id=proposal.deployment_id,
+                severity=Severity.WARNING,
+                message=(
+                    f"Proposal {proposal.id} ({proposal.description}): the week from "
+                    f"{week.first_day} met {week.cold} cold request(s), against "
+                    f"{week.predicted_cold:.1f} its backtest predicted for a week."
+                ),
+                key=f"proposal-colder:{proposal.id}",
+            )
+            raised += made is not None
+        return raised
 
     def propose(
         self,
@@ -144,6 +204,8 @@ class ProposalService:
         model, readiness = self._ask(settings)
         asked = model if readiness else None
         runs = []
+        forecast = self._schedules.forecast_only()
+        known = self._proposal_ids() if forecast else set()
         try:
             targets = deployment_facts(self._fleet.deployments, deployment_id)
             traffic = self._proposer.traffic(targets)
@@ -156,11 +218,48 @@ class ProposalService:
         finally:
             if isinstance(model, ChatModel):
                 model.close()
+        if forecast:
+            self._record_forecasts(runs, known)
+        if self._backtest is not None:
+            runs = [self._backtested(run) for run in runs]
         return ProposalRun(
             model=asked.name if asked is not None else None,
             model_reason=readiness.reason,
             deployments=tuple(runs),
         )
+
+    def _backtested(self, run: DeploymentRun) -> DeploymentRun:
+        """Backtest each open proposal of a run on its held-out weeks, and keep it."""
+        assert self._backtest is not None
+        found = []
+        for proposal in run.open:
+            tested = self._backtest(proposal)
+            with writing(self._store.engine) as connection:
+                change_proposal(
+                    connection,
+                    proposal.id,
+                    {"backtest": None if tested is None else json.dumps(tested)},
+                )
+                found.append(read_proposal(connection, proposal.id))
+        return replace(run, open=tuple(found))
+
+    def _proposal_ids(self) -> set[int]:
+        with reading(self._store.engine) as connection:
+            return set(connection.execute(select(schedule_proposals.c.id)).scalars())
+
+    def _record_forecasts(self, runs: builtins.list[DeploymentRun], known: set[int]) -> None:
+        """Record each proposal the run made as a ``forecast`` event (forecast-only mode)."""
+        events = self._fleet.events
+        for run in runs:
+            for proposal in run.open:
+                if proposal.id in known:
+                    continue  # made by an earlier run, and recorded then
+                events.record(
+                    proposal.deployment_id, EventAction.PROPOSE, actor="system",
+                    outcome=EventOutcome.FORECAST,
+                    detail=f"proposal {proposal.id}: {proposal.description} "
+                    "(forecast only: proposed, not acted on)",
+                )  # fmt: skip
 
     def _ask(self, settings: ModelSettings | None = None) -> tuple[DecisionModel | None, Readiness]:
         settings = settings or self.settings()
@@ -196,6 +295,9 @@ class ProposalService:
     def accept(self, proposal_id: int, *, actor: str) -> tuple[Proposal, builtins.list[Schedule]]:
         """Create the proposal's sleep and wake schedules and mark it accepted; audited.
 
+        A proposal that proposes the measured wake lead sets it on the deployment too, unless
+        a wake lead is set there already.
+
         All in one transaction: the schedules exist exactly when the proposal is accepted.
         ``Conflict`` when it is not open (decided already, maybe by another admin just now).
         """
@@ -221,6 +323,19 @@ class ProposalService:
                 proposal_id,
                 {"sleep_schedule_id": made[0].id, "wake_schedule_id": made[1].id},
             )
+            deployments = self._fleet.deployments
+            if (
+                proposal.wake_lead is not None
+                and deployments.get(proposal.deployment_id, connection=connection).wake_lead.kind
+                is LeadKind.OFF
+            ):
+                # Its wakes begin early by the measured wake time: one a person set stays.
+                deployments.update(
+                    proposal.deployment_id,
+                    actor,
+                    connection=connection,
+                    wake_lead=proposal.wake_lead,
+                )
             self._audit(
                 connection,
                 actor,

@@ -20,15 +20,21 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from enum import StrEnum
 from zoneinfo import ZoneInfo
 
 from dgxmm.decider.schedules.slots import Slot, due_slot
-from dgxmm.errors import DefinitionError
+from dgxmm.fleet import (
+    LEAD_OFF,
+    MAX_LEAD_US,
+    LeadKind,
+    WakeLead,
+    parse_wake_lead,
+)
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = [
     "DEFAULT_LEAD_US",
+    "LEAD_OFF",
     "MAX_LEAD_US",
     "MEASURED_WAKES",
     "Lead",
@@ -39,48 +45,10 @@ __all__ = [
     "parse_wake_lead",
 ]
 
-MAX_LEAD_US = 15 * MINUTE_US
 MEASURED_WAKES = 20  # the last this many times to ready make the measured lead
 # Before any wake was measured: vLLM's published upper figures (docs/savings.md): a level-1
 # wake takes up to 6 s, level 2 up to 2.6 s more, a cold start 30 to 100+ s.
 DEFAULT_LEAD_US = {1: 6 * SECOND_US, 2: 9 * SECOND_US, 0: 120 * SECOND_US}  # 0: a start
-
-
-class LeadKind(StrEnum):
-    """How a deployment's wake lead is given."""
-
-    OFF = "off"
-    SECONDS = "seconds"
-    MEASURED = "measured"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WakeLead:
-    """A deployment's ``wake_lead`` setting."""
-
-    kind: LeadKind = LeadKind.OFF
-    seconds: float = 0.0  # for SECONDS only
-
-    def to_json(self) -> str | float:
-        """Return the setting as the API gives it: ``off``, ``measured`` or seconds."""
-        return self.seconds if self.kind is LeadKind.SECONDS else self.kind.value
-
-
-OFF = WakeLead()
-
-
-def parse_wake_lead(value: object, field: str = "wake_lead") -> WakeLead:
-    """Read ``off``, ``measured`` or a number of seconds (0 to 900); refuse naming ``field``."""
-    if value is None or value == LeadKind.OFF.value:
-        return OFF
-    if value == LeadKind.MEASURED.value:
-        return WakeLead(kind=LeadKind.MEASURED)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DefinitionError(field, f"{value!r} is not 'off', 'measured' or a number of seconds")
-    most = MAX_LEAD_US / SECOND_US
-    if not 0 <= value <= most:  # NaN fails both
-        raise DefinitionError(field, f"{value!r} is not from 0 to {most:g} seconds")
-    return OFF if value == 0 else WakeLead(kind=LeadKind.SECONDS, seconds=float(value))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

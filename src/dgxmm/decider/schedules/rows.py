@@ -211,8 +211,21 @@ class ScheduleRows:
         """Return what the runner needs to tell whether each switched-on schedule is due."""
         table = deployment_schedules
         query = select(
-            table.c.id, table.c.deployment_id, table.c.days, table.c.at_time,
+            table.c.id, table.c.deployment_id, table.c.action, table.c.days, table.c.at_time,
             table.c.time_zone, table.c.last_run_day, table.c.deferred_since,
+        ).where(table.c.enabled.is_(True)).order_by(table.c.id)  # fmt: skip
+        with reading(self._engine) as connection:
+            return list(connection.execute(query))
+
+    def enabled_slots(self) -> builtins.list[Any]:
+        """Return each switched-on schedule's deployment, action, days, time and zone.
+
+        The idle policy reads them every pulse to tell a scheduled awake window.
+        """
+        table = deployment_schedules
+        query = select(
+            table.c.id, table.c.deployment_id, table.c.action, table.c.days, table.c.at_time,
+            table.c.time_zone,
         ).where(table.c.enabled.is_(True)).order_by(table.c.id)  # fmt: skip
         with reading(self._engine) as connection:
             return list(connection.execute(query))

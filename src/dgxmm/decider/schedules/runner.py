@@ -21,15 +21,16 @@ the actions take, and a deployment whose start takes minutes delays no other dep
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_all
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from dgxmm.decider.action_pool import ActionPool
+from dgxmm.decider.acts import PolicyAct
+from dgxmm.decider.schedules.lead import MEASURED_WAKES, Lead, due_early, lead_for
 from dgxmm.decider.schedules.pauses import PAUSING, Pauses
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows
 from dgxmm.decider.schedules.slots import Slot, due_slot, local_today, parse_time
@@ -60,12 +61,20 @@ from dgxmm.fleet import (
     EventOutcome,
     Fleet,
     InsightKind,
+    LeadKind,
     Severity,
 )
 from dgxmm.jobs import resolve_zone
 from dgxmm.store import Store, writing
 
-__all__ = ["ACTION_WORKERS", "PendingRun", "ResultKind", "ScheduleRunner", "SlotRun"]
+__all__ = [
+    "ACTION_WORKERS",
+    "PendingRun",
+    "ResultKind",
+    "ScheduleRunner",
+    "SlotRun",
+    "lead_now",
+]
 
 # Deployments acted on at once. Start-ups still go one at a time (the deployer's start-up
 # gate), but sleeps, stops and a hung server's wait no longer queue behind them.
@@ -106,6 +115,7 @@ class SlotRun:
     deployment_id: int
     action: ScheduleAction
     day: str  # the latest local date it served, recorded as the schedule's last run day
+    at_us: int  # the slot's planned instant (a wake begun early by its lead is before it)
     days: tuple[str, ...]  # every local date it served (two where the zone skipped a day)
     kind: ResultKind
     reason: str | None = None
@@ -152,43 +162,54 @@ class ScheduleRunner:
         self._fleet = fleet
         self._rows = rows
         self._pauses = pauses
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="schedule-action")
-        self._guard = threading.Lock()
-        self._acting: dict[int, Future[SlotRun | None]] = {}  # deployment id -> its action
+        self._actions: ActionPool[SlotRun | None] = ActionPool(workers, "schedule-action")
 
-    def start_pass(self, now: int) -> list[PendingRun]:
-        """Hand every slot due at the planned minute ``now`` to a worker; do not wait."""
+    def start_pass(self, now: int, *, leads: bool = True) -> list[PendingRun]:
+        """Hand every slot due at the planned minute ``now`` to a worker; do not wait.
+
+        ``leads``: wakes and starts begin early by their wake lead (not in forecast-only
+        mode, where the schedules in force act at their minute and the decider adds nothing).
+        """
         due: dict[int, list[tuple[Any, Slot]]] = {}
         zones: dict[str, tuple[ZoneInfo, date]] = {}
+        found_leads = _Leads(self._fleet)
         for row in self._rows.runnable():  # light rows first: most slots are not due
             known = zones.get(row.time_zone)
             if known is None:
                 zone = resolve_zone(row.time_zone)
                 known = zones[row.time_zone] = (zone, local_today(now, zone))
-            slot = due_slot(
-                days=row.days,
-                time=parse_time(row.at_time),
-                zone=known[0],
-                now_us=now,
-                last_run_day=row.last_run_day,
-                deferred_since=row.deferred_since,
-                today=known[1],
-            )
+            lead_us = 0
+            if leads and not ScheduleAction(row.action).quiets:
+                lead_us = found_leads.us(row.deployment_id)
+            if lead_us:
+                slot = due_early(
+                    days=row.days, time=parse_time(row.at_time), zone=known[0], now_us=now,
+                    last_run_day=row.last_run_day, lead_us=lead_us, today=known[1],
+                )  # fmt: skip
+            else:
+                slot = due_slot(
+                    days=row.days,
+                    time=parse_time(row.at_time),
+                    zone=known[0],
+                    now_us=now,
+                    last_run_day=row.last_run_day,
+                    deferred_since=row.deferred_since,
+                    today=known[1],
+                )
             if slot is not None:
                 due.setdefault(row.deployment_id, []).append((row, slot))
         pending: list[PendingRun] = []
         for deployment_id, slots in due.items():
-            with self._guard:
-                if deployment_id in self._acting:
-                    continue  # its action is under way; the slot stays due for the next pass
+            if self._actions.is_acting(deployment_id):
+                continue  # its action is under way; the slot stays due for the next pass
             slots.sort(key=lambda found: slot_order(found[0].id, found[1]))
             *earlier, (last_row, last_slot) = slots
             latest = self._rows.get(last_row.id)
             for row, slot in earlier:
                 pending.append(self._supersede(self._rows.get(row.id), slot, latest, now))
-            with self._guard:  # the worker forgets itself under the same guard: never before
-                future = self._pool.submit(self._work, latest, last_slot, now)
-                self._acting[deployment_id] = future
+            future = self._actions.submit(deployment_id, self._run, latest, last_slot, now)
+            if future is None:
+                continue  # one began meanwhile: the slot stays due for the next pass
             pending.append(
                 PendingRun(
                     schedule_id=latest.id,
@@ -201,14 +222,11 @@ class ScheduleRunner:
 
     def drain(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the actions under way; tell whether all finished."""
-        with self._guard:
-            running = list(self._acting.values())
-        _, left = wait_all(running, timeout=timeout_s)
-        return not left
+        return self._actions.drain(timeout_s)
 
     def close(self) -> None:
         """Take no more actions; those under way finish on their threads."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._actions.close()
 
     # -- one slot -----------------------------------------------------------------------------
 
@@ -224,13 +242,6 @@ class ScheduleRunner:
             action=schedule.action,
             future=done,
         )
-
-    def _work(self, schedule: Schedule, slot: Slot, now: int) -> SlotRun | None:
-        try:
-            return self._run(schedule, slot, now)
-        finally:
-            with self._guard:
-                self._acting.pop(schedule.deployment_id, None)
 
     def _run(self, schedule: Schedule, slot: Slot, now: int) -> SlotRun | None:
         try:
@@ -267,6 +278,7 @@ class ScheduleRunner:
             deployment_id=schedule.deployment_id,
             action=schedule.action,
             day=slot.day.isoformat(),
+            at_us=slot.at_us,
             days=tuple(day.isoformat() for day in slot.days),
             kind=outcome.kind,
             reason=outcome.reason,
@@ -413,6 +425,49 @@ class ScheduleRunner:
                     connection, schedule, run.reason, now, timed_out_event=outcome.timed_out_event
                 )
         fleet.telemetry.slot_decided(schedule.action, run.kind)
+        if run.kind is ResultKind.DONE and not schedule.action.quiets and now < run.at_us:
+            fleet.telemetry.policy_acted(PolicyAct.EARLY_WAKE)
         if pause:
             timed_out = outcome.timed_out_event is not None
             self._pauses.warn(schedule, run.day, run.reason, timed_out=timed_out)
+
+
+class _Leads:
+    """The wake leads of one pass, read once per deployment (only those with a lead on)."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._fleet = fleet
+        self._deployments: dict[int, Deployment] | None = None
+        self._found: dict[int, int] = {}
+
+    def us(self, deployment_id: int) -> int:
+        """Return how early a wake or start of the deployment begins now (0: at its slot)."""
+        found = self._found.get(deployment_id)
+        if found is None:
+            if self._deployments is None:
+                self._deployments = {d.id: d for d in self._fleet.deployments.list()}
+            deployment = self._deployments.get(deployment_id)
+            found = 0 if deployment is None else lead_now(self._fleet, deployment).us
+            self._found[deployment_id] = found
+        return found
+
+
+def lead_now(fleet: Fleet, deployment: Deployment) -> Lead:
+    """Return the lead of the deployment's next wake or start, as it stands now.
+
+    The level is the one it would come up from: its sleep's while it sleeps, a start's (0)
+    while stopped or failed, and its configured sleep level while it is up (a wake
+    schedule's next wake will find it asleep at that level).
+    """
+    if deployment.wake_lead.kind is LeadKind.OFF:
+        return lead_for(deployment.wake_lead, level=1, ready_times_us=())
+    if deployment.state is DeploymentState.SLEEPING:
+        level = deployment.sleeps_at
+    elif deployment.state in (DeploymentState.STOPPED, DeploymentState.FAILED):
+        level = 0
+    else:
+        level = deployment.sleep_level
+    times: list[int] = []
+    if deployment.wake_lead.kind is LeadKind.MEASURED:
+        times = fleet.events.ready_times(deployment.id, level, MEASURED_WAKES)
+    return lead_for(deployment.wake_lead, level=level, ready_times_us=times)

@@ -27,11 +27,13 @@ deployment at a time, so no slow model server stalls the pass):
 from __future__ import annotations
 
 import builtins
+from concurrent.futures import Future
 from typing import Any
 
 from sqlalchemy import Connection
 
 from dgxmm.clock import Clock
+from dgxmm.decider.idle.runner import IdleOutcome, IdleRunner
 from dgxmm.decider.schedules.pauses import Pauses
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows, checked_changes
 from dgxmm.decider.schedules.runner import PendingRun, ResultKind, ScheduleRunner, SlotRun
@@ -40,9 +42,17 @@ from dgxmm.fleet import AuditAction, AuditSubject, Deployment, Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, writing
 
-__all__ = ["PAUSED_ALL", "PendingRun", "ResultKind", "ScheduleService", "SlotRun"]
+__all__ = [
+    "FORECAST_ONLY",
+    "PAUSED_ALL",
+    "PendingRun",
+    "ResultKind",
+    "ScheduleService",
+    "SlotRun",
+]
 
 PAUSED_ALL = "schedules.paused_all"
+FORECAST_ONLY = "decider.forecast_only"
 
 
 class ScheduleService:
@@ -55,6 +65,8 @@ class ScheduleService:
         self._rows = ScheduleRows(store.engine, fleet.deployments)
         self._pauses = Pauses(store, fleet, self._rows, audit=self._audit_by_system)
         self._runner = ScheduleRunner(store, fleet, self._rows, pauses=self._pauses)
+        # The idle policies (issue 25) read the schedules' awake windows, and pause with them.
+        self.idle = IdleRunner(store, fleet, self._rows)
         fleet.add_removal_hook(self._before_removal)
         # A timed-out scheduled sleep the metrics pass finds finished: lift its pause.
         fleet.add_late_finish_hook(self._pauses.lift)
@@ -162,6 +174,20 @@ class ScheduleService:
             subject=AuditSubject.SETTING, subject_id=PAUSED_ALL, detail={"paused_all": on},
         )  # fmt: skip
 
+    def forecast_only(self) -> bool:
+        """Tell whether the decider only forecasts: its policies record, never act."""
+        return self._store.get_setting(FORECAST_ONLY, False) is True
+
+    def set_forecast_only(self, on: bool, *, actor: str) -> None:
+        """Switch forecast-only mode on or off; audited."""
+        if not isinstance(on, bool):
+            raise InvalidInput("forecast_only", f"{on!r} is not true or false")
+        self._store.set_setting(FORECAST_ONLY, on, actor=actor)
+        self._fleet.audit.record(
+            actor=actor, action=AuditAction.DECIDER_FORECAST_ONLY, subject=AuditSubject.SETTING,
+            subject_id=FORECAST_ONLY, detail={"forecast_only": on},
+        )  # fmt: skip
+
     # -- the runner ---------------------------------------------------------------------------
 
     def system_jobs(self) -> builtins.list[Job]:
@@ -179,7 +205,11 @@ class ScheduleService:
     def _run_job(self, context: RunContext) -> str:
         # The planned minute, not the start: a pass that begins at 22:15:03 is still the
         # 22:15 pass, and the 22:00 slot is 15 minutes late, not 15 minutes and 3 seconds.
-        pending = self._runner.start_pass(context.scheduled_at) if not self.paused_all() else []
+        pending = (
+            self._runner.start_pass(context.scheduled_at, leads=not self.forecast_only())
+            if not self.paused_all()
+            else []
+        )
         if not pending:
             return "paused" if self.paused_all() else "nothing due"
         return ", ".join(run.describe() for run in pending)
@@ -188,7 +218,8 @@ class ScheduleService:
         """Hand every slot due at the planned minute ``now_us`` to the runner's workers."""
         if self.paused_all():
             return []
-        return self._runner.start_pass(self._clock.now_us() if now_us is None else now_us)
+        now = self._clock.now_us() if now_us is None else now_us
+        return self._runner.start_pass(now, leads=not self.forecast_only())
 
     def run_pass(
         self, now_us: int | None = None, *, timeout_s: float = 600.0
@@ -201,13 +232,25 @@ class ScheduleService:
                 runs.append(run)
         return runs
 
+    def idle_pulse(self, now_us: int | None = None) -> builtins.list[Future[IdleOutcome]]:
+        """Decide the idle policies' steps at ``now_us`` (every second); nothing while paused.
+
+        ``schedules.paused_all`` pauses the idle policies too: it is the operator's switch
+        for everything the decider does on its own.
+        """
+        if self.paused_all():
+            return []
+        now = self._clock.now_us() if now_us is None else now_us
+        return self.idle.pulse(now, forecast_only=self.forecast_only())
+
     def drain(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the actions under way; tell whether all finished."""
-        return self._runner.drain(timeout_s)
+        return self._runner.drain(timeout_s) and self.idle.drain(timeout_s)
 
     def close(self) -> None:
         """Start no more actions (those under way finish on their threads)."""
         self._runner.close()
+        self.idle.close()
 
     def _audit_by_system(
         self, connection: Connection, action: AuditAction, schedule: Schedule, note: str

@@ -8,8 +8,10 @@
 - Before they start, four weeks of synthetic rollups are written for them (a weekday
   office-hours pattern; minutes that have a measured rollup keep it), and an insight per
   deployment says so, which its pages show as "synthetic": the heat map is full and the
-  ``after_history`` hook (``serve`` rebuilds the profiles and proposes) leaves proposals
-  waiting at once.
+  ``after_history`` hook (``serve`` rebuilds the profiles and proposes, each proposal with its
+  backtest) leaves proposals waiting at once. The same weeks' sleeps, wakes and proxy
+  requests are written too (evenings asleep, the first request of a working morning held
+  while it wakes), so the savings page (``/savings``) has four weeks to show.
 - They are started on a thread of their own (the server answers meanwhile), and a thread per
   busy deployment sends chat completions to it while it runs, at a rate that rises and falls
   over ten minutes, so the rollups, charts and request activity fill in. ``demo-batch`` gets
@@ -33,20 +35,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
+from sqlalchemy import update
 
 from dgxmm.clock import from_us
 from dgxmm.errors import DgxmmError, NotFound
+from dgxmm.fleet.activity import Minute
 from dgxmm.fleet.backends.protocol import BackendKind
 from dgxmm.fleet.demo.local_cluster import LocalNode
 from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState
+from dgxmm.fleet.deployments.events import EventAction, EventOutcome
 from dgxmm.fleet.deployments.insights import InsightKind, Severity
+from dgxmm.fleet.deployments.tables import deployments as deployments_table
 from dgxmm.fleet.metrics import Rollup
 from dgxmm.fleet.placement.config import configured_gpus, write_gpus
 from dgxmm.fleet.placement.inventory import Gpu, NvmlReader, read_nvml
 from dgxmm.fleet.service import Fleet
+from dgxmm.store import writing
 from dgxmm.time_units import DAY_US, MINUTE_US
 
 __all__ = [
@@ -278,7 +286,7 @@ class Demo:
     def _ensure_on_ray(self, model: DemoModel, address: str) -> Deployment:
         """Find or create a demo deployment as a ray one, on its node of the local cluster."""
         node = self._ray_nodes[min(model.gpu, len(self._ray_nodes) - 1)]
-        run = {
+        run: dict[str, Any] = {
             "backend": "ray",
             "command": _command(model, host="{host}"),
             "port": None,
@@ -312,6 +320,7 @@ class Demo:
         for model, deployment in zip(DEMO_MODELS, self.deployments, strict=True):
             rows = synthetic_rollups(model, deployment, since, now_us - MINUTE_US)
             written += self._fleet.metrics.write_history(rows)
+            self._write_savings(deployment, rows, since)
             self._fleet.insights.raise_insight(
                 InsightKind.DEMO,
                 deployment_id=deployment.id,
@@ -322,6 +331,52 @@ class Demo:
                 key=f"{HISTORY_KEY}-{deployment.id}",
             )
         return written
+
+    def _write_savings(self, deployment: Deployment, rows: list[Rollup], since: int) -> None:
+        """Write the synthetic weeks' sleeps, wakes and proxy requests, once per deployment.
+
+        The story the savings page tells (``/savings``): each weekday evening at 19:30 the
+        idle ladder puts it to sleep, and the first request of the next working morning wakes
+        it through the proxy, held about 2 s; weekends asleep. Its requests are the synthetic
+        rollups' own. The deployment is dated back to the weeks' start, so the report counts
+        them; a second run finds its history written and writes nothing.
+        """
+        fleet = self._fleet
+        if fleet.events.state_changes(deployment.id, 0, since)[0] is not None:
+            return  # written by an earlier run
+        zone = ZoneInfo(deployment.time_zone)
+        with writing(fleet.store.engine) as connection:
+            connection.execute(
+                update(deployments_table)
+                .where(deployments_table.c.id == deployment.id)
+                .values(created_at=min(deployment.created_at, since))
+            )
+        note = " (synthetic demo history)"
+
+        def event(at: int, action: EventAction, actor: str, state: DeploymentState) -> None:
+            fleet.events.record(
+                deployment.id, action, actor=actor, outcome=EventOutcome.DONE,
+                detail=f"{action.value}{note}", state=state.value, at_us=at,
+            )  # fmt: skip
+
+        event(since, EventAction.START, ACTOR, DeploymentState.RUNNING)
+        asleep = False
+        counted: dict[tuple[int, int], Minute] = {}
+        for rollup in rows:
+            local = from_us(rollup.minute_us, zone)
+            if rollup.requests and asleep:
+                event(rollup.minute_us + 2_000_000, EventAction.WAKE, "request",
+                      DeploymentState.RUNNING)  # fmt: skip
+                asleep = False
+                counted[(deployment.id, rollup.minute_us)] = Minute(
+                    requests=rollup.requests, held=1, waits_ms=[2000]
+                )
+            elif rollup.requests:
+                counted[(deployment.id, rollup.minute_us)] = Minute(requests=rollup.requests)
+            if not asleep and local.hour == 19 and local.minute == 30:
+                event(rollup.minute_us, EventAction.SLEEP, "idle", DeploymentState.SLEEPING)
+                asleep = True
+        fleet.request_minutes.add(counted)
 
     def _start_all(self) -> None:
         try:

@@ -46,6 +46,7 @@ class AuditAction(StrEnum):
     DEPLOYMENT_WAKE = "deployment.wake"
     DEPLOYMENT_FAILED = "deployment.failed"  # its server was found gone
     DEPLOYMENT_REATTACH = "deployment.reattach"
+    DEPLOYMENT_IDLE_PAUSE = "deployment.idle_pause"  # a failed idle step paused its policy
     INSIGHT_DISMISS = "insight.dismiss"
     SCHEDULE_CREATE = "schedule.create"
     SCHEDULE_UPDATE = "schedule.update"
@@ -58,6 +59,7 @@ class AuditAction(StrEnum):
     SCHEDULE_START = "schedule.start"
     SCHEDULES_PAUSE_ALL = "schedules.pause_all"
     SCHEDULES_RESUME_ALL = "schedules.resume_all"
+    DECIDER_FORECAST_ONLY = "decider.forecast_only"  # switched on or off
     PROPOSALS_MODEL = "proposals.model"
     PROPOSAL_ACCEPT = "proposal.accept"
     PROPOSAL_DISMISS = "proposal.dismiss"

@@ -23,11 +23,14 @@ from dgxmm.fleet.deployments.deployment import (
     DEFAULT_SLEEP_TIMEOUT_S,
     SLEEP_LEVELS,
     Deployment,
+    wake_lead_column,
 )
+from dgxmm.fleet.deployments.idle import IdleLadder, parse_idle_policy, parse_wake_lead
 from dgxmm.fleet.placement.cluster import check_ray_address, ray_missing
 from dgxmm.fleet.placement.inventory import GpuInventory, as_finite
 from dgxmm.jobs import resolve_zone
 from dgxmm.jobs.keys import check_name
+from dgxmm.time_units import SECOND_US
 
 __all__ = [
     "DEFAULT_PRIORITY",
@@ -35,6 +38,7 @@ __all__ = [
     "DEFAULT_SLEEP_TIMEOUT_S",
     "DEFAULT_STARTUP_TIMEOUT_S",
     "FIELDS",
+    "IDLE_FIELDS",
     "RUN_FIELDS",
     "check_backend",
     "check_definition",
@@ -67,7 +71,14 @@ FIELDS = (
     "ray_address",
     "ray_node",
     "num_gpus",
+    "idle_sleep_after_s",
+    "idle_deepen_after_s",
+    "idle_stop_after_s",
+    "idle_policy",
+    "wake_lead",
 )
+# The idle settings (issue 25): an edit of any of them lifts a pause of the idle policy.
+IDLE_FIELDS = frozenset(FIELDS[-5:])
 # How dgxmm runs the server: changed only while nothing of it runs, so that the server that
 # runs is always the one the row describes (a pid file, a port probed, a URL, an actor).
 RUN_FIELDS = frozenset(
@@ -111,7 +122,16 @@ def current_keys(deployment: Deployment) -> dict[str, Any]:
         "ray_address": deployment.ray_address,
         "ray_node": deployment.ray_node,
         "num_gpus": deployment.num_gpus,
+        **{f"idle_{key}": value for key, value in _ladder_keys(deployment.idle).items()},
+        "idle_policy": deployment.idle_policy.value,
+        "wake_lead": deployment.wake_lead.to_json(),
     }
+
+
+def _ladder_keys(ladder: IdleLadder) -> dict[str, float | None]:
+    steps = {"sleep_after_s": ladder.sleep_after_us, "deepen_after_s": ladder.deepen_after_us,
+             "stop_after_s": ladder.stop_after_us}  # fmt: skip
+    return {key: None if us is None else us / SECOND_US for key, us in steps.items()}
 
 
 def columns_of(deployment: Deployment) -> dict[str, Any]:
@@ -122,6 +142,7 @@ def columns_of(deployment: Deployment) -> dict[str, Any]:
         "command": json.dumps(keys["command"]) if keys["command"] is not None else None,
         "environment": json.dumps(keys["environment"]) if keys["environment"] else None,
         "gpus": json.dumps(keys["gpus"]),
+        "wake_lead": wake_lead_column(deployment.wake_lead),
     }
 
 
@@ -196,7 +217,22 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
         sleep_level=_sleep_level(keys.get("sleep_level", DEFAULT_SLEEP_LEVEL)),
         wake_on_request=_flag(keys.get("wake_on_request", True), "wake_on_request"),
     )
+    values.update(_idle_columns(keys))
     return values
+
+
+def _idle_columns(keys: Mapping[str, Any]) -> dict[str, Any]:
+    """Check the idle ladder, the idle policy and the wake lead into their columns."""
+    ladder = IdleLadder.of_seconds(
+        sleep_after_s=keys.get("idle_sleep_after_s"),
+        deepen_after_s=keys.get("idle_deepen_after_s"),
+        stop_after_s=keys.get("idle_stop_after_s"),
+    )
+    return {
+        **{f"idle_{key}": value for key, value in _ladder_keys(ladder).items()},
+        "idle_policy": parse_idle_policy(keys.get("idle_policy")).value,
+        "wake_lead": wake_lead_column(parse_wake_lead(keys.get("wake_lead"))),
+    }
 
 
 def check_backend(value: Any) -> BackendKind:

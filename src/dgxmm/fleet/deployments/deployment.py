@@ -17,6 +17,17 @@ from typing import Any
 from sqlalchemy import Row
 
 from dgxmm.fleet.backends.protocol import BackendKind
+from dgxmm.fleet.deployments.idle import (
+    LEAD_OFF,
+    IdleLadder,
+    IdlePolicy,
+    LeadKind,
+    WakeLead,
+    parse_wake_lead,
+)
+from dgxmm.time_units import SECOND_US
+
+NO_LADDER = IdleLadder()
 
 __all__ = [
     "AWAKE_STATES",
@@ -26,6 +37,8 @@ __all__ = [
     "Deployment",
     "DeploymentState",
     "Placement",
+    "wake_lead_column",
+    "wake_lead_of",
 ]
 
 # vLLM's sleep levels: 1 moves the weights to CPU memory and drops the KV cache (a wake
@@ -111,6 +124,16 @@ class Deployment:
     ray_node: str | None = None  # ray: only a node with this resource or id prefix
     num_gpus: int | None = None  # ray: the GPUs its actor asks Ray for
     placement: Placement | None = None  # ray: where its actor runs, while it lives
+    idle: IdleLadder = NO_LADDER  # its idle ladder (all steps off by default)
+    idle_policy: IdlePolicy = IdlePolicy.LADDER
+    wake_lead: WakeLead = LEAD_OFF  # how early its scheduled wakes and starts begin
+    asleep_level: int | None = None  # while sleeping: the level it sleeps at (1 or 2)
+    idle_paused: str | None = None  # why its idle policy is paused (a step failed), or None
+
+    @property
+    def sleeps_at(self) -> int:
+        """Return the level it sleeps at now (its configured level for a row of before)."""
+        return self.asleep_level or self.sleep_level
 
     @property
     def url(self) -> str:
@@ -123,6 +146,13 @@ class Deployment:
         if self.backend is BackendKind.RAY:
             return self.placement.url if self.placement is not None else ""
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def gpu_count(self) -> int:
+        """Return how many GPUs its memory is held on (a ray deployment's: those it asks for)."""
+        if self.backend is BackendKind.RAY:
+            return self.num_gpus or 0
+        return len(self.gpus)
 
     @property
     def held_gib(self) -> float:
@@ -168,6 +198,13 @@ class Deployment:
             "ray_node": self.ray_node,
             "num_gpus": self.num_gpus,
             "placement": self.placement.to_json() if self.placement is not None else None,
+            "idle_sleep_after_s": _seconds(self.idle.sleep_after_us),
+            "idle_deepen_after_s": _seconds(self.idle.deepen_after_us),
+            "idle_stop_after_s": _seconds(self.idle.stop_after_us),
+            "idle_policy": self.idle_policy.value,
+            "wake_lead": self.wake_lead.to_json(),
+            "asleep_level": self.asleep_level,
+            "idle_paused": self.idle_paused,
         }
 
     @classmethod
@@ -201,4 +238,34 @@ class Deployment:
             ray_node=row.ray_node,
             num_gpus=row.num_gpus,
             placement=Placement.from_json(json.loads(row.placement)) if row.placement else None,
+            idle=IdleLadder(
+                sleep_after_us=_micros(row.idle_sleep_after_s),
+                deepen_after_us=_micros(row.idle_deepen_after_s),
+                stop_after_us=_micros(row.idle_stop_after_s),
+            ),
+            idle_policy=IdlePolicy(row.idle_policy),
+            wake_lead=wake_lead_of(row.wake_lead),
+            asleep_level=row.asleep_level,
+            idle_paused=row.idle_paused,
         )
+
+
+def wake_lead_of(text: str) -> WakeLead:
+    """Read the ``wake_lead`` column: ``off``, ``measured`` or a number of seconds."""
+    if text in (LeadKind.OFF.value, LeadKind.MEASURED.value):
+        return parse_wake_lead(text)
+    return parse_wake_lead(float(text))
+
+
+def wake_lead_column(lead: WakeLead) -> str:
+    """Return the ``wake_lead`` column's text for a setting (``wake_lead_of`` reads it)."""
+    shown = lead.to_json()
+    return shown if isinstance(shown, str) else repr(shown)
+
+
+def _seconds(us: int | None) -> float | None:
+    return None if us is None else us / SECOND_US
+
+
+def _micros(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * SECOND_US)

@@ -58,6 +58,7 @@ class EventAction(StrEnum):
     WAKE = "wake"
     FAILED = "failed"  # its server was found gone; the deployment is now failed
     REATTACH = "reattach"  # found again after a dgxmm restart
+    PROPOSE = "propose"  # a schedule proposal made for it (recorded in forecast-only mode)
 
 
 # The actions that, done, change what the server is (not create or update of its definition).
@@ -78,6 +79,7 @@ class EventOutcome(StrEnum):
     FAILED = "failed"
     SKIPPED = "skipped"  # nothing was done: already there, refused, or it does not fit
     DEFERRED = "deferred"  # the schedule runner will try again
+    FORECAST = "forecast"  # what the decider would have done, in forecast-only mode
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +93,9 @@ class Event:
     actor: str | None
     outcome: EventOutcome
     detail: str | None
+    ready_us: int | None = None  # a start or wake done: its time to ready
+    from_level: int | None = None  # and the level it came up from (0: a start)
+    state: str | None = None  # the deployment's state after it (None: not recorded)
 
     def to_json(self) -> dict[str, Any]:
         """Return the event as JSON values."""
@@ -102,6 +107,9 @@ class Event:
             "actor": self.actor,
             "outcome": self.outcome.value,
             "detail": self.detail,
+            "ready_us": self.ready_us,
+            "from_level": self.from_level,
+            "state": self.state,
         }
 
     @classmethod
@@ -115,6 +123,9 @@ class Event:
             actor=row.actor,
             outcome=EventOutcome(row.outcome),
             detail=row.detail,
+            ready_us=row.ready_us,
+            from_level=row.from_level,
+            state=row.state,
         )
 
 
@@ -134,15 +145,26 @@ class Events:
         outcome: EventOutcome,
         detail: str | None = None,
         connection: Connection | None = None,
+        ready: tuple[int, int] | None = None,
+        state: str | None = None,
+        at_us: int | None = None,
     ) -> Event:
-        """Write an event (inside ``connection``'s transaction when one is given)."""
+        """Write an event (inside ``connection``'s transaction when one is given).
+
+        ``ready``: a start or wake done, its time to ready (microseconds) and the level it
+        came up from (0: a start). ``state``: the deployment's state after it, when it moved.
+        ``at_us``: when it happened, now by default (the demo writes its synthetic weeks).
+        """
         values = {
             "deployment_id": deployment_id,
-            "at_us": self._clock.now_us(),
+            "at_us": self._clock.now_us() if at_us is None else at_us,
             "action": action.value,
             "actor": actor,
             "outcome": outcome.value,
             "detail": detail,
+            "ready_us": None if ready is None else ready[0],
+            "from_level": None if ready is None else ready[1],
+            "state": state,
         }
         if connection is None:
             with writing(self._engine) as owned:
@@ -181,6 +203,48 @@ class Events:
         with reading(self._engine) as connection:
             row = connection.execute(query.limit(1)).first()
         return None if row is None else Event.from_row(row)
+
+    def ready_times(self, deployment_id: int, level: int, last: int) -> builtins.list[int]:
+        """Return the times to ready of its ``last`` starts (level 0) or wakes from ``level``.
+
+        Oldest first, in microseconds: the measured wake lead's p95 is taken of them.
+        """
+        c = deployment_events.c
+        query = (
+            select(c.ready_us)
+            .where(c.deployment_id == deployment_id, c.from_level == level)
+            .where(c.ready_us.is_not(None))
+            .order_by(c.id.desc())
+            .limit(last)
+        )
+        with reading(self._engine) as connection:
+            return [int(row.ready_us) for row in connection.execute(query)][::-1]
+
+    def state_changes(
+        self, deployment_id: int, since_us: int, until_us: int
+    ) -> tuple[Event | None, builtins.list[Event]]:
+        """Return the last state change done before ``since_us``, and those in the span.
+
+        A state change is an action that moves the server (start, stop, sleep, wake, failed,
+        reattach) and was done; oldest first. The savings report's timeline.
+        """
+        c = deployment_events.c
+        changes = select(deployment_events).where(
+            c.deployment_id == deployment_id,
+            c.outcome == EventOutcome.DONE.value,
+            c.action.in_([a.value for a in _STATE_CHANGES]),
+        )
+        with reading(self._engine) as connection:
+            before = connection.execute(
+                changes.where(c.at_us < since_us).order_by(c.id.desc()).limit(1)
+            ).first()
+            inside = connection.execute(
+                changes.where(c.at_us >= since_us, c.at_us < until_us).order_by(c.id)
+            )
+            return (
+                None if before is None else Event.from_row(before),
+                [Event.from_row(row) for row in inside],
+            )
 
     def stopped_by(self, deployment_id: int) -> str | None:
         """Return who stopped it last (None: never stopped, or a stop that names no actor)."""

@@ -36,6 +36,9 @@ class InsightKind(StrEnum):
 
     DEMO = "demo"  # dgxmm serve --demo is running
     DEPLOYMENT_FAILED = "deployment_failed"
+    IDLE_PAUSED = "idle_paused"  # an idle step failed: its idle policy waits for a person
+    IDLE_STOP_FREED_ROOM = "idle_stop_freed_room"  # room for a start that was refused
+    PROPOSAL_COLDER = "proposal_colder"  # an accepted proposal's week met more cold requests
     INVENTORY = "inventory"  # how the GPUs were found
     METRICS_UNREADABLE = "metrics_unreadable"
     SCHEDULE_DOES_NOT_FIT = "schedule_does_not_fit"

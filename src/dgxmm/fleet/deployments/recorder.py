@@ -97,15 +97,20 @@ class ActionRecorder:
         state: DeploymentState | None = None,
         error: str | Keep | None = KEEP,
         evictions: tuple[ActionResult, ...] = (),
+        asleep_level: int | None = None,
+        ready: tuple[int, int] | None = None,
     ) -> ActionResult:
         """Write the state, the event and the audit row in one transaction.
 
         ``state`` moves the deployment; with it, ``error`` sets or clears its last error
-        (``KEEP`` leaves it as it is).
+        (``KEEP`` leaves it as it is) and ``asleep_level`` is the level a sleep left it at.
+        ``ready``: a start or wake done, its time to ready and the level it came up from.
         """
         with writing(self._engine) as connection:
             if state is not None:
-                after = self._deployments.set_state(connection, deployment.id, state, error=error)
+                after = self._deployments.set_state(
+                    connection, deployment.id, state, error=error, asleep_level=asleep_level
+                )
             else:
                 after = self._deployments.get(deployment.id, connection=connection)
             event = self._events.record(
@@ -115,6 +120,8 @@ class ActionRecorder:
                 outcome=outcome,
                 detail=detail,
                 connection=connection,
+                ready=ready,
+                state=after.state.value,
             )
             self._audit.record(
                 actor=actor,

@@ -21,6 +21,7 @@ from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.fleet.backends.protocol import BackendKind
 from dgxmm.fleet.deployments.audit import Audit, AuditAction, AuditSubject
 from dgxmm.fleet.deployments.definition import (
+    IDLE_FIELDS,
     RUN_FIELDS,
     check_backend,
     check_definition,
@@ -136,61 +137,82 @@ class DeploymentRepo:
             )
             return created
 
-    def update(self, deployment_id: int, actor: str, **keys: Any) -> Deployment:
-        """Change some fields; ``Conflict`` for what it runs while it is not at rest."""
-        with writing(self._engine) as connection:
-            before = self.get(deployment_id, connection=connection)
-            current = current_keys(before)
-            merged = {**current, **keys}
-            if "backend" in keys and check_backend(keys["backend"]) is not before.backend:
-                # A new backend drops the other backend's fields unless they were given.
-                for field in ("command", "port", "environment", "base_url", *_RAY_FIELDS):
-                    if field not in keys:
-                        merged[field] = None
-                if check_backend(keys["backend"]) is BackendKind.RAY and "gpus" not in keys:
-                    merged["gpus"] = []  # Ray gives it GPUs
-            values = check_definition(merged, self._inventory)
-            old = columns_of(before)
-            changed = sorted(field for field in values if values[field] != old[field])
-            if not changed:
-                return before
-            running = [field for field in changed if field in RUN_FIELDS]
-            if running and before.state not in _AT_REST:
-                raise Conflict(
-                    f"deployment {before.name!r} is {before.state.value}: stop it before "
-                    f"changing {', '.join(running)}"
-                )
-            if "sleep_level" in changed and before.state is DeploymentState.SLEEPING:
-                # Its wake must match the sleep it is in: a level-2 sleeper needs its
-                # weights reloaded, which a level-1 wake does not do.
-                raise Conflict(
-                    f"deployment {before.name!r} sleeps at level {before.sleep_level}: wake "
-                    "it before changing sleep_level"
-                )
-            self._refuse_taken(connection, values, deployment_id)
-            connection.execute(
-                update(deployments)
-                .where(deployments.c.id == deployment_id)
-                .values(**{field: values[field] for field in changed}, updated_at=self._now())
+    def update(
+        self,
+        deployment_id: int,
+        actor: str,
+        *,
+        connection: Connection | None = None,
+        **keys: Any,
+    ) -> Deployment:
+        """Change some fields; ``Conflict`` for what it runs while it is not at rest.
+
+        Inside ``connection``'s transaction when one is given (accepting a proposal sets the
+        wake lead beside the schedules it creates).
+        """
+        if connection is None:
+            with writing(self._engine) as owned:
+                return self._update(owned, deployment_id, actor, keys)
+        return self._update(connection, deployment_id, actor, keys)
+
+    def _update(
+        self, connection: Connection, deployment_id: int, actor: str, keys: dict[str, Any]
+    ) -> Deployment:
+        before = self.get(deployment_id, connection=connection)
+        current = current_keys(before)
+        merged = {**current, **keys}
+        if "backend" in keys and check_backend(keys["backend"]) is not before.backend:
+            # A new backend drops the other backend's fields unless they were given.
+            for field in ("command", "port", "environment", "base_url", *_RAY_FIELDS):
+                if field not in keys:
+                    merged[field] = None
+            if check_backend(keys["backend"]) is BackendKind.RAY and "gpus" not in keys:
+                merged["gpus"] = []  # Ray gives it GPUs
+        values = check_definition(merged, self._inventory)
+        old = columns_of(before)
+        changed = sorted(field for field in values if values[field] != old[field])
+        if not changed:
+            return before
+        running = [field for field in changed if field in RUN_FIELDS]
+        if running and before.state not in _AT_REST:
+            raise Conflict(
+                f"deployment {before.name!r} is {before.state.value}: stop it before "
+                f"changing {', '.join(running)}"
             )
-            after = self.get(deployment_id, connection=connection)
-            self._events.record(
-                deployment_id,
-                EventAction.UPDATE,
-                actor=actor,
-                outcome=EventOutcome.DONE,
-                detail=f"changed {', '.join(changed)}",
-                connection=connection,
+        if "sleep_level" in changed and before.state is DeploymentState.SLEEPING:
+            # Its wake must match the sleep it is in: a level-2 sleeper needs its
+            # weights reloaded, which a level-1 wake does not do.
+            raise Conflict(
+                f"deployment {before.name!r} sleeps at level {before.sleep_level}: wake "
+                "it before changing sleep_level"
             )
-            self._audit.record(
-                actor=actor,
-                action=AuditAction.DEPLOYMENT_UPDATE,
-                subject=AuditSubject.DEPLOYMENT,
-                subject_id=deployment_id,
-                detail={"changed": changed, "before": before.to_json(), "after": after.to_json()},
-                connection=connection,
-            )
-            return after
+        self._refuse_taken(connection, values, deployment_id)
+        written = {field: values[field] for field in changed}
+        if IDLE_FIELDS & set(changed):
+            written["idle_paused"] = None  # a person changed the policy: it acts again
+        connection.execute(
+            update(deployments)
+            .where(deployments.c.id == deployment_id)
+            .values(**written, updated_at=self._now())
+        )
+        after = self.get(deployment_id, connection=connection)
+        self._events.record(
+            deployment_id,
+            EventAction.UPDATE,
+            actor=actor,
+            outcome=EventOutcome.DONE,
+            detail=f"changed {', '.join(changed)}",
+            connection=connection,
+        )
+        self._audit.record(
+            actor=actor,
+            action=AuditAction.DEPLOYMENT_UPDATE,
+            subject=AuditSubject.DEPLOYMENT,
+            subject_id=deployment_id,
+            detail={"changed": changed, "before": before.to_json(), "after": after.to_json()},
+            connection=connection,
+        )
+        return after
 
     def _refuse_taken(
         self, connection: Connection, values: dict[str, Any], deployment_id: int | None
@@ -215,9 +237,19 @@ class DeploymentRepo:
         state: DeploymentState,
         *,
         error: str | Keep | None = KEEP,
+        asleep_level: int | None = None,
     ) -> Deployment:
-        """Move a deployment to ``state`` (now); ``error`` sets or clears ``last_error``."""
+        """Move a deployment to ``state`` (now); ``error`` sets or clears ``last_error``.
+
+        ``asleep_level``: the level a sleep left it at (its configured one when not given);
+        any other state clears it.
+        """
         values: dict[str, Any] = {"state": state.value, "state_since": self._now()}
+        if state is DeploymentState.SLEEPING:
+            if asleep_level is not None:
+                values["asleep_level"] = asleep_level
+        else:
+            values["asleep_level"] = None
         if error is not KEEP:
             values["last_error"] = error
         if state in _AT_REST:
@@ -228,6 +260,12 @@ class DeploymentRepo:
         if state in _AT_REST:
             self._free_ray_gpus(connection, deployment_id)
         return self.get(deployment_id, connection=connection)
+
+    def set_idle_paused(self, connection: Connection, deployment_id: int, reason: str) -> None:
+        """Pause a deployment's idle policy, saying why (an edit of its idle fields lifts it)."""
+        connection.execute(
+            update(deployments).where(deployments.c.id == deployment_id).values(idle_paused=reason)
+        )
 
     def set_placement(
         self,

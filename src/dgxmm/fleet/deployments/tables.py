@@ -1,4 +1,4 @@
-"""The fleet's tables, on the store's ``metadata`` (migrations 0003, 0007, 0008 and 0009).
+"""The fleet's tables, on the store's ``metadata`` (migrations 0003, 0007-0009, 0012, 0014).
 
 Instants are integer microseconds since the epoch (UTC); JSON is stored as text.
 """
@@ -22,7 +22,14 @@ from sqlalchemy.sql import true
 
 from dgxmm.store import metadata
 
-__all__ = ["audit_log", "deployment_events", "deployments", "insights", "metric_rollups"]
+__all__ = [
+    "audit_log",
+    "deployment_events",
+    "deployments",
+    "insights",
+    "metric_rollups",
+    "request_minutes",
+]
 
 _Id = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -53,6 +60,16 @@ deployments = Table(
     # constraint would make SQLite rebuild the table its events cascade from).
     Column("sleep_timeout_s", Float, nullable=False, server_default="300"),
     Column("sleep_level", Integer, nullable=False, server_default="1"),
+    # The idle ladder (seconds without requests; NULL: no such step), the idle policy and
+    # the wake lead ("off", "measured" or seconds as text); the level it sleeps at now, and
+    # why its idle policy is paused after a failed step (migration 0012, issue 25).
+    Column("idle_sleep_after_s", Float),
+    Column("idle_deepen_after_s", Float),
+    Column("idle_stop_after_s", Float),
+    Column("idle_policy", String(20), nullable=False, server_default="ladder"),
+    Column("wake_lead", String(20), nullable=False, server_default="off"),
+    Column("asleep_level", Integer),
+    Column("idle_paused", Text),
     Column("state", String(20), nullable=False),
     Column("state_since", BigInteger, nullable=False),
     Column("last_error", Text),
@@ -77,6 +94,14 @@ deployment_events = Table(
     Column("actor", String(200)),  # user:<name>, schedule:<id>, system; NULL: unknown
     Column("outcome", String(20), nullable=False),  # done, failed, skipped, deferred
     Column("detail", Text),
+    # A start or wake done: how long until it was ready (its first completion answered), and
+    # the level it came up from (0: a start; 1 or 2: a wake). The measured wake lead reads
+    # them (migration 0012).
+    Column("ready_us", BigInteger),
+    Column("from_level", Integer),
+    # The deployment's state after the event (migration 0014): the savings report's timeline.
+    # NULL for the schedule runner's own events (deferrals, skips) and rows written before.
+    Column("state", String(20)),
     Index("ix_deployment_events_deployment_at", "deployment_id", "at_us"),
 )
 
@@ -125,4 +150,24 @@ metric_rollups = Table(
     Column("mean_latency_s", Float),  # NULL when no request completed
     Column("samples", Integer, nullable=False),
     Index("ix_metric_rollups_minute", "minute_us"),
+)
+
+# Per deployment and minute of arrival, what the proxy saw (migration 0014): the requests it
+# took, those it held while the deployment was brought up and their added waits (JSON list of
+# milliseconds, at most ``MAX_WAITS`` a minute), those it refused by reason (JSON object).
+request_minutes = Table(
+    "request_minutes",
+    metadata,
+    Column(
+        "deployment_id",
+        _Id,
+        ForeignKey("deployments.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("minute_us", BigInteger, primary_key=True),
+    Column("requests", Integer, nullable=False),
+    Column("held", Integer, nullable=False),
+    Column("waits_ms", Text, nullable=False),
+    Column("refused", Text, nullable=False),
+    Index("ix_request_minutes_minute", "minute_us"),
 )

@@ -14,6 +14,7 @@ from dgxmm.server.api import jobs as jobs
 from dgxmm.server.api import proposals as proposals
 from dgxmm.server.api import proxy as proxy
 from dgxmm.server.api import queries as queries
+from dgxmm.server.api import savings as savings
 from dgxmm.server.api import schedules as schedules
 from dgxmm.server.api import store as store
 from dgxmm.server.api import tokens as tokens
@@ -31,6 +32,7 @@ __all__ = [
     "proposals",
     "proxy",
     "queries",
+    "savings",
     "schedules",
     "store",
     "tokens",

@@ -17,7 +17,7 @@ from fastapi.responses import FileResponse, Response
 from pydantic import Field
 
 from dgxmm.errors import NotFound
-from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, read_log
+from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, IdlePolicy, read_log
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
 from dgxmm.server.auth import Identity
@@ -32,6 +32,24 @@ from dgxmm.time_units import DAY_US
 __all__ = ["deployment_json", "router"]
 
 router = APIRouter(prefix="/api/deployments", tags=["deployments"])
+
+
+# The idle settings, the same in a new deployment and a change (issue 25).
+SleepAfter = Annotated[
+    float | None,
+    Field(description="idle ladder: sleep at level 1 after this long without requests"),
+]
+DeepenAfter = Annotated[
+    float | None,
+    Field(description="idle ladder: deepen to level 2 after this long (after the sleep)"),
+]
+StopAfter = Annotated[float | None, Field(description="idle ladder: stop after this long idle")]
+# Text checked by the domain (400 naming the field), its values listed for OpenAPI.
+Policy = Annotated[str | None, Field(json_schema_extra={"enum": [p.value for p in IdlePolicy]})]
+Lead = Annotated[
+    str | float | None,
+    Field(description="how early scheduled wakes and starts begin: off, measured or seconds"),
+]
 
 
 class CreateDeployment(Body):
@@ -57,6 +75,11 @@ class CreateDeployment(Body):
     ray_address: str | None = Field(default=None, max_length=1000)
     ray_node: str | None = Field(default=None, max_length=1000)
     num_gpus: int | None = None
+    idle_sleep_after_s: SleepAfter = None
+    idle_deepen_after_s: DeepenAfter = None
+    idle_stop_after_s: StopAfter = None
+    idle_policy: Policy = None
+    wake_lead: Lead = None
 
 
 class UpdateDeployment(Body):
@@ -81,6 +104,11 @@ class UpdateDeployment(Body):
     ray_address: str | None = Field(default=None, max_length=1000)
     ray_node: str | None = Field(default=None, max_length=1000)
     num_gpus: int | None = None
+    idle_sleep_after_s: SleepAfter = None
+    idle_deepen_after_s: DeepenAfter = None
+    idle_stop_after_s: StopAfter = None
+    idle_policy: Policy = None
+    wake_lead: Lead = None
 
 
 class ActionBody(Body):

@@ -1,4 +1,9 @@
-"""Deployment schedules over HTTP: list (viewers), create, change, delete, pause all (admins)."""
+"""Deployment schedules over HTTP: list (viewers), create, change, delete, pause all (admins).
+
+A wake or start schedule's JSON carries its ``lead``: how early its action begins and where
+the figure came from (``{"seconds": 42.0, "says": "begins 42 s early: p95 of the last 20
+level-1 wakes"}``), as the runner reckons it now (``lead_now``); a sleep or stop's is null.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +12,33 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from dgxmm.decider.schedules import ScheduleAction, ScheduleService
+from dgxmm.decider.schedules import Schedule, ScheduleAction, ScheduleService
+from dgxmm.decider.schedules.lead import Lead
+from dgxmm.decider.schedules.runner import lead_now
 from dgxmm.errors import NotFound
+from dgxmm.fleet import Fleet
 from dgxmm.server.bodies import Body
-from dgxmm.server.deps import Admin, PathId, SchedulesDep, Viewer
+from dgxmm.server.deps import Admin, FleetDep, PathId, SchedulesDep, Viewer
 from dgxmm.server.openapi import answers
 from dgxmm.server.redaction import schedule_shown_to
+from dgxmm.time_units import SECOND_US
 
-__all__ = ["router"]
+__all__ = ["router", "schedule_json"]
 
 router = APIRouter(tags=["schedules"])
+
+
+def schedule_json(schedule: Schedule, lead: Lead | None) -> dict[str, Any]:
+    """Return a schedule's JSON with its ``lead`` (null for a sleep or stop)."""
+    shown = None
+    if not schedule.action.quiets and lead is not None:  # a wake or start: the lead moves it
+        shown = {"seconds": lead.us / SECOND_US, "says": lead.says}
+    return {**schedule.to_json(), "lead": shown}
+
+
+def _lead(fleet: Fleet, deployment_id: int) -> Lead:
+    """Return the lead of the deployment's wakes and starts now (404 for no deployment)."""
+    return lead_now(fleet, fleet.deployments.get(deployment_id))
 
 
 class NewSchedule(Body):
@@ -45,12 +67,22 @@ class PausedAll(Body):
     paused_all: bool
 
 
+class ForecastOnly(Body):
+    """``{"forecast_only": true|false}``."""
+
+    forecast_only: bool
+
+
 @router.get("/api/deployments/{deployment_id}/schedules", responses=answers(404))
-def list_schedules(deployment_id: PathId, schedules: SchedulesDep, who: Viewer) -> dict[str, Any]:
-    """A deployment's schedules, and whether all schedules are paused."""
+def list_schedules(
+    deployment_id: PathId, schedules: SchedulesDep, fleet: FleetDep, who: Viewer
+) -> dict[str, Any]:
+    """A deployment's schedules, each wake and start with its lead; whether all are paused."""
+    rows = schedules.list(deployment_id)
+    lead = _lead(fleet, deployment_id)
     return {
         "paused_all": schedules.paused_all(),
-        "schedules": [schedule_shown_to(s, who).to_json() for s in schedules.list(deployment_id)],
+        "schedules": [schedule_json(schedule_shown_to(s, who), lead) for s in rows],
     }
 
 
@@ -58,7 +90,7 @@ def list_schedules(deployment_id: PathId, schedules: SchedulesDep, who: Viewer) 
     "/api/deployments/{deployment_id}/schedules", status_code=201, responses=answers(400, 404)
 )
 def create_schedule(
-    deployment_id: PathId, body: NewSchedule, schedules: SchedulesDep, who: Admin
+    deployment_id: PathId, body: NewSchedule, schedules: SchedulesDep, fleet: FleetDep, who: Admin
 ) -> dict[str, Any]:
     """Create a schedule; bad input answers 400 naming the field."""
     created = schedules.create(
@@ -70,7 +102,7 @@ def create_schedule(
         enabled=body.enabled,
         actor=who.actor,
     )
-    return created.to_json()
+    return schedule_json(created, _lead(fleet, deployment_id))
 
 
 @router.patch(
@@ -79,14 +111,17 @@ def create_schedule(
 def change_schedule(
     deployment_id: PathId,
     schedule_id: PathId,
+    *,
     body: ScheduleChange,
     schedules: SchedulesDep,
+    fleet: FleetDep,
     who: Admin,
 ) -> dict[str, Any]:
     """Change some fields of a schedule."""
     _owned(schedules, deployment_id, schedule_id)
     changes = body.model_dump(exclude_none=True)
-    return schedules.update(schedule_id, actor=who.actor, **changes).to_json()
+    changed = schedules.update(schedule_id, actor=who.actor, **changes)
+    return schedule_json(changed, _lead(fleet, deployment_id))
 
 
 @router.delete("/api/deployments/{deployment_id}/schedules/{schedule_id}", responses=answers(404))
@@ -110,6 +145,19 @@ def put_paused_all(body: PausedAll, schedules: SchedulesDep, who: Admin) -> dict
     """Pause or resume every schedule."""
     schedules.set_paused_all(body.paused_all, actor=who.actor)
     return {"paused_all": schedules.paused_all()}
+
+
+@router.get("/api/schedules/forecast-only")
+def get_forecast_only(schedules: SchedulesDep, _: Viewer) -> dict[str, Any]:
+    """Whether the decider only forecasts (records its idle steps and proposals, acts on none)."""
+    return {"forecast_only": schedules.forecast_only()}
+
+
+@router.put("/api/schedules/forecast-only")
+def put_forecast_only(body: ForecastOnly, schedules: SchedulesDep, who: Admin) -> dict[str, Any]:
+    """Switch forecast-only mode on or off (the schedules in force act either way)."""
+    schedules.set_forecast_only(body.forecast_only, actor=who.actor)
+    return {"forecast_only": schedules.forecast_only()}
 
 
 def _owned(schedules: ScheduleService, deployment_id: int, schedule_id: int) -> None:

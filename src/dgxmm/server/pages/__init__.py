@@ -16,6 +16,7 @@ from dgxmm.server.pages import login as login
 from dgxmm.server.pages import playground as playground
 from dgxmm.server.pages import queries as queries
 from dgxmm.server.pages import render as render
+from dgxmm.server.pages import savings as savings
 from dgxmm.server.pages import schedules as schedules
 from dgxmm.server.pages import store as store
 from dgxmm.server.pages import traffic as traffic
@@ -33,6 +34,7 @@ __all__ = [
     "playground",
     "queries",
     "render",
+    "savings",
     "schedules",
     "store",
     "traffic",

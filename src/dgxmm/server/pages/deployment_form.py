@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.fleet import BackendKind, Deployment
+from dgxmm.fleet import BackendKind, Deployment, IdlePolicy, LeadKind
 from dgxmm.fleet.deployments.definition import (
     DEFAULT_PRIORITY,
     DEFAULT_SLEEP_LEVEL,
@@ -37,7 +37,7 @@ router = APIRouter(include_in_schema=False)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Known:
     label: str
-    kind: str  # text, int, float, bool, select, lines, env, gpus, json
+    kind: str  # text, int, float, bool, select, lines, env, gpus, json, lead (the wake lead)
     hint: str = ""
     backends: tuple[str, ...] = ()  # empty: every backend
 
@@ -91,6 +91,40 @@ _KNOWN = {
     "num_gpus": _Known(
         label="GPUs asked of Ray", kind="int", hint="Ray picks them on the node", backends=("ray",)
     ),
+    # The idle ladder: each step after that long with no request through the proxy and none
+    # on the server's own counters (probes, scrapes and the post-wake check never count).
+    "idle_sleep_after_s": _Known(
+        label="Idle: sleep after (s)",
+        kind="float",
+        hint="sleep at level 1 after this long without requests; empty: off",
+    ),
+    "idle_deepen_after_s": _Known(
+        label="Idle: deepen after (s)",
+        kind="float",
+        hint="then level 2 (weights dropped) after this long; more than the sleep's; empty: off",
+    ),
+    "idle_stop_after_s": _Known(
+        label="Idle: stop after (s)",
+        kind="float",
+        hint="then stop after this long; more than the steps before; empty: off",
+    ),
+    "idle_policy": _Known(
+        label="Idle policy",
+        kind="select",
+        hint="ladder: the steps above; histogram: learned from the gaps between its requests, "
+        "the ladder until they are enough",
+    ),
+    "wake_lead": _Known(
+        label="Wake lead",
+        kind="lead",
+        hint="how early scheduled wakes and starts begin: off, measured (p95 of its last 20 "
+        "wakes at that level) or seconds (0-900)",
+    ),
+}
+# The choices of the menus whose values the API checks itself (listed in order).
+_CHOICES = {
+    "backend": [kind.value for kind in BackendKind],
+    "idle_policy": [policy.value for policy in IdlePolicy],
 }
 
 
@@ -114,8 +148,7 @@ def _fields(values: dict[str, Any]) -> list[dict[str, Any]]:
     for name, prop in schema["properties"].items():
         known = _KNOWN.get(name)
         kind, choices = _schema_kind(prop, definitions)
-        if name == "backend":
-            choices = [kind.value for kind in BackendKind]
+        choices = _CHOICES.get(name, choices)
         value = values.get(name, prop.get("default"))
         fields.append(
             {
@@ -143,7 +176,7 @@ def _as_text(kind: str, value: Any) -> str:
         return "\n".join(f"{key}={text}" for key, text in value.items())
     if kind == "json":
         return json.dumps(value)
-    if kind == "float":
+    if kind == "float" or (kind == "lead" and not isinstance(value, str)):
         return f"{value:g}"
     return str(value)
 
@@ -172,6 +205,8 @@ def new_deployment(request: Request, fleet: FleetDep, host: HostDep) -> Response
         "sleep_timeout_s": DEFAULT_SLEEP_TIMEOUT_S,
         "sleep_level": DEFAULT_SLEEP_LEVEL,
         "command": [],
+        "idle_policy": IdlePolicy.LADDER.value,
+        "wake_lead": LeadKind.OFF.value,
     }
     return _form(request, fleet, defaults, None)
 

@@ -1,6 +1,9 @@
 """The Deployments page and a deployment's page, with the sections other layers add to it.
 
 Server-rendered like the other pages; their buttons call the JSON API (``static/fleet.js``).
+A deployment's page shows its idle settings and its measured wake times: the p95 of its last
+20 times to ready from each sleep level and from a start, as its measured wake lead takes
+them (``decider/schedules/lead.py``).
 Each ``DeploymentSection`` of the app's routes (the schedules' week strip, the traffic
 profile's link) is a template of ``server/templates`` included with ``deployment`` and
 ``extra`` (what its ``context`` function returned) in its context.
@@ -13,8 +16,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
 from dgxmm.errors import InvalidInput
-from dgxmm.fleet import BackendKind, Deployment
+from dgxmm.fleet import MAX_LEAD_US, BackendKind, Deployment, Fleet, LeadKind, WakeLead
 from dgxmm.fleet.demo.demo import synthetic_note
 from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep, identify
 from dgxmm.server.host import Host
@@ -23,6 +27,7 @@ from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.redaction import deployment_shown_to, event_shown_to
 from dgxmm.server.svg.gpu_bars import gpu_bar
 from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
+from dgxmm.time_units import SECOND_US
 
 __all__ = ["router"]
 
@@ -35,6 +40,55 @@ def _row(deployment: Deployment, host: Host) -> dict[str, Any]:
         "state_since": iso(deployment.state_since, host),
         "last_request": iso(deployment.last_request_at, host),
     }
+
+
+_MEASURED = WakeLead(kind=LeadKind.MEASURED)
+_COMES_UP = ((1, "level-1 wakes"), (2, "level-2 wakes"), (0, "starts"))  # 0: from stopped
+
+
+def _duration(seconds: float) -> str:
+    """Return a duration as a person reads it: ``7.2 s``, ``90 s``, ``5 min``, ``1 h 30 min``."""
+    if seconds < 120:
+        return f"{round(seconds, 1):g} s"
+    days, rest = divmod(round(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, rest = divmod(rest, 60)
+    units = ((days, "d"), (hours, "h"), (minutes, "min"), (rest, "s"))
+    return " ".join(f"{count} {unit}" for count, unit in units if count)
+
+
+def _idle_ladder(deployment: Deployment) -> list[dict[str, str]]:
+    """Return its idle ladder's steps, each with its wait or ``off``."""
+    steps = zip(
+        ("sleep", "deepen", "stop"),
+        ("sleep at level 1", "deepen to level 2", "stop"),
+        deployment.idle.steps_us(),
+        strict=True,
+    )
+    return [
+        {"step": step, "what": what, "after": "off" if us is None else _duration(us / SECOND_US)}
+        for step, what, us in steps
+    ]
+
+
+def _wake_times(fleet: Fleet, deployment_id: int) -> list[dict[str, Any]]:
+    """Return its measured time to ready from each sleep level and from a start.
+
+    The p95 of the last ``MEASURED_WAKES`` as the measured wake lead takes it (bounded to its
+    15 minutes), with how many were measured.
+    """
+    found = []
+    for level, what in _COMES_UP:
+        times = fleet.events.ready_times(deployment_id, level, MEASURED_WAKES)
+        lead = lead_for(_MEASURED, level=level, ready_times_us=times)
+        if not times:
+            text = "none measured yet"
+        elif lead.us >= MAX_LEAD_US:
+            text = f"15 min or more (p95 of the last {len(times)})"
+        else:
+            text = f"{_duration(lead.us / SECOND_US)} (p95 of the last {len(times)})"
+        found.append({"level": level, "what": what, "count": len(times), "text": text})
+    return found
 
 
 @router.get("/deployments", response_class=HTMLResponse)
@@ -121,4 +175,7 @@ def deployment_page(
         log=log,
         synthetic=synthetic_note(fleet, deployment_id),
         gpus={gpu.index: gpu for gpu in fleet.inventory.gpus},
+        ladder=_idle_ladder(deployment),
+        wake_times=_wake_times(fleet, deployment_id),
+        wake_lead_s=_duration(deployment.wake_lead.seconds),  # shown for a lead in seconds
     )

@@ -21,6 +21,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from jinja2.runtime import Context
 
+from dgxmm.decider.schedules.service import FORECAST_ONLY
 from dgxmm.errors import ZoneError
 from dgxmm.jobs import resolve_zone
 from dgxmm.server.deps import identify, services_of
@@ -96,6 +97,8 @@ def _render(
         zone_choice=choice,
         server_zone=host.time_zone.key,
         page=template.removesuffix(".html"),
+        # Said on every page while on: the decider records what it would do, and does none.
+        forecast_only=host.store.get_setting(FORECAST_ONLY, False) is True,
     )
     return templates.TemplateResponse(
         request, template, context, status_code=status, headers=headers

@@ -1,5 +1,7 @@
 """The page of a deployment's schedules: the week strip, the list, and the admin's forms.
 
+Each wake and start says how early it begins and why (its ``lead``, as the API gives it).
+
 ``SECTION`` is the week strip this layer adds to every deployment's page.
 """
 
@@ -12,7 +14,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.decider.days import describe_days
+from dgxmm.decider.schedules.runner import lead_now
 from dgxmm.fleet import Deployment
+from dgxmm.server.api.schedules import schedule_json
 from dgxmm.server.deps import FleetDep, HostDep, PathId, SchedulesDep, identify
 from dgxmm.server.job_list import iso
 from dgxmm.server.pages.render import display_zone, render_page
@@ -52,13 +56,14 @@ def schedules_page(
     deployment = fleet.deployments.get(deployment_id)
     rows = schedules.list(deployment_id)
     who = identify(request)
+    lead = lead_now(fleet, deployment)
     return render_page(
         request,
         "schedules.html",
         deployment=deployment,
         schedules=[
             {
-                **schedule_shown_to(row, who).to_json(),
+                **schedule_json(schedule_shown_to(row, who), lead),
                 "days_text": describe_days(row.days),
                 "last_run": iso(row.last_run_at, host),
             }

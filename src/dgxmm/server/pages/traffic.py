@@ -67,7 +67,12 @@ def traffic_page(
         peak=max((hour.rpm_p95 for hour in profile.hours), default=0.0),
         open_proposals=open_ones,
         decided=[
-            {"p": p, "at": iso(p.decided_at, host)}
+            {
+                "p": p,
+                "at": iso(p.decided_at, host),
+                # Accepted: each week since, beside what its backtest predicted.
+                "weeks": proposals.realized(p) if p.status is ProposalStatus.ACCEPTED else [],
+            }
             for p in everything
             if p.status is not ProposalStatus.OPEN
         ],

@@ -1,6 +1,7 @@
 // The deployment form: each field's input read by its kind (data-kind), the backend's own
-// fields shown for that backend only, sent to the API (an edit sends only what changed),
-// and each refused field's message put beside it. Uses api(), showError() from dgxmm.js.
+// fields shown for that backend only (the wake lead's seconds box for seconds only), sent to
+// the API (an edit sends only what changed), and each refused field's message put beside it.
+// Uses api(), showError() from dgxmm.js.
 "use strict";
 
 (function () {
@@ -12,6 +13,14 @@
     }
     const input = form.elements[name];
     if (kind === "bool") return input.checked;
+    if (kind === "lead") {
+      // off or measured as the menu says, else the seconds in the box beside it.
+      if (input.value !== "seconds") return input.value;
+      const seconds = form.elements[`${name}_seconds`].value.trim();
+      if (!seconds) throw { field: name, message: `${name}: give the seconds (0-900)` };
+      const number = Number(seconds);
+      return Number.isFinite(number) ? number : seconds;
+    }
     const text = input.value.trim();
     if (kind === "lines") return text ? text.split("\n").map((l) => l.trim()).filter(Boolean) : null;
     if (kind === "env") {
@@ -50,6 +59,13 @@
     };
     backend.addEventListener("change", showFor);
     showFor();
+    form.querySelectorAll('[data-kind="lead"]').forEach((field) => {
+      const mode = field.querySelector("select");
+      const seconds = field.querySelector("input");
+      const showSeconds = () => { seconds.hidden = mode.value !== "seconds"; };
+      mode.addEventListener("change", showSeconds);
+      showSeconds();
+    });
 
     form.addEventListener("submit", async (event) => {
       event.preventDefault();

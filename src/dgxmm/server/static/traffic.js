@@ -13,6 +13,13 @@
       if (!button) return;
       const row = button.closest("tr[data-proposal]");
       const action = button.dataset.proposalAction;
+      const cold = Number(row.dataset.cold || 0);
+      if (action === "accept" && cold > 0) {
+        // The backtest found requests that would have met it asleep: say how many first.
+        const question = `In its backtest, ${cold} request${cold === 1 ? "" : "s"} would have `
+          + "waited for this deployment to wake. Accept the proposal anyway?";
+        if (!await confirmAction(question, "Accept")) return;
+      }
       row.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       try {
         const result = await api("POST", `/api/proposals/${row.dataset.proposal}/${action}`);

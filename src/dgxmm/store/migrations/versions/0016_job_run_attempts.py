@@ -1,7 +1,7 @@
 """A job run's attempt: 1 for a time's first run, 2 and up for its retries (issue 29).
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0016
+Revises: 0015
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 

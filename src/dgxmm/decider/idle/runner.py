@@ -1,0 +1,482 @@
+"""The idle policies at work: a pulse every second that only decides, and actions beside it.
+
+The host calls ``IdleRunner.pulse(now)`` every second on the instance that holds the ticker's
+lease (``Host(pulses=...)``). A pulse reads every deployment and its switched-on schedules
+(two queries), feeds each histogram the requests the proxy took since the last pulse, and
+hands each deployment whose step is due to a bounded pool of workers. It never waits for a
+model server, so a slow server delays only its own deployment.
+
+A step takes the path a scheduled sleep takes (``schedules/runner.py``):
+
+- **The lock**, without waiting: a deployment a person, a schedule or the proxy's waker is
+  acting on is left alone, and the next pulse looks again.
+- **The quiet check with the door shut**: requests that arrive meanwhile are held by the
+  proxy, never sent to a server going down, and knock. A request newer than the idle time
+  the pulse counted from, one the fresh sample's counters saw, one running or waiting on the
+  server, one under way through the proxy or one that knocked: the step waits. Running,
+  waiting, held or knocking requests defer it (a ``deferred`` event with actor ``idle``; tried
+  again a minute later); a request that came since means the deployment is not idle at all.
+- **The failure rules**: a state that changed, or a refusal by the deployer (a deepening's
+  wake that does not fit), is skipped and tried again after ``REFUSED_RETRY_US``. A model
+  server that was asked and failed pauses the deployment's idle policy (``idle_paused``,
+  an insight and an audit row) until a person changes its idle settings: a server that fails
+  to sleep will fail again, and a failed server must not be retried every second.
+- **Events with actor ``idle``**, written by the deployer with its audit rows.
+
+Schedules bound the ladder (``awake_window``, ``idle_step``). The histogram policy
+(``GapHistogram``) learns from the proxy's requests only: the server's counters say how
+many requests came in a minute, not when. Its histograms live in memory: after a restart a
+deployment steps by its ladder until it has gathered gaps again. Where the issue is silent,
+an idle stop that leaves room for a start refused in the last hour raises an insight.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from dgxmm.decider.action_pool import ActionPool
+from dgxmm.decider.acts import PolicyAct
+from dgxmm.decider.idle.histogram import (
+    GapHistogram,
+    HistogramWindows,
+    ladder_in_effect,
+    pre_wake_at,
+)
+from dgxmm.decider.idle.ladder import IDLE_TICK_US, IdleStep, ScheduleSlots, awake_window
+from dgxmm.decider.idle.ladder import idle_step as step_of
+from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
+from dgxmm.decider.schedules.rows import ScheduleAction, ScheduleRows
+from dgxmm.decider.schedules.slots import parse_time
+from dgxmm.decider.schedules.verdicts import quiet_verdict
+from dgxmm.errors import BackendError, Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
+from dgxmm.fleet import (
+    IDLE_ACTOR,
+    AuditAction,
+    AuditSubject,
+    Deployment,
+    DeploymentState,
+    Door,
+    EventAction,
+    EventOutcome,
+    Fleet,
+    IdlePolicy,
+    InsightKind,
+    LeadKind,
+    Severity,
+    WakeLead,
+)
+from dgxmm.jobs import resolve_zone
+from dgxmm.store import Store, writing
+from dgxmm.time_units import HOUR_US, MINUTE_US, SECOND_US
+
+__all__ = ["PULSE_SECONDS", "IdleOutcome", "IdleRunner"]
+
+PULSE_SECONDS = IDLE_TICK_US / SECOND_US  # the host calls the pulse this often
+DEFER_RETRY_US = MINUTE_US  # a step its quiet check deferred is tried again after this
+REFUSED_RETRY_US = 15 * MINUTE_US  # one the deployer refused (it does not fit, a state)
+# How long a level-1 sleep takes, for the histogram's "can a pre-wake follow the sleep":
+# dgxmm does not time sleeps; vLLM's take seconds (weights copied to CPU memory).
+TYPICAL_SLEEP_US = 10 * SECOND_US
+ROOM_LOOKBACK_US = HOUR_US  # an idle stop tells of room for a start refused this recently
+ACTION_WORKERS = 8
+_MEASURED = WakeLead(kind=LeadKind.MEASURED)
+S = DeploymentState
+
+
+class IdleOutcome(StrEnum):
+    """How an idle step handed to a worker ended."""
+
+    DONE = "done"
+    DEFERRED = "deferred"  # not quiet: tried again after DEFER_RETRY_US
+    NOT_IDLE = "not idle"  # a request came since the pulse decided; nothing recorded
+    SKIPPED = "skipped"  # the state changed, the lock was taken, or the deployer refused
+    FAILED = "failed"  # the model server failed: the idle policy is paused
+    FORECAST = "forecast"  # forecast-only mode: recorded, not taken
+
+
+class _Kind(StrEnum):
+    SLEEP = "sleep"
+    DEEPEN = "deepen"
+    STOP = "stop"
+    PRE_WAKE = "pre-wake"
+
+
+_ACT = {
+    _Kind.SLEEP: PolicyAct.IDLE_SLEEP,
+    _Kind.DEEPEN: PolicyAct.IDLE_DEEPEN,
+    _Kind.STOP: PolicyAct.IDLE_STOP,
+    _Kind.PRE_WAKE: PolicyAct.PRE_WAKE,
+}
+_KIND = {IdleStep.SLEEP: _Kind.SLEEP, IdleStep.DEEPEN: _Kind.DEEPEN, IdleStep.STOP: _Kind.STOP}
+
+
+@dataclass(slots=True)
+class _Known:
+    """What the runner keeps of a deployment between pulses, in memory."""
+
+    histogram: GapHistogram | None = None
+    last_arrival: int | None = None  # the latest request through the proxy
+    came_up: int | None = None  # when it last came up, as a pulse saw it running
+    pre_woken: bool = False  # woken ahead by the histogram, no request since
+    pre_wake_at: int | None = None
+    not_before: int = 0  # no step before then (a deferral's or a refusal's retry)
+    lead: tuple[int, int] | None = None  # (read at, the measured level-1 wake time)
+    forecast: tuple[int, _Kind] | None = None  # the last would-be step recorded (idle since)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Decision:
+    kind: _Kind
+    idle_since: int  # the instant idle time counted from; a request after it: not idle
+
+
+@dataclass(slots=True)
+class _Pulse:
+    now: int
+    slots: dict[int, list[ScheduleSlots]] = field(default_factory=dict)
+
+
+class IdleRunner:
+    """Each deployment's idle ladder and histogram policy; see the module docstring."""
+
+    def __init__(
+        self, store: Store, fleet: Fleet, rows: ScheduleRows, *, workers: int = ACTION_WORKERS
+    ) -> None:
+        self._store = store
+        self._fleet = fleet
+        self._rows = rows
+        self._actions: ActionPool[IdleOutcome] = ActionPool(workers, "idle-action")
+        self._guard = threading.Lock()  # over what the runner keeps of each deployment
+        self._known: dict[int, _Known] = {}
+
+    def pulse(self, now: int, *, forecast_only: bool = False) -> list[Future[IdleOutcome]]:
+        """Decide every deployment's step at ``now``; hand each to a worker; do not wait.
+
+        ``forecast_only``: record each step as a ``forecast`` event instead of taking it
+        (once per step and idle time: a deployment left up steps again only after a request).
+        """
+        arrivals = self._fleet.activity.take_arrivals()
+        deployments = self._fleet.deployments.list()
+        with self._guard:
+            for gone in self._known.keys() - {d.id for d in deployments}:
+                del self._known[gone]
+        pulse = _Pulse(now=now)
+        for row in self._rows.enabled_slots():
+            pulse.slots.setdefault(row.deployment_id, []).append(
+                ScheduleSlots(
+                    action=ScheduleAction(row.action),
+                    days=row.days,
+                    time=parse_time(row.at_time),
+                    zone=resolve_zone(row.time_zone),
+                )
+            )
+        started = []
+        for deployment in deployments:
+            with self._guard:
+                known = self._known.setdefault(deployment.id, _Known())
+                self._learn(deployment, known, arrivals.get(deployment.id, ()))
+                if self._actions.is_acting(deployment.id):
+                    continue
+                decision = self._decide(deployment, known, pulse)
+                if decision is None:
+                    continue
+                if forecast_only:
+                    seen = (decision.idle_since, decision.kind)
+                    if decision.kind is _Kind.PRE_WAKE or known.forecast == seen:
+                        continue
+                    known.forecast = seen
+                    future = self._actions.submit(
+                        deployment.id, self._forecast, deployment, decision, now
+                    )
+                else:
+                    future = self._actions.submit(
+                        deployment.id, self._work, deployment.id, decision, now
+                    )
+            if future is not None:
+                started.append(future)
+        return started
+
+    def drain(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the steps under way; tell whether all finished."""
+        return self._actions.drain(timeout_s)
+
+    def close(self) -> None:
+        """Take no more steps; those under way finish on their threads."""
+        self._actions.close()
+
+    def windows_of(self, deployment_id: int, now: int) -> HistogramWindows | None:
+        """Return the histogram's windows for a deployment now (None: not representative)."""
+        with self._guard:
+            known = self._known.get(deployment_id)
+            if known is None or known.histogram is None:
+                return None
+            return known.histogram.windows(now)
+
+    # -- deciding (under the guard) ---------------------------------------------------------------
+
+    def _learn(self, deployment: Deployment, known: _Known, arrivals: Iterable[int]) -> None:
+        """Take the proxy's new arrivals into the histogram; note when it came up."""
+        histogram = deployment.idle_policy is IdlePolicy.HISTOGRAM
+        if histogram and known.histogram is None:
+            known.histogram = GapHistogram()
+        for at in arrivals:
+            if histogram and known.histogram is not None and known.last_arrival is not None:
+                known.histogram.add(at - known.last_arrival, at)
+            known.last_arrival = at if known.last_arrival is None else max(known.last_arrival, at)
+            known.pre_woken = False  # a request came: the next sleep may plan a pre-wake
+        if deployment.state is S.RUNNING and (
+            known.came_up is None or known.came_up < deployment.state_since
+        ):
+            known.came_up = deployment.state_since
+
+    def _decide(self, deployment: Deployment, known: _Known, pulse: _Pulse) -> _Decision | None:
+        now = pulse.now
+        histogram = deployment.idle_policy is IdlePolicy.HISTOGRAM
+        if deployment.idle_paused is not None or now < known.not_before:
+            return None
+        if not histogram and deployment.idle.is_off:
+            return None
+        seen = [deployment.last_request_at, known.last_arrival,
+                self._fleet.activity.last_request_at(deployment.id)]  # fmt: skip
+        last = max((at for at in seen if at is not None), default=None)
+        planned = known.pre_wake_at
+        if (
+            deployment.state is S.SLEEPING
+            and planned is not None
+            and now >= planned
+            and (last is None or last < planned)
+        ):
+            return _Decision(kind=_Kind.PRE_WAKE, idle_since=last or 0)
+        # Idle counts from the latest request, or from when it came up if that is later;
+        # after a pre-wake from the request, so the keep-alive runs from it, not the wake.
+        if last is not None and known.pre_woken:
+            since = last
+        else:
+            since = max(last or 0, known.came_up or 0) or deployment.state_since
+        ladder = deployment.idle
+        if histogram and known.histogram is not None and last is not None:
+            ladder = ladder_in_effect(
+                ladder,
+                known.histogram.windows(last),
+                pre_wake_lead_us=self._wake_time(deployment.id, known, now),
+                sleep_us=TYPICAL_SLEEP_US,
+                pre_woken=known.pre_woken,
+            )
+        step = step_of(
+            ladder,
+            state=deployment.state,
+            asleep_level=deployment.sleeps_at if deployment.state is S.SLEEPING else None,
+            idle_for_us=now - since,
+            in_awake_window=awake_window(pulse.slots.get(deployment.id, ()), now),
+        )
+        return None if step is None else _Decision(kind=_KIND[step], idle_since=since)
+
+    def _wake_time(self, deployment_id: int, known: _Known, now: int) -> int:
+        """Return the measured level-1 wake time (read again at most once a minute)."""
+        if known.lead is None or now - known.lead[0] >= MINUTE_US:
+            times = self._fleet.events.ready_times(deployment_id, 1, MEASURED_WAKES)
+            known.lead = (now, lead_for(_MEASURED, level=1, ready_times_us=times).us)
+        return known.lead[1]
+
+    def _forecast(self, deployment: Deployment, decision: _Decision, now: int) -> IdleOutcome:
+        """Record what the step would have done (forecast-only mode); do nothing else."""
+        try:
+            action = {_Kind.STOP: EventAction.STOP, _Kind.PRE_WAKE: EventAction.WAKE}.get(
+                decision.kind, EventAction.SLEEP
+            )
+            idle_s = max(0, now - decision.idle_since) // SECOND_US
+            self._fleet.events.record(
+                deployment.id, action, actor=IDLE_ACTOR, outcome=EventOutcome.FORECAST,
+                detail=f"would take the idle {decision.kind.value} now, idle for {idle_s} s "
+                "(forecast only: nothing was done)",
+            )  # fmt: skip
+            return IdleOutcome.FORECAST
+        except NotFound:
+            return IdleOutcome.SKIPPED
+
+    # -- acting (on a worker) -----------------------------------------------------------------
+
+    def _work(self, deployment_id: int, decision: _Decision, now: int) -> IdleOutcome:
+        try:
+            return self._step(deployment_id, decision, now)
+        except NotFound:
+            return IdleOutcome.SKIPPED  # removed since the pulse read it
+
+    def _step(self, deployment_id: int, decision: _Decision, now: int) -> IdleOutcome:
+        fleet = self._fleet
+        lock = fleet.deployer.lock(deployment_id)
+        if not lock.acquire(blocking=False):  # someone acts on it: never queue behind them
+            return IdleOutcome.SKIPPED
+        try:
+            deployment = fleet.deployments.get(deployment_id)
+            if not _applies(decision.kind, deployment):
+                return IdleOutcome.SKIPPED
+            if decision.kind is _Kind.PRE_WAKE:
+                return self._act(deployment, decision, now)
+            with fleet.activity.closing(deployment_id) as door:
+                try:
+                    busy = self._busy(deployment, decision, door, now)
+                except ServerGone:  # the metrics marked it failed: nothing left to step
+                    return IdleOutcome.FAILED
+                if busy is IdleOutcome.NOT_IDLE:
+                    return busy
+                if busy is not None:
+                    self._defer(deployment, decision, busy, now)
+                    return IdleOutcome.DEFERRED
+                return self._act(deployment, decision, now)
+        finally:
+            lock.release()
+
+    def _busy(
+        self, deployment: Deployment, decision: _Decision, door: Door, now: int
+    ) -> IdleOutcome | str | None:
+        """Return NOT_IDLE, why the deployment is not quiet (text), or None when it is."""
+        fleet = self._fleet
+        sample = None
+        if deployment.state is S.RUNNING:
+            try:
+                sample = fleet.metrics.sample_now(deployment.id)
+            except ServerGone:
+                raise
+            except (BackendError, Conflict) as error:
+                return f"its metrics could not be read: {error}"
+        verdict = quiet_verdict(
+            held_through_proxy=fleet.activity.in_flight(deployment.id),
+            sample=sample,
+            last_request_at=None,  # the step's own rule is how long nothing came: read below
+            knocked=door.knocked,  # read after the sample, which may take a while
+            now_us=now,
+        )
+        if verdict is not None:
+            return verdict.reason
+        seen = (fleet.metrics.last_request_at(deployment.id),
+                fleet.activity.last_request_at(deployment.id))  # fmt: skip
+        latest = max((at for at in seen if at is not None), default=None)
+        if latest is not None and latest > decision.idle_since:
+            return IdleOutcome.NOT_IDLE  # a request came since, or the sample's counters saw one
+        return None
+
+    def _defer(self, deployment: Deployment, decision: _Decision, busy: str, now: int) -> None:
+        action = EventAction.STOP if decision.kind is _Kind.STOP else EventAction.SLEEP
+        self._fleet.events.record(
+            deployment.id, action, actor=IDLE_ACTOR, outcome=EventOutcome.DEFERRED,
+            detail=f"idle {decision.kind.value}: {busy}; tried again in a minute",
+        )  # fmt: skip
+        self._later(deployment.id, now + DEFER_RETRY_US)
+
+    def _act(self, deployment: Deployment, decision: _Decision, now: int) -> IdleOutcome:
+        deployer = self._fleet.deployer
+        kind = decision.kind
+        try:
+            if kind is _Kind.SLEEP:
+                deployer.sleep(deployment.id, actor=IDLE_ACTOR, level=1)
+            elif kind is _Kind.DEEPEN and deployment.state is S.RUNNING:
+                deployer.sleep(deployment.id, actor=IDLE_ACTOR, level=2)
+            elif kind is _Kind.DEEPEN:
+                result = deployer.deepen(deployment.id, actor=IDLE_ACTOR)
+                if result.action is EventAction.WAKE:  # a request came meanwhile: it serves
+                    return IdleOutcome.NOT_IDLE
+            elif kind is _Kind.STOP:
+                deployer.stop(deployment.id, actor=IDLE_ACTOR)
+            else:
+                deployer.wake(deployment.id, actor=IDLE_ACTOR, plans=False)
+        except (DoesNotFit, Conflict):  # the deployer wrote its skipped event
+            self._later(deployment.id, now + REFUSED_RETRY_US, pre_wake_done=True)
+            return IdleOutcome.SKIPPED
+        except DgxmmError as error:  # the server was asked and failed
+            self._pause(deployment, kind, str(error))
+            return IdleOutcome.FAILED
+        self._fleet.telemetry.policy_acted(_ACT[kind])
+        self._done(deployment, decision, now)
+        return IdleOutcome.DONE
+
+    def _done(self, deployment: Deployment, decision: _Decision, now: int) -> None:
+        with self._guard:
+            known = self._known.setdefault(deployment.id, _Known())
+            known.pre_wake_at = None
+            if decision.kind is _Kind.PRE_WAKE:
+                known.pre_woken = True
+                known.came_up = now
+            elif decision.kind is _Kind.SLEEP and known.histogram is not None:
+                last = known.last_arrival
+                if last is not None and not known.pre_woken:
+                    begins = pre_wake_at(
+                        last,
+                        known.histogram.windows(last),
+                        self._wake_time(deployment.id, known, now),
+                    )
+                    # One already past would wake it again at once: none is planned.
+                    known.pre_wake_at = begins if begins is not None and begins > now else None
+        if decision.kind is _Kind.STOP:
+            self._tell_of_room(deployment, now)
+
+    def _later(self, deployment_id: int, at: int, *, pre_wake_done: bool = False) -> None:
+        with self._guard:
+            known = self._known.setdefault(deployment_id, _Known())
+            known.not_before = at
+            if pre_wake_done:
+                known.pre_wake_at = None
+
+    def _pause(self, deployment: Deployment, kind: _Kind, error: str) -> None:
+        """Pause the deployment's idle policy after a failed step; say so."""
+        fleet = self._fleet
+        reason = f"the idle {kind.value} failed: {error}"
+        with writing(self._store.engine) as connection:
+            fleet.deployments.set_idle_paused(connection, deployment.id, reason)
+            fleet.audit.record(
+                actor=IDLE_ACTOR, action=AuditAction.DEPLOYMENT_IDLE_PAUSE,
+                subject=AuditSubject.DEPLOYMENT, subject_id=str(deployment.id),
+                detail={"name": deployment.name, "reason": reason}, connection=connection,
+            )  # fmt: skip
+        fleet.insights.raise_insight(
+            InsightKind.IDLE_PAUSED,
+            deployment_id=deployment.id,
+            severity=Severity.WARNING,
+            message=(
+                f"{deployment.name}: {reason}. Its idle policy is paused until its idle "
+                "settings are changed."
+            ),
+            key=f"idle-paused:{deployment.id}",
+        )
+
+    def _tell_of_room(self, stopped: Deployment, now: int) -> None:
+        """Raise an insight for each start or wake refused lately that fits now."""
+        fleet = self._fleet
+        for other in fleet.deployments.list():
+            if other.id == stopped.id or other.state not in (S.STOPPED, S.FAILED, S.SLEEPING):
+                continue
+            action = EventAction.WAKE if other.state is S.SLEEPING else EventAction.START
+            refused = fleet.events.latest(other.id, action, outcome=None)
+            if (
+                refused is None
+                or refused.outcome is not EventOutcome.SKIPPED
+                or now - refused.at_us > ROOM_LOOKBACK_US
+                or not fleet.deployer.fit(other.id, S.RUNNING).fits
+            ):
+                continue
+            fleet.insights.raise_insight(
+                InsightKind.IDLE_STOP_FREED_ROOM,
+                deployment_id=other.id,
+                severity=Severity.INFO,
+                message=(
+                    f"The idle stop of {stopped.name} freed room for {other.name}, whose "
+                    f"{action.value} was refused ({refused.detail}): it fits now."
+                ),
+                key=f"idle-room:{other.id}:{refused.id}",
+            )
+
+
+def _applies(kind: _Kind, deployment: Deployment) -> bool:
+    """Tell whether the step still fits the deployment's state, read under its lock."""
+    state = deployment.state
+    if kind is _Kind.SLEEP:
+        return state is S.RUNNING
+    if kind is _Kind.DEEPEN:
+        return state is S.RUNNING or (state is S.SLEEPING and deployment.sleeps_at == 1)
+    if kind is _Kind.STOP:
+        return state in (S.RUNNING, S.SLEEPING)
+    return state is S.SLEEPING

@@ -1,0 +1,103 @@
+"""``GET /api/savings`` and the Savings page: the report over HTTP, and refusals naming the
+parameter (issue 26, point 1)."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from support import at
+
+from dgxmm.clock import ManualClock
+from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
+from dgxmm.fleet.activity import Minute
+from dgxmm.time_units import HOUR_US
+
+
+def history(fleet: Fleet, clock: ManualClock) -> int:
+    """A deployment created 2026-06-03 00:00 Berlin, asleep from 06:00 to 18:00."""
+    clock.set(at("2026-06-03T00:00:00+02:00"))
+    made = fleet.deployments.create(
+        actor="user:alice", name="chat", model="m", backend="external",
+        base_url="http://127.0.0.1:9", gpus=[0], memory_gib_awake=40.0, memory_gib_asleep=4.0,
+        time_zone="Europe/Berlin",
+    ).id  # fmt: skip
+    for iso, action, actor, state in (
+        ("2026-06-03T00:00:00+02:00", EventAction.START, "user:alice", DeploymentState.RUNNING),
+        ("2026-06-03T06:00:00+02:00", EventAction.SLEEP, "idle", DeploymentState.SLEEPING),
+        ("2026-06-03T18:00:00+02:00", EventAction.WAKE, "schedule:1", DeploymentState.RUNNING),
+    ):
+        clock.set(at(iso))
+        fleet.events.record(made, action, actor=actor, outcome=EventOutcome.DONE,
+                            state=state.value)  # fmt: skip
+    fleet.request_minutes.add(
+        {(made, at("2026-06-03T17:59:00+02:00")): Minute(requests=2, held=1, waits_ms=[1500])}
+    )
+    clock.set(at("2026-06-05T12:00:00+02:00"))
+    return made
+
+
+def test_it_answers_the_days_of_one_deployment_or_all(
+    viewer: TestClient, fleet: Fleet, clock: ManualClock
+) -> None:
+    made = history(fleet, clock)
+    answer = viewer.get("/api/savings?from=2026-06-03&to=2026-06-03&deployment=chat")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["from"], body["to"]) == ("2026-06-03", "2026-06-03")
+    ((shown),) = body["deployments"]
+    assert (shown["id"], shown["name"], shown["time_zone"]) == (made, "chat", "Europe/Berlin")
+    ((day),) = shown["days"]
+    assert day["freed_gib_h"] == pytest.approx(12 * 36.0)
+    assert day["held_asleep_gib_h"] == pytest.approx(12 * 4.0)
+    assert (day["requests"], day["held"], day["cold"], day["wait_p50_s"]) == (2, 1, 1, 1.5)
+    assert (day["wakes"], day["starts"]) == ({"schedule": 1}, {"person": 1})
+    assert body["totals"]["freed_gib_h"] == pytest.approx(day["freed_gib_h"])
+    by_id = viewer.get(f"/api/savings?from=2026-06-03&to=2026-06-03&deployment={made}").json()
+    assert by_id["deployments"] == body["deployments"]
+    # By default: the last 7 local days, up to today (the 5th, half over).
+    default = viewer.get("/api/savings").json()
+    assert (default["from"], default["to"]) == ("2026-05-30", "2026-06-05")
+    assert [d["day"] for d in default["deployments"][0]["days"]][-3:] == [
+        "2026-06-03", "2026-06-04", "2026-06-05",
+    ]  # fmt: skip
+    assert default["deployments"][0]["days"][-1]["hours"] == pytest.approx(12.0)
+    assert clock.now_us() - at("2026-06-05T00:00:00+02:00") == 12 * HOUR_US
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        pytest.param("from=yesterday", "from", id="from-words"),
+        pytest.param("from=2026-02-30", "from", id="from-no-such-day"),
+        pytest.param("to=2026-6-3", "to", id="to-short"),
+        pytest.param("from=2026-06-03&to=2026-06-01", "to", id="backwards"),
+        pytest.param("from=2020-01-01&to=2026-06-01", "to", id="past-a-year"),
+        pytest.param("deployment=nobody", "deployment", id="unknown-name"),
+        pytest.param("deployment=99999999999999999999999", "deployment", id="huge-id"),
+        pytest.param("from=" + "9" * 5000, "from", id="long"),
+    ],
+)
+def test_a_wrong_parameter_is_a_400_naming_it(
+    viewer: TestClient, fleet: Fleet, clock: ManualClock, query: str, field: str
+) -> None:
+    history(fleet, clock)
+    answer = viewer.get(f"/api/savings?{query}")
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["field"] == field
+
+
+def test_the_page_draws_the_days_and_says_what_it_refused(
+    client: TestClient, fleet: Fleet, clock: ManualClock
+) -> None:
+    history(fleet, clock)
+    page = client.get("/savings?from=2026-06-03&to=2026-06-04")
+    assert page.status_code == 200
+    html = page.text
+    assert 'data-savings="chat"' in html
+    assert 'data-day="2026-06-03"' in html
+    assert 'data-day="2026-06-04"' in html
+    assert "432.0" in html  # 12 h asleep at 36 GiB freed
+    assert "1.50 s / 1.50 s" in html
+    refused = client.get("/savings?from=someday").text
+    assert 'id="savings-refused"' in refused
+    assert "from: " in refused
