@@ -221,3 +221,22 @@ def test_a_jobs_page_explains_a_time_and_shows_a_bad_one_beside_the_field(
     page.fill("#explain-at", "soon")
     page.click("#explain")
     page.locator("[data-error-for=at]").get_by_text("not an ISO 8601 time").wait_for()
+
+
+def test_it_defines_retries_through_the_form_with_a_preset(page: Any, live: Live) -> None:
+    page.goto("/jobs/new")
+    page.fill("#name", "retried")
+    page.check("input[name=action][value=checkpoint]")
+    page.fill("#schedule", "0 3 * * *")
+    page.fill("#retries", "2")
+    page.click("#save")
+    page.locator("[data-error-for=retry_backoff_s]").get_by_text("need a first wait").wait_for()
+    assert live.store.jobs() == []
+    page.select_option("#retry-presets", label="3 retries: 30 s, doubling to 5 min")
+    page.click("#save")
+    page.wait_for_url("**/jobs")
+    definition = live.store.job("retried").definition
+    assert (definition["retries"], definition["retry_backoff_s"]) == (3, 30)
+    assert definition["retry_backoff_max_s"] == 300
+    page.goto("/jobs/retried")
+    assert "3, waiting up to 30 s first" in page.locator(".job-retries").inner_text()

@@ -160,3 +160,16 @@ def test_it_switches_a_job_off_with_a_note_shown_in_its_row(playground: Any) -> 
     row = playground.locator("tr[data-job=stats_flush]")
     row.locator(".pause-note").get_by_text("flushed by hand").wait_for()
     assert not row.locator("input[data-action=enable]").is_checked()
+
+
+def test_it_defines_retries_with_a_preset(playground: Any) -> None:
+    playground.click("#new-job")
+    playground.fill("#name", "retried")
+    playground.check("input[name=action][value=checkpoint]")
+    playground.fill("#schedule", "0 3 * * *")
+    playground.fill("#retries", "2")
+    playground.click("#save")
+    playground.locator("[data-error-for=retry_backoff_s]").get_by_text("first wait").wait_for()
+    playground.select_option("#retry-presets", label="3 retries: 30 s, doubling to 5 min")
+    playground.click("#save")
+    playground.locator("tr[data-job=retried]").wait_for()

@@ -137,6 +137,22 @@ def test_it_explains_a_time_from_the_stores_records(data: Path) -> None:
     assert (code, err.split(":")[:2]) == (2, ["error", " time"])
 
 
+def test_it_defines_a_job_with_retries_and_refuses_retries_without_a_wait(data: Path) -> None:
+    where = ("--data", str(data))
+    code, out, err = dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",
+                           "checkpoint", "--retries", "3", "--retry-backoff-s", "30",
+                           "--retry-backoff-max-s", "300", "--json", *where)  # fmt: skip
+    assert code == 0, err
+    definition = json.loads(out)["definition"]
+    assert (definition["retries"], definition["retry_backoff_s"]) == (3, 30.0)
+    code, _, err = dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",
+                         "checkpoint", "--retries", "2", *where)  # fmt: skip
+    assert (code, err.strip()) == (
+        2,
+        "error: retry_backoff_s: 2 retries need a first wait, in seconds",
+    )
+
+
 def test_it_runs_store_operations_with_a_progress_bar(data: Path, tmp_path: Path) -> None:
     where = ("--data", str(data))
     assert dgxmm("store", "checkpoint", *where)[0] == 0

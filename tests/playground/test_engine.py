@@ -123,6 +123,16 @@ def test_it_pauses_a_job_with_a_note_and_drops_the_note_when_it_is_on(
     assert (row["enabled"], row["pause_note"]) == (True, None)
 
 
+def test_it_defines_retries_and_refuses_them_without_a_wait(engine: Playground) -> None:
+    keys = {"name": "cp", "schedule": "0 3 * * *", "action": "checkpoint", "retries": 2,
+            "retry_backoff_s": 60}  # fmt: skip
+    status, row = call(engine, "POST", "/api/jobs/define", keys)
+    assert (status, row["retries"], row["retry_backoff_s"]) == (200, 2, 60)
+    assert engine.scheduler.get("cp").retry.retries == 2
+    status, body = call(engine, "POST", "/api/jobs/define", keys | {"retry_backoff_s": None})
+    assert (status, body["field"]) == (400, "retry_backoff_s")
+
+
 def test_it_runs_now_switches_reschedules_and_drops(engine: Playground) -> None:
     call(engine, "POST", "/api/jobs/define", {"name": "cp", "schedule": "0 3 * * *",
                                               "action": "checkpoint"})  # fmt: skip

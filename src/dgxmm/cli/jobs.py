@@ -66,6 +66,15 @@ def define(
     memory_limit: Annotated[int | None, typer.Option("--memory-limit", help="Bytes.")] = None,
     run_on: Annotated[str | None, typer.Option("--run-on")] = None,
     description: Annotated[str | None, typer.Option()] = None,
+    retries: Annotated[
+        int | None, typer.Option(help="Tries again after a failure (default 0).")
+    ] = None,
+    retry_backoff_s: Annotated[
+        float | None, typer.Option("--retry-backoff-s", help="The first wait, seconds.")
+    ] = None,
+    retry_backoff_max_s: Annotated[
+        float | None, typer.Option("--retry-backoff-max-s", help="The longest wait, seconds.")
+    ] = None,
     time_zone: Annotated[
         str | None,
         typer.Option(
@@ -85,7 +94,8 @@ def define(
     for key, value in (
         ("query", query), ("path", path), ("timeout_ms", timeout_ms),
         ("memory_limit", memory_limit), ("run_on", run_on), ("description", description),
-        ("time_zone", time_zone),
+        ("time_zone", time_zone), ("retries", retries), ("retry_backoff_s", retry_backoff_s),
+        ("retry_backoff_max_s", retry_backoff_max_s),
     ):  # fmt: skip
         if value is not None:
             keys[key] = value

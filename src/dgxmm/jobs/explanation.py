@@ -91,6 +91,7 @@ class RunFact:
     finished_at: int | None  # None while under way
     outcome: Outcome | None
     instance: str | None = None
+    attempt: int = 1  # 2 and up: a retry of the run of ``scheduled_at``
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -270,10 +271,13 @@ def explain(
         return Explanation(
             placement=placement, verdict=Verdict.UPCOMING, detail=f"{here} has not come yet{note}"
         )
-    own = [r for r in runs if r.scheduled and r.scheduled_at == t]
+    own = sorted(
+        (r for r in runs if r.scheduled and r.scheduled_at == t),
+        key=lambda r: (r.attempt, r.started_at),
+    )
     if own:
-        run = max(own, key=lambda r: r.started_at)
-        waited = run.started_at - t
+        run = own[-1]
+        waited = own[0].started_at - t
         where = f" on {run.instance}" if run.instance else ""
         note = ""
         if waited > max_lateness_us:
@@ -287,6 +291,13 @@ def explain(
                 f"{note}",
             )  # fmt: skip
         outcome = run.outcome.value if run.outcome is not None else "ended"
+        if len(own) > 1:
+            tries = ", ".join(
+                f"attempt {r.attempt} (run {r.id}) "
+                f"{r.outcome.value if r.outcome is not None else 'under way'}"
+                for r in own
+            )
+            note += f"; it was retried: {tries}"
         return Explanation(
             placement=placement, verdict=Verdict.RAN, run=run,
             detail=f"{here} ran as run {run.id}{where} at {show(run.started_at)}: {outcome}{note}",

@@ -20,6 +20,8 @@ from dgxmm.errors import (
     Abandoned,
     Conflict,
     DgxmmError,
+    Forbidden,
+    InvalidInput,
     MemoryLimitExceeded,
     TimeoutExceeded,
 )
@@ -33,6 +35,7 @@ __all__ = [
     "JobLimits",
     "JobRun",
     "Outcome",
+    "RetryPolicy",
     "RunContext",
     "RunResult",
     "SkipReason",
@@ -79,6 +82,33 @@ class JobLimits:
             raise ValueError(f"timeout: {self.timeout} must be positive")
         if self.memory_bytes is not None and self.memory_bytes <= 0:
             raise ValueError(f"memory_bytes: {self.memory_bytes} must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a failed run is tried again: ``retries`` more attempts, the first after up to
+    ``backoff``, each wait doubling up to ``backoff_max``, drawn with full jitter (uniformly
+    from zero to that bound). No retries by default, as the spec has it."""
+
+    retries: int = 0
+    backoff: timedelta | None = None
+    backoff_max: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        if self.retries < 0:
+            raise ValueError(f"retries: {self.retries} must not be negative")
+        if self.retries and (self.backoff is None or self.backoff <= timedelta(0)):
+            raise ValueError("retry_backoff_s: retries need a first wait (a positive time)")
+        if self.backoff_max is not None and (
+            self.backoff is None or self.backoff_max < self.backoff
+        ):
+            raise ValueError("retry_backoff_max_s: must be at least the first wait")
+
+    def bound(self, attempt: int) -> timedelta:
+        """The most the wait before attempt ``attempt`` (2 for the first retry) may be."""
+        assert self.backoff is not None
+        wait = self.backoff * (1 << max(0, min(attempt - 2, 40)))
+        return wait if self.backoff_max is None else min(wait, self.backoff_max)
 
 
 class RunContext:
@@ -187,6 +217,7 @@ class Job:
     # Why it was switched off, as the person who paused it wrote it (None: no note). Not
     # compared: a new note plans nothing again.
     pause_note: str | None = field(default=None, kw_only=True, compare=False)
+    retry: RetryPolicy = field(default_factory=RetryPolicy, kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -216,6 +247,10 @@ class RunResult:
     # The error as anyone may read it: its kind, and what of its message is dgxmm's own
     # words; never a value the run read (see DgxmmError.public). None when it did not fail.
     public_error: str | None = None
+    attempt: int = 1  # 2 and up: a retry of the run of ``scheduled_at``
+    # Whether trying again may help: a failure but a refusal of the definition or its rights,
+    # or the host giving the run up.
+    retryable: bool = False
 
     @property
     def finished_at(self) -> int:
@@ -235,16 +270,20 @@ class JobRun:
         "_done",
         "_lock",
         "_timer",
+        "attempt",
         "job",
         "scheduled_at",
         "started_at",
         "token",
     )
 
-    def __init__(self, job: Job, *, scheduled_at: int, started_at: int, timer: Timer) -> None:
+    def __init__(
+        self, job: Job, *, scheduled_at: int, started_at: int, timer: Timer, attempt: int = 1
+    ) -> None:
         self.job = job
         self.scheduled_at = scheduled_at
         self.started_at = started_at
+        self.attempt = attempt
         self.token = next(_tokens)
         self._timer = timer
         self._done = False  # run() or abandon() was called
@@ -274,6 +313,7 @@ class JobRun:
         detail: str | None = None
         error: str | None = None
         public: str | None = None
+        retryable = False
         try:
             returned = self.job.action(context)
             detail = None if returned is None else str(returned)
@@ -284,6 +324,9 @@ class JobRun:
             # SystemExit or a panic-like error must not lose its run (and its group) either.
             error = _describe_error(exc)
             public = _describe_public(exc)
+            # A wrong definition or a refused right fails the same way again; a host that
+            # gave the run up is stopping. Anything else (a limit, an error) may pass.
+            retryable = not isinstance(exc, InvalidInput | Forbidden | Abandoned)
         elapsed = context.elapsed()
         timeout = self.job.limits.timeout
         if error is not None:
@@ -296,7 +339,9 @@ class JobRun:
             outcome = Outcome.SUCCEEDED
         with self._lock:
             self._context = None
-        return self._result(outcome, round(elapsed * SECOND_US), error, detail, public)
+        return self._result(
+            outcome, round(elapsed * SECOND_US), error, detail, public, retryable=retryable
+        )
 
     def abandon(self, reason: str) -> RunResult:
         """Give the run up: a failed run with ``reason``.
@@ -332,6 +377,8 @@ class JobRun:
         error: str | None,
         detail: str | None,
         public_error: str | None,
+        *,
+        retryable: bool = False,
     ) -> RunResult:
         return RunResult(
             name=self.job.name,
@@ -343,6 +390,8 @@ class JobRun:
             error=error,
             detail=detail,
             public_error=public_error,
+            attempt=self.attempt,
+            retryable=retryable,
         )
 
     def __repr__(self) -> str:

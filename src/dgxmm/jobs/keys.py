@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import CronError, DefinitionError, ZoneError
 from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.job import RetryPolicy
 from dgxmm.jobs.zones import resolve_zone
 
 __all__ = [
     "PAUSE_NOTE_MAX",
+    "RETRIES_MAX",
+    "RETRY_WAIT_MAX_S",
     "Refusals",
     "check_enabled",
     "check_name",
     "check_pause_note",
     "check_positive",
+    "check_retry",
     "check_schedule",
     "check_time_zone",
 ]
@@ -138,3 +143,61 @@ def check_pause_note(value: object, *, field: str, enabled: bool = False) -> str
     if len(note) > PAUSE_NOTE_MAX:
         raise DefinitionError(field, f"{len(note)} characters; at most {PAUSE_NOTE_MAX}")
     return note
+
+
+RETRIES_MAX = 20
+RETRY_WAIT_MAX_S = 86_400  # a day: a wait longer than that is no retry anyone waits for
+
+
+def check_retry(keys: Mapping[str, Any], refusals: Refusals) -> RetryPolicy | None:
+    """Read ``retries``, ``retry_backoff_s`` and ``retry_backoff_max_s`` (each refusal kept).
+
+    None when one of them was refused. No retries by default; retries need a first wait.
+    """
+    before = len(refusals.found)
+    retries = refusals.check(lambda: _whole(keys, "retries", RETRIES_MAX))
+    backoff = refusals.check(lambda: _seconds(keys, "retry_backoff_s"))
+    most = refusals.check(lambda: _seconds(keys, "retry_backoff_max_s"))
+    if len(refusals.found) > before:
+        return None
+    count = retries or 0
+    if count and backoff is None:
+        refusals.found.append(
+            DefinitionError("retry_backoff_s", f"{count} retries need a first wait, in seconds")
+        )
+        return None
+    if most is not None and (backoff is None or most < backoff):
+        refusals.found.append(
+            DefinitionError("retry_backoff_max_s", "must be at least retry_backoff_s")
+        )
+        return None
+    return RetryPolicy(
+        retries=count,
+        backoff=None if backoff is None else timedelta(seconds=backoff),
+        backoff_max=None if most is None else timedelta(seconds=most),
+    )
+
+
+def _whole(keys: Mapping[str, Any], key: str, most: int) -> int | None:
+    value = keys.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+        raise DefinitionError(key, f"expected a whole number from 0 to {most}, got {value!r}")
+    return value
+
+
+def _seconds(keys: Mapping[str, Any], key: str) -> float | None:
+    value = keys.get(key)
+    if value is None:
+        return None
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not 0 < value <= RETRY_WAIT_MAX_S  # NaN fails it too
+    ):
+        raise DefinitionError(
+            key,
+            f"expected a positive number of seconds of at most {RETRY_WAIT_MAX_S}, got {value!r}",
+        )
+    return float(value)

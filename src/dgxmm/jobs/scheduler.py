@@ -29,8 +29,10 @@ the host calls it from one thread at a time (dgxmm's server holds a lock around 
 
 from __future__ import annotations
 
+import random
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -39,7 +41,7 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.errors import Busy, Conflict, CronError, NotFound
 from dgxmm.jobs.cron import CronSchedule
-from dgxmm.jobs.job import Job, JobKind, JobRun, RunResult, SkipReason, Timer
+from dgxmm.jobs.job import Job, JobKind, JobRun, Outcome, RunResult, SkipReason, Timer
 from dgxmm.jobs.keys import check_pause_note
 from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
 from dgxmm.jobs.zones import resolve_zone
@@ -63,7 +65,7 @@ class JobState:
 
 
 class _Entry:
-    __slots__ = ("builtin", "gen", "job", "next_at", "run", "waiting_since")
+    __slots__ = ("builtin", "gen", "job", "next_at", "retry", "run", "waiting_since")
 
     def __init__(self, job: Job) -> None:
         self.job = job
@@ -72,6 +74,9 @@ class _Entry:
         self.gen = 0  # bumped whenever a planned heap item stops being valid
         self.run: JobRun | None = None
         self.waiting_since: int | None = None
+        # A retry planned at next_at: (the failed run's time, its attempt, the next time of
+        # the schedule, which the retry must start before).
+        self.retry: tuple[int, int, int] | None = None
 
 
 class Scheduler:
@@ -87,10 +92,12 @@ class Scheduler:
         keep_skips: int = 1000,
         overrides: JobOverrides | None = None,
         telemetry: Telemetry = NO_TELEMETRY,
+        rng: Callable[[], float] = random.random,
     ) -> None:
         self.time_zone = resolve_zone(time_zone, field="time_zone")
         # Told of every skip, with the times it covers (the server's /metrics counts them).
         self.telemetry = telemetry
+        self._rng = rng  # a retry's wait: full jitter, uniform in [0, its bound)
         self.stats = stats
         # Where the system jobs' overrides are kept: the stats unless told (a store gives its
         # database, so every instance on it shares them).
@@ -283,7 +290,9 @@ class Scheduler:
                 continue  # replanned, removed or started since this item was pushed
             entry.next_at = None
             job = entry.job
-            if not job.enabled:
+            if entry.retry is not None:
+                self._start_retry(entry, at, now, runs)
+            elif not job.enabled:
                 self._skip(job.name, at, SkipReason.DISABLED)
                 self._plan(entry, now)
             elif now - at > self._max_lateness:
@@ -316,6 +325,7 @@ class Scheduler:
             raise Busy(f"job {holder} of group {group} is running; try again when it has finished")
         if entry.waiting_since is not None:
             self._unwait(entry)
+        entry.retry = None  # a run by hand stands in for a retry planned
         return self._start(entry, scheduled_at=now, now=now)
 
     def finish(self, result: RunResult) -> None:
@@ -336,6 +346,11 @@ class Scheduler:
         schedule = entry.job.schedule
         zone = self.zone_of(entry.job)
         first = schedule.next_after(max(run.scheduled_at, run.started_at), zone)
+        retry_at = self._retry_at(entry.job, result, first)
+        if retry_at is not None:
+            entry.retry = (run.scheduled_at, result.attempt + 1, first)
+            self._plan(entry, finished, at=retry_at)
+            return
         if first > finished:  # the common case: no time passed while it ran
             self._plan(entry, finished, at=first)
             return
@@ -423,23 +438,57 @@ class Scheduler:
         self._seq += 1
         heappush(self._heap, (at, self._seq, entry.gen, entry))
 
+    def _retry_at(self, job: Job, result: RunResult, next_time: int) -> int | None:
+        """When to try a failed run again: before the job's next time, or never."""
+        policy = job.retry
+        if result.outcome is not Outcome.FAILED or not result.retryable:
+            return None
+        if result.attempt > policy.retries:
+            return None
+        bound = policy.bound(result.attempt + 1)
+        wait = round(self._rng() * bound.total_seconds() * SECOND_US)
+        at = result.finished_at + max(0, wait)
+        return at if at < next_time else None  # a retry never runs at or past the next time
+
+    def _start_retry(
+        self, entry: _Entry, at: int, now: int, runs: list[JobRun], *, waited: bool = False
+    ) -> None:
+        """Start a planned retry, or give it up: off, its next time come, or no tick in time."""
+        assert entry.retry is not None
+        original, attempt, deadline = entry.retry
+        late = not waited and now - at > self._max_lateness
+        if not entry.job.enabled or now >= deadline or late:
+            entry.retry = None
+            self._plan(entry, min(now, deadline - 1))  # the schedule's times go on
+        elif entry.job.group is not None and entry.job.group in self._busy:
+            entry.next_at = None  # waits for its group, as a time does (not a skip of a time)
+            entry.waiting_since = at
+            self._waiting.setdefault(entry.job.group, deque()).append(entry)
+        else:
+            entry.retry = None
+            runs.append(self._start(entry, scheduled_at=original, now=now, attempt=attempt))
+
     def _replan(self, entry: _Entry) -> None:
         """Plan a job again at the next tick (unless it runs or waits)."""
         if entry.run is not None or entry.waiting_since is not None:
             return  # finish() or the wait plans it
+        entry.retry = None
         entry.gen += 1
         entry.next_at = None
         self._unplanned[entry.job.name] = entry
 
     def _forget(self, entry: _Entry) -> None:
+        entry.retry = None
         entry.gen += 1
         entry.next_at = None
         self._unplanned.pop(entry.job.name, None)
         if entry.waiting_since is not None:
             self._unwait(entry)
 
-    def _start(self, entry: _Entry, *, scheduled_at: int, now: int) -> JobRun:
-        run = JobRun(entry.job, scheduled_at=scheduled_at, started_at=now, timer=self._timer)
+    def _start(self, entry: _Entry, *, scheduled_at: int, now: int, attempt: int = 1) -> JobRun:
+        run = JobRun(
+            entry.job, scheduled_at=scheduled_at, started_at=now, timer=self._timer, attempt=attempt
+        )
         entry.gen += 1
         entry.next_at = None
         entry.run = run
@@ -473,7 +522,9 @@ class Scheduler:
                 assert at is not None
                 if self._entries.get(entry.job.name) is not entry:
                     continue  # removed while it waited
-                if not entry.job.enabled:
+                if entry.retry is not None:
+                    self._start_retry(entry, at, now, runs, waited=True)
+                elif not entry.job.enabled:
                     self._skip(entry.job.name, at, SkipReason.DISABLED)
                     self._plan(entry, now)
                 elif entry.job.group != group and entry.job.group in self._busy:

@@ -21,13 +21,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import DefinitionError, NotFound
-from dgxmm.jobs import CronSchedule, JobLimits
+from dgxmm.jobs import CronSchedule, JobLimits, RetryPolicy
 from dgxmm.jobs.keys import (
     Refusals,
     check_enabled,
     check_name,
     check_pause_note,
     check_positive,
+    check_retry,
     check_schedule,
     check_time_zone,
 )
@@ -54,6 +55,9 @@ _KEYS = (
     "description",
     "time_zone",
     "pause_note",
+    "retries",
+    "retry_backoff_s",
+    "retry_backoff_max_s",
 )
 _TIMEOUT_MS_MAX = 365 * 24 * 3600 * 1000
 
@@ -83,6 +87,7 @@ class JobSpec:
     enabled: bool = True
     limits: JobLimits = field(default_factory=JobLimits)
     time_zone: ZoneInfo | None = None  # None: the browser's zone
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     definition: dict[str, Any] = field(default_factory=dict)
 
 
@@ -188,6 +193,7 @@ class Catalog:
             lambda: check_positive(keys, "timeout_ms", _TIMEOUT_MS_MAX, "365 days")
         )
         time_zone = checked(lambda: check_time_zone(keys))
+        retry = check_retry(keys, refusals)
         checked(
             lambda: check_pause_note(
                 keys.get("pause_note"), field="pause_note", enabled=enabled is True
@@ -213,6 +219,7 @@ class Catalog:
                 timeout=None if timeout_ms is None else timedelta(milliseconds=timeout_ms)
             ),
             time_zone=time_zone,
+            retry=retry or RetryPolicy(),
             definition=dict(keys),
         )
 

@@ -260,6 +260,7 @@ class Playground:
             enabled=spec.enabled,
             description=spec.definition.get("description"),
             time_zone=spec.time_zone,
+            retry=spec.retry,
             pause_note=spec.definition.get("pause_note") if not spec.enabled else None,
         )
 
@@ -346,6 +347,9 @@ class Playground:
                 query=spec.query,
                 args=spec.args,
                 timeout_ms=spec.definition.get("timeout_ms"),
+                retries=spec.definition.get("retries", 0),
+                retry_backoff_s=spec.definition.get("retry_backoff_s"),
+                retry_backoff_max_s=spec.definition.get("retry_backoff_max_s"),
             )
         return row
 

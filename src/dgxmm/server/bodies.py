@@ -70,6 +70,11 @@ class DefineJob(Body):
     run_on: RunOn | None = Field(default=None, strict=False)
     description: str | None = Field(default=None, max_length=10_000)
     time_zone: str | None = Field(default=None, max_length=100)  # IANA; None: the server's
+    pause_note: str | None = Field(default=None, max_length=10_000)  # with enabled: false
+    # Checked by the engine (400 naming the field): counts, seconds, retries need a wait.
+    retries: int | None = None
+    retry_backoff_s: int | float | None = None
+    retry_backoff_max_s: int | float | None = None
 
 
 class EnableJob(Body):

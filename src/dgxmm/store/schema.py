@@ -164,6 +164,9 @@ job_runs = Table(
     Column("public_error", Text),
     Column("result", Text),  # what the action returned, as text
     Column("instance", String(100), nullable=False),
+    # 1 for a time's first run, 2 and up for its retries (trigger 'retry'); NULL in rows an
+    # older dgxmm wrote, which were all first runs.
+    Column("attempt", Integer),
     Index(
         "uq_job_runs_scheduled",
         "job",

@@ -33,7 +33,8 @@ def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Pat
             found = api.get("/api/deployments").json()["deployments"]
             return found if [d["state"] for d in found] == ["running"] * 3 else None
 
-        deployments = wait_for(all_running, "the three demo deployments to run")
+        # The demo writes four weeks of history and backtests its proposals first.
+        deployments = wait_for(all_running, "the three demo deployments to run", timeout_s=180)
         assert sorted(str(d["name"]) for d in deployments) == [
             "demo-batch",
             "demo-chat",

@@ -95,6 +95,21 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
             "time_zone",
             "unknown time zone 'Mars/Olympus'",
         ),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "retries": 3},
+            "retry_backoff_s",
+            "3 retries need a first wait",
+        ),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "retries": -1},
+            "retries",
+            "expected a whole number from 0 to 20, got -1",
+        ),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "retries": 1, "retry_backoff_s": -5},
+            "retry_backoff_s",
+            "expected a positive number of seconds",
+        ),
     ],
     ids=[
         "minute",
@@ -109,6 +124,9 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
         "memory",
         "run-on",
         "time-zone",
+        "retries-no-backoff",
+        "retries-negative",
+        "backoff-negative",
     ],
 )
 def test_it_refuses_a_bad_definition_naming_the_field_and_changes_nothing(

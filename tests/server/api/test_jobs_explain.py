@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from fastapi.testclient import TestClient
 from server.apikit import define
 from support import at, wait_for
@@ -64,3 +66,34 @@ def test_it_refuses_a_bad_time_naming_it_and_an_unknown_job(client: TestClient) 
         assert (response.status_code, response.json()["field"]) == (400, "at"), bad
     response = client.get("/api/jobs/ghost/explain", params={"at": "2026-06-01T10:00"})
     assert response.status_code == 404
+
+
+def test_a_failing_job_is_retried_as_runs_of_its_own_and_explain_says_so(
+    client: TestClient, host: Host, clock: ManualClock
+) -> None:
+    query = {"name": "bad", "params": {}, "body": "INSERT INTO notes (label) VALUES (NULL)"}
+    assert client.post("/api/queries/define", json=query).status_code == 200
+    row = define(client, name="q", schedule="* * * * *", action="query", query="bad",
+                 retries=2, retry_backoff_s=1, retry_backoff_max_s=2)  # fmt: skip
+    assert (row["retries"], row["retry_backoff_s"], row["retry_backoff_max_s"]) == (2, 1, 2)
+    host.tick(at("2026-06-01T10:00:31+02:00"))
+
+    def ended(count: int) -> bool | None:
+        finished = [r for r in host.store.runs.page(job="q") if r.finished_at is not None]
+        return len(finished) == count or None
+
+    for second, done in ((2, 1), (5, 2), (10, 3), (15, 3)):  # each wait is at most 1 s, then 2 s
+        clock.set(at(f"2026-06-01T10:01:{second:02d}+02:00"))
+        host.tick()
+        wait_for(functools.partial(ended, done), f"{done} run(s) of q")
+    runs = client.get("/api/jobs/runs", params={"name": "q"}).json()["runs"]
+    assert [(r["attempt"], r["trigger"], r["outcome"]) for r in runs] == [
+        (3, "retry", "failed"), (2, "retry", "failed"), (1, "schedule", "failed"),
+    ]  # fmt: skip
+    assert {r["scheduled_at"] for r in runs} == {"2026-06-01T10:01:00+02:00"}
+    told = explain(client, "q", "2026-06-01T10:01:00+02:00")
+    assert told["verdict"] == "ran"
+    assert "it was retried: attempt 1" in str(told["detail"])
+    page = client.get("/jobs/q", headers={"Accept": "text/html"}).text
+    assert "(attempt 3)" in page
+    assert "2, waiting up to 1 s first, doubling to at most 2 s" in page

@@ -45,6 +45,14 @@ ZONE_PRESETS = [
 ]
 
 
+# Retry presets: (label, retries, first wait s, longest wait s); empty values clear them.
+RETRY_PRESETS = [
+    ("no retries", "", "", ""),
+    ("3 retries: 30 s, doubling to 5 min", "3", "30", "300"),
+    ("5 retries: 1 min, doubling to 30 min", "5", "60", "1800"),
+]
+
+
 @functools.cache
 def _zone_names() -> list[str]:
     # Pure function of the installed zone data: read once per process.
@@ -78,5 +86,6 @@ def job_form(request: Request, host: HostDep, edit: str | None = None) -> Respon
         presets=PRESETS,
         zone_presets=[host.time_zone.key, *(z for z in ZONE_PRESETS if z != host.time_zone.key)],
         zone_names=_zone_names(),
+        retry_presets=RETRY_PRESETS,
         queries=host.store.queries(),
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.server.pages.jobs import PRESETS, ZONE_PRESETS
+from dgxmm.server.pages.jobs import PRESETS, RETRY_PRESETS, ZONE_PRESETS
 from dgxmm.server.pages.render import templates
 
 __all__ = ["FETCH_COMMAND", "PLAYGROUND_FILES", "missing_files", "router"]
@@ -50,5 +50,6 @@ def playground_page(request: Request) -> Response:
             "command": FETCH_COMMAND,
             "presets": PRESETS,
             "zone_presets": ZONE_PRESETS,
+            "retry_presets": RETRY_PRESETS,
         },
     )

@@ -260,6 +260,13 @@ function setupJobForm(form) {
   document.getElementById("zone-presets").addEventListener("change", (event) => {
     if (event.target.value) { zone.value = event.target.value; refresh(); }
   });
+  document.getElementById("retry-presets").addEventListener("change", (event) => {
+    if (!event.target.value) return;
+    const [count, first, most] = event.target.value.split(",");
+    form.elements.retries.value = count;
+    form.elements.retry_backoff_s.value = first;
+    form.elements.retry_backoff_max_s.value = most;
+  });
   refresh();
 
   form.addEventListener("submit", async (event) => {
@@ -293,6 +300,18 @@ function setupJobForm(form) {
     if (description) body.description = description;
     const place = zone.value.trim();
     if (place) body.time_zone = place;
+    // A job kept off keeps the note of why (it goes when the job is switched on).
+    if (!body.enabled && form.elements.pause_note.value) body.pause_note = form.elements.pause_note.value;
+    for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s"]) {
+      const text = form.elements[key].value.trim();
+      if (!text) continue;
+      const number = Number(text);
+      if (!Number.isFinite(number)) {
+        showError(form, { field: key, message: `${key}: a number` });
+        return;
+      }
+      body[key] = number;
+    }
     try {
       await api("POST", "/api/jobs/define", body);
       location.href = "/jobs";

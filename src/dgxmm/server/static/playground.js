@@ -239,6 +239,9 @@ function openForm(job) {
     form.elements.timeout.value = job.timeout_ms ? job.timeout_ms / 1000 : "";
     form.elements.description.value = job.description || "";
     form.elements.time_zone.value = job.time_zone !== engineZone ? job.time_zone : "";
+    form.elements.retries.value = job.retries || "";
+    form.elements.retry_backoff_s.value = job.retry_backoff_s || "";
+    form.elements.retry_backoff_max_s.value = job.retry_backoff_max_s || "";
   }
   showAction();
 }
@@ -248,6 +251,13 @@ document.getElementById("cancel").addEventListener("click", () => { form.hidden 
 form.addEventListener("change", (event) => { if (event.target.name === "action") showAction(); });
 document.getElementById("presets").addEventListener("change", (event) => {
   if (event.target.value) form.elements.schedule.value = event.target.value;
+});
+document.getElementById("retry-presets").addEventListener("change", (event) => {
+  if (!event.target.value) return;
+  const [count, first, most] = event.target.value.split(",");
+  form.elements.retries.value = count;
+  form.elements.retry_backoff_s.value = first;
+  form.elements.retry_backoff_max_s.value = most;
 });
 document.getElementById("zone-presets").addEventListener("change", (event) => {
   if (event.target.value) form.elements.time_zone.value = event.target.value;
@@ -275,6 +285,10 @@ form.addEventListener("submit", async (event) => {
   if (description) body.description = description;
   const zone = form.elements.time_zone.value.trim();
   if (zone) body.time_zone = zone;
+  for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s"]) {
+    const text = form.elements[key].value.trim();
+    if (text) body[key] = Number(text);
+  }
   try {
     await call("POST", "/api/jobs/define", body);
     form.hidden = true;

@@ -3,7 +3,8 @@
 ``define_job`` takes the keys of the spec: ``name``, ``schedule``, ``action``, ``query``,
 ``args``, ``path``, ``enabled``, ``timeout_ms``, ``memory_limit`` (bytes), ``run_on`` and
 ``description``, and dgxmm's own ``time_zone`` (the IANA zone its schedule is read in;
-left out, the scheduler's) and ``pause_note`` (why a job switched off is off). The catalog
+left out, the scheduler's), ``pause_note`` (why a job switched off is off) and ``retries``,
+``retry_backoff_s``, ``retry_backoff_max_s`` (how a failed run is tried again). The catalog
 keeps a definition exactly as written; ``check_job`` reads it into a ``JobSpec`` or raises
 ``DefinitionError(field, message)`` naming the first wrong key, its ``errors`` listing every
 one.
@@ -24,13 +25,14 @@ from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import DefinitionError
-from dgxmm.jobs import CronSchedule, JobLimits
+from dgxmm.jobs import CronSchedule, JobLimits, RetryPolicy
 from dgxmm.jobs.keys import (
     Refusals,
     check_enabled,
     check_name,
     check_pause_note,
     check_positive,
+    check_retry,
     check_schedule,
     check_time_zone,
 )
@@ -61,6 +63,9 @@ JOB_KEYS = (
     "description",
     "time_zone",
     "pause_note",
+    "retries",
+    "retry_backoff_s",
+    "retry_backoff_max_s",
 )
 _DESCRIPTION_MAX = 2000
 # The largest limits a run can hold: a timeout past a year is no limit anyone means (and a
@@ -105,6 +110,7 @@ class JobSpec:
     description: str | None = None
     time_zone: ZoneInfo | None = None  # None: the scheduler's zone
     pause_note: str | None = None  # why it is switched off; only while it is
+    retry: RetryPolicy = field(default_factory=RetryPolicy)  # none by default
 
 
 ParamsOf = Callable[[str], "Mapping[str, ParamType] | None"]
@@ -146,6 +152,7 @@ def check_job(
             keys.get("pause_note"), field="pause_note", enabled=enabled is True
         )
     )
+    retry = check_retry(keys, refusals)
     parts = None
     if action is not None:
         known = action
@@ -175,6 +182,7 @@ def check_job(
         description=description,
         time_zone=time_zone,
         pause_note=pause_note,
+        retry=retry or RetryPolicy(),
     )
 
 

@@ -80,12 +80,13 @@ def _fact(run: RunRecord) -> RunFact:
     return RunFact(
         id=run.id,
         job=run.job,
-        scheduled=run.trigger is Trigger.SCHEDULE,
+        scheduled=run.trigger in (Trigger.SCHEDULE, Trigger.RETRY),
         scheduled_at=run.scheduled_at,
         started_at=run.started_at,
         finished_at=run.finished_at,
         outcome=run.outcome,
         instance=run.instance,
+        attempt=run.attempt,
     )
 
 

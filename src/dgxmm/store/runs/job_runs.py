@@ -48,6 +48,7 @@ class Trigger(Enum):
     SCHEDULE = "schedule"  # its cron time came, on the ticking instance
     MANUAL = "manual"  # Run now: POST /api/jobs/run
     CLI = "cli"  # dgxmm jobs run
+    RETRY = "retry"  # a failed scheduled run tried again (its attempt is 2 and up)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,6 +68,7 @@ class RunRecord:
     public_error: str | None
     result: str | None
     instance: str
+    attempt: int = 1
 
     @property
     def under_way(self) -> bool:
@@ -89,6 +91,7 @@ class RunRecord:
             "error": self.error if full_errors else self.public_error,
             "result": self.result,
             "instance": self.instance,
+            "attempt": self.attempt,
         }
 
 
@@ -184,10 +187,12 @@ class JobRuns:
                 job=run.job.name,
                 kind=run.job.kind.value,
                 job_group=run.job.group,
-                trigger=trigger.value,
+                # A retry is claimed as its own row: the time's first run holds the key.
+                trigger=(Trigger.RETRY if run.attempt > 1 else trigger).value,
                 scheduled_at=run.scheduled_at,
                 started_at=run.started_at,
                 instance=self.instance,
+                attempt=run.attempt,
             )
             .on_conflict_do_nothing()
             .returning(job_runs.c.id)
@@ -367,4 +372,5 @@ def _record(row: Any) -> RunRecord:
         public_error=row["public_error"],
         result=row["result"],
         instance=row["instance"],
+        attempt=int(row["attempt"] or 1),
     )

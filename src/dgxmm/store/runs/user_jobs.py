@@ -70,6 +70,7 @@ def build_user_jobs(
                 description=spec.description,
                 time_zone=spec.time_zone,
                 pause_note=spec.pause_note,
+                retry=spec.retry,
             )
         )
     return found
