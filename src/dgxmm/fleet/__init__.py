@@ -45,6 +45,7 @@ from dgxmm.fleet.deployments.deployment import Deployment as Deployment
 from dgxmm.fleet.deployments.deployment import DeploymentState as DeploymentState
 from dgxmm.fleet.deployments.deployment import Placement as Placement
 from dgxmm.fleet.deployments.events import IDLE_ACTOR as IDLE_ACTOR
+from dgxmm.fleet.deployments.events import REQUEST_ACTOR as REQUEST_ACTOR
 from dgxmm.fleet.deployments.events import Event as Event
 from dgxmm.fleet.deployments.events import EventAction as EventAction
 from dgxmm.fleet.deployments.events import EventOutcome as EventOutcome
@@ -108,6 +109,7 @@ __all__ = [
     "MAX_LEAD_US",
     "METRICS_PURGE",
     "METRICS_ROLLUP",
+    "REQUEST_ACTOR",
     "ActionResult",
     "Audit",
     "AuditAction",

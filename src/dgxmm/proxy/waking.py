@@ -25,13 +25,12 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound
-from dgxmm.fleet import Deployment, DeploymentState, Fleet, is_policy
+from dgxmm.fleet import REQUEST_ACTOR, Deployment, DeploymentState, Fleet, is_policy
 from dgxmm.proxy.replies import ProxyRefused, Refusal
 from dgxmm.proxy.stats import ProxyStats
 
 __all__ = ["REQUEST_ACTOR", "Waker", "refusal_for"]
 
-REQUEST_ACTOR = "request"
 S = DeploymentState
 
 log = logging.getLogger(__name__)

@@ -21,6 +21,7 @@ from dgxmm.store import reading, writing
 
 __all__ = [
     "IDLE_ACTOR",
+    "REQUEST_ACTOR",
     "Event",
     "EventAction",
     "EventOutcome",
@@ -31,6 +32,7 @@ __all__ = [
 
 
 IDLE_ACTOR = "idle"  # the actor of the idle policies' steps (dgxmm.decider.idle)
+REQUEST_ACTOR = "request"  # the proxy's wakes and starts for a request it holds
 
 
 def is_schedule(actor: str | None) -> bool:

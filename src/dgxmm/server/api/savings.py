@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from dgxmm.decider.savings import SavingsDay, SavingsReport, local_span, parse_day
+from dgxmm.decider.savings import SavingsReport, local_span, parse_day
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.fleet import Deployment, Fleet
 from dgxmm.server.deps import FleetDep, HostDep, Viewer
@@ -61,21 +61,23 @@ def savings_json(
         last = first  # from a day after today's: that day alone
     chosen = None if deployment is None else _deployment(fleet, deployment).id
     report = SavingsReport(fleet).days(since=first, until=last, now_us=now, deployment_id=chosen)
-    shown = [
-        {
-            "id": found.id,
-            "name": found.name,
-            "time_zone": found.time_zone,
-            "days": [day.to_json() for day in days],
-            "totals": _totals(days),
-        }
-        for found, days in report
-    ]
+    shown: list[dict[str, Any]] = []
+    for found, days in report:
+        written = [day.to_json() for day in days]
+        shown.append(
+            {
+                "id": found.id,
+                "name": found.name,
+                "time_zone": found.time_zone,
+                "days": written,
+                "totals": _totals(written),
+            }
+        )
     return {
         "from": first.isoformat(),
         "to": last.isoformat(),
         "deployments": shown,
-        "totals": _totals([day for _, days in report for day in days]),
+        "totals": _totals([day for d in shown for day in d["days"]]),
     }
 
 
@@ -88,8 +90,7 @@ def _deployment(fleet: Fleet, given: str) -> Deployment:
         raise InvalidInput("deployment", f"{given!r} is no deployment's id or name") from None
 
 
-def _totals(days: list[SavingsDay]) -> dict[str, Any]:
-    shown = [day.to_json() for day in days]
+def _totals(shown: list[dict[str, Any]]) -> dict[str, Any]:
     totals: dict[str, Any] = {key: sum(day[key] for day in shown) for key in _SUMMED}
     for key in ("refused", "wakes", "starts"):
         merged: dict[str, int] = {}
