@@ -1,9 +1,11 @@
 """Limits on the connections of dgxmm's HTTP ports: header and body timeouts, a connection cap.
 
-uvicorn (its h11 protocol, the one installed) waits for a request's head for ever and
-accepts every connection, so connections that send half their headers, or nothing, pile up
-until the process runs out of file descriptors, and then the store and the jobs fail too.
-``limited_protocol`` gives uvicorn a protocol that
+Both ports parse HTTP with uvicorn's httptools protocol (llhttp, Node's C parser): the proxy
+passes every request of a model server through it, and a pure-Python parser cost it more
+than the rest of a request together (docs/proxy.md, "Speed"). uvicorn waits for a request's
+head for ever and accepts every connection, so connections that send half their headers, or
+nothing, would pile up until the process runs out of file descriptors, and then the store
+and the jobs fail too. ``limited_protocol`` gives uvicorn a protocol that
 
 - closes a connection whose request head (request line and headers) is not complete within
   ``header_timeout_s``: from the connection's opening for its first request, from the first
@@ -26,10 +28,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = ["API_LIMITS", "PROXY_LIMITS", "ConnectionLimits", "limited_protocol"]
 
@@ -57,17 +59,27 @@ _TOO_MANY = (
 )
 
 
-def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
-    """Return uvicorn's h11 protocol held to ``limits``."""
+class _Reading(Enum):
+    """Where the request being read on a connection is."""
 
-    class LimitedH11Protocol(H11Protocol):
-        """uvicorn's h11 protocol with header and body timeouts and a connection cap."""
+    NOTHING = "nothing"  # between requests (or before the first): no byte of one yet
+    HEAD = "head"  # its request line and headers are coming
+    BODY = "body"  # its head is in, its body is coming
+    DONE = "done"  # read whole: the app answers it
+
+
+def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
+    """Return uvicorn's httptools protocol held to ``limits``."""
+
+    class LimitedProtocol(HttpToolsProtocol):
+        """uvicorn's httptools protocol with header and body timeouts and a connection cap."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._head_timer: asyncio.TimerHandle | None = None
             self._body_timer: asyncio.TimerHandle | None = None
             self._turned_away = False
+            self._reading = _Reading.NOTHING
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -84,15 +96,27 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         def data_received(self, data: bytes) -> None:
             if self._turned_away:
                 return  # read and dropped: it is answered already
-            if self._head_timer is None and self.conn.their_state is h11.IDLE:
-                self._arm_head_timer()  # the first byte of a next request on this connection
             super().data_received(data)
-            if self.conn.their_state is not h11.IDLE:
-                self._disarm_head_timer()  # the head is in: the body's timer from here
-            if self.conn.their_state is h11.SEND_BODY:
+            if self._reading is _Reading.HEAD and self._head_timer is None:
+                self._arm_head_timer()  # the first bytes of a next request on this connection
+            if self._reading is _Reading.BODY:
                 self._arm_body_timer()  # a byte of the body came: its silence starts again
             else:
                 self._disarm_body_timer()  # the body is in: the request may take its time
+
+        # llhttp's callbacks, in the order a request's bytes call them.
+        def on_message_begin(self) -> None:
+            self._reading = _Reading.HEAD
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._reading = _Reading.BODY
+            self._disarm_head_timer()  # the head is in: the body's timer from here
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._reading = _Reading.DONE
+            super().on_message_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm_head_timer()
@@ -110,7 +134,8 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
 
         def _head_late(self) -> None:
             self._head_timer = None
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            waiting = self._reading in (_Reading.NOTHING, _Reading.HEAD)
+            if waiting and not self.transport.is_closing():
                 self.transport.close()
 
         def _arm_body_timer(self) -> None:
@@ -124,11 +149,12 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
 
         def _body_late(self) -> None:
             self._body_timer = None
-            if self.conn.their_state is not h11.SEND_BODY or self.transport.is_closing():
+            if self._reading is not _Reading.BODY or self.transport.is_closing():
                 return
-            if self.flow.read_paused or self.conn.they_are_waiting_for_100_continue:
+            cycle = self.cycle
+            if self.flow.read_paused or (cycle is not None and cycle.waiting_for_100_continue):
                 self._arm_body_timer()  # the app has not read on: the wait is not the client's
                 return
             self.transport.close()
 
-    return LimitedH11Protocol
+    return LimitedProtocol

@@ -4,6 +4,10 @@ The proxy's port is its own so that clients get OpenAI's surface at the root (``
 with no dgxmm token in the way; it listens on the loopback unless told otherwise. Its
 connections are held to ``PROXY_LIMITS`` (``connections.py``): a header timeout and a cap.
 uvicorn's own reading of ``X-Forwarded-For`` is off: the proxy passes those headers on.
+
+Its loop is uvloop's (libuv): the proxy's work per request is mostly the loop's (reads,
+writes, callbacks), and uvloop does it in C (docs/proxy.md, "Speed"). The thread's loop is
+the proxy's alone, so the API's and the jobs' code never runs on it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import threading
 import time
 
 import uvicorn
+import uvloop
 
 from dgxmm.errors import DgxmmError
 from dgxmm.proxy.app import ProxyApp
@@ -75,7 +80,8 @@ class ProxyServer:
 
     def _run(self) -> None:
         try:
-            asyncio.run(self._serve())
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(self._serve())
         except BaseException as error:  # reported by start(); a thread's error is otherwise lost
             self._error = error
 

@@ -13,34 +13,33 @@ request's ``Cookie`` headers (the other cookies pass); a ``Set-Cookie`` of it fr
 server is dropped, so a server cannot log a browser in as someone. A server that cannot be
 reached is refused naming the deployment, never its URL (a ``user:password@`` in it).
 
-The request goes up with the client's headers and no others of httpx's: a request built by
-the client would gain its defaults (``Accept-Encoding: gzip, deflate``, ``Accept``,
-``User-Agent``, ``Connection``), and a model server would then compress what a client that
-asked for no encoding reads raw. The proxy adds what reverse proxies add (RFC 7239's
-predecessors, as nginx and HAProxy write them): ``X-Forwarded-For``, the client's address
-appended to the list a client (another proxy in front) sent, and ``X-Forwarded-Proto``, the
-scheme the proxy was reached by, unless a proxy in front said it already (a TLS terminator's
-``https``). Neither is believed here: the proxy's own port reads the peer as the socket gives
-it (``serving.py``), so a client can add names to the chain but never take its own out.
+The request goes up with the client's headers and no others (an HTTP client library would
+add its defaults, ``Accept-Encoding: gzip, deflate`` among them, and a model server would
+then compress what a client that asked for no encoding reads raw), less ``Expect``: the body
+is read whole already, and goes up with its head. The proxy adds what reverse proxies add
+(RFC 7239's predecessors, as nginx and HAProxy write them): ``X-Forwarded-For``, the
+client's address appended to the list a client (another proxy in front) sent, and
+``X-Forwarded-Proto``, the scheme the proxy was reached by, unless a proxy in front said it
+already (a TLS terminator's ``https``). Neither is believed here: the proxy's own port reads
+the peer as the socket gives it (``serving.py``), so a client can add names to the chain but
+never take its own out.
 
-The client keeps no cookies of its own. httpx's client has a cookie jar: a ``Set-Cookie``
-from one model server would be stored and sent with every later request to that host, from
-any client and to any deployment on it, so one person's session would go out as another's.
-Its jar refuses every cookie (``_NoCookies``); the client's own ``Cookie`` header still goes
-up and the server's ``Set-Cookie`` still comes down to the client that got it.
+The proxy keeps no cookies of its own (its connections, ``pool.py``, have no jar): a
+``Set-Cookie`` kept from one model server would go out with every later request to that
+host, from any client and to any deployment on it, so one person's session would go out as
+another's. The client's own ``Cookie`` header goes up and the server's ``Set-Cookie`` comes
+down to the client that got it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
-import urllib.request
 from collections.abc import Awaitable, Callable, MutableMapping
-from http.cookiejar import Cookie, CookieJar, CookiePolicy
 from typing import Any
 
-import httpx
-
+from dgxmm.proxy.pool import ServerAddress, UpstreamPool, UpstreamUnreachable
 from dgxmm.proxy.replies import ProxyRefused, Refusal
 
 __all__ = ["LOGIN_COOKIE", "Upstream", "wait_disconnected"]
@@ -60,22 +59,16 @@ _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization",
      b"proxy-connection", b"te", b"trailer", b"trailers", b"transfer-encoding", b"upgrade"}
 )  # fmt: skip
-# The request's own length and host are the new connection's, set by httpx.
-_REQUEST_DROPPED = _HOP_BY_HOP | {b"host", b"content-length"}
+# The request's own length and host are the new connection's; its body is read whole.
+_REQUEST_DROPPED = _HOP_BY_HOP | {b"host", b"content-length", b"expect"}
 
 
 class Upstream:
-    """An HTTP client to the model servers, kept alive between requests."""
+    """The way to the model servers: a pool of kept-alive connections (``pool.py``)."""
 
-    def __init__(self, client: httpx.AsyncClient | None = None) -> None:
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=10.0, read=None, write=60.0, pool=None),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
-            trust_env=False,
-            # The jar itself, not httpx.Cookies(jar): httpx copies a Cookies' cookies into a
-            # jar of its own, with the default policy, and the refusal would be lost.
-            cookies=CookieJar(policy=_NoCookies()),
-        )
+    def __init__(self, pool: UpstreamPool | None = None) -> None:
+        self._pool = pool or UpstreamPool()
+        self._addresses: dict[str, ServerAddress] = {}
 
     async def forward(
         self, base_url: str, scope: Scope, body: bytes, receive: Receive, send: Send, *, name: str
@@ -84,76 +77,107 @@ class Upstream:
 
         ``ProxyRefused`` (unreachable) when the server could not be asked; once the answer
         began nothing is raised: a server that breaks off mid-answer ends the client's too.
+        A client that goes away (at any point: before the request went up too) ends it, and
+        its connection to the server is dropped.
         """
-        url = base_url + scope["path"]
-        if scope.get("query_string"):
-            url += "?" + scope["query_string"].decode("latin-1")
-        headers = _forwarded(
-            scope,
-            _without_login_cookie(
-                _without(scope["headers"], _REQUEST_DROPPED | _hop_by_hop_of(scope["headers"]))
-            ),
-        )
-        # Built alone, not by the client: the client's would add its default headers.
-        request = httpx.Request(scope["method"], url, headers=headers, content=body)
-        try:
-            response = await self._client.send(request, stream=True)
-        except httpx.TransportError as error:
-            # httpx's text names no URL; the log is the operator's, the answer anyone's.
-            log.warning("proxy: the model server of deployment %r did not answer: %s: %s",
-                        name, type(error).__name__, error)  # fmt: skip
-            raise ProxyRefused(
-                Refusal.UNREACHABLE, f"the model server of deployment {name!r} did not answer"
-            ) from None
+        address = self._address(base_url, name)
+        request = _request_bytes(address, scope, body)
+        # The exchange runs in the request's own task (no task more per request); a client
+        # that goes away cancels it, wherever it waits, and the connection is dropped.
+        this = asyncio.current_task()
+        assert this is not None
         gone = asyncio.ensure_future(wait_disconnected(receive))
-        pump = asyncio.ensure_future(_pump(response, send))
+        ended = left = False
+
+        def leave(_: object) -> None:
+            nonlocal left
+            if not ended and not gone.cancelled():
+                left = True
+                this.cancel()
+
+        gone.add_done_callback(leave)
         try:
-            await asyncio.wait({gone, pump}, return_when=asyncio.FIRST_COMPLETED)
+            await self._exchange(address, request, send, name)
+        except asyncio.CancelledError:
+            if not left:
+                raise
+            this.uncancel()  # ours: the client left, and that ends the request quietly
         finally:
-            for task in (gone, pump):
-                task.cancel()
-            await asyncio.gather(gone, pump, return_exceptions=True)
-            await response.aclose()
+            ended = True
+            gone.cancel()
 
     async def aclose(self) -> None:
         """Close the connections."""
-        await self._client.aclose()
+        await self._pool.aclose()
+
+    def _address(self, base_url: str, name: str) -> ServerAddress:
+        address = self._addresses.get(base_url)
+        if address is None:
+            try:
+                address = ServerAddress.of(base_url)
+            except ValueError:
+                raise _unreachable(name, "its URL is not an http(s) URL") from None
+            if len(self._addresses) > 4096:  # deployments come and go: keep it bounded
+                self._addresses.clear()
+            self._addresses[base_url] = address
+        return address
+
+    async def _exchange(
+        self, address: ServerAddress, request: bytes, send: Send, name: str
+    ) -> None:
+        try:
+            exchange = await self._pool.exchange(address, request)
+        except UpstreamUnreachable as error:
+            raise _unreachable(name, str(error)) from None
+        try:
+            try:
+                answer = await exchange.answer()
+            except UpstreamUnreachable as error:
+                raise _unreachable(name, str(error)) from None
+            headers = [
+                (key, value)
+                for key, value in _without(answer.headers, _hop_by_hop_of(answer.headers))
+                if not (key.lower() == b"set-cookie" and _cookie_name(value) == _LOGIN_COOKIE)
+            ]
+            await send({"type": "http.response.start", "status": answer.status,
+                        "headers": headers})  # fmt: skip
+            while (chunk := await exchange.next_chunk()) is not None:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            exchange.close()
 
 
-class _NoCookies(CookiePolicy):
-    """A cookie policy that stores no cookie and sends none: the proxy is no browser."""
-
-    netscape = True
-    rfc2965 = False
-    hide_cookie2 = True
-
-    def set_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
-        return False
-
-    def return_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
-        return False
-
-    def domain_return_ok(self, domain: str, request: urllib.request.Request) -> bool:
-        return False
-
-    def path_return_ok(self, path: str, request: urllib.request.Request) -> bool:
-        return False
+def _unreachable(name: str, why: str) -> ProxyRefused:
+    # The pool's text names no URL, but the log is the operator's and the answer anyone's.
+    log.warning("proxy: the model server of deployment %r did not answer: %s", name, why)
+    return ProxyRefused(
+        Refusal.UNREACHABLE, f"the model server of deployment {name!r} did not answer"
+    )
 
 
-async def _pump(response: httpx.Response, send: Send) -> None:
-    headers = [
-        (key, value)
-        for key, value in _without(response.headers.raw, _hop_by_hop_of(response.headers.raw))
-        if not (key.lower() == b"set-cookie" and _cookie_name(value) == _LOGIN_COOKIE)
-    ]
-    await send({"type": "http.response.start", "status": response.status_code,
-                "headers": headers})  # fmt: skip
-    try:
-        async for chunk in response.aiter_raw():
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    except httpx.TransportError:
-        pass  # the server broke off: end what the client got
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+def _request_bytes(address: ServerAddress, scope: Scope, body: bytes) -> bytes:
+    """Return the request as it goes up: its line, its headers (less the dropped), its body."""
+    headers = _forwarded(
+        scope,
+        _without_login_cookie(
+            _without(scope["headers"], _REQUEST_DROPPED | _hop_by_hop_of(scope["headers"]))
+        ),
+    )
+    if address.userinfo is not None:  # a URL's user:password is Basic auth, as clients send it
+        user, password = address.userinfo
+        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        headers = [(k, v) for k, v in headers if k.lower() != b"authorization"]
+        headers.append((b"authorization", b"Basic " + token.encode("ascii")))
+    target = address.path_prefix + (scope.get("raw_path") or scope["path"].encode())
+    if scope.get("query_string"):
+        target += b"?" + scope["query_string"]
+    parts = [scope["method"].encode("ascii"), b" ", target, b" HTTP/1.1\r\nhost: ",
+             address.host_header, b"\r\n"]  # fmt: skip
+    for key, value in headers:
+        parts += (key, b": ", value, b"\r\n")
+    parts += (b"content-length: ", str(len(body)).encode("ascii"), b"\r\n\r\n", body)
+    return b"".join(parts)
 
 
 async def wait_disconnected(receive: Receive) -> None:
