@@ -271,3 +271,21 @@ def test_it_sets_replaces_and_drops_aliases(live: Live) -> None:
     assert dropped.json()["aliases"] == []
     both = live.cli("deployments", "update", "llama", "--alias", "x", "--no-aliases")
     assert (both.code, both.err.split(":")[:2]) == (2, ["error", " alias"])
+
+
+def test_it_sets_and_lifts_the_proxys_limits(live: Live) -> None:
+    made = live.cli("deployments", "create", "busy", *EXTERNAL, "--max-concurrent", "4",
+                    "--max-queued", "0", "--loading-progress", "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    row = made.json()
+    limits = ("max_concurrent_requests", "max_queued_requests", "loading_progress")
+    assert [row[key] for key in limits] == [4, 0, True]
+    bad = live.cli("deployments", "update", "busy", "--max-concurrent", "0")
+    assert (bad.code, bad.err.strip()) == (
+        2, "error: max_concurrent_requests: 0 is out of range 1-10000",
+    )  # fmt: skip
+    lifted = live.cli("deployments", "update", "busy", "--max-concurrent", "off",
+                      "--no-loading-progress", "--json")  # fmt: skip
+    assert (lifted.json()["max_concurrent_requests"], lifted.json()["loading_progress"]) == (
+        None, False,
+    )  # fmt: skip

@@ -108,6 +108,24 @@ WakeOnRequestOption = Annotated[
     bool | None,
     typer.Option("--wake-on-request/--no-wake-on-request", help="Wake it for a request."),
 ]
+MaxConcurrentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--max-concurrent",
+        help="Requests the proxy passes to it at once (the rest wait, then 429), or off.",
+    ),
+]
+MaxQueuedOption = Annotated[
+    int | None,
+    typer.Option("--max-queued", help="Past --max-concurrent, how many wait for a slot."),
+]
+LoadingProgressOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--loading-progress/--no-loading-progress",
+        help="Send a held stream progress chunks while it wakes.",
+    ),
+]
 RayAddressOption = Annotated[
     str | None, typer.Option("--ray-address", help="Backend ray: the cluster's address.")
 ]
@@ -152,7 +170,8 @@ _API_FIELDS = {
     "startup_timeout": "startup_timeout_s", "sleep_timeout": "sleep_timeout_s",
     "sleep_level": "sleep_level", "wake_on_request": "wake_on_request",
     "ray_address": "ray_address", "ray_node": "ray_node", "num_gpus": "num_gpus",
-    "idle_policy": "idle_policy",
+    "idle_policy": "idle_policy", "max_queued": "max_queued_requests",
+    "loading_progress": "loading_progress",
 }  # fmt: skip
 # The idle ladder's options: seconds, or ``off`` (sent as null: an update clears the step).
 _IDLE_STEPS = {
@@ -198,6 +217,9 @@ def _fields(options: Mapping[str, Any]) -> dict[str, Any]:
         # for the server to refuse naming wake_lead.
         keys["wake_lead"] = _number(wake_lead) if wake_lead not in (_OFF, "measured") else wake_lead
     given = {key: value for key, value in keys.items() if value is not None}
+    limit: str | None = options["max_concurrent"]
+    if limit is not None:  # a number, or off (sent as null: no limit)
+        given["max_concurrent_requests"] = None if limit.strip() == _OFF else _whole(limit)
     for option, field in _IDLE_STEPS.items():
         text: str | None = options[option]
         if text is not None:
@@ -212,6 +234,14 @@ def _number(text: str) -> float | str:
     except ValueError:
         return text
     return found if math.isfinite(found) else text
+
+
+def _whole(text: str) -> int | str:
+    """Return ``text`` as a whole number when it is one, else as it is (the server names it)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 def _seconds(text: str, field: str) -> float:
@@ -242,6 +272,9 @@ def create(
     sleep_timeout: SleepTimeoutOption = None,
     sleep_level: SleepLevelOption = None,
     wake_on_request: WakeOnRequestOption = None,
+    max_concurrent: MaxConcurrentOption = None,
+    max_queued: MaxQueuedOption = None,
+    loading_progress: LoadingProgressOption = None,
     ray_address: RayAddressOption = None,
     ray_node: RayNodeOption = None,
     num_gpus: NumGpusOption = None,
@@ -280,6 +313,9 @@ def update(
     sleep_timeout: SleepTimeoutOption = None,
     sleep_level: SleepLevelOption = None,
     wake_on_request: WakeOnRequestOption = None,
+    max_concurrent: MaxConcurrentOption = None,
+    max_queued: MaxQueuedOption = None,
+    loading_progress: LoadingProgressOption = None,
     ray_address: RayAddressOption = None,
     ray_node: RayNodeOption = None,
     num_gpus: NumGpusOption = None,

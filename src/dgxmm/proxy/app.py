@@ -22,7 +22,9 @@ Before anything is routed, what a web page could send is refused (any page can r
 port on the loopback, and a ``text/plain`` POST needs no CORS preflight): a request whose
 ``Origin`` is not the proxy's own (403), and a body that is not ``application/json`` (415;
 no ``Content-Type`` at all is taken as JSON only from a client that sends no ``Origin``,
-which no browser omits on a POST). A body nested too deep for the JSON parser is a 400.
+which no browser omits on a POST). A body nested too deep for the JSON parser is a 400
+(``checks.py``). Past a deployment's ``max_concurrent_requests`` a request waits for a slot,
+then 429 (``concurrency.py``); a held stream may get progress chunks (``progress.py``).
 
 Bodies are bounded before they are read, since the deployment (the body's ``model``) is
 known only after: a ``Content-Length`` over the body limit is a 413 at once, and one past
@@ -37,24 +39,32 @@ the memory is given back to the system (``memory.py``).
 from __future__ import annotations
 
 import asyncio
-import json
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 from dgxmm.errors import NotFound
-from dgxmm.fleet import DeploymentState, Fleet
+from dgxmm.fleet import Deployment, DeploymentState, Fleet
 from dgxmm.proxy.bounds import HoldBounds, read_bounds
+from dgxmm.proxy.checks import (
+    MAX_BODY_BYTES,
+    content_length,
+    model_of,
+    rejection_of,
+    renamed,
+    too_large,
+)
+from dgxmm.proxy.concurrency import Slots
 from dgxmm.proxy.listing import models_reply
 from dgxmm.proxy.memory import GIVE_BACK_AFTER_BYTES, give_back_memory
+from dgxmm.proxy.progress import Progress, wants_progress
 from dgxmm.proxy.replies import (
     ProxyRefused,
     Refusal,
-    Rejection,
     Reply,
     error_reply,
     refusal_reply,
-    rejection_reply,
 )
 from dgxmm.proxy.routes import Route, RouteTable
 from dgxmm.proxy.stats import ProxyStats
@@ -63,8 +73,8 @@ from dgxmm.proxy.waking import Waker, refusal_for
 
 __all__ = ["MAX_BODY_BYTES", "OPENAI_PATHS", "ProxyApp"]
 
+_ESTIMATE_FROM = 5  # a held stream's "about N s": the median of this many last wakes
 OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/completions", "/v1/embeddings"})
-MAX_BODY_BYTES = 32 * 1024 * 1024  # embeddings of long documents; vLLM takes this much
 
 
 class ProxyApp:
@@ -94,6 +104,7 @@ class ProxyApp:
             monotonic=monotonic,
         )
         self._waker = Waker(fleet, self.stats)
+        self.slots = Slots()  # the concurrency limits' slots and queues (event loop only)
         # Per deployment id, the requests held now and their bodies' bytes (event loop only).
         self._held: dict[int, int] = {}
         self._held_bytes: dict[int, int] = {}
@@ -146,7 +157,7 @@ class ProxyApp:
     # -- one request --------------------------------------------------------------------------
 
     async def _openai(self, scope: Scope, receive: Receive, send: Send) -> None:
-        rejected = _rejection_of(scope)
+        rejected = rejection_of(scope)
         if rejected is not None:
             await _send(send, rejected)
             return
@@ -157,7 +168,7 @@ class ProxyApp:
             await _send(send, refusal_reply(refused.refusal, refused.message))
             return
         if body is None:
-            await _send(send, _too_large())
+            await _send(send, too_large())
             return
         try:  # the body is counted from its reading on (_read_body) until the request ends
             await self._route(scope, body, receive, send)
@@ -165,7 +176,7 @@ class ProxyApp:
             self._count_body(-len(body))
 
     async def _route(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
-        model = _model_of(body)
+        model = model_of(body)
         if isinstance(model, Reply):
             await _send(send, model)
             return
@@ -176,7 +187,7 @@ class ProxyApp:
         if model != route.deployment.model:
             # An alias: the server knows its model by the one name (vLLM answers 404 for any
             # other), so the body goes up renamed; a request by the model goes up untouched.
-            body = _renamed(body, route.deployment.model)
+            body = renamed(body, route.deployment.model)
         deployment_id = route.deployment.id
         activity = self._fleet.activity
         entry = activity.enter(deployment_id)
@@ -190,11 +201,15 @@ class ProxyApp:
             else:
                 await self._hold(route, scope, body, receive, send, arrived_us=entry.at_us)
         except ProxyRefused as refused:
-            self.stats.refused(refused.refusal)
-            activity.refused(deployment_id, refused.refusal.value)  # the savings' record
+            self._refused(deployment_id, refused.refusal)
             await _send(send, refusal_reply(refused.refusal, refused.message))
         finally:
             activity.leave(deployment_id)
+
+    def _refused(self, deployment_id: int, refusal: Refusal) -> None:
+        self.stats.refused(refusal)
+        if refusal is not Refusal.BUSY:  # a busy deployment is awake: no cold request
+            self._fleet.activity.refused(deployment_id, refusal.value)  # the savings' record
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
         """Return the request's body (None: over ``MAX_BODY_BYTES``), in the room left.
@@ -202,7 +217,7 @@ class ProxyApp:
         ``ProxyRefused`` (``hold_full``) before a byte is read for a ``Content-Length`` past
         the room left, or once a body without one is past it.
         """
-        length = _content_length(scope)
+        length = content_length(scope)
         if length is not None and length > MAX_BODY_BYTES:
             return None
         bounds = await self._table.current_bounds()
@@ -261,11 +276,25 @@ class ProxyApp:
     async def _forward(
         self, route: Route, scope: Scope, body: bytes, receive: Receive, send: Send
     ) -> None:
+        """Pass the request on, within the deployment's concurrency limit (``Slots``)."""
         deployment = route.deployment
-        self.stats.forwarded(deployment.name)
-        await self._upstream.forward(
-            deployment.url, scope, body, receive, send, name=deployment.name
-        )
+        limit = deployment.max_concurrent_requests
+        if limit is not None:
+            took = await self.slots.take(
+                deployment.id, deployment.name, limit=limit,
+                queue=deployment.max_queued_requests, max_wait_s=self._table.bounds.max_hold_s,
+                gone=lambda: wait_disconnected(receive),
+            )  # fmt: skip
+            if not took:
+                return  # the client went away while it waited
+        try:
+            self.stats.forwarded(deployment.name)
+            await self._upstream.forward(
+                deployment.url, scope, body, receive, send, name=deployment.name
+            )
+        finally:
+            if limit is not None:
+                self.slots.give_back(deployment.id)
 
     async def _hold(
         self,
@@ -304,18 +333,49 @@ class ProxyApp:
         self._held_bytes[deployment_id] = self._held_bytes.get(deployment_id, 0) + size
         self.stats.hold_began(name, size)
         began = self._monotonic()
+        progress = None
+        if deployment.loading_progress and wants_progress(scope["path"], body):
+            progress = Progress(send, model=deployment.model, name=name)
         try:
+            if progress is not None:
+                await progress.begin(await self._wake_estimate_s(deployment))
             woke = await self._wait_for_bring_up(deployment_id, name, bounds, receive)
+        except ProxyRefused as not_up:
+            if progress is None:
+                raise
+            # The answer has begun: the refusal ends its stream instead of a 503.
+            self._refused(deployment_id, not_up.refusal)
+            await progress.fail(not_up.message, not_up.refusal.value)
+            return
         finally:
             self._held[deployment_id] -= 1
             self._held_bytes[deployment_id] -= size
             self.stats.hold_ended(name, self._monotonic() - began, size)
+            if progress is not None:
+                await progress.close()
         if not woke:
             return  # the client went away while held
         # A cold request and its added wait, for the savings report (forwarded from here).
         wait_us = round((self._monotonic() - began) * 1e6)
         self._fleet.activity.held(deployment_id, arrived_us, wait_us)
-        await self._forward(await self._table.fresh(deployment_id), scope, body, receive, send)
+        fresh = await self._table.fresh(deployment_id)
+        if progress is None:
+            await self._forward(fresh, scope, body, receive, send)
+            return
+        await progress.ready()
+        try:
+            await self._forward(fresh, scope, body, receive, progress.send)
+        except ProxyRefused as failed:
+            self._refused(deployment_id, failed.refusal)
+            await progress.fail(failed.message, failed.refusal.value)
+
+    async def _wake_estimate_s(self, deployment: Deployment) -> float | None:
+        """Return the median of its last five times to ready from where it is, or None."""
+        level = deployment.sleeps_at if deployment.state is DeploymentState.SLEEPING else 0
+        times = await asyncio.to_thread(
+            self._fleet.events.ready_times, deployment.id, level, _ESTIMATE_FROM
+        )
+        return statistics.median(times) / 1e6 if times else None
 
     def _check_room(self, deployment_id: int, name: str, size: int, bounds: HoldBounds) -> None:
         """Refuse (``hold_full``) a request the hold has no room for, in count or bytes."""
@@ -367,73 +427,6 @@ class ProxyApp:
             raise ProxyRefused(refused.refusal, refused.message) from None
         bring_up.result()  # anything else, as it came
         return True
-
-
-def _content_length(scope: Scope) -> int | None:
-    """Return the request's ``Content-Length`` (None: it has none; h11 checked its form)."""
-    for key, value in scope["headers"]:
-        if key == b"content-length":
-            return int(value)
-    return None
-
-
-def _too_large() -> Reply:
-    return error_reply(413, f"the body is over {MAX_BODY_BYTES} bytes",
-                       kind="invalid_request_error")  # fmt: skip
-
-
-def _rejection_of(scope: Scope) -> Reply | None:
-    """Refuse what a web page of another origin could send; None for anything else."""
-    origins: list[bytes] = []
-    types: list[bytes] = []
-    host = b""
-    for key, value in scope["headers"]:
-        if key == b"origin":
-            origins.append(value)
-        elif key == b"content-type":
-            types.append(value)
-        elif key == b"host":
-            host = value
-    own = scope.get("scheme", "http").encode() + b"://" + host.lower()
-    if any(origin.strip().lower() != own for origin in origins) or (origins and not host):
-        shown = origins[0].decode("latin-1")[:200]
-        return rejection_reply(
-            Rejection.CROSS_ORIGIN,
-            f"Origin {shown!r} is not this proxy's own ({own.decode('latin-1')!r}): a web page "
-            "elsewhere may not send requests to it",
-        )
-    if not types and not origins:
-        return None  # not a browser's: curl, the openai SDK; read as JSON, as vLLM does
-    if len(types) != 1 or types[0].split(b";", 1)[0].strip().lower() != b"application/json":
-        given = types[0].decode("latin-1")[:200] if types else "none"
-        return rejection_reply(
-            Rejection.NOT_JSON,
-            f"Content-Type {given!r}: the request body must be application/json",
-        )
-    return None
-
-
-def _model_of(body: bytes) -> str | Reply:
-    try:
-        request = json.loads(body)
-    except ValueError as error:
-        return error_reply(400, f"malformed JSON in the request body: {error}",
-                           kind="invalid_request_error")  # fmt: skip
-    except RecursionError:  # the parser recurses once per level: its stack is the bound
-        return error_reply(400, "the request body's JSON is nested too deeply to read",
-                           kind="invalid_request_error")  # fmt: skip
-    model = request.get("model") if isinstance(request, dict) else None
-    if not isinstance(model, str) or not model:
-        return error_reply(400, "model: give the model to use, as a text",
-                           kind="invalid_request_error", param="model")  # fmt: skip
-    return model
-
-
-def _renamed(body: bytes, model: str) -> bytes:
-    """Return the body (read by ``_model_of`` already) with ``model`` as its model."""
-    request = json.loads(body)
-    request["model"] = model
-    return json.dumps(request).encode()
 
 
 def _unknown_model(model: str) -> Reply:

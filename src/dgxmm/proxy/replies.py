@@ -39,6 +39,8 @@ class Refusal(StrEnum):
     HOLD_FULL = "hold_full"  # max held requests are already waiting
     HOLD_TIMEOUT = "hold_timeout"  # waited max hold time
     UNREACHABLE = "server_unreachable"  # the server did not answer the forwarded request
+    # Past max_concurrent_requests with the queue full (or its wait too long): OpenAI's code.
+    BUSY = "rate_limit_exceeded"
 
     @property
     def retry_after_s(self) -> int:
@@ -48,7 +50,7 @@ class Refusal(StrEnum):
     @property
     def status(self) -> int:
         """The status code it answers with."""
-        return 502 if self is Refusal.UNREACHABLE else 503
+        return _STATUS.get(self, 503)
 
 
 _RETRY_AFTER_S = {
@@ -60,7 +62,10 @@ _RETRY_AFTER_S = {
     Refusal.HOLD_FULL: 5,  # a wake is under way: room comes soon
     Refusal.HOLD_TIMEOUT: 5,
     Refusal.UNREACHABLE: 5,
+    Refusal.BUSY: 1,  # a slot frees as soon as a request ends
 }
+_STATUS = {Refusal.UNREACHABLE: 502, Refusal.BUSY: 429}
+_KIND = {Refusal.UNREACHABLE: "server_error", Refusal.BUSY: "requests"}
 
 
 class Rejection(StrEnum):
@@ -106,8 +111,11 @@ def error_reply(
 
 
 def refusal_reply(refusal: Refusal, message: str) -> Reply:
-    """Return the 503 (or 502) of a refusal, with ``Retry-After`` and its reason as ``code``."""
-    kind = "server_error" if refusal is Refusal.UNREACHABLE else "service_unavailable_error"
+    """Return the 503 (502, 429) of a refusal, with ``Retry-After`` and its reason as ``code``.
+
+    A 429's type is ``requests``, as OpenAI's rate limits answer (client libraries raise their
+    ``RateLimitError`` for it, and retry after ``Retry-After``)."""
+    kind = _KIND.get(refusal, "service_unavailable_error")
     return error_reply(
         refusal.status, message, kind=kind, code=refusal.value,
         retry_after_s=refusal.retry_after_s,

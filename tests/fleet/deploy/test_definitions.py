@@ -80,6 +80,13 @@ def test_it_creates_a_stopped_deployment_with_the_defaults(fleet: Fleet) -> None
         ({"aliases": ["x" * 201]}, "aliases[0]", "must be printable and at most 200"),
         ({"aliases": ["fast", "fast"]}, "aliases[1]", "'fast' is listed twice"),
         ({"model": "m", "aliases": ["m"]}, "aliases[0]", "'m' is the deployment's model already"),
+        ({"max_concurrent_requests": 0}, "max_concurrent_requests", "out of range 1-10000"),
+        ({"max_concurrent_requests": 10_001}, "max_concurrent_requests", "out of range 1-10000"),
+        ({"max_concurrent_requests": 2.5}, "max_concurrent_requests", "is not a whole number"),
+        ({"max_concurrent_requests": True}, "max_concurrent_requests", "is not a whole number"),
+        ({"max_queued_requests": -1}, "max_queued_requests", "out of range 0-10000"),
+        ({"max_queued_requests": "ten"}, "max_queued_requests", "is not a whole number"),
+        ({"loading_progress": "on"}, "loading_progress", "is not true or false"),
     ],
     ids=lambda value: value if isinstance(value, str) and " " not in value else None,
 )
@@ -92,6 +99,26 @@ def test_it_refuses_a_field_it_cannot_use_naming_it(
     assert message in refused.value.message
     assert fleet.deployments.list() == []
     assert fleet.audit.list() == []
+
+
+def test_the_proxys_limits_default_to_none_and_are_kept(fleet: Fleet) -> None:
+    plain = fleet.deployments.create(actor="user:alice", **standin("plain"))
+    assert (plain.max_concurrent_requests, plain.max_queued_requests, plain.loading_progress) == (
+        None, 100, False,
+    )  # fmt: skip
+    limited = fleet.deployments.create(
+        actor="user:alice", **standin("limited"), max_concurrent_requests=4,
+        max_queued_requests=0, loading_progress=True,
+    )  # fmt: skip
+    read = fleet.deployments.get(limited.id)
+    assert (read.max_concurrent_requests, read.max_queued_requests, read.loading_progress) == (
+        4, 0, True,
+    )  # fmt: skip
+    # null lifts the limit; a queue given as null is the default's.
+    lifted = fleet.deployments.update(
+        limited.id, actor="user:alice", max_concurrent_requests=None, max_queued_requests=None
+    )
+    assert (lifted.max_concurrent_requests, lifted.max_queued_requests) == (None, 100)
 
 
 def test_an_external_deployment_takes_no_process_fields(fleet: Fleet) -> None:

@@ -68,6 +68,9 @@ FIELDS = (
     "time_zone",
     "startup_timeout_s",
     "wake_on_request",
+    "max_concurrent_requests",
+    "max_queued_requests",
+    "loading_progress",
     "sleep_timeout_s",
     "sleep_level",
     "ray_address",
@@ -100,6 +103,10 @@ _PROCESS_ONLY = ("command", "port", "environment")
 _RAY_ONLY = ("ray_address", "ray_node", "num_gpus")
 _MAX_RAY_GPUS = 64
 MAX_ALIASES = 20
+# Past its concurrency limit, this many requests wait for a slot by default (Ollama's
+# OLLAMA_MAX_QUEUE is 512 for a whole server; one deployment's queue is smaller).
+DEFAULT_MAX_QUEUED = 100
+_MOST_REQUESTS = 10_000
 
 
 def current_keys(deployment: Deployment) -> dict[str, Any]:
@@ -121,6 +128,9 @@ def current_keys(deployment: Deployment) -> dict[str, Any]:
         "time_zone": deployment.time_zone,
         "startup_timeout_s": deployment.startup_timeout_s,
         "wake_on_request": deployment.wake_on_request,
+        "max_concurrent_requests": deployment.max_concurrent_requests,
+        "max_queued_requests": deployment.max_queued_requests,
+        "loading_progress": deployment.loading_progress,
         "sleep_timeout_s": deployment.sleep_timeout_s,
         "sleep_level": deployment.sleep_level,
         "ray_address": deployment.ray_address,
@@ -223,6 +233,14 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
         ),
         sleep_level=_sleep_level(keys.get("sleep_level", DEFAULT_SLEEP_LEVEL)),
         wake_on_request=_flag(keys.get("wake_on_request", True), "wake_on_request"),
+        max_concurrent_requests=_limit(keys.get("max_concurrent_requests")),
+        max_queued_requests=_whole(
+            _or(keys.get("max_queued_requests"), DEFAULT_MAX_QUEUED),
+            "max_queued_requests",
+            0,
+            _MOST_REQUESTS,
+        ),
+        loading_progress=_flag(keys.get("loading_progress", False), "loading_progress"),
     )
     values.update(_idle_columns(keys))
     return values
@@ -295,6 +313,18 @@ def _aliases(value: Any, model: str) -> list[str]:
             raise DefinitionError(field, f"{alias!r} is listed twice")
         seen.append(alias)
     return seen
+
+
+def _or(value: Any, default: Any) -> Any:
+    """Return ``value``, or ``default`` for a value not given (null: the default)."""
+    return default if value is None else value
+
+
+def _limit(value: Any) -> int | None:
+    """Return the concurrency limit: None (no limit) or 1 to 10,000 requests at once."""
+    if value is None:
+        return None
+    return _whole(value, "max_concurrent_requests", 1, _MOST_REQUESTS)
 
 
 def _whole(value: Any, field: str, low: int, high: int) -> int:

@@ -130,6 +130,9 @@ class Deployment:
     asleep_level: int | None = None  # while sleeping: the level it sleeps at (1 or 2)
     idle_paused: str | None = None  # why its idle policy is paused (a step failed), or None
     aliases: tuple[str, ...] = ()  # other names a request may give as its model
+    max_concurrent_requests: int | None = None  # the proxy's limit at once; None: no limit
+    max_queued_requests: int = 100  # past the limit, how many wait for a slot (then 429)
+    loading_progress: bool = False  # a held stream gets progress chunks while it wakes
 
     @property
     def sleeps_at(self) -> int:
@@ -188,6 +191,9 @@ class Deployment:
             "time_zone": self.time_zone,
             "startup_timeout_s": self.startup_timeout_s,
             "wake_on_request": self.wake_on_request,
+            "max_concurrent_requests": self.max_concurrent_requests,
+            "max_queued_requests": self.max_queued_requests,
+            "loading_progress": self.loading_progress,
             "sleep_timeout_s": self.sleep_timeout_s,
             "sleep_level": self.sleep_level,
             "state": self.state.value,
@@ -229,6 +235,9 @@ class Deployment:
             time_zone=row.time_zone,
             startup_timeout_s=float(row.startup_timeout_s),
             wake_on_request=bool(row.wake_on_request),
+            max_concurrent_requests=row.max_concurrent_requests,
+            max_queued_requests=int(row.max_queued_requests),
+            loading_progress=bool(row.loading_progress),
             sleep_timeout_s=float(row.sleep_timeout_s),
             sleep_level=int(row.sleep_level),
             state=DeploymentState(row.state),

@@ -18,7 +18,7 @@ from sqlalchemy import (
     Table,
     Text,
 )
-from sqlalchemy.sql import true
+from sqlalchemy.sql import false, true
 
 from dgxmm.store import metadata
 
@@ -59,6 +59,11 @@ deployments = Table(
     Column("startup_timeout_s", Float, nullable=False),
     # A request through the proxy wakes it when it sleeps (migration 0007).
     Column("wake_on_request", Boolean, nullable=False, server_default=true()),
+    # The proxy's limits per deployment (issue 27): requests at once (NULL: no limit), and
+    # how many wait for a slot past it; a held stream's progress chunks while it wakes.
+    Column("max_concurrent_requests", Integer, nullable=True),
+    Column("max_queued_requests", Integer, nullable=False, server_default="100"),
+    Column("loading_progress", Boolean, nullable=False, server_default=false()),
     # Added by 0008; the defaults fill the rows of before. Checked by the definition (a check
     # constraint would make SQLite rebuild the table its events cascade from).
     Column("sleep_timeout_s", Float, nullable=False, server_default="300"),

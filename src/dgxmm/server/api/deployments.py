@@ -51,6 +51,14 @@ Aliases = Annotated[
     list[Annotated[str, Field(max_length=1000)]] | None,
     Field(max_length=100, description="other names a request may give as its model"),
 ]
+ConcurrencyLimit = Annotated[
+    int | None,
+    Field(description="requests the proxy passes to it at once (1-10,000); null: no limit"),
+]
+QueueBound = Annotated[
+    int | None,
+    Field(description="past the limit, how many requests wait for a slot (0-10,000; then 429)"),
+]
 Lead = Annotated[
     str | float | None,
     Field(description="how early scheduled wakes and starts begin: off, measured or seconds"),
@@ -76,6 +84,9 @@ class CreateDeployment(Body):
     time_zone: str | None = Field(default=None, max_length=100)
     startup_timeout_s: float | None = None
     wake_on_request: bool = True
+    max_concurrent_requests: ConcurrencyLimit = None
+    max_queued_requests: QueueBound = None
+    loading_progress: bool = False
     sleep_timeout_s: float | None = None
     sleep_level: int | None = None
     ray_address: str | None = Field(default=None, max_length=1000)
@@ -106,6 +117,9 @@ class UpdateDeployment(Body):
     time_zone: str | None = Field(default=None, max_length=100)
     startup_timeout_s: float | None = None
     wake_on_request: bool | None = None
+    max_concurrent_requests: ConcurrencyLimit = None
+    max_queued_requests: QueueBound = None
+    loading_progress: bool | None = None
     sleep_timeout_s: float | None = None
     sleep_level: int | None = None
     ray_address: str | None = Field(default=None, max_length=1000)

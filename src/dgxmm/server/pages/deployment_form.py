@@ -84,6 +84,21 @@ _KNOWN = {
         hint="1: weights to CPU memory; 2: weights dropped, reloaded on a wake",
     ),
     "wake_on_request": _Known(label="Wake on a request", kind="bool"),
+    "max_concurrent_requests": _Known(
+        label="Requests at once",
+        kind="int",
+        hint="the proxy passes this many to it at once, the rest wait; empty: no limit",
+    ),
+    "max_queued_requests": _Known(
+        label="Requests waiting",
+        kind="int",
+        hint="past the limit, this many wait for a slot, then 429 (default 100)",
+    ),
+    "loading_progress": _Known(
+        label="Loading progress",
+        kind="bool",
+        hint="a streamed request held while it wakes gets progress chunks, as llama-swap sends",
+    ),
     "ray_address": _Known(
         label="Ray cluster", kind="text", hint="host:port of its head node", backends=("ray",)
     ),
