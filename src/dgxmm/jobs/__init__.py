@@ -5,6 +5,7 @@ never reads the wall clock: every instant comes from the caller as integer micro
 since the Unix epoch.
 """
 
+from dgxmm.jobs.catchup import CatchUp, Coalesce
 from dgxmm.jobs.cron import CronSchedule, FireTime
 from dgxmm.jobs.explanation import (
     Cause,
@@ -31,6 +32,7 @@ from dgxmm.jobs.job import (
     SkipReason,
     Timer,
 )
+from dgxmm.jobs.overlap import CANCELLED_BY_OVERLAP, Overlap
 from dgxmm.jobs.scheduler import JobState, Scheduler
 from dgxmm.jobs.stats import (
     KEEP,
@@ -48,11 +50,14 @@ from dgxmm.jobs.stats import (
 from dgxmm.jobs.zones import ZoneClock, resolve_zone, zone_clock
 
 __all__ = [
+    "CANCELLED_BY_OVERLAP",
     "KEEP",
     "Action",
     "Bucket",
+    "CatchUp",
     "Cause",
     "Channel",
+    "Coalesce",
     "CronSchedule",
     "Explanation",
     "FireTime",
@@ -65,6 +70,7 @@ __all__ = [
     "Keep",
     "LastRun",
     "Outcome",
+    "Overlap",
     "Override",
     "Placement",
     "RetryPolicy",

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.errors import (
     Abandoned,
+    Cancelled,
     Conflict,
     DgxmmError,
     Forbidden,
@@ -25,7 +26,9 @@ from dgxmm.errors import (
     MemoryLimitExceeded,
     TimeoutExceeded,
 )
+from dgxmm.jobs.catchup import CatchUp
 from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.overlap import Overlap
 from dgxmm.time_units import SECOND_US
 
 __all__ = [
@@ -68,6 +71,7 @@ class Outcome(Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     OVER_TIME = "over_time"  # finished, but past its timeout
+    CANCELLED = "cancelled"  # someone cancelled it (``RunResult.cancelled_by`` says who)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +120,8 @@ class RunContext:
 
     __slots__ = (
         "_abandoned",
+        "_cancelled_by",
+        "_interrupts",
         "_live",
         "_lock",
         "_started",
@@ -138,6 +144,8 @@ class RunContext:
         self._live = 0
         self._lock = threading.Lock()
         self._abandoned: str | None = None
+        self._cancelled_by: str | None = None
+        self._interrupts: list[Callable[[], object]] = []
 
     def elapsed(self) -> float:
         """Return the seconds since the run started."""
@@ -146,9 +154,9 @@ class RunContext:
     def remaining(self) -> float | None:
         """Return the seconds left before the timeout (never below 0), or None without one.
 
-        A run its host gave up has no time left, timeout or not.
+        A run its host gave up, or someone cancelled, has no time left, timeout or not.
         """
-        if self._abandoned is not None:
+        if self._abandoned is not None or self._cancelled_by is not None:
             return 0.0
         timeout = self.limits.timeout
         if timeout is None:
@@ -164,8 +172,46 @@ class RunContext:
         """Mark the run as given up; the action stops at its next ``check()``."""
         self._abandoned = reason
 
+    @property
+    def cancelled_by(self) -> str | None:
+        """Who cancelled this run, or None while nobody has."""
+        return self._cancelled_by
+
+    def cancel(self, by: str) -> None:
+        """Cancel the run: it stops at its next ``check()``, and its interrupts are called now.
+
+        An interrupt that raises is ignored: the run still stops at its next check.
+        """
+        with self._lock:
+            if self._cancelled_by is not None:
+                return
+            self._cancelled_by = by
+            interrupts = list(self._interrupts)
+        for interrupt in interrupts:
+            try:
+                interrupt()
+            except Exception:  # the check() that follows stops the run anyway
+                continue
+
+    def add_interrupt(self, interrupt: Callable[[], object]) -> None:
+        """Call ``interrupt`` when the run is cancelled (now, if it already is): a statement's."""
+        with self._lock:
+            if self._cancelled_by is None:
+                self._interrupts.append(interrupt)
+                return
+        interrupt()
+
+    def remove_interrupt(self, interrupt: Callable[[], object]) -> None:
+        """Stop calling ``interrupt`` on a cancel (its statement has ended)."""
+        with self._lock:
+            if interrupt in self._interrupts:
+                self._interrupts.remove(interrupt)
+
     def check(self) -> None:
-        """Raise ``TimeoutExceeded`` past the timeout, ``Abandoned`` when the host gave up."""
+        """Raise ``TimeoutExceeded`` past the timeout, ``Abandoned`` when the host gave up,
+        ``Cancelled`` when someone cancelled the run."""
+        if self._cancelled_by is not None:
+            raise Cancelled(f"job {self.name}: cancelled by {self._cancelled_by}")
         if self._abandoned is not None:
             raise Abandoned(f"job {self.name}: abandoned: {self._abandoned}")
         timeout = self.limits.timeout
@@ -218,6 +264,10 @@ class Job:
     # compared: a new note plans nothing again.
     pause_note: str | None = field(default=None, kw_only=True, compare=False)
     retry: RetryPolicy = field(default_factory=RetryPolicy, kw_only=True)
+    # None: the spec's rule (a time a tick reached within the scheduler's lateness runs, a
+    # gap is skipped whole); else which times a gap left still run.
+    catch_up: CatchUp | None = field(default=None, kw_only=True)
+    overlap: Overlap = field(default=Overlap.SKIP, kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -251,6 +301,7 @@ class RunResult:
     # Whether trying again may help: a failure but a refusal of the definition or its rights,
     # or the host giving the run up.
     retryable: bool = False
+    cancelled_by: str | None = None  # who cancelled it (``Outcome.CANCELLED``)
 
     @property
     def finished_at(self) -> int:
@@ -266,6 +317,7 @@ class JobRun:
 
     __slots__ = (
         "_abandoned",
+        "_cancelled_by",
         "_context",
         "_done",
         "_lock",
@@ -289,6 +341,7 @@ class JobRun:
         self._done = False  # run() or abandon() was called
         self._abandoned = False
         self._context: RunContext | None = None  # set while run() does the work
+        self._cancelled_by: str | None = None  # cancelled before it started
         self._lock = threading.Lock()
 
     @property
@@ -310,11 +363,15 @@ class JobRun:
                 raise Conflict(f"run {self.token} of job {self.job.name} was already used")
             self._done = True
             self._context = context
+            if self._cancelled_by is not None:
+                context.cancel(self._cancelled_by)  # cancelled before it started: none is done
         detail: str | None = None
         error: str | None = None
         public: str | None = None
         retryable = False
         try:
+            if context.cancelled_by is not None:
+                context.check()  # cancelled before it started: the action never begins
             returned = self.job.action(context)
             detail = None if returned is None else str(returned)
         except KeyboardInterrupt:
@@ -329,7 +386,14 @@ class JobRun:
             retryable = not isinstance(exc, InvalidInput | Forbidden | Abandoned)
         elapsed = context.elapsed()
         timeout = self.job.limits.timeout
-        if error is not None:
+        cancelled_by = context.cancelled_by
+        if cancelled_by is not None and error is not None:
+            # Whatever the action raised once cancelled (its interrupted statement's error
+            # among them) is the cancel: the run is recorded cancelled, never retried.
+            outcome = Outcome.CANCELLED
+            error = public = f"cancelled by {cancelled_by}"
+            retryable = False
+        elif error is not None:
             outcome = Outcome.FAILED
         elif timeout is not None and elapsed > timeout.total_seconds():
             outcome = Outcome.OVER_TIME
@@ -340,8 +404,38 @@ class JobRun:
         with self._lock:
             self._context = None
         return self._result(
-            outcome, round(elapsed * SECOND_US), error, detail, public, retryable=retryable
+            outcome,
+            round(elapsed * SECOND_US),
+            error,
+            detail,
+            public,
+            retryable=retryable,
+            cancelled_by=cancelled_by if outcome is Outcome.CANCELLED else None,
         )
+
+    def cancel(self, by: str) -> bool:
+        """Cancel the run on behalf of ``by``; tell whether it was still to end.
+
+        Under way, its action sees it at its next ``RunContext.check()`` and its interrupts
+        (a statement's) are called now; not started yet, ``run()`` does no work and returns
+        it cancelled. A run that ended, or was given up, is left as it is.
+        """
+        with self._lock:
+            if self._abandoned or (self._done and self._context is None):
+                return False
+            context = self._context
+            if context is None:
+                if self._cancelled_by is None:
+                    self._cancelled_by = by
+                return True
+        context.cancel(by)
+        return True
+
+    @property
+    def cancelled_by(self) -> str | None:
+        """Who cancelled the run, or None while nobody has."""
+        context = self._context
+        return context.cancelled_by if context is not None else self._cancelled_by
 
     def abandon(self, reason: str) -> RunResult:
         """Give the run up: a failed run with ``reason``.
@@ -379,6 +473,7 @@ class JobRun:
         public_error: str | None,
         *,
         retryable: bool = False,
+        cancelled_by: str | None = None,
     ) -> RunResult:
         return RunResult(
             name=self.job.name,
@@ -392,6 +487,7 @@ class JobRun:
             public_error=public_error,
             attempt=self.attempt,
             retryable=retryable,
+            cancelled_by=cancelled_by,
         )
 
     def __repr__(self) -> str:

@@ -20,6 +20,11 @@ The rules, each with a test in ``tests/jobs/test_scheduler.py``:
   group frees and runs once however many of its times passed meanwhile;
 - a disabled job does not run; its due times are recorded as skipped (disabled).
 
+A job's own policies may change two of these (``jobs/catchup.py``, ``jobs/overlap.py``):
+its catch-up window and coalesce choice which times of a gap still run, and its overlap
+policy lets one time wait for its run under way (``buffer_one``), or cancels that run
+(``cancel_other``). Their defaults are the rules above.
+
 Each job's schedule is read in its own zone (``Job.time_zone``) when it has one, else in the
 scheduler's.
 
@@ -40,9 +45,11 @@ from heapq import heappop, heappush
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import Busy, Conflict, CronError, NotFound
+from dgxmm.jobs.catchup import CATCHUP_TIMES_MAX, CatchUp, plan_catch_up
 from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import Job, JobKind, JobRun, Outcome, RunResult, SkipReason, Timer
 from dgxmm.jobs.keys import check_pause_note
+from dgxmm.jobs.overlap import CANCELLED_BY_OVERLAP, Overlap, OverlapStep, on_overlap
 from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
 from dgxmm.jobs.zones import resolve_zone
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
@@ -65,7 +72,7 @@ class JobState:
 
 
 class _Entry:
-    __slots__ = ("builtin", "gen", "job", "next_at", "retry", "run", "waiting_since")
+    __slots__ = ("builtin", "gen", "job", "next_at", "queued", "retry", "run", "waiting_since")
 
     def __init__(self, job: Job) -> None:
         self.job = job
@@ -77,6 +84,9 @@ class _Entry:
         # A retry planned at next_at: (the failed run's time, its attempt, the next time of
         # the schedule, which the retry must start before).
         self.retry: tuple[int, int, int] | None = None
+        # Times that start as soon as the job is free, oldest first: a gap's times caught up
+        # (coalesce: all), or the one a buffer_one or cancel_other job keeps while it runs.
+        self.queued: deque[int] = deque()
 
 
 class Scheduler:
@@ -113,6 +123,7 @@ class Scheduler:
         self._busy: dict[str, JobRun] = {}  # group -> the run that holds it
         self._waiting: dict[str, deque[_Entry]] = {}
         self._running: dict[int, JobRun] = {}  # token -> run
+        self._released: list[_Entry] = []  # jobs just free with a time queued: start next tick
         self._last_tick: int | None = None
         self.skips: deque[SkipRecord] = deque(maxlen=keep_skips)
 
@@ -295,6 +306,10 @@ class Scheduler:
             elif not job.enabled:
                 self._skip(job.name, at, SkipReason.DISABLED)
                 self._plan(entry, now)
+            elif entry.run is not None or entry.queued or entry.waiting_since is not None:
+                self._due_while_busy(entry, at, now)
+            elif job.catch_up is not None:
+                self._catch_up(entry, job.catch_up, at, now, runs)
             elif now - at > self._max_lateness:
                 late = (now - at) / SECOND_US
                 # One record, however many times passed unticked; the telemetry counts each.
@@ -311,7 +326,13 @@ class Scheduler:
                 self._wait(entry, at)
             else:
                 runs.append(self._start(entry, scheduled_at=at, now=now))
+        if self._released:
+            self._start_released(now, runs)
         return runs
+
+    def has_released(self) -> bool:
+        """Tell whether a job just freed has a time queued (a tick now starts it at once)."""
+        return bool(self._released)
 
     def start_now(self, name: str, now: int) -> JobRun:
         """Hand out a run now, whatever the schedule; ``Busy`` while the job or its group runs."""
@@ -346,18 +367,30 @@ class Scheduler:
         schedule = entry.job.schedule
         zone = self.zone_of(entry.job)
         first = schedule.next_after(max(run.scheduled_at, run.started_at), zone)
-        retry_at = self._retry_at(entry.job, result, first)
-        if retry_at is not None:
+        retry_at = None if entry.queued else self._retry_at(entry.job, result, first)
+        if retry_at is not None:  # a time queued comes first: a retry never runs past it
             entry.retry = (run.scheduled_at, result.attempt + 1, first)
             self._plan(entry, finished, at=retry_at)
             return
-        if first > finished:  # the common case: no time passed while it ran
-            self._plan(entry, finished, at=first)
+        if entry.job.overlap is not Overlap.SKIP:
+            # Its times were planned while it ran (each told at its tick): one that waits
+            # starts now; else the time planned stays, or it is planned after the end.
+            if entry.queued:
+                self._released.append(entry)
+            elif entry.next_at is None:
+                self._plan(entry, finished)
             return
-        passed = 1 + self._count_between(schedule, zone, first, finished)
-        detail = f"{passed}{'+' if passed >= _OVERLAP_COUNT_CAP else ''} time(s) while it ran"
-        self._skip(result.name, first, SkipReason.OVERLAP, detail, count=passed)
-        self._plan(entry, finished)
+        if first <= finished:
+            passed = 1 + self._count_between(schedule, zone, first, finished)
+            more = "+" if passed >= _OVERLAP_COUNT_CAP else ""
+            detail = f"{passed}{more} time(s) while it ran"
+            self._skip(result.name, first, SkipReason.OVERLAP, detail, count=passed)
+        if entry.queued:  # a gap's next time caught up starts now
+            self._released.append(entry)
+        elif first > finished:  # the common case: no time passed while it ran
+            self._plan(entry, finished, at=first)
+        else:
+            self._plan(entry, finished)
 
     def forgo(
         self,
@@ -471,6 +504,9 @@ class Scheduler:
     def _replan(self, entry: _Entry) -> None:
         """Plan a job again at the next tick (unless it runs or waits)."""
         if entry.run is not None or entry.waiting_since is not None:
+            if entry.run is not None and entry.job.overlap is not Overlap.SKIP:
+                entry.gen += 1  # its time planned while it runs is stale: finish() plans it
+                entry.next_at = None
             return  # finish() or the wait plans it
         entry.retry = None
         entry.gen += 1
@@ -479,6 +515,7 @@ class Scheduler:
 
     def _forget(self, entry: _Entry) -> None:
         entry.retry = None
+        entry.queued.clear()
         entry.gen += 1
         entry.next_at = None
         self._unplanned.pop(entry.job.name, None)
@@ -495,7 +532,94 @@ class Scheduler:
         self._running[run.token] = run
         if entry.job.group is not None:
             self._busy[entry.job.group] = run
+        if entry.job.overlap is not Overlap.SKIP and not entry.queued:
+            # Its next time is planned while it runs: that time's tick applies the policy.
+            self._plan(entry, max(scheduled_at, now))
         return run
+
+    def _due_while_busy(self, entry: _Entry, at: int, now: int) -> None:
+        """A time came while the job runs (or a time of it waits): its overlap policy."""
+        job = entry.job
+        passed = 1 + self._count_between(job.schedule, self.zone_of(job), at, now)
+        waits = bool(entry.queued) or entry.waiting_since is not None or entry.run is None
+        step = on_overlap(job.overlap, one_waits=waits)
+        if step is not OverlapStep.SKIP:
+            entry.queued.append(at)
+            passed -= 1
+            if step is OverlapStep.CANCEL_AND_WAIT and entry.run is not None:
+                entry.run.cancel(CANCELLED_BY_OVERLAP)
+        if passed:
+            holder = f"run {entry.run.token}" if entry.run is not None else "a time waiting"
+            first = (
+                at if step is OverlapStep.SKIP else job.schedule.next_after(at, self.zone_of(job))
+            )
+            self._skip(
+                job.name,
+                first,
+                SkipReason.OVERLAP,
+                f"{passed} time(s) while {holder} of it was under way",
+                count=passed,
+            )
+        self._plan(entry, now)
+
+    def _catch_up(
+        self, entry: _Entry, policy: CatchUp, at: int, now: int, runs: list[JobRun]
+    ) -> None:
+        """The times passed since ``at``, by the job's catch-up window and coalesce choice."""
+        job = entry.job
+        zone = self.zone_of(job)
+        times = [at]
+        while len(times) < CATCHUP_TIMES_MAX:
+            following = job.schedule.next_after(times[-1], zone)
+            if following > now:
+                break
+            times.append(following)
+        beyond = self._count_between(job.schedule, zone, times[-1], now)  # past the cap
+        plan = plan_catch_up(times, now, policy)
+        window = f"{policy.window.total_seconds():g} s"
+        if plan.missed or beyond:
+            late = (now - times[0]) / SECOND_US
+            self._skip(
+                job.name, times[0], SkipReason.MISSED,
+                f"no tick until {late:.0f} s later, past its catch-up window of {window}",
+                count=len(plan.missed) + beyond,
+            )  # fmt: skip
+        if plan.coalesced:
+            chosen = plan.run[0]
+            self._skip(
+                job.name, plan.coalesced[0], SkipReason.MISSED,
+                f"coalesced ({policy.coalesce.value}): {len(plan.coalesced)} time(s) inside its"
+                f" catch-up window of {window} run once, as the time {chosen}",
+                count=len(plan.coalesced),
+            )  # fmt: skip
+        if not plan.run:
+            self._plan(entry, now)
+            return
+        entry.queued.extend(plan.run[1:])
+        if job.group is not None and job.group in self._busy:
+            self._wait(entry, plan.run[0])
+        else:
+            runs.append(self._start(entry, scheduled_at=plan.run[0], now=now))
+
+    def _start_released(self, now: int, runs: list[JobRun]) -> None:
+        """Start the times queued of the jobs that just got free (their group permitting)."""
+        released, self._released = self._released, []
+        for entry in released:
+            if self._entries.get(entry.job.name) is not entry or entry.run is not None:
+                continue  # removed, or started by hand meanwhile
+            if not entry.queued or entry.waiting_since is not None:
+                continue
+            at = entry.queued.popleft()
+            if not entry.job.enabled:
+                for time_ in (at, *entry.queued):
+                    self._skip(entry.job.name, time_, SkipReason.DISABLED)
+                entry.queued.clear()
+                if entry.next_at is None:
+                    self._plan(entry, now)
+            elif entry.job.group is not None and entry.job.group in self._busy:
+                self._wait(entry, at)
+            else:
+                runs.append(self._start(entry, scheduled_at=at, now=now))
 
     def _wait(self, entry: _Entry, at: int) -> None:
         group = entry.job.group
