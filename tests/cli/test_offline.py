@@ -270,3 +270,27 @@ def test_it_runs_a_reading_query_counted_under_cli_when_the_store_closes(data: P
     with Store.open(data / "dgxmm.db", data_dir=data) as store:  # the sidecar written at close
         buckets = store.workload_stats.channel_history(Channel.CLI, Tier.DAYS)
     assert sum(b.count for b in buckets) == 1
+
+
+def test_it_defines_a_job_with_a_catch_up_and_an_overlap_and_refuses_a_negative_window(
+    data: Path,
+) -> None:
+    where = ("--data", str(data))
+    code, out, err = dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",
+                           "checkpoint", "--catchup-window-s", "3600", "--coalesce", "earliest",
+                           "--overlap", "cancel_other", "--json", *where)  # fmt: skip
+    assert code == 0, err
+    definition = json.loads(out)["definition"]
+    assert (definition["catchup_window_s"], definition["coalesce"], definition["overlap"]) == (
+        3600.0,
+        "earliest",
+        "cancel_other",
+    )
+    code, _, err = dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",
+                         "checkpoint", "--catchup-window-s", "-5", *where)  # fmt: skip
+    assert code == 2
+    assert err.startswith("error: catchup_window_s: expected a positive number of seconds")
+    code, _, err = dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",
+                         "checkpoint", "--overlap", "queue", *where)  # fmt: skip
+    assert code == 2
+    assert "queue" in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from support import at
@@ -13,16 +14,23 @@ from support import at
 from dgxmm.jobs import (
     CANCELLED_BY_OVERLAP,
     CatchUp,
+    Cause,
     Coalesce,
     CronSchedule,
+    Explanation,
     Job,
     JobKind,
     Outcome,
     Overlap,
     RunContext,
+    RunFact,
+    RunResult,
     Scheduler,
     SkipReason,
+    Verdict,
     WorkloadStats,
+    explain,
+    place,
 )
 
 
@@ -231,3 +239,59 @@ def test_a_buffered_time_whose_group_is_busy_waits_and_is_never_missed() -> None
     s.finish(other.run())  # ends 02:40+02:00
     (late,) = s.start_due(at("2026-10-25T02:40:05+02:00"))
     assert late.scheduled_at == at("2026-10-25T02:15:00+02:00")
+
+
+def fact(result: RunResult) -> RunFact:
+    return RunFact(
+        id=result.token, job=result.name, scheduled=True, scheduled_at=result.scheduled_at,
+        started_at=result.started_at, finished_at=result.finished_at, outcome=result.outcome,
+    )  # fmt: skip
+
+
+def told(job: Job, t: int, runs: list[RunFact]) -> Explanation:
+    zone = ZoneInfo("Europe/Berlin")
+    return explain(
+        place(job.schedule, zone, t), name=job.name, now_us=t + 86_400_000_000,
+        max_lateness_us=60_000_000, runs=runs,
+    )  # fmt: skip
+
+
+def test_explain_tells_a_time_caught_up_and_one_coalesced_into_it() -> None:
+    job = hourly(catch_up=CatchUp(window=timedelta(hours=2), coalesce=Coalesce.EARLIEST))
+    s = scheduler()
+    s.add(job)
+    s.tick(STOPPED)
+    (result,) = s.tick(BACK)
+    runs = [fact(result)]
+    ran = told(job, at("2026-03-29T03:00:00+02:00"), runs)
+    assert ran.verdict is Verdict.RAN
+    assert "caught up 4800 s late after a gap" in ran.detail
+    merged = told(job, at("2026-03-29T04:00:00+02:00"), runs)
+    assert (merged.verdict, merged.cause) == (Verdict.SKIPPED, Cause.MISSED)
+    assert "coalesced" in merged.detail
+    before = told(job, at("2026-03-29T01:00:00+01:00"), runs)
+    assert (before.verdict, before.cause) == (Verdict.SKIPPED, Cause.MISSED)
+
+
+def test_explain_tells_a_buffered_time_waited_for_the_run_before_it() -> None:
+    timer = Timer()
+
+    def long(_context: RunContext) -> None:
+        timer.now += 40 * 60
+
+    s = scheduler(timer)
+    job = quarterly(long, Overlap.BUFFER_ONE)
+    s.add(job)
+    s.tick(at("2026-10-25T01:44:00+02:00"))
+    (run,) = s.start_due(at("2026-10-25T01:45:00+02:00"))
+    s.start_due(at("2026-10-25T02:00:00+02:00"))
+    s.start_due(at("2026-10-25T02:15:00+02:00"))
+    first = run.run()
+    s.finish(first)
+    (waited,) = s.start_due(at("2026-10-25T02:25:05+02:00"))
+    runs = [fact(first), fact(waited.run())]
+    buffered = told(job, at("2026-10-25T02:00:00+02:00"), runs)
+    assert buffered.verdict is Verdict.RAN
+    assert f"for run {first.token} of it to end (its overlap policy)" in buffered.detail
+    skipped = told(job, at("2026-10-25T02:15:00+02:00"), runs)
+    assert (skipped.verdict, skipped.cause) == (Verdict.SKIPPED, Cause.OVERLAP)

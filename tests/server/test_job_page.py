@@ -94,3 +94,26 @@ def test_an_unknown_page_is_an_html_404(client: TestClient) -> None:
     assert page.status_code == 404
     assert "there is no page /no-such-page" in page.text
     assert client.get("/api/no-such", headers=HTML).json()["error"] == "not_found"
+
+
+def test_it_shows_a_jobs_catch_up_and_overlap_and_the_form_keeps_them(
+    client: TestClient, host: Host
+) -> None:
+    host.store.define_job(
+        name="cp", schedule="0 3 * * *", action="checkpoint",
+        catchup_window_s=3600, coalesce="all", overlap="buffer_one",
+    )  # fmt: skip
+    host.sync()
+    page = client.get("/jobs/cp", headers=HTML).text
+    assert "coalesce all: the times missed within 3600 s" in page
+    assert '<dd class="job-overlap">buffer_one</dd>' in page
+    form = client.get("/jobs/new?edit=cp", headers=HTML).text
+    assert 'id="catchup_window_s" inputmode="decimal" value="3600"' in form
+    assert '<option value="all" selected>all</option>' in form
+    assert '<option value="buffer_one" selected>buffer_one</option>' in form
+    assert "the latest time missed within an hour" in form  # a preset
+    host.store.define_job(name="plain", schedule="0 3 * * *", action="checkpoint")
+    host.sync()
+    plain = client.get("/jobs/plain", headers=HTML).text
+    assert "skipped whole, as the spec has it" in plain
+    assert '<dd class="job-overlap">skip</dd>' in plain

@@ -10,7 +10,7 @@ import typer
 from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, json_option, table
 from dgxmm.clock import from_us
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.jobs import Tier, read_asked, resolve_zone
+from dgxmm.jobs import Coalesce, Overlap, Tier, read_asked, resolve_zone
 from dgxmm.places import machine_zone
 from dgxmm.store import Trigger
 
@@ -81,6 +81,18 @@ def define(
             "--time-zone", help="IANA zone its schedule is read in (default: the server's)."
         ),
     ] = None,
+    catchup_window_s: Annotated[
+        float | None,
+        typer.Option(
+            "--catchup-window-s", help="How late a time missed in a gap may still run, seconds."
+        ),
+    ] = None,
+    coalesce: Annotated[
+        Coalesce | None, typer.Option(help="Which times inside the window run after a gap.")
+    ] = None,
+    overlap: Annotated[
+        Overlap | None, typer.Option(help="A time that comes while the job runs (default skip).")
+    ] = None,
 ) -> Answer:
     """Define or replace a user job."""
     keys: dict[str, Any] = {
@@ -95,7 +107,8 @@ def define(
         ("query", query), ("path", path), ("timeout_ms", timeout_ms),
         ("memory_limit", memory_limit), ("run_on", run_on), ("description", description),
         ("time_zone", time_zone), ("retries", retries), ("retry_backoff_s", retry_backoff_s),
-        ("retry_backoff_max_s", retry_backoff_max_s),
+        ("retry_backoff_max_s", retry_backoff_max_s), ("catchup_window_s", catchup_window_s),
+        ("coalesce", coalesce and coalesce.value), ("overlap", overlap and overlap.value),
     ):  # fmt: skip
         if value is not None:
             keys[key] = value

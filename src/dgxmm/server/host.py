@@ -483,6 +483,8 @@ class Host:
                         self.store.runs.reap_lost()
                 else:
                     self.collect()
+                    if self.scheduler.has_released():  # a time waited for its run: now
+                        self.tick()
             except Exception:  # the ticker must outlive any one bad step
                 log.exception("dgxmm host: a tick failed; ticking on")
 

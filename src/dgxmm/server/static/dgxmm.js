@@ -260,6 +260,12 @@ function setupJobForm(form) {
   document.getElementById("zone-presets").addEventListener("change", (event) => {
     if (event.target.value) { zone.value = event.target.value; refresh(); }
   });
+  document.getElementById("catchup-presets").addEventListener("change", (event) => {
+    if (!event.target.value) return;
+    const [span, how] = event.target.value.split(",");
+    form.elements.catchup_window_s.value = span;
+    form.elements.coalesce.value = how;
+  });
   document.getElementById("retry-presets").addEventListener("change", (event) => {
     if (!event.target.value) return;
     const [count, first, most] = event.target.value.split(",");
@@ -302,7 +308,10 @@ function setupJobForm(form) {
     if (place) body.time_zone = place;
     // A job kept off keeps the note of why (it goes when the job is switched on).
     if (!body.enabled && form.elements.pause_note.value) body.pause_note = form.elements.pause_note.value;
-    for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s"]) {
+    for (const key of ["coalesce", "overlap"]) {
+      if (form.elements[key].value) body[key] = form.elements[key].value;
+    }
+    for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s", "catchup_window_s"]) {
       const text = form.elements[key].value.trim();
       if (!text) continue;
       const number = Number(text);
