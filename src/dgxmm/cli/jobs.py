@@ -1,4 +1,5 @@
-"""``dgxmm jobs``: list, define, drop, enable, run and history, on the server or ``--offline``."""
+"""``dgxmm jobs``: list, define, drop, enable, run, cancel, explain and history, on the server
+or ``--offline``."""
 
 from __future__ import annotations
 
@@ -178,6 +179,25 @@ def run(where: Target, name: str) -> Answer:
         else (f": {value['detail']}" if value["detail"] else "")
     )
     return Answer(value=value, text=summary, code=1 if value["error"] else 0)
+
+
+@command(app, "cancel")
+def cancel(where: Target, run_id: Annotated[int, typer.Argument(help="The run's id.")]) -> Answer:
+    """Cancel a run under way (its id from ``dgxmm jobs history`` or the job's page).
+
+    With --offline the request is written into the database: the instance that runs it
+    cancels it when it next looks (PostgreSQL, or a SQLite server not writing then).
+    """
+    row = where.either(
+        lambda store: store.runs.request_cancel(run_id, "cli").to_json(full_errors=True),
+        lambda api: api.post(f"/api/jobs/runs/{run_id}/cancel"),
+    )
+    if row.get("outcome") == "cancelled":
+        text = f"run {run_id} of {row['job']}: cancelled by {row['cancelled_by']}"
+    else:
+        asked = row.get("cancel_requested_by")
+        text = f"run {run_id} of {row['job']}: cancel asked by {asked} (on {row['instance']})"
+    return Answer(value=row, text=text)
 
 
 @command(app, "explain")

@@ -122,6 +122,17 @@ def runs(
     return {"runs": rows, "next_before": page[-1].id if page else None}
 
 
+@router.post("/runs/{run_id}/cancel", responses=answers(400, 404, 409))
+def cancel_run(run_id: str, host: HostDep, who: Admin) -> dict[str, Any]:
+    """Cancel a run under way: at once when this instance runs it, else when the one running
+    it next looks (about a second on PostgreSQL); 404 for no such run, 409 for one ended."""
+    record = host.cancel(_whole(run_id, "id"), by=who.actor)
+    row = record.to_json(full_errors=True)
+    row["scheduled_at"] = iso(record.scheduled_at, host)
+    row["started_at"] = iso(record.started_at, host)
+    return row
+
+
 @router.get("/history", responses=answers(404))
 def history(
     host: HostDep,

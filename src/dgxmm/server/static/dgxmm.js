@@ -187,6 +187,17 @@ document.addEventListener("click", async (event) => {
       row.remove();
       flash(`dropped ${row.dataset.job}`);
     } catch (error) { flash(error.message, "error"); }
+  } else if (action === "cancel-run") {
+    const { runId, jobName } = button.dataset;
+    if (!await confirmAction(`Cancel run ${runId} of ${jobName}? Its work stops; a query's changes are rolled back, a backup's partial files removed.`, "Cancel run")) return;
+    button.disabled = true;
+    try {
+      await api("POST", `/api/jobs/runs/${runId}/cancel`);
+      settle(`run ${runId} of ${jobName}: cancel asked`);
+    } catch (error) {
+      button.disabled = false;
+      flash(error.message, "error");
+    }
   } else if (action === "drop-query") {
     const row = button.closest("tr[data-query]");
     if (!await confirmAction(`Drop query ${row.dataset.query}? It goes to the attic (Store page), where it can be restored.`, "Drop")) return;
