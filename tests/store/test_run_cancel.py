@@ -170,3 +170,33 @@ def test_a_cancelled_backup_leaves_no_partial_files_and_its_chain_stays_valid(
     result = restore(target, restore_target)
     assert result.sequence == 2
     assert labels(restore_target) == ["a", "b"]
+
+
+def test_a_cancel_other_jobs_next_time_cancels_its_run_and_starts_at_once(
+    store: Store, clock: ManualClock
+) -> None:
+    make_items(store)
+    store.define_query("slow", None, ENDLESS[store.dialect])
+    store.define_job(name="slow", schedule="* * * * *", action="query", query="slow",
+                     overlap="cancel_other")  # fmt: skip
+    host = Host(store, time_zone="UTC", clock=clock)
+    try:
+        host.tick()  # plans
+        clock.set(at("2026-03-02T10:01:00+00:00"))
+        host.tick()
+        time.sleep(0.3)
+        clock.set(at("2026-03-02T10:02:00+00:00"))
+        host.tick()  # 10:02 comes while 10:01's run goes on: that run is cancelled
+        deadline = time.monotonic() + 15
+        while not host.scheduler.has_released():
+            assert time.monotonic() < deadline, "the cancelled run did not end"
+            host.collect()
+            time.sleep(0.05)
+        host.tick()  # the ticker does this at once when a waiting time's run ended
+        first, second = sorted(store.runs.page(job="slow"), key=lambda r: r.id)
+        assert (first.outcome, first.cancelled_by) == (Outcome.CANCELLED, "overlap: cancel_other")
+        assert (second.scheduled_at, second.outcome) == (at("2026-03-02T10:02:00+00:00"), None)
+        host.cancel(second.id, by="user:alice")
+        assert ended(host, store, second.id).cancelled_by == "user:alice"
+    finally:
+        host.stop()
