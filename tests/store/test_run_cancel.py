@@ -18,6 +18,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.errors import Cancelled, Conflict, NotFound
 from dgxmm.jobs import JobLimits, Outcome, RunContext
 from dgxmm.server import Host
+from dgxmm.server.run_cancels import cancel_run
 from dgxmm.store import RunRecord, Store, restore
 
 # A statement that would run for a very long time: only the cancel stops it.
@@ -58,7 +59,7 @@ def test_a_cancel_interrupts_a_query_jobs_statement_and_rolls_it_back(
     try:
         run_id = start_slow_job(store, host, clock)
         asked = time.monotonic()
-        record = host.cancel(run_id, by="user:alice")
+        record = cancel_run(host.store, host.runs_here(), run_id, by="user:alice")
         # Cancelled here at once: the answer is the request, or the run already ended by it.
         assert "user:alice" in (record.cancel_requested_by, record.cancelled_by)
         done = ended(host, store, run_id)
@@ -68,9 +69,9 @@ def test_a_cancel_interrupts_a_query_jobs_statement_and_rolls_it_back(
         assert rows(store, "SELECT count(*) FROM items") == [(0,)]  # rolled back
         assert store.changes() == []
         with pytest.raises(Conflict, match="has ended: cancelled"):
-            host.cancel(run_id, by="user:alice")
+            cancel_run(host.store, host.runs_here(), run_id, by="user:alice")
         with pytest.raises(NotFound):
-            host.cancel(run_id + 1000, by="user:alice")
+            cancel_run(host.store, host.runs_here(), run_id + 1000, by="user:alice")
     finally:
         host.stop()
 
@@ -88,7 +89,7 @@ def test_a_cancel_asked_on_another_instance_reaches_the_run(
     try:
         run_id = start_slow_job(store, runner, clock)
         runner.start()  # its ticker looks for cancels at every pass
-        record = asker.cancel(run_id, by="user:bob")
+        record = cancel_run(asker.store, asker.runs_here(), run_id, by="user:bob")
         assert (record.instance, record.cancel_requested_by) == (store.instance, "user:bob")
         deadline = time.monotonic() + 15
         while (done := store.runs.get(run_id)) is not None and done.under_way:
@@ -196,7 +197,7 @@ def test_a_cancel_other_jobs_next_time_cancels_its_run_and_starts_at_once(
         first, second = sorted(store.runs.page(job="slow"), key=lambda r: r.id)
         assert (first.outcome, first.cancelled_by) == (Outcome.CANCELLED, "overlap: cancel_other")
         assert (second.scheduled_at, second.outcome) == (at("2026-03-02T10:02:00+00:00"), None)
-        host.cancel(second.id, by="user:alice")
+        cancel_run(host.store, host.runs_here(), second.id, by="user:alice")
         assert ended(host, store, second.id).cancelled_by == "user:alice"
     finally:
         host.stop()

@@ -6,6 +6,7 @@ since the Unix epoch.
 """
 
 from dgxmm.jobs.catchup import CatchUp, Coalesce
+from dgxmm.jobs.context import JobLimits, RunContext, Timer
 from dgxmm.jobs.cron import CronSchedule, FireTime
 from dgxmm.jobs.explanation import (
     Cause,
@@ -23,17 +24,15 @@ from dgxmm.jobs.job import (
     Action,
     Job,
     JobKind,
-    JobLimits,
     JobRun,
     Outcome,
     RetryPolicy,
-    RunContext,
     RunResult,
     SkipReason,
-    Timer,
 )
 from dgxmm.jobs.overlap import CANCELLED_BY_OVERLAP, Overlap
-from dgxmm.jobs.scheduler import JobState, Scheduler
+from dgxmm.jobs.roster import JobState
+from dgxmm.jobs.scheduler import Scheduler
 from dgxmm.jobs.stats import (
     KEEP,
     Bucket,

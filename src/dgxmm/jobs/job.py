@@ -1,4 +1,4 @@
-"""Jobs, their limits, and one run of a job.
+"""Jobs, their retry policy, and one run of a job (its limits and context: ``context.py``).
 
 A ``JobRun`` is handed out by the scheduler (``start_due`` / ``start_now``); ``run()`` does
 the work on any thread and returns a ``RunResult``, which goes back to the scheduler through
@@ -18,15 +18,13 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.errors import (
     Abandoned,
-    Cancelled,
     Conflict,
     DgxmmError,
     Forbidden,
     InvalidInput,
-    MemoryLimitExceeded,
-    TimeoutExceeded,
 )
 from dgxmm.jobs.catchup import CatchUp
+from dgxmm.jobs.context import JobLimits, RunContext, Timer
 from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.overlap import Overlap
 from dgxmm.time_units import SECOND_US
@@ -35,17 +33,12 @@ __all__ = [
     "Action",
     "Job",
     "JobKind",
-    "JobLimits",
     "JobRun",
     "Outcome",
     "RetryPolicy",
-    "RunContext",
     "RunResult",
     "SkipReason",
-    "Timer",
 ]
-
-Timer = Callable[[], float]
 
 
 class JobKind(Enum):
@@ -75,20 +68,6 @@ class Outcome(Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class JobLimits:
-    """Limits of each run: a timeout and a memory limit (live bytes), both optional."""
-
-    timeout: timedelta | None = None
-    memory_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.timeout is not None and self.timeout <= timedelta(0):
-            raise ValueError(f"timeout: {self.timeout} must be positive")
-        if self.memory_bytes is not None and self.memory_bytes <= 0:
-            raise ValueError(f"memory_bytes: {self.memory_bytes} must be positive")
-
-
-@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How a failed run is tried again: ``retries`` more attempts, the first after up to
     ``backoff``, each wait doubling up to ``backoff_max``, drawn with full jitter (uniformly
@@ -113,134 +92,6 @@ class RetryPolicy:
         assert self.backoff is not None
         wait = self.backoff * (1 << max(0, min(attempt - 2, 40)))
         return wait if self.backoff_max is None else min(wait, self.backoff_max)
-
-
-class RunContext:
-    """What a running action sees: who it is, when it started, and its limits."""
-
-    __slots__ = (
-        "_abandoned",
-        "_cancelled_by",
-        "_interrupts",
-        "_live",
-        "_lock",
-        "_started",
-        "_timer",
-        "limits",
-        "name",
-        "scheduled_at",
-        "started_at",
-    )
-
-    def __init__(
-        self, *, name: str, scheduled_at: int, started_at: int, limits: JobLimits, timer: Timer
-    ) -> None:
-        self.name = name
-        self.scheduled_at = scheduled_at
-        self.started_at = started_at
-        self.limits = limits
-        self._timer = timer
-        self._started = timer()
-        self._live = 0
-        self._lock = threading.Lock()
-        self._abandoned: str | None = None
-        self._cancelled_by: str | None = None
-        self._interrupts: list[Callable[[], object]] = []
-
-    def elapsed(self) -> float:
-        """Return the seconds since the run started."""
-        return self._timer() - self._started
-
-    def remaining(self) -> float | None:
-        """Return the seconds left before the timeout (never below 0), or None without one.
-
-        A run its host gave up, or someone cancelled, has no time left, timeout or not.
-        """
-        if self._abandoned is not None or self._cancelled_by is not None:
-            return 0.0
-        timeout = self.limits.timeout
-        if timeout is None:
-            return None
-        return max(0.0, timeout.total_seconds() - self.elapsed())
-
-    @property
-    def abandoned(self) -> str | None:
-        """Why the host gave this run up, or None while it has not."""
-        return self._abandoned
-
-    def abandon(self, reason: str) -> None:
-        """Mark the run as given up; the action stops at its next ``check()``."""
-        self._abandoned = reason
-
-    @property
-    def cancelled_by(self) -> str | None:
-        """Who cancelled this run, or None while nobody has."""
-        return self._cancelled_by
-
-    def cancel(self, by: str) -> None:
-        """Cancel the run: it stops at its next ``check()``, and its interrupts are called now.
-
-        An interrupt that raises is ignored: the run still stops at its next check.
-        """
-        with self._lock:
-            if self._cancelled_by is not None:
-                return
-            self._cancelled_by = by
-            interrupts = list(self._interrupts)
-        for interrupt in interrupts:
-            try:
-                interrupt()
-            except Exception:  # the check() that follows stops the run anyway
-                continue
-
-    def add_interrupt(self, interrupt: Callable[[], object]) -> None:
-        """Call ``interrupt`` when the run is cancelled (now, if it already is): a statement's."""
-        with self._lock:
-            if self._cancelled_by is None:
-                self._interrupts.append(interrupt)
-                return
-        interrupt()
-
-    def remove_interrupt(self, interrupt: Callable[[], object]) -> None:
-        """Stop calling ``interrupt`` on a cancel (its statement has ended)."""
-        with self._lock:
-            if interrupt in self._interrupts:
-                self._interrupts.remove(interrupt)
-
-    def check(self) -> None:
-        """Raise ``TimeoutExceeded`` past the timeout, ``Abandoned`` when the host gave up,
-        ``Cancelled`` when someone cancelled the run."""
-        if self._cancelled_by is not None:
-            raise Cancelled(f"job {self.name}: cancelled by {self._cancelled_by}")
-        if self._abandoned is not None:
-            raise Abandoned(f"job {self.name}: abandoned: {self._abandoned}")
-        timeout = self.limits.timeout
-        if timeout is not None and self.elapsed() > timeout.total_seconds():
-            raise TimeoutExceeded(
-                f"job {self.name}: timeout of {_seconds(timeout)} passed "
-                f"after {self.elapsed():.3f} s"
-            )
-
-    @property
-    def live_bytes(self) -> int:
-        """The bytes the run holds at once, as charged and released."""
-        return self._live
-
-    def charge(self, n: int) -> None:
-        """Count ``n`` more live bytes; raise ``MemoryLimitExceeded`` past the limit."""
-        with self._lock:
-            self._live += n
-            live = self._live
-        limit = self.limits.memory_bytes
-        if limit is not None and live > limit:
-            raise MemoryLimitExceeded(
-                f"job {self.name}: memory limit of {limit} bytes passed ({live} bytes live)"
-            )
-
-    def release(self, n: int) -> None:
-        """Give back ``n`` live bytes."""
-        with self._lock:
-            self._live = max(0, self._live - n)
 
 
 Action = Callable[[RunContext], object]

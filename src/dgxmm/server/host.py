@@ -39,15 +39,8 @@ from dgxmm.jobs import (
     Timer,
     resolve_zone,
 )
-from dgxmm.store import (
-    Dialect,
-    InstanceRole,
-    JobDefinition,
-    NotScheduled,
-    RunRecord,
-    Store,
-    Trigger,
-)
+from dgxmm.server.run_cancels import apply_cancels
+from dgxmm.store import Dialect, InstanceRole, JobDefinition, NotScheduled, Store, Trigger
 from dgxmm.store.database import CHANGE_BUSY_MS
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
@@ -316,31 +309,7 @@ class Host:
         assert waiter.result is not None
         return waiter.result
 
-    def cancel(self, run_id: int, *, by: str) -> RunRecord:
-        """Cancel a run under way on behalf of ``by``: at once when it runs here, else when its
-        instance next looks; ``NotFound``, or ``Conflict`` for a run that has ended."""
-        self.store.runs.cancellable(run_id)
-        run = self._runs_here().get(run_id)
-        # Here: at once, before writing the request (on SQLite a writing run holds the lock).
-        if run is not None and run.cancel(by):
-            try:
-                return self.store.runs.request_cancel(run_id, by)
-            except Conflict:  # it has ended meanwhile, cancelled
-                ended = self.store.runs.get(run_id)
-                assert ended is not None
-                return ended
-        return self.store.runs.request_cancel(run_id, by)
-
-    def apply_cancels(self) -> None:
-        """Cancel this host's runs that someone asked to cancel, from any instance."""
-        if not self._claims:
-            return  # nothing of ours under way: no need to ask the database
-        here = self._runs_here()
-        for run_id, by in self.store.runs.cancels_requested():
-            if run_id in here:
-                here[run_id].cancel(by)
-
-    def _runs_here(self) -> dict[int, JobRun]:
+    def runs_here(self) -> dict[int, JobRun]:
         """This host's runs under way, by their row in the store's job_runs."""
         with self.lock:
             by_token = {run.token: run for run in self.scheduler.running()}
@@ -493,7 +462,8 @@ class Host:
             if self._stopping.is_set():
                 return
             try:
-                self.apply_cancels()
+                if self._claims:  # runs of ours under way: did anyone ask to cancel one?
+                    apply_cancels(self.store, self.runs_here())
                 if self._lease and time.monotonic() >= next_try:
                     next_try = time.monotonic() + LEASE_TRY_SECONDS
                     self._step_lease()
