@@ -39,7 +39,17 @@ class JobState:
 class Entry:
     """One job as its scheduler holds it."""
 
-    __slots__ = ("builtin", "gen", "job", "next_at", "queued", "retry", "run", "waiting_since")
+    __slots__ = (
+        "builtin",
+        "freed_at",
+        "gen",
+        "job",
+        "next_at",
+        "queued",
+        "retry",
+        "run",
+        "waiting_since",
+    )
 
     def __init__(self, job: Job) -> None:
         self.job = job
@@ -54,6 +64,9 @@ class Entry:
         # Times that start as soon as the job is free, oldest first: a gap's times caught up
         # (coalesce: all), or the one a buffer_one or cancel_other job keeps while it runs.
         self.queued: deque[int] = deque()
+        # When its run ended with a time queued (a skip job has nothing planned until the
+        # queued time starts: the times in between are told then).
+        self.freed_at: int | None = None
 
 
 class Roster:

@@ -204,6 +204,7 @@ class Scheduler(Roster):
             detail = f"{passed}{more} time(s) while it ran"
             self._skip(result.name, first, SkipReason.OVERLAP, detail, count=passed)
         if entry.queued:  # a gap's next time caught up starts now
+            entry.freed_at = finished
             self._released.append(entry)
         elif first > finished:  # the common case: no time passed while it ran
             self._plan(entry, finished, at=first)
@@ -293,7 +294,7 @@ class Scheduler(Roster):
         self._running[run.token] = run
         if entry.job.group is not None:
             self._busy[entry.job.group] = run
-        if entry.job.overlap is not Overlap.SKIP and not entry.queued:
+        if entry.job.overlap is not Overlap.SKIP:
             # Its next time is planned while it runs: that time's tick applies the policy.
             self._plan(entry, max(scheduled_at, now))
         return run
@@ -371,6 +372,14 @@ class Scheduler(Roster):
             if not entry.queued or entry.waiting_since is not None:
                 continue
             at = entry.queued.popleft()
+            if entry.freed_at is not None:  # a skip job: the times since its run ended
+                freed, entry.freed_at = entry.freed_at, None
+                job, zone = entry.job, self.zone_of(entry.job)
+                passed = self._count_between(job.schedule, zone, freed, now)
+                if passed:
+                    first = job.schedule.next_after(freed, zone)
+                    detail = f"{passed} time(s) while it caught up a gap"
+                    self._skip(job.name, first, SkipReason.OVERLAP, detail, count=passed)
             if not entry.job.enabled:
                 for time_ in (at, *entry.queued):
                     self._skip(entry.job.name, time_, SkipReason.DISABLED)
