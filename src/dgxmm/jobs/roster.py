@@ -278,6 +278,8 @@ class Roster:
                 entry.next_at = None
             return  # finish() or the wait plans it
         entry.retry = None
+        entry.queued.clear()  # a gap's times caught up under the old definition are moot
+        entry.freed_at = None
         entry.gen += 1
         entry.next_at = None
         self._unplanned[entry.job.name] = entry

@@ -237,6 +237,11 @@ class Scheduler(Roster):
         if entry is None or entry.run is not run:
             return  # removed meanwhile
         entry.run = None
+        if entry.queued:  # a gap's next time caught up is tried in turn (and claimed, or not)
+            self._released.append(entry)
+            if entry.job.overlap is Overlap.SKIP:
+                entry.freed_at = max(now, run.scheduled_at)
+                return
         self._plan(entry, max(now, run.scheduled_at))
 
     def running(self) -> list[JobRun]:
