@@ -16,6 +16,7 @@ Every layer raises these; only the server maps them to HTTP status codes::
     │   ├── TimeoutExceeded
     │   └── MemoryLimitExceeded
     ├── Abandoned                         a run its host gave up (it stopped while the run went on)
+    ├── Cancelled                         a run someone cancelled (an admin, or an overlap policy)
     ├── NotAllowed                        a run that would do more than its effects allow
     ├── StoreError                        the database refused or failed
     ├── BackupError                       a backup or restore that cannot be trusted
@@ -128,6 +129,10 @@ class MemoryLimitExceeded(LimitExceeded):
 
 class Abandoned(DgxmmError):
     """A run its host gave up; the action sees it at its next ``check()``."""
+
+
+class Cancelled(DgxmmError):
+    """A run someone cancelled; the action sees it at its next ``check()``."""
 
 
 class NotAllowed(DgxmmError):

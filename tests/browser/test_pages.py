@@ -3,6 +3,8 @@ the history chart, saved queries and the store page."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from browser.browserkit import Live
@@ -240,3 +242,55 @@ def test_it_defines_retries_through_the_form_with_a_preset(page: Any, live: Live
     assert definition["retry_backoff_max_s"] == 300
     page.goto("/jobs/retried")
     assert "3, waiting up to 30 s first" in page.locator(".job-retries").inner_text()
+
+
+def test_it_defines_a_catch_up_and_an_overlap_through_the_form_with_a_preset(
+    page: Any, live: Live
+) -> None:
+    page.goto("/jobs/new")
+    page.fill("#name", "steered")
+    page.check("input[name=action][value=checkpoint]")
+    page.fill("#schedule", "0 3 * * *")
+    page.fill("#catchup_window_s", "-60")
+    page.click("#save")
+    page.locator("[data-error-for=catchup_window_s]").get_by_text("positive number").wait_for()
+    assert live.store.jobs() == []
+    page.select_option("#catchup-presets", label="every time missed within six hours, in turn")
+    page.select_option("#overlap", "buffer_one")
+    page.click("#save")
+    page.wait_for_url("**/jobs")
+    definition = live.store.job("steered").definition
+    assert (definition["catchup_window_s"], definition["coalesce"]) == (21600, "all")
+    assert definition["overlap"] == "buffer_one"
+    page.goto("/jobs/steered")
+    assert "coalesce all" in page.locator(".job-catch-up").inner_text()
+    assert page.locator(".job-overlap").inner_text() == "buffer_one"
+
+
+def test_a_jobs_page_cancels_a_run_under_way_after_asking(page: Any, live: Live) -> None:
+    endless = (
+        "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c"
+    )
+    live.store.define_query("endless", None, endless)
+    live.store.define_job(name="forever", schedule="0 3 * * *", action="query", query="endless")
+    worker = threading.Thread(target=live.host.run_now, args=("forever",), daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not live.store.runs.page(job="forever"):  # claimed before it starts
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    page.goto("/jobs/forever")
+    button = page.locator("button[data-action=cancel-run]")
+    button.click()
+    question = page.locator("#confirm .confirm-question")
+    question.get_by_text("Cancel run").wait_for()
+    assert "a query's changes are rolled back" in question.inner_text()
+    page.click("#confirm [data-confirm=no]")  # asked first: no leaves it running
+    assert live.store.runs.page(job="forever")[0].under_way
+    button.click()
+    page.click("#confirm [data-confirm=yes]")
+    page.locator("#job-runs .outcome.cancelled").wait_for()
+    worker.join(10)
+    (run,) = live.store.runs.page(job="forever")
+    assert run.cancelled_by is not None
+    assert run.cancelled_by.startswith("user:")

@@ -173,3 +173,18 @@ def test_it_defines_retries_with_a_preset(playground: Any) -> None:
     playground.select_option("#retry-presets", label="3 retries: 30 s, doubling to 5 min")
     playground.click("#save")
     playground.locator("tr[data-job=retried]").wait_for()
+
+
+def test_it_defines_a_catch_up_and_an_overlap_with_a_preset(playground: Any) -> None:
+    playground.click("#new-job")
+    playground.fill("#name", "steered")
+    playground.check("input[name=action][value=checkpoint]")
+    playground.fill("#schedule", "0 3 * * *")
+    playground.select_option("#coalesce", "earliest")
+    playground.fill("#catchup_window_s", "-1")
+    playground.click("#save")
+    playground.locator("[data-error-for=catchup_window_s]").get_by_text("positive").wait_for()
+    playground.select_option("#catchup-presets", label="the latest time missed within an hour")
+    playground.select_option("#overlap", "cancel_other")
+    playground.click("#save")
+    playground.locator("tr[data-job=steered]").wait_for()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 from cli.clikit import Live
 
+from dgxmm.jobs import Outcome
 from dgxmm.server import Role, Tokens
 
 
@@ -109,3 +112,28 @@ def test_it_explains_a_time_on_the_server_and_refuses_a_bad_one(live: Live) -> N
     assert text.out.splitlines()[0] == "cp at 2030-03-31T12:00:00+02:00 (Europe/Berlin): not_a_time"
     bad = live.cli("jobs", "explain", "cp", "soon")
     assert (bad.code, bad.err.strip()) == (2, "error: time: 'soon' is not an ISO 8601 time")
+
+
+def test_it_cancels_a_run_under_way_on_the_server(live: Live) -> None:
+    endless = (
+        "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c"
+    )
+    assert live.cli("queries", "define", "endless", "--body", endless).code == 0
+    assert live.cli("jobs", "define", "forever", "--schedule", "0 3 * * *", "--action", "query",
+                    "--query", "endless", "--overlap", "cancel_other").code == 0  # fmt: skip
+    worker = threading.Thread(target=live.cli, args=("jobs", "run", "forever"), daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not live.store.runs.page(job="forever"):  # claimed before it starts
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    (run,) = live.store.runs.page(job="forever")
+    cancelled = live.cli("jobs", "cancel", str(run.id), "--json")
+    assert cancelled.code == 0, cancelled.err
+    worker.join(10)
+    assert not worker.is_alive()
+    ended = live.store.runs.get(run.id)
+    assert ended is not None
+    assert (ended.outcome, ended.cancelled_by) == (Outcome.CANCELLED, "user:alice")
+    again = live.cli("jobs", "cancel", str(run.id))
+    assert (again.code, "has ended: cancelled" in again.err) == (1, True)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from dgxmm.cli import app
 from dgxmm.jobs import Channel, Tier
 from dgxmm.server import Tokens
-from dgxmm.store import Store
+from dgxmm.store import Store, Trigger
 
 runner = CliRunner()
 
@@ -270,3 +270,52 @@ def test_it_runs_a_reading_query_counted_under_cli_when_the_store_closes(data: P
     with Store.open(data / "dgxmm.db", data_dir=data) as store:  # the sidecar written at close
         buckets = store.workload_stats.channel_history(Channel.CLI, Tier.DAYS)
     assert sum(b.count for b in buckets) == 1
+
+
+def test_it_defines_a_job_with_a_catch_up_and_an_overlap_and_refuses_a_negative_window(
+    data: Path,
+) -> None:
+    where = ("--data", str(data))
+    code, out, err = dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",
+                           "checkpoint", "--catchup-window-s", "3600", "--coalesce", "earliest",
+                           "--overlap", "cancel_other", "--json", *where)  # fmt: skip
+    assert code == 0, err
+    definition = json.loads(out)["definition"]
+    assert (definition["catchup_window_s"], definition["coalesce"], definition["overlap"]) == (
+        3600.0,
+        "earliest",
+        "cancel_other",
+    )
+    code, _, err = dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",
+                         "checkpoint", "--catchup-window-s", "-5", *where)  # fmt: skip
+    assert code == 2
+    assert err.startswith("error: catchup_window_s: expected a positive number of seconds")
+    code, _, err = dgxmm("jobs", "define", "cp", "--schedule", "0 3 * * *", "--action",
+                         "checkpoint", "--overlap", "queue", *where)  # fmt: skip
+    assert code == 2
+    assert "queue" in err
+
+
+def test_it_asks_to_cancel_a_run_and_refuses_an_unknown_or_ended_one(data: Path) -> None:
+    where = ("--data", str(data))
+    code, _, err = dgxmm("jobs", "cancel", "4242", *where)
+    assert code != 0
+    assert "4242" in err
+    store = Store.open(data / "dgxmm.db", data_dir=data)
+    try:
+        scheduler = store.scheduler("UTC")
+        started = scheduler.start_now("stats_flush", store.clock.now_us())
+        run_id = store.runs.claim(started, Trigger.CLI)
+        assert run_id is not None
+        code, out, err = dgxmm("jobs", "cancel", str(run_id), *where)
+        assert code == 0, err
+        assert (
+            out.strip() == f"run {run_id} of stats_flush: cancel asked by cli (on {store.instance})"
+        )
+        assert store.runs.cancels_requested() == [(run_id, "cli")]
+        store.runs.finish(run_id, started.run())
+        code, _, err = dgxmm("jobs", "cancel", str(run_id), *where)
+        assert code != 0
+        assert "has ended: succeeded" in err
+    finally:
+        store.close()

@@ -133,6 +133,22 @@ def test_it_defines_retries_and_refuses_them_without_a_wait(engine: Playground) 
     assert (status, body["field"]) == (400, "retry_backoff_s")
 
 
+def test_it_defines_a_catch_up_and_an_overlap_and_refuses_a_wrong_one(engine: Playground) -> None:
+    keys = {"name": "cp", "schedule": "0 3 * * *", "action": "checkpoint",
+            "catchup_window_s": 600, "coalesce": "earliest", "overlap": "cancel_other"}  # fmt: skip
+    status, row = call(engine, "POST", "/api/jobs/define", keys)
+    assert (status, row["catchup_window_s"], row["coalesce"], row["overlap"]) == (
+        200, 600, "earliest", "cancel_other",
+    )  # fmt: skip
+    job = engine.scheduler.get("cp")
+    assert job.catch_up is not None
+    assert job.catch_up.coalesce.value == "earliest"
+    assert job.overlap.value == "cancel_other"
+    status, body = call(engine, "POST", "/api/jobs/define", keys | {"catchup_window_s": -1})
+    assert (status, body["field"]) == (400, "catchup_window_s")
+    assert engine.scheduler.get("cp").catch_up == job.catch_up  # nothing changed
+
+
 def test_it_runs_now_switches_reschedules_and_drops(engine: Playground) -> None:
     call(engine, "POST", "/api/jobs/define", {"name": "cp", "schedule": "0 3 * * *",
                                               "action": "checkpoint"})  # fmt: skip

@@ -9,6 +9,7 @@ from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.server import Host
+from dgxmm.store import Trigger
 
 HTML = {"Accept": "text/html"}
 
@@ -94,3 +95,50 @@ def test_an_unknown_page_is_an_html_404(client: TestClient) -> None:
     assert page.status_code == 404
     assert "there is no page /no-such-page" in page.text
     assert client.get("/api/no-such", headers=HTML).json()["error"] == "not_found"
+
+
+def test_it_shows_a_jobs_catch_up_and_overlap_and_the_form_keeps_them(
+    client: TestClient, host: Host
+) -> None:
+    host.store.define_job(
+        name="cp", schedule="0 3 * * *", action="checkpoint",
+        catchup_window_s=3600, coalesce="all", overlap="buffer_one",
+    )  # fmt: skip
+    host.sync()
+    page = client.get("/jobs/cp", headers=HTML).text
+    assert "coalesce all: the times missed within 3600 s" in page
+    assert '<dd class="job-overlap">buffer_one</dd>' in page
+    form = client.get("/jobs/new?edit=cp", headers=HTML).text
+    assert 'id="catchup_window_s" inputmode="decimal" value="3600"' in form
+    assert '<option value="all" selected>all</option>' in form
+    assert '<option value="buffer_one" selected>buffer_one</option>' in form
+    assert "the latest time missed within an hour" in form  # a preset
+    host.store.define_job(name="plain", schedule="0 3 * * *", action="checkpoint")
+    host.sync()
+    plain = client.get("/jobs/plain", headers=HTML).text
+    assert "skipped whole, as the spec has it" in plain
+    assert '<dd class="job-overlap">skip</dd>' in plain
+
+
+def test_it_offers_an_admin_a_cancel_for_a_run_under_way_and_shows_who_cancelled(
+    client: TestClient, viewer: TestClient, host: Host, clock: ManualClock
+) -> None:
+    host.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    host.sync()
+    run = host.scheduler.start_now("cp", clock.now_us())
+    run_id = host.store.runs.claim(run, Trigger.MANUAL)
+    page = client.get("/jobs/cp", headers=HTML).text
+    assert f'data-action="cancel-run" data-run-id="{run_id}"' in page
+    assert 'data-action="cancel-run"' not in viewer.get("/jobs/cp", headers=HTML).text
+    assert run_id is not None
+    host.store.runs.request_cancel(run_id, "user:alice")
+    assert "(cancel asked by user:alice)" in client.get("/jobs/cp", headers=HTML).text
+    run.cancel("user:alice")
+    result = run.run()
+    host.store.runs.finish(run_id, result)
+    host.scheduler.finish(result)
+    page = client.get("/jobs/cp", headers=HTML).text
+    assert (
+        '<span class="outcome cancelled">cancelled</span> <span class="muted">by user:alice</span>'
+        in page
+    )

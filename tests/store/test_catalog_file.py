@@ -75,7 +75,7 @@ def test_it_keeps_a_job_of_a_newer_version_as_written_and_does_not_serve_it(stor
         {"name": "sync", "schedule": "* * * * *", "action": "replicate", "to": "far-away"},
         {"name": "rep", "schedule": "* * * * *", "action": "checkpoint", "run_on": "edge"},
         {"name": "odd", "schedule": "@every 1h", "action": "checkpoint"},
-        {"name": "extra", "schedule": "* * * * *", "action": "checkpoint", "overlap": "buffer_one"},
+        {"name": "extra", "schedule": "* * * * *", "action": "checkpoint", "priority": 5},
     ]
     store.import_catalog({"format": 1, "kind": "dgxmm-catalog", "queries": [], "jobs": newer})
     listed = {j.name: j for j in store.jobs()}
@@ -84,7 +84,7 @@ def test_it_keeps_a_job_of_a_newer_version_as_written_and_does_not_serve_it(stor
     assert "replicate" in (listed["sync"].reason or "")
     assert "edge" in (listed["rep"].reason or "")
     assert "schedule" in (listed["odd"].reason or "")
-    assert "overlap" in (listed["extra"].reason or "")
+    assert "priority" in (listed["extra"].reason or "")
     exported = store.export_catalog()["jobs"]
     assert sorted(exported, key=lambda d: d["name"]) == sorted(newer, key=lambda d: d["name"])
 

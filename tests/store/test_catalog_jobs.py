@@ -112,7 +112,7 @@ REFUSED: list[Any] = [
     pytest.param({**QUERY_JOB, "args": ARGS, "memory_limit": 0}, "memory_limit", id="memory-zero"),
     pytest.param({**QUERY_JOB, "args": ARGS, "run_on": "everywhere"}, "run_on", id="run-on"),
     pytest.param({**QUERY_JOB, "args": ARGS, "enabled": "yes"}, "enabled", id="enabled-text"),
-    pytest.param({**QUERY_JOB, "args": ARGS, "overlap": "skip"}, "overlap", id="unknown-key"),
+    pytest.param({**QUERY_JOB, "args": ARGS, "priority": 5}, "priority", id="unknown-key"),
     pytest.param({**QUERY_JOB, "args": ARGS, "name": "no spaces"}, "name", id="bad-name"),
     pytest.param({**QUERY_JOB, "args": ARGS, "name": "stats_flush"}, "name", id="system-name"),
     pytest.param(

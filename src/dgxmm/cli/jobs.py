@@ -1,4 +1,5 @@
-"""``dgxmm jobs``: list, define, drop, enable, run and history, on the server or ``--offline``."""
+"""``dgxmm jobs``: list, define, drop, enable, run, cancel, explain and history, on the server
+or ``--offline``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import typer
 from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, json_option, table
 from dgxmm.clock import from_us
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.jobs import Tier, read_asked, resolve_zone
+from dgxmm.jobs import Coalesce, Overlap, Tier, read_asked, resolve_zone
 from dgxmm.places import machine_zone
 from dgxmm.store import Trigger
 
@@ -81,6 +82,18 @@ def define(
             "--time-zone", help="IANA zone its schedule is read in (default: the server's)."
         ),
     ] = None,
+    catchup_window_s: Annotated[
+        float | None,
+        typer.Option(
+            "--catchup-window-s", help="How late a time missed in a gap may still run, seconds."
+        ),
+    ] = None,
+    coalesce: Annotated[
+        Coalesce | None, typer.Option(help="Which times inside the window run after a gap.")
+    ] = None,
+    overlap: Annotated[
+        Overlap | None, typer.Option(help="A time that comes while the job runs (default skip).")
+    ] = None,
 ) -> Answer:
     """Define or replace a user job."""
     keys: dict[str, Any] = {
@@ -95,7 +108,8 @@ def define(
         ("query", query), ("path", path), ("timeout_ms", timeout_ms),
         ("memory_limit", memory_limit), ("run_on", run_on), ("description", description),
         ("time_zone", time_zone), ("retries", retries), ("retry_backoff_s", retry_backoff_s),
-        ("retry_backoff_max_s", retry_backoff_max_s),
+        ("retry_backoff_max_s", retry_backoff_max_s), ("catchup_window_s", catchup_window_s),
+        ("coalesce", coalesce and coalesce.value), ("overlap", overlap and overlap.value),
     ):  # fmt: skip
         if value is not None:
             keys[key] = value
@@ -165,6 +179,25 @@ def run(where: Target, name: str) -> Answer:
         else (f": {value['detail']}" if value["detail"] else "")
     )
     return Answer(value=value, text=summary, code=1 if value["error"] else 0)
+
+
+@command(app, "cancel")
+def cancel(where: Target, run_id: Annotated[int, typer.Argument(help="The run's id.")]) -> Answer:
+    """Cancel a run under way (its id from ``dgxmm jobs history`` or the job's page).
+
+    With --offline the request is written into the database: the instance that runs it
+    cancels it when it next looks (PostgreSQL, or a SQLite server not writing then).
+    """
+    row = where.either(
+        lambda store: store.runs.request_cancel(run_id, "cli").to_json(full_errors=True),
+        lambda api: api.post(f"/api/jobs/runs/{run_id}/cancel"),
+    )
+    if row.get("outcome") == "cancelled":
+        text = f"run {run_id} of {row['job']}: cancelled by {row['cancelled_by']}"
+    else:
+        asked = row.get("cancel_requested_by")
+        text = f"run {run_id} of {row['job']}: cancel asked by {asked} (on {row['instance']})"
+    return Answer(value=row, text=text)
 
 
 @command(app, "explain")

@@ -5,6 +5,8 @@ never reads the wall clock: every instant comes from the caller as integer micro
 since the Unix epoch.
 """
 
+from dgxmm.jobs.catchup import CatchUp, Coalesce
+from dgxmm.jobs.context import JobLimits, RunContext, Timer
 from dgxmm.jobs.cron import CronSchedule, FireTime
 from dgxmm.jobs.explanation import (
     Cause,
@@ -22,16 +24,15 @@ from dgxmm.jobs.job import (
     Action,
     Job,
     JobKind,
-    JobLimits,
     JobRun,
     Outcome,
     RetryPolicy,
-    RunContext,
     RunResult,
     SkipReason,
-    Timer,
 )
-from dgxmm.jobs.scheduler import JobState, Scheduler
+from dgxmm.jobs.overlap import CANCELLED_BY_OVERLAP, Overlap
+from dgxmm.jobs.roster import JobState
+from dgxmm.jobs.scheduler import Scheduler
 from dgxmm.jobs.stats import (
     KEEP,
     Bucket,
@@ -48,11 +49,14 @@ from dgxmm.jobs.stats import (
 from dgxmm.jobs.zones import ZoneClock, resolve_zone, zone_clock
 
 __all__ = [
+    "CANCELLED_BY_OVERLAP",
     "KEEP",
     "Action",
     "Bucket",
+    "CatchUp",
     "Cause",
     "Channel",
+    "Coalesce",
     "CronSchedule",
     "Explanation",
     "FireTime",
@@ -65,6 +69,7 @@ __all__ = [
     "Keep",
     "LastRun",
     "Outcome",
+    "Overlap",
     "Override",
     "Placement",
     "RetryPolicy",

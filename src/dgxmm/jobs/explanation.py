@@ -281,9 +281,19 @@ def explain(
         where = f" on {run.instance}" if run.instance else ""
         note = ""
         if waited > max_lateness_us:
+            group_runs = list(group_runs)
+            before = _holder((r for r in runs if r.started_at < t and r not in own), t)
             holder = _holder(group_runs, t)
-            by = f": {holder.job}'s run {holder.id} ran then" if holder is not None else ""
-            note = f", after waiting {waited / SECOND_US:.0f} s for its group{by}"
+            if before is not None:  # buffer_one or cancel_other: it waited for the job's run
+                note = (
+                    f", after waiting {waited / SECOND_US:.0f} s for run {before.id} of it to"
+                    " end (its overlap policy)"
+                )
+            elif holder is None and not group_runs:  # nothing held it: a gap caught up
+                note = f", caught up {waited / SECOND_US:.0f} s late after a gap (its catch-up)"
+            else:
+                by = f": {holder.job}'s run {holder.id} ran then" if holder is not None else ""
+                note = f", after waiting {waited / SECOND_US:.0f} s for its group{by}"
         if run.finished_at is None:
             return Explanation(
                 placement=placement, verdict=Verdict.RUNNING, run=run,
@@ -317,11 +327,20 @@ def explain(
                 f"{'' if run.finished_at is None else ' to ' + show(run.finished_at)}) was under"
                 " way, and a job never overlaps itself", run,
             )  # fmt: skip
+    group_runs = list(group_runs)
     for run in runs:
         if run.scheduled and run.scheduled_at < t <= run.started_at:
             # Only a wait for its group starts a time later than the lateness allowed (a tick
-            # that late skips it as missed); a start within it was a late tick.
-            if run.started_at - run.scheduled_at > max_lateness_us:
+            # that late skips it as missed), or a catch-up; a start within it was a late tick.
+            delayed = run.started_at - run.scheduled_at > max_lateness_us
+            if delayed and not group_runs and _holder(runs, run.scheduled_at) is None:
+                return _skipped(
+                    placement, Cause.MISSED,
+                    f"{here} was skipped: missed in a gap, and coalesced: its time of"
+                    f" {show(run.scheduled_at)} was caught up for it, as run {run.id} at"
+                    f" {show(run.started_at)}", run,
+                )  # fmt: skip
+            if delayed:
                 return _skipped(
                     placement, Cause.GROUP_BUSY,
                     f"{here} passed while its time of {show(run.scheduled_at)} waited for its"

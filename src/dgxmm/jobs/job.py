@@ -1,4 +1,4 @@
-"""Jobs, their limits, and one run of a job.
+"""Jobs, their retry policy, and one run of a job (its limits and context: ``context.py``).
 
 A ``JobRun`` is handed out by the scheduler (``start_due`` / ``start_now``); ``run()`` does
 the work on any thread and returns a ``RunResult``, which goes back to the scheduler through
@@ -22,27 +22,23 @@ from dgxmm.errors import (
     DgxmmError,
     Forbidden,
     InvalidInput,
-    MemoryLimitExceeded,
-    TimeoutExceeded,
 )
+from dgxmm.jobs.catchup import CatchUp
+from dgxmm.jobs.context import JobLimits, RunContext, Timer
 from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.overlap import Overlap
 from dgxmm.time_units import SECOND_US
 
 __all__ = [
     "Action",
     "Job",
     "JobKind",
-    "JobLimits",
     "JobRun",
     "Outcome",
     "RetryPolicy",
-    "RunContext",
     "RunResult",
     "SkipReason",
-    "Timer",
 ]
-
-Timer = Callable[[], float]
 
 
 class JobKind(Enum):
@@ -68,20 +64,7 @@ class Outcome(Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     OVER_TIME = "over_time"  # finished, but past its timeout
-
-
-@dataclass(frozen=True, slots=True)
-class JobLimits:
-    """Limits of each run: a timeout and a memory limit (live bytes), both optional."""
-
-    timeout: timedelta | None = None
-    memory_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.timeout is not None and self.timeout <= timedelta(0):
-            raise ValueError(f"timeout: {self.timeout} must be positive")
-        if self.memory_bytes is not None and self.memory_bytes <= 0:
-            raise ValueError(f"memory_bytes: {self.memory_bytes} must be positive")
+    CANCELLED = "cancelled"  # someone cancelled it (``RunResult.cancelled_by`` says who)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,92 +94,6 @@ class RetryPolicy:
         return wait if self.backoff_max is None else min(wait, self.backoff_max)
 
 
-class RunContext:
-    """What a running action sees: who it is, when it started, and its limits."""
-
-    __slots__ = (
-        "_abandoned",
-        "_live",
-        "_lock",
-        "_started",
-        "_timer",
-        "limits",
-        "name",
-        "scheduled_at",
-        "started_at",
-    )
-
-    def __init__(
-        self, *, name: str, scheduled_at: int, started_at: int, limits: JobLimits, timer: Timer
-    ) -> None:
-        self.name = name
-        self.scheduled_at = scheduled_at
-        self.started_at = started_at
-        self.limits = limits
-        self._timer = timer
-        self._started = timer()
-        self._live = 0
-        self._lock = threading.Lock()
-        self._abandoned: str | None = None
-
-    def elapsed(self) -> float:
-        """Return the seconds since the run started."""
-        return self._timer() - self._started
-
-    def remaining(self) -> float | None:
-        """Return the seconds left before the timeout (never below 0), or None without one.
-
-        A run its host gave up has no time left, timeout or not.
-        """
-        if self._abandoned is not None:
-            return 0.0
-        timeout = self.limits.timeout
-        if timeout is None:
-            return None
-        return max(0.0, timeout.total_seconds() - self.elapsed())
-
-    @property
-    def abandoned(self) -> str | None:
-        """Why the host gave this run up, or None while it has not."""
-        return self._abandoned
-
-    def abandon(self, reason: str) -> None:
-        """Mark the run as given up; the action stops at its next ``check()``."""
-        self._abandoned = reason
-
-    def check(self) -> None:
-        """Raise ``TimeoutExceeded`` past the timeout, ``Abandoned`` when the host gave up."""
-        if self._abandoned is not None:
-            raise Abandoned(f"job {self.name}: abandoned: {self._abandoned}")
-        timeout = self.limits.timeout
-        if timeout is not None and self.elapsed() > timeout.total_seconds():
-            raise TimeoutExceeded(
-                f"job {self.name}: timeout of {_seconds(timeout)} passed "
-                f"after {self.elapsed():.3f} s"
-            )
-
-    @property
-    def live_bytes(self) -> int:
-        """The bytes the run holds at once, as charged and released."""
-        return self._live
-
-    def charge(self, n: int) -> None:
-        """Count ``n`` more live bytes; raise ``MemoryLimitExceeded`` past the limit."""
-        with self._lock:
-            self._live += n
-            live = self._live
-        limit = self.limits.memory_bytes
-        if limit is not None and live > limit:
-            raise MemoryLimitExceeded(
-                f"job {self.name}: memory limit of {limit} bytes passed ({live} bytes live)"
-            )
-
-    def release(self, n: int) -> None:
-        """Give back ``n`` live bytes."""
-        with self._lock:
-            self._live = max(0, self._live - n)
-
-
 Action = Callable[[RunContext], object]
 
 
@@ -218,6 +115,10 @@ class Job:
     # compared: a new note plans nothing again.
     pause_note: str | None = field(default=None, kw_only=True, compare=False)
     retry: RetryPolicy = field(default_factory=RetryPolicy, kw_only=True)
+    # None: the spec's rule (a time a tick reached within the scheduler's lateness runs, a
+    # gap is skipped whole); else which times a gap left still run.
+    catch_up: CatchUp | None = field(default=None, kw_only=True)
+    overlap: Overlap = field(default=Overlap.SKIP, kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -251,6 +152,7 @@ class RunResult:
     # Whether trying again may help: a failure but a refusal of the definition or its rights,
     # or the host giving the run up.
     retryable: bool = False
+    cancelled_by: str | None = None  # who cancelled it (``Outcome.CANCELLED``)
 
     @property
     def finished_at(self) -> int:
@@ -266,6 +168,7 @@ class JobRun:
 
     __slots__ = (
         "_abandoned",
+        "_cancelled_by",
         "_context",
         "_done",
         "_lock",
@@ -289,6 +192,7 @@ class JobRun:
         self._done = False  # run() or abandon() was called
         self._abandoned = False
         self._context: RunContext | None = None  # set while run() does the work
+        self._cancelled_by: str | None = None  # cancelled before it started
         self._lock = threading.Lock()
 
     @property
@@ -310,11 +214,15 @@ class JobRun:
                 raise Conflict(f"run {self.token} of job {self.job.name} was already used")
             self._done = True
             self._context = context
+            if self._cancelled_by is not None:
+                context.cancel(self._cancelled_by)  # cancelled before it started: none is done
         detail: str | None = None
         error: str | None = None
         public: str | None = None
         retryable = False
         try:
+            if context.cancelled_by is not None:
+                context.check()  # cancelled before it started: the action never begins
             returned = self.job.action(context)
             detail = None if returned is None else str(returned)
         except KeyboardInterrupt:
@@ -329,7 +237,14 @@ class JobRun:
             retryable = not isinstance(exc, InvalidInput | Forbidden | Abandoned)
         elapsed = context.elapsed()
         timeout = self.job.limits.timeout
-        if error is not None:
+        cancelled_by = context.cancelled_by
+        if cancelled_by is not None and error is not None:
+            # Whatever the action raised once cancelled (its interrupted statement's error
+            # among them) is the cancel: the run is recorded cancelled, never retried.
+            outcome = Outcome.CANCELLED
+            error = public = f"cancelled by {cancelled_by}"
+            retryable = False
+        elif error is not None:
             outcome = Outcome.FAILED
         elif timeout is not None and elapsed > timeout.total_seconds():
             outcome = Outcome.OVER_TIME
@@ -340,8 +255,38 @@ class JobRun:
         with self._lock:
             self._context = None
         return self._result(
-            outcome, round(elapsed * SECOND_US), error, detail, public, retryable=retryable
+            outcome,
+            round(elapsed * SECOND_US),
+            error,
+            detail,
+            public,
+            retryable=retryable,
+            cancelled_by=cancelled_by if outcome is Outcome.CANCELLED else None,
         )
+
+    def cancel(self, by: str) -> bool:
+        """Cancel the run on behalf of ``by``; tell whether it was still to end.
+
+        Under way, its action sees it at its next ``RunContext.check()`` and its interrupts
+        (a statement's) are called now; not started yet, ``run()`` does no work and returns
+        it cancelled. A run that ended, or was given up, is left as it is.
+        """
+        with self._lock:
+            if self._abandoned or (self._done and self._context is None):
+                return False
+            context = self._context
+            if context is None:
+                if self._cancelled_by is None:
+                    self._cancelled_by = by
+                return True
+        context.cancel(by)
+        return True
+
+    @property
+    def cancelled_by(self) -> str | None:
+        """Who cancelled the run, or None while nobody has."""
+        context = self._context
+        return context.cancelled_by if context is not None else self._cancelled_by
 
     def abandon(self, reason: str) -> RunResult:
         """Give the run up: a failed run with ``reason``.
@@ -379,6 +324,7 @@ class JobRun:
         public_error: str | None,
         *,
         retryable: bool = False,
+        cancelled_by: str | None = None,
     ) -> RunResult:
         return RunResult(
             name=self.job.name,
@@ -392,6 +338,7 @@ class JobRun:
             public_error=public_error,
             attempt=self.attempt,
             retryable=retryable,
+            cancelled_by=cancelled_by,
         )
 
     def __repr__(self) -> str:

@@ -15,17 +15,23 @@ from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import CronError, DefinitionError, ZoneError
+from dgxmm.jobs.catchup import CatchUp, Coalesce
 from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import RetryPolicy
+from dgxmm.jobs.overlap import Overlap
 from dgxmm.jobs.zones import resolve_zone
 
 __all__ = [
+    "CATCHUP_WINDOW_DEFAULT_S",
+    "CATCHUP_WINDOW_MAX_S",
     "PAUSE_NOTE_MAX",
     "RETRIES_MAX",
     "RETRY_WAIT_MAX_S",
     "Refusals",
+    "check_catch_up",
     "check_enabled",
     "check_name",
+    "check_overlap",
     "check_pause_note",
     "check_positive",
     "check_retry",
@@ -199,5 +205,64 @@ def _seconds(keys: Mapping[str, Any], key: str) -> float | None:
         raise DefinitionError(
             key,
             f"expected a positive number of seconds of at most {RETRY_WAIT_MAX_S}, got {value!r}",
+        )
+    return float(value)
+
+
+CATCHUP_WINDOW_DEFAULT_S = 60  # the scheduler's lateness: a coalesce alone keeps that window
+CATCHUP_WINDOW_MAX_S = 7 * 86_400  # a week: past it, a catch-up is a replay, not a catch-up
+
+
+def check_catch_up(keys: Mapping[str, Any], refusals: Refusals) -> CatchUp | None:
+    """Read ``catchup_window_s`` and ``coalesce`` (each refusal kept).
+
+    None when both are left out (the spec's rule: a gap is skipped whole) or one was refused.
+    Given one, the other defaults: the one-minute lateness, and ``latest``.
+    """
+    before = len(refusals.found)
+    window = refusals.check(lambda: _window(keys))
+    coalesce = refusals.check(lambda: _choice(keys, "coalesce", Coalesce))
+    if len(refusals.found) > before or (window is None and coalesce is None):
+        return None
+    return CatchUp(
+        window=timedelta(seconds=CATCHUP_WINDOW_DEFAULT_S if window is None else window),
+        coalesce=coalesce or Coalesce.LATEST,
+    )
+
+
+def check_overlap(keys: Mapping[str, Any]) -> Overlap:
+    """Read ``overlap`` (``skip`` when left out, the spec's rule)."""
+    return _choice(keys, "overlap", Overlap) or Overlap.SKIP
+
+
+_E = TypeVar("_E", Coalesce, Overlap)
+
+
+def _choice(keys: Mapping[str, Any], key: str, kind: type[_E]) -> _E | None:
+    value = keys.get(key)
+    if value is None:
+        return None
+    names = ", ".join(member.value for member in kind)
+    if not isinstance(value, str):
+        raise DefinitionError(key, f"expected one of {names}, got {value!r}")
+    try:
+        return kind(value)
+    except ValueError:
+        raise DefinitionError(key, f"{value!r} is not one of {names}") from None
+
+
+def _window(keys: Mapping[str, Any]) -> float | None:
+    value = keys.get("catchup_window_s")
+    if value is None:
+        return None
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not 0 < value <= CATCHUP_WINDOW_MAX_S  # NaN fails it too
+    ):
+        raise DefinitionError(
+            "catchup_window_s",
+            f"expected a positive number of seconds of at most {CATCHUP_WINDOW_MAX_S}, "
+            f"got {value!r}",
         )
     return float(value)

@@ -20,6 +20,11 @@ The rules, each with a test in ``tests/jobs/test_scheduler.py``:
   group frees and runs once however many of its times passed meanwhile;
 - a disabled job does not run; its due times are recorded as skipped (disabled).
 
+A job's own policies may change two of these (``jobs/catchup.py``, ``jobs/overlap.py``):
+its catch-up window and coalesce choice which times of a gap still run, and its overlap
+policy lets one time wait for its run under way (``buffer_one``), or cancels that run
+(``cancel_other``). Their defaults are the rules above.
+
 Each job's schedule is read in its own zone (``Job.time_zone``) when it has one, else in the
 scheduler's.
 
@@ -33,54 +38,29 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import suppress
-from dataclasses import dataclass, replace
 from datetime import timedelta
-from heapq import heappop, heappush
+from heapq import heappop
 from zoneinfo import ZoneInfo
 
-from dgxmm.errors import Busy, Conflict, CronError, NotFound
+from dgxmm.errors import Busy, Conflict
+from dgxmm.jobs.catchup import CATCHUP_TIMES_MAX, CatchUp, plan_catch_up
+from dgxmm.jobs.context import Timer
 from dgxmm.jobs.cron import CronSchedule
-from dgxmm.jobs.job import Job, JobKind, JobRun, Outcome, RunResult, SkipReason, Timer
-from dgxmm.jobs.keys import check_pause_note
+from dgxmm.jobs.job import Job, JobRun, Outcome, RunResult, SkipReason
+from dgxmm.jobs.overlap import CANCELLED_BY_OVERLAP, Overlap, OverlapStep, on_overlap
+from dgxmm.jobs.roster import Entry, Roster
 from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
-from dgxmm.jobs.zones import resolve_zone
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
 
-__all__ = ["JobState", "Scheduler"]
+__all__ = ["Scheduler"]
 
 # How many times a long run may have passed over before the overlap count stops counting.
 _OVERLAP_COUNT_CAP = 1000
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JobState:
-    """A job as the scheduler holds it right now."""
-
-    job: Job
-    next_at: int | None  # the planned time; None while running, waiting, off or not planned
-    run: JobRun | None  # the run under way
-    waiting_since: int | None  # the due time it keeps while its group is busy
-
-
-class _Entry:
-    __slots__ = ("builtin", "gen", "job", "next_at", "retry", "run", "waiting_since")
-
-    def __init__(self, job: Job) -> None:
-        self.job = job
-        self.builtin = job  # a system job's definition before any override
-        self.next_at: int | None = None
-        self.gen = 0  # bumped whenever a planned heap item stops being valid
-        self.run: JobRun | None = None
-        self.waiting_since: int | None = None
-        # A retry planned at next_at: (the failed run's time, its attempt, the next time of
-        # the schedule, which the retry must start before).
-        self.retry: tuple[int, int, int] | None = None
-
-
-class Scheduler:
-    """Plans and starts jobs on a cron schedule, in one time zone."""
+class Scheduler(Roster):
+    """Plans and starts jobs on a cron schedule, in one time zone (the job list: ``Roster``)."""
 
     def __init__(
         self,
@@ -94,166 +74,15 @@ class Scheduler:
         telemetry: Telemetry = NO_TELEMETRY,
         rng: Callable[[], float] = random.random,
     ) -> None:
-        self.time_zone = resolve_zone(time_zone, field="time_zone")
+        super().__init__(time_zone, stats, overrides)
         # Told of every skip, with the times it covers (the server's /metrics counts them).
         self.telemetry = telemetry
         self._rng = rng  # a retry's wait: full jitter, uniform in [0, its bound)
-        self.stats = stats
-        # Where the system jobs' overrides are kept: the stats unless told (a store gives its
-        # database, so every instance on it shares them).
-        self.overrides: JobOverrides | None = overrides if overrides is not None else stats
-        if stats is not None:
-            stats.time_zone = self.time_zone  # day buckets start at this zone's midnight
         self._max_lateness = round(max_lateness.total_seconds() * SECOND_US)
         self._timer = timer
-        self._entries: dict[str, _Entry] = {}
-        self._heap: list[tuple[int, int, int, _Entry]] = []
-        self._seq = 0
-        self._unplanned: dict[str, _Entry] = {}
-        self._busy: dict[str, JobRun] = {}  # group -> the run that holds it
-        self._waiting: dict[str, deque[_Entry]] = {}
-        self._running: dict[int, JobRun] = {}  # token -> run
+        self._released: list[Entry] = []  # jobs just free with a time queued: start next tick
         self._last_tick: int | None = None
         self.skips: deque[SkipRecord] = deque(maxlen=keep_skips)
-
-    # -- the job list -------------------------------------------------------------------------
-
-    def add(self, job: Job) -> None:
-        """Add a job; raise ``Conflict`` when the name is taken."""
-        if job.name in self._entries:
-            raise Conflict(f"a job named {job.name!r} already exists")
-        entry = _Entry(job)
-        if job.kind is JobKind.SYSTEM:
-            entry.job = self._overridden(job)
-        # A job removed and added again while its old run goes on still counts as running.
-        entry.run = next((r for r in self._running.values() if r.job.name == job.name), None)
-        self._entries[job.name] = entry
-        self._unplanned[job.name] = entry
-
-    def remove(self, name: str) -> None:
-        """Remove a user job; a run under way goes on and is recorded when it finishes."""
-        entry = self._entry(name)
-        if entry.job.kind is JobKind.SYSTEM:
-            raise Conflict(f"{name} is a system job: it cannot be removed, only switched off")
-        del self._entries[name]
-        self._forget(entry)
-
-    def replace(self, job: Job) -> None:
-        """Replace a job's definition, keeping its run under way and, if unchanged, its time."""
-        entry = self._entry(job.name)
-        if job.kind is not entry.job.kind:
-            raise Conflict(f"{job.name}: cannot change a {entry.job.kind.value} job's kind")
-        entry.builtin = job
-        if job.kind is JobKind.SYSTEM:
-            job = self._overridden(job)
-        old, entry.job = entry.job, job
-        if job.schedule != old.schedule or job.time_zone != old.time_zone:
-            self._replan(entry)
-
-    def jobs(self) -> list[Job]:
-        """Return every job: the system jobs first, then the user jobs by name."""
-        system = [e.job for e in self._entries.values() if e.job.kind is JobKind.SYSTEM]
-        user = sorted(
-            (e.job for e in self._entries.values() if e.job.kind is JobKind.USER),
-            key=lambda job: job.name,
-        )
-        return system + user
-
-    def get(self, name: str) -> Job:
-        """Return a job by name; raise ``NotFound``."""
-        return self._entry(name).job
-
-    def builtin(self, name: str) -> Job:
-        """Return a job as it was added or replaced, before any override of a system job."""
-        return self._entry(name).builtin
-
-    def state(self, name: str) -> JobState:
-        """Return a job with its planned time, its run under way and its wait."""
-        entry = self._entry(name)
-        return JobState(
-            job=entry.job,
-            next_at=entry.next_at if entry.job.enabled else None,
-            run=entry.run,
-            waiting_since=entry.waiting_since,
-        )
-
-    def next_run(self, name: str) -> int | None:
-        """Return a job's planned time; None while it runs, waits, is off or not planned yet."""
-        return self.state(name).next_at
-
-    def set_enabled(self, name: str, on: bool, *, note: str | None = None) -> None:
-        """Switch a job on or off, off with an optional note of why; kept as an override.
-
-        A note with the job switched on is refused (``DefinitionError`` naming ``note``);
-        switching it on drops the note.
-        """
-        entry = self._entry(name)
-        note = check_pause_note(note, field="note", enabled=on)
-        if entry.job.kind is JobKind.SYSTEM and self.overrides is not None:
-            # Kept first: when keeping it fails, the job is left as it was.
-            self.overrides.set_job_override(
-                name, enabled=None if on == entry.builtin.enabled else on, note=note
-            )
-        entry.job = replace(entry.job, enabled=on, pause_note=note)
-        if on and entry.next_at is None and entry.run is None and entry.waiting_since is None:
-            self._replan(entry)
-
-    def set_schedule(self, name: str, schedule: CronSchedule | None) -> None:
-        """Change a job's schedule; None gives a system job its built-in schedule again."""
-        entry = self._entry(name)
-        if schedule is None:
-            if entry.job.kind is not JobKind.SYSTEM:
-                raise Conflict(f"{name} is a user job: it has no built-in schedule")
-            schedule = entry.builtin.schedule
-        if entry.job.kind is JobKind.SYSTEM and self.overrides is not None:
-            same = schedule == entry.builtin.schedule
-            self.overrides.set_job_override(name, schedule=None if same else str(schedule))
-        if schedule != entry.job.schedule:
-            entry.job = replace(entry.job, schedule=schedule)
-            self._replan(entry)
-
-    def refresh_overrides(self) -> None:
-        """Apply the system jobs' overrides as their keeper has them now.
-
-        Another instance may have changed them: a changed schedule plans the job again, a
-        job switched on that has no planned time gets one; a run under way goes on.
-        """
-        for entry in self._entries.values():
-            if entry.job.kind is not JobKind.SYSTEM:
-                continue
-            job = self._overridden(entry.builtin)
-            old, entry.job = entry.job, job
-            if job.schedule != old.schedule or (
-                job.enabled and not old.enabled and entry.next_at is None
-            ):
-                self._replan(entry)
-
-    def sync_user_jobs(self, jobs: list[Job]) -> None:
-        """Make the user jobs exactly ``jobs``: add, replace and remove in one call.
-
-        System jobs and runs under way are left alone; a job whose definition did not change
-        keeps its planned time.
-        """
-        wanted: dict[str, Job] = {}
-        for job in jobs:
-            if job.kind is not JobKind.USER:
-                raise Conflict(f"{job.name}: sync_user_jobs takes user jobs only")
-            if job.name in wanted:
-                raise Conflict(f"{job.name}: listed twice")
-            existing = self._entries.get(job.name)
-            if existing is not None and existing.job.kind is JobKind.SYSTEM:
-                raise Conflict(f"{job.name}: a system job has that name")
-            wanted[job.name] = job
-        for name, entry in list(self._entries.items()):
-            if entry.job.kind is JobKind.USER and name not in wanted:
-                self.remove(name)
-        for job in wanted.values():
-            if job.name not in self._entries:
-                self.add(job)
-            elif self._entries[job.name].job != job:
-                self.replace(job)
-            else:  # same definition: take the new action, keep the planned time
-                self._entries[job.name].job = self._entries[job.name].builtin = job
 
     # -- ticking ------------------------------------------------------------------------------
 
@@ -295,6 +124,10 @@ class Scheduler:
             elif not job.enabled:
                 self._skip(job.name, at, SkipReason.DISABLED)
                 self._plan(entry, now)
+            elif entry.run is not None or entry.queued or entry.waiting_since is not None:
+                self._due_while_busy(entry, at, now)
+            elif job.catch_up is not None:
+                self._catch_up(entry, job.catch_up, at, now, runs)
             elif now - at > self._max_lateness:
                 late = (now - at) / SECOND_US
                 # One record, however many times passed unticked; the telemetry counts each.
@@ -311,7 +144,13 @@ class Scheduler:
                 self._wait(entry, at)
             else:
                 runs.append(self._start(entry, scheduled_at=at, now=now))
+        if self._released:
+            self._start_released(now, runs)
         return runs
+
+    def has_released(self) -> bool:
+        """Tell whether a job just freed has a time queued (a tick now starts it at once)."""
+        return bool(self._released)
 
     def start_now(self, name: str, now: int) -> JobRun:
         """Hand out a run now, whatever the schedule; ``Busy`` while the job or its group runs."""
@@ -346,18 +185,31 @@ class Scheduler:
         schedule = entry.job.schedule
         zone = self.zone_of(entry.job)
         first = schedule.next_after(max(run.scheduled_at, run.started_at), zone)
-        retry_at = self._retry_at(entry.job, result, first)
-        if retry_at is not None:
+        retry_at = None if entry.queued else self._retry_at(entry.job, result, first)
+        if retry_at is not None:  # a time queued comes first: a retry never runs past it
             entry.retry = (run.scheduled_at, result.attempt + 1, first)
             self._plan(entry, finished, at=retry_at)
             return
-        if first > finished:  # the common case: no time passed while it ran
-            self._plan(entry, finished, at=first)
+        if entry.job.overlap is not Overlap.SKIP:
+            # Its times were planned while it ran (each told at its tick): one that waits
+            # starts now; else the time planned stays, or it is planned after the end.
+            if entry.queued:
+                self._released.append(entry)
+            elif entry.next_at is None:
+                self._plan(entry, finished)
             return
-        passed = 1 + self._count_between(schedule, zone, first, finished)
-        detail = f"{passed}{'+' if passed >= _OVERLAP_COUNT_CAP else ''} time(s) while it ran"
-        self._skip(result.name, first, SkipReason.OVERLAP, detail, count=passed)
-        self._plan(entry, finished)
+        if first <= finished:
+            passed = 1 + self._count_between(schedule, zone, first, finished)
+            more = "+" if passed >= _OVERLAP_COUNT_CAP else ""
+            detail = f"{passed}{more} time(s) while it ran"
+            self._skip(result.name, first, SkipReason.OVERLAP, detail, count=passed)
+        if entry.queued:  # a gap's next time caught up starts now
+            entry.freed_at = finished
+            self._released.append(entry)
+        elif first > finished:  # the common case: no time passed while it ran
+            self._plan(entry, finished, at=first)
+        else:
+            self._plan(entry, finished)
 
     def forgo(
         self,
@@ -385,6 +237,11 @@ class Scheduler:
         if entry is None or entry.run is not run:
             return  # removed meanwhile
         entry.run = None
+        if entry.queued:  # a gap's next time caught up is tried in turn (and claimed, or not)
+            self._released.append(entry)
+            if entry.job.overlap is Overlap.SKIP:
+                entry.freed_at = max(now, run.scheduled_at)
+                return
         self._plan(entry, max(now, run.scheduled_at))
 
     def running(self) -> list[JobRun]:
@@ -400,43 +257,7 @@ class Scheduler:
         """How late a tick may reach a time and still run it (microseconds)."""
         return self._max_lateness
 
-    def zone_of(self, job: Job) -> ZoneInfo:
-        """Return the zone a job's schedule is read in: its own, else the scheduler's."""
-        return job.time_zone if job.time_zone is not None else self.time_zone
-
     # -- inside -------------------------------------------------------------------------------
-
-    def _entry(self, name: str) -> _Entry:
-        entry = self._entries.get(name)
-        if entry is None:
-            raise NotFound("job", name)
-        return entry
-
-    def _overridden(self, job: Job) -> Job:
-        if self.overrides is None:
-            return job
-        override = self.overrides.job_override(job.name)
-        if override is None:
-            return job
-        changes: dict[str, object] = {}
-        if override.enabled is not None:
-            changes["enabled"] = override.enabled
-        if override.note is not None:
-            changes["pause_note"] = override.note
-        if override.schedule is not None:
-            # A stored override that no longer parses leaves the built-in schedule in force.
-            with suppress(CronError):
-                changes["schedule"] = CronSchedule.parse(override.schedule)
-        return replace(job, **changes) if changes else job  # type: ignore[arg-type]
-
-    def _plan(self, entry: _Entry, after: int, *, at: int | None = None) -> None:
-        """Plan the job's next time after ``after`` (``at``: already known to be it)."""
-        entry.gen += 1
-        if at is None:
-            at = entry.job.schedule.next_after(after, self.zone_of(entry.job))
-        entry.next_at = at
-        self._seq += 1
-        heappush(self._heap, (at, self._seq, entry.gen, entry))
 
     def _retry_at(self, job: Job, result: RunResult, next_time: int) -> int | None:
         """When to try a failed run again: before the job's next time, or never."""
@@ -451,7 +272,7 @@ class Scheduler:
         return at if at < next_time else None  # a retry never runs at or past the next time
 
     def _start_retry(
-        self, entry: _Entry, at: int, now: int, runs: list[JobRun], *, waited: bool = False
+        self, entry: Entry, at: int, now: int, runs: list[JobRun], *, waited: bool = False
     ) -> None:
         """Start a planned retry, or give it up: off, its next time come, or no tick in time."""
         assert entry.retry is not None
@@ -468,24 +289,7 @@ class Scheduler:
             entry.retry = None
             runs.append(self._start(entry, scheduled_at=original, now=now, attempt=attempt))
 
-    def _replan(self, entry: _Entry) -> None:
-        """Plan a job again at the next tick (unless it runs or waits)."""
-        if entry.run is not None or entry.waiting_since is not None:
-            return  # finish() or the wait plans it
-        entry.retry = None
-        entry.gen += 1
-        entry.next_at = None
-        self._unplanned[entry.job.name] = entry
-
-    def _forget(self, entry: _Entry) -> None:
-        entry.retry = None
-        entry.gen += 1
-        entry.next_at = None
-        self._unplanned.pop(entry.job.name, None)
-        if entry.waiting_since is not None:
-            self._unwait(entry)
-
-    def _start(self, entry: _Entry, *, scheduled_at: int, now: int, attempt: int = 1) -> JobRun:
+    def _start(self, entry: Entry, *, scheduled_at: int, now: int, attempt: int = 1) -> JobRun:
         run = JobRun(
             entry.job, scheduled_at=scheduled_at, started_at=now, timer=self._timer, attempt=attempt
         )
@@ -495,23 +299,110 @@ class Scheduler:
         self._running[run.token] = run
         if entry.job.group is not None:
             self._busy[entry.job.group] = run
+        if entry.job.overlap is not Overlap.SKIP:
+            # Its next time is planned while it runs: that time's tick applies the policy.
+            self._plan(entry, max(scheduled_at, now))
         return run
 
-    def _wait(self, entry: _Entry, at: int) -> None:
+    def _due_while_busy(self, entry: Entry, at: int, now: int) -> None:
+        """A time came while the job runs (or a time of it waits): its overlap policy."""
+        job = entry.job
+        passed = 1 + self._count_between(job.schedule, self.zone_of(job), at, now)
+        waits = bool(entry.queued) or entry.waiting_since is not None or entry.run is None
+        step = on_overlap(job.overlap, one_waits=waits)
+        if step is not OverlapStep.SKIP:
+            entry.queued.append(at)
+            passed -= 1
+            if step is OverlapStep.CANCEL_AND_WAIT and entry.run is not None:
+                entry.run.cancel(CANCELLED_BY_OVERLAP)
+        if passed:
+            holder = f"run {entry.run.token}" if entry.run is not None else "a time waiting"
+            first = (
+                at if step is OverlapStep.SKIP else job.schedule.next_after(at, self.zone_of(job))
+            )
+            self._skip(
+                job.name,
+                first,
+                SkipReason.OVERLAP,
+                f"{passed} time(s) while {holder} of it was under way",
+                count=passed,
+            )
+        self._plan(entry, now)
+
+    def _catch_up(
+        self, entry: Entry, policy: CatchUp, at: int, now: int, runs: list[JobRun]
+    ) -> None:
+        """The times passed since ``at``, by the job's catch-up window and coalesce choice."""
+        job = entry.job
+        zone = self.zone_of(job)
+        times = [at]
+        while len(times) < CATCHUP_TIMES_MAX:
+            following = job.schedule.next_after(times[-1], zone)
+            if following > now:
+                break
+            times.append(following)
+        beyond = self._count_between(job.schedule, zone, times[-1], now)  # past the cap
+        plan = plan_catch_up(times, now, policy)
+        window = f"{policy.window.total_seconds():g} s"
+        if plan.missed or beyond:
+            late = (now - times[0]) / SECOND_US
+            self._skip(
+                job.name, times[0], SkipReason.MISSED,
+                f"no tick until {late:.0f} s later, past its catch-up window of {window}",
+                count=len(plan.missed) + beyond,
+            )  # fmt: skip
+        if plan.coalesced:
+            chosen = plan.run[0]
+            self._skip(
+                job.name, plan.coalesced[0], SkipReason.MISSED,
+                f"coalesced ({policy.coalesce.value}): {len(plan.coalesced)} time(s) inside its"
+                f" catch-up window of {window} run once, as the time {chosen}",
+                count=len(plan.coalesced),
+            )  # fmt: skip
+        if not plan.run:
+            self._plan(entry, now)
+            return
+        entry.queued.extend(plan.run[1:])
+        if job.group is not None and job.group in self._busy:
+            self._wait(entry, plan.run[0])
+        else:
+            runs.append(self._start(entry, scheduled_at=plan.run[0], now=now))
+
+    def _start_released(self, now: int, runs: list[JobRun]) -> None:
+        """Start the times queued of the jobs that just got free (their group permitting)."""
+        released, self._released = self._released, []
+        for entry in released:
+            if self._entries.get(entry.job.name) is not entry or entry.run is not None:
+                continue  # removed, or started by hand meanwhile
+            if not entry.queued or entry.waiting_since is not None:
+                continue
+            at = entry.queued.popleft()
+            if entry.freed_at is not None:  # a skip job: the times since its run ended
+                freed, entry.freed_at = entry.freed_at, None
+                job, zone = entry.job, self.zone_of(entry.job)
+                passed = self._count_between(job.schedule, zone, freed, now)
+                if passed:
+                    first = job.schedule.next_after(freed, zone)
+                    detail = f"{passed} time(s) while it caught up a gap"
+                    self._skip(job.name, first, SkipReason.OVERLAP, detail, count=passed)
+            if not entry.job.enabled:
+                for time_ in (at, *entry.queued):
+                    self._skip(entry.job.name, time_, SkipReason.DISABLED)
+                entry.queued.clear()
+                if entry.next_at is None:
+                    self._plan(entry, now)
+            elif entry.job.group is not None and entry.job.group in self._busy:
+                self._wait(entry, at)
+            else:
+                runs.append(self._start(entry, scheduled_at=at, now=now))
+
+    def _wait(self, entry: Entry, at: int) -> None:
         group = entry.job.group
         assert group is not None
         entry.waiting_since = at
         self._waiting.setdefault(group, deque()).append(entry)
         holder = self._busy[group].job.name
         self._skip(entry.job.name, at, SkipReason.GROUP_BUSY, f"waits for {holder} ({group})")
-
-    def _unwait(self, entry: _Entry) -> None:
-        for group, queue in list(self._waiting.items()):
-            if entry in queue:
-                queue.remove(entry)
-                if not queue:
-                    del self._waiting[group]
-        entry.waiting_since = None
 
     def _start_waiting(self, now: int, runs: list[JobRun]) -> None:
         for group in list(self._waiting):

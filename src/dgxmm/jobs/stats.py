@@ -211,7 +211,7 @@ class WorkloadStats:
 
     def record_run(self, result: RunResult) -> None:
         """Count a finished run in every tier and remember it as the job's last run."""
-        failed = result.outcome is not Outcome.SUCCEEDED
+        failed = result.outcome in (Outcome.FAILED, Outcome.OVER_TIME)
         with self._changing():
             last = LastRun(
                 started_at=result.started_at,

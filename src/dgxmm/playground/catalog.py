@@ -21,11 +21,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import DefinitionError, NotFound
-from dgxmm.jobs import CronSchedule, JobLimits, RetryPolicy
+from dgxmm.jobs import CatchUp, CronSchedule, JobLimits, Overlap, RetryPolicy
 from dgxmm.jobs.keys import (
     Refusals,
+    check_catch_up,
     check_enabled,
     check_name,
+    check_overlap,
     check_pause_note,
     check_positive,
     check_retry,
@@ -58,6 +60,9 @@ _KEYS = (
     "retries",
     "retry_backoff_s",
     "retry_backoff_max_s",
+    "catchup_window_s",
+    "coalesce",
+    "overlap",
 )
 _TIMEOUT_MS_MAX = 365 * 24 * 3600 * 1000
 
@@ -88,6 +93,8 @@ class JobSpec:
     limits: JobLimits = field(default_factory=JobLimits)
     time_zone: ZoneInfo | None = None  # None: the browser's zone
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    catch_up: CatchUp | None = None  # None: the spec's rule
+    overlap: Overlap = Overlap.SKIP
     definition: dict[str, Any] = field(default_factory=dict)
 
 
@@ -194,6 +201,8 @@ class Catalog:
         )
         time_zone = checked(lambda: check_time_zone(keys))
         retry = check_retry(keys, refusals)
+        catch_up = check_catch_up(keys, refusals)
+        overlap = checked(lambda: check_overlap(keys))
         checked(
             lambda: check_pause_note(
                 keys.get("pause_note"), field="pause_note", enabled=enabled is True
@@ -220,6 +229,8 @@ class Catalog:
             ),
             time_zone=time_zone,
             retry=retry or RetryPolicy(),
+            catch_up=catch_up,
+            overlap=overlap or Overlap.SKIP,
             definition=dict(keys),
         )
 

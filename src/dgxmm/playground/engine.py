@@ -261,6 +261,8 @@ class Playground:
             description=spec.definition.get("description"),
             time_zone=spec.time_zone,
             retry=spec.retry,
+            catch_up=spec.catch_up,
+            overlap=spec.overlap,
             pause_note=spec.definition.get("pause_note") if not spec.enabled else None,
         )
 
@@ -350,6 +352,9 @@ class Playground:
                 retries=spec.definition.get("retries", 0),
                 retry_backoff_s=spec.definition.get("retry_backoff_s"),
                 retry_backoff_max_s=spec.definition.get("retry_backoff_max_s"),
+                catchup_window_s=spec.definition.get("catchup_window_s"),
+                coalesce=spec.definition.get("coalesce"),
+                overlap=spec.definition.get("overlap", "skip"),
             )
         return row
 

@@ -75,6 +75,10 @@ class DefineJob(Body):
     retries: int | None = None
     retry_backoff_s: int | float | None = None
     retry_backoff_max_s: int | float | None = None
+    # Checked by the engine too (400 naming the field): a positive window, a known choice.
+    catchup_window_s: int | float | None = None
+    coalesce: str | None = Field(default=None, max_length=40)
+    overlap: str | None = Field(default=None, max_length=40)
 
 
 class EnableJob(Body):

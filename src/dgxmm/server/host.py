@@ -39,6 +39,7 @@ from dgxmm.jobs import (
     Timer,
     resolve_zone,
 )
+from dgxmm.server.run_cancels import apply_cancels
 from dgxmm.store import Dialect, InstanceRole, JobDefinition, NotScheduled, Store, Trigger
 from dgxmm.store.database import CHANGE_BUSY_MS
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
@@ -308,6 +309,12 @@ class Host:
         assert waiter.result is not None
         return waiter.result
 
+    def runs_here(self) -> dict[int, JobRun]:
+        """This host's runs under way, by their row in the store's job_runs."""
+        with self.lock:
+            by_token = {run.token: run for run in self.scheduler.running()}
+            return {i: by_token[t] for t, i in self._claims.items() if t in by_token}
+
     # -- inside -------------------------------------------------------------------------------
 
     def _claim(self, runs: list[JobRun]) -> list[tuple[SkipReason, str] | None]:
@@ -455,6 +462,8 @@ class Host:
             if self._stopping.is_set():
                 return
             try:
+                if self._claims:  # runs of ours under way: did anyone ask to cancel one?
+                    apply_cancels(self.store, self.runs_here())
                 if self._lease and time.monotonic() >= next_try:
                     next_try = time.monotonic() + LEASE_TRY_SECONDS
                     self._step_lease()
@@ -483,6 +492,8 @@ class Host:
                         self.store.runs.reap_lost()
                 else:
                     self.collect()
+                    if self.scheduler.has_released():  # a time waited for its run: now
+                        self.tick()
             except Exception:  # the ticker must outlive any one bad step
                 log.exception("dgxmm host: a tick failed; ticking on")
 

@@ -175,6 +175,10 @@ def _user_fields(host: Host, job: JobDefinition) -> RowParts:
         "retries": definition.get("retries", 0),
         "retry_backoff_s": definition.get("retry_backoff_s"),
         "retry_backoff_max_s": definition.get("retry_backoff_max_s"),
+        # Left out: the spec's rule (a gap skipped whole), shown as null.
+        "catchup_window_s": definition.get("catchup_window_s"),
+        "coalesce": definition.get("coalesce"),
+        "overlap": definition.get("overlap", "skip"),
         "runs_here": why_not is None,
         "why_not": why_not,
         "served": job.served,

@@ -167,6 +167,10 @@ job_runs = Table(
     # 1 for a time's first run, 2 and up for its retries (trigger 'retry'); NULL in rows an
     # older dgxmm wrote, which were all first runs.
     Column("attempt", Integer),
+    # A cancel: who asked for it (any instance writes it; the one running the run polls for
+    # it), and who cancelled the run, written with its end (outcome 'cancelled').
+    Column("cancel_requested_by", String(200)),
+    Column("cancelled_by", String(200)),
     Index(
         "uq_job_runs_scheduled",
         "job",

@@ -110,6 +110,21 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
             "retry_backoff_s",
             "expected a positive number of seconds",
         ),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "catchup_window_s": -60},
+            "catchup_window_s",
+            "expected a positive number of seconds of at most 604800, got -60",
+        ),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "coalesce": "newest"},
+            "coalesce",
+            "'newest' is not one of latest, earliest, all",
+        ),
+        (
+            {"schedule": "0 3 * * *", "action": "checkpoint", "overlap": "allow_all"},
+            "overlap",
+            "'allow_all' is not one of skip, buffer_one, cancel_other",
+        ),
     ],
     ids=[
         "minute",
@@ -127,6 +142,9 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
         "retries-no-backoff",
         "retries-negative",
         "backoff-negative",
+        "window-negative",
+        "coalesce-unknown",
+        "overlap-unknown",
     ],
 )
 def test_it_refuses_a_bad_definition_naming_the_field_and_changes_nothing(
@@ -245,3 +263,42 @@ def test_it_defines_a_job_in_its_own_zone(client: TestClient, clock: ManualClock
     other = define(client, name="here", schedule="30 2 * * *", action="checkpoint")
     assert other["time_zone"] == "Europe/Berlin"  # the server's
     assert other["next_at"] == "2026-03-08T02:30:00+01:00"
+
+
+def test_it_lists_every_wrong_policy_field_and_changes_nothing(
+    client: TestClient, store: Store
+) -> None:
+    before = store.catalog_version()
+    response = client.post(
+        "/api/jobs/define",
+        json={
+            "name": "bad",
+            "schedule": "0 3 * * *",
+            "action": "checkpoint",
+            "catchup_window_s": 0,
+            "coalesce": "middle",
+            "overlap": "queue",
+        },
+    )
+    assert response.status_code == 400, response.text
+    fields = [e["field"] for e in response.json()["errors"]]
+    assert fields == ["catchup_window_s", "coalesce", "overlap"]
+    assert store.catalog_version() == before
+    assert store.jobs() == []
+
+
+def test_it_keeps_the_policies_and_the_scheduler_reads_them(client: TestClient, host: Host) -> None:
+    row = define(
+        client, name="p", schedule="0 3 * * *", action="checkpoint",
+        catchup_window_s=3600, coalesce="all", overlap="buffer_one",
+    )  # fmt: skip
+    assert (row["catchup_window_s"], row["coalesce"], row["overlap"]) == (3600, "all", "buffer_one")
+    host.sync(force=True)
+    job = host.scheduler.get("p")
+    assert job.catch_up is not None
+    assert (job.catch_up.window.total_seconds(), job.catch_up.coalesce.value) == (3600, "all")
+    assert job.overlap.value == "buffer_one"
+    plain = define(client, name="q", schedule="0 3 * * *", action="checkpoint")
+    assert (plain["catchup_window_s"], plain["coalesce"], plain["overlap"]) == (None, None, "skip")
+    host.sync(force=True)
+    assert host.scheduler.get("q").catch_up is None  # the spec's rule

@@ -14,6 +14,7 @@ from dgxmm.server.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
 from dgxmm.server.deps import Admin, HostDep, Viewer
 from dgxmm.server.job_list import iso, job_row, job_rows
 from dgxmm.server.openapi import answers
+from dgxmm.server.run_cancels import cancel_run
 
 __all__ = ["router"]
 
@@ -120,6 +121,17 @@ def runs(
         row["finished_at"] = iso(record.finished_at, host)
         rows.append(row)
     return {"runs": rows, "next_before": page[-1].id if page else None}
+
+
+@router.post("/runs/{run_id}/cancel", responses=answers(400, 404, 409))
+def cancel(run_id: str, host: HostDep, who: Admin) -> dict[str, Any]:
+    """Cancel a run under way: at once when this instance runs it, else when the one running
+    it next looks (about a second on PostgreSQL); 404 for no such run, 409 for one ended."""
+    record = cancel_run(host.store, host.runs_here(), _whole(run_id, "id"), by=who.actor)
+    row = record.to_json(full_errors=True)
+    row["scheduled_at"] = iso(record.scheduled_at, host)
+    row["started_at"] = iso(record.started_at, host)
+    return row
 
 
 @router.get("/history", responses=answers(404))

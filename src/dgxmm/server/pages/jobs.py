@@ -53,6 +53,14 @@ RETRY_PRESETS = [
 ]
 
 
+# Catch-up presets: (label, window s, coalesce); empty values: the spec's rule.
+CATCHUP_PRESETS = [
+    ("a gap is skipped whole (the default)", "", ""),
+    ("the latest time missed within an hour", "3600", "latest"),
+    ("every time missed within six hours, in turn", "21600", "all"),
+]
+
+
 @functools.cache
 def _zone_names() -> list[str]:
     # Pure function of the installed zone data: read once per process.
@@ -87,5 +95,6 @@ def job_form(request: Request, host: HostDep, edit: str | None = None) -> Respon
         zone_presets=[host.time_zone.key, *(z for z in ZONE_PRESETS if z != host.time_zone.key)],
         zone_names=_zone_names(),
         retry_presets=RETRY_PRESETS,
+        catchup_presets=CATCHUP_PRESETS,
         queries=host.store.queries(),
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.server.pages.jobs import PRESETS, RETRY_PRESETS, ZONE_PRESETS
+from dgxmm.server.pages.jobs import CATCHUP_PRESETS, PRESETS, RETRY_PRESETS, ZONE_PRESETS
 from dgxmm.server.pages.render import templates
 
 __all__ = ["FETCH_COMMAND", "PLAYGROUND_FILES", "missing_files", "router"]
@@ -51,5 +51,6 @@ def playground_page(request: Request) -> Response:
             "presets": PRESETS,
             "zone_presets": ZONE_PRESETS,
             "retry_presets": RETRY_PRESETS,
+            "catchup_presets": CATCHUP_PRESETS,
         },
     )

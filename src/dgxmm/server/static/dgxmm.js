@@ -187,6 +187,17 @@ document.addEventListener("click", async (event) => {
       row.remove();
       flash(`dropped ${row.dataset.job}`);
     } catch (error) { flash(error.message, "error"); }
+  } else if (action === "cancel-run") {
+    const { runId, jobName } = button.dataset;
+    if (!await confirmAction(`Cancel run ${runId} of ${jobName}? Its work stops; a query's changes are rolled back, a backup's partial files removed.`, "Cancel run")) return;
+    button.disabled = true;
+    try {
+      await api("POST", `/api/jobs/runs/${runId}/cancel`);
+      settle(`run ${runId} of ${jobName}: cancel asked`);
+    } catch (error) {
+      button.disabled = false;
+      flash(error.message, "error");
+    }
   } else if (action === "drop-query") {
     const row = button.closest("tr[data-query]");
     if (!await confirmAction(`Drop query ${row.dataset.query}? It goes to the attic (Store page), where it can be restored.`, "Drop")) return;
@@ -260,6 +271,12 @@ function setupJobForm(form) {
   document.getElementById("zone-presets").addEventListener("change", (event) => {
     if (event.target.value) { zone.value = event.target.value; refresh(); }
   });
+  document.getElementById("catchup-presets").addEventListener("change", (event) => {
+    if (!event.target.value) return;
+    const [span, how] = event.target.value.split(",");
+    form.elements.catchup_window_s.value = span;
+    form.elements.coalesce.value = how;
+  });
   document.getElementById("retry-presets").addEventListener("change", (event) => {
     if (!event.target.value) return;
     const [count, first, most] = event.target.value.split(",");
@@ -302,7 +319,10 @@ function setupJobForm(form) {
     if (place) body.time_zone = place;
     // A job kept off keeps the note of why (it goes when the job is switched on).
     if (!body.enabled && form.elements.pause_note.value) body.pause_note = form.elements.pause_note.value;
-    for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s"]) {
+    for (const key of ["coalesce", "overlap"]) {
+      if (form.elements[key].value) body[key] = form.elements[key].value;
+    }
+    for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s", "catchup_window_s"]) {
       const text = form.elements[key].value.trim();
       if (!text) continue;
       const number = Number(text);

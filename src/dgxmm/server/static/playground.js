@@ -242,6 +242,9 @@ function openForm(job) {
     form.elements.retries.value = job.retries || "";
     form.elements.retry_backoff_s.value = job.retry_backoff_s || "";
     form.elements.retry_backoff_max_s.value = job.retry_backoff_max_s || "";
+    form.elements.catchup_window_s.value = job.catchup_window_s || "";
+    form.elements.coalesce.value = job.coalesce || "";
+    form.elements.overlap.value = job.overlap || "skip";
   }
   showAction();
 }
@@ -251,6 +254,12 @@ document.getElementById("cancel").addEventListener("click", () => { form.hidden 
 form.addEventListener("change", (event) => { if (event.target.name === "action") showAction(); });
 document.getElementById("presets").addEventListener("change", (event) => {
   if (event.target.value) form.elements.schedule.value = event.target.value;
+});
+document.getElementById("catchup-presets").addEventListener("change", (event) => {
+  if (!event.target.value) return;
+  const [span, how] = event.target.value.split(",");
+  form.elements.catchup_window_s.value = span;
+  form.elements.coalesce.value = how;
 });
 document.getElementById("retry-presets").addEventListener("change", (event) => {
   if (!event.target.value) return;
@@ -285,7 +294,10 @@ form.addEventListener("submit", async (event) => {
   if (description) body.description = description;
   const zone = form.elements.time_zone.value.trim();
   if (zone) body.time_zone = zone;
-  for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s"]) {
+  for (const key of ["coalesce", "overlap"]) {
+    if (form.elements[key].value) body[key] = form.elements[key].value;
+  }
+  for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s", "catchup_window_s"]) {
     const text = form.elements[key].value.trim();
     if (text) body[key] = Number(text);
   }

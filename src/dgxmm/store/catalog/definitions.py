@@ -3,8 +3,10 @@
 ``define_job`` takes the keys of the spec: ``name``, ``schedule``, ``action``, ``query``,
 ``args``, ``path``, ``enabled``, ``timeout_ms``, ``memory_limit`` (bytes), ``run_on`` and
 ``description``, and dgxmm's own ``time_zone`` (the IANA zone its schedule is read in;
-left out, the scheduler's), ``pause_note`` (why a job switched off is off) and ``retries``,
-``retry_backoff_s``, ``retry_backoff_max_s`` (how a failed run is tried again). The catalog
+left out, the scheduler's), ``pause_note`` (why a job switched off is off), ``retries``,
+``retry_backoff_s``, ``retry_backoff_max_s`` (how a failed run is tried again),
+``catchup_window_s`` and ``coalesce`` (which times a gap left still run) and ``overlap``
+(what a time does that comes while the job runs). The catalog
 keeps a definition exactly as written; ``check_job`` reads it into a ``JobSpec`` or raises
 ``DefinitionError(field, message)`` naming the first wrong key, its ``errors`` listing every
 one.
@@ -25,11 +27,13 @@ from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import DefinitionError
-from dgxmm.jobs import CronSchedule, JobLimits, RetryPolicy
+from dgxmm.jobs import CatchUp, CronSchedule, JobLimits, Overlap, RetryPolicy
 from dgxmm.jobs.keys import (
     Refusals,
+    check_catch_up,
     check_enabled,
     check_name,
+    check_overlap,
     check_pause_note,
     check_positive,
     check_retry,
@@ -66,6 +70,9 @@ JOB_KEYS = (
     "retries",
     "retry_backoff_s",
     "retry_backoff_max_s",
+    "catchup_window_s",
+    "coalesce",
+    "overlap",
 )
 _DESCRIPTION_MAX = 2000
 # The largest limits a run can hold: a timeout past a year is no limit anyone means (and a
@@ -111,6 +118,8 @@ class JobSpec:
     time_zone: ZoneInfo | None = None  # None: the scheduler's zone
     pause_note: str | None = None  # why it is switched off; only while it is
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # none by default
+    catch_up: CatchUp | None = None  # None: the spec's rule, a gap skipped whole
+    overlap: Overlap = Overlap.SKIP
 
 
 ParamsOf = Callable[[str], "Mapping[str, ParamType] | None"]
@@ -153,6 +162,8 @@ def check_job(
         )
     )
     retry = check_retry(keys, refusals)
+    catch_up = check_catch_up(keys, refusals)
+    overlap = checked(lambda: check_overlap(keys))
     parts = None
     if action is not None:
         known = action
@@ -183,6 +194,8 @@ def check_job(
         time_zone=time_zone,
         pause_note=pause_note,
         retry=retry or RetryPolicy(),
+        catch_up=catch_up,
+        overlap=overlap or Overlap.SKIP,
     )
 
 

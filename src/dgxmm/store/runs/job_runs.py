@@ -10,6 +10,10 @@ A finish writes only a row still under way (``WHERE finished_at IS NULL``): the 
 on a run stands, so a run recorded abandoned (its instance stopped or was lost) keeps that
 record even if its work ends later.
 
+A run under way is cancelled from any instance: ``request_cancel`` writes who asked into its
+row, and the instance that runs it reads ``cancels_requested`` (its own rows under way that
+carry a request) and cancels the run; the end it writes says who cancelled it.
+
 Rows are kept ``keep_days`` (default 90) after they started; the store's ``runs_purge``
 system job deletes older ones.
 """
@@ -24,7 +28,7 @@ from sqlalchemy import Connection, Engine, and_, delete, func, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from dgxmm.clock import Clock
-from dgxmm.errors import Busy, Conflict, InvalidInput
+from dgxmm.errors import Busy, Conflict, InvalidInput, NotFound
 from dgxmm.jobs import JobKind, JobRun, Outcome, RunResult
 from dgxmm.store.database import Dialect, reading, writing
 from dgxmm.store.runs.instances import Presence
@@ -69,6 +73,8 @@ class RunRecord:
     result: str | None
     instance: str
     attempt: int = 1
+    cancel_requested_by: str | None = None  # who asked to cancel it
+    cancelled_by: str | None = None  # who cancelled it (outcome cancelled)
 
     @property
     def under_way(self) -> bool:
@@ -92,6 +98,8 @@ class RunRecord:
             "result": self.result,
             "instance": self.instance,
             "attempt": self.attempt,
+            "cancel_requested_by": self.cancel_requested_by,
+            "cancelled_by": self.cancelled_by,
         }
 
 
@@ -212,9 +220,47 @@ class JobRuns:
                     error=result.error,
                     public_error=result.public_error,
                     result=result.detail,
+                    cancelled_by=result.cancelled_by,
                 )
             ).rowcount
         return bool(changed)
+
+    def request_cancel(self, run_id: int, by: str) -> RunRecord:
+        """Ask for a run under way to be cancelled, on behalf of ``by``; return its row.
+
+        ``NotFound`` for no such run, ``Conflict`` for one that has ended. Asked twice, the
+        first asker stands. The instance running it cancels it when it next looks.
+        """
+        with writing(self.engine) as connection:
+            connection.execute(
+                update(job_runs)
+                .where(
+                    job_runs.c.id == run_id,
+                    job_runs.c.finished_at.is_(None),
+                    job_runs.c.cancel_requested_by.is_(None),
+                )
+                .values(cancel_requested_by=by)
+            )
+        return self.cancellable(run_id)
+
+    def cancellable(self, run_id: int) -> RunRecord:
+        """Return a run under way; ``NotFound`` for no such run, ``Conflict`` for one ended."""
+        record = self.get(run_id)
+        if record is None:
+            raise NotFound("run", str(run_id))
+        if record.outcome is not None:
+            raise Conflict(f"run {run_id} of job {record.job} has ended: {record.outcome.value}")
+        return record
+
+    def cancels_requested(self) -> list[tuple[int, str]]:
+        """Return this instance's runs under way that someone asked to cancel, and who."""
+        query = select(job_runs.c.id, job_runs.c.cancel_requested_by).where(
+            job_runs.c.instance == self.instance,
+            job_runs.c.finished_at.is_(None),
+            job_runs.c.cancel_requested_by.is_not(None),
+        )
+        with reading(self.engine) as connection:
+            return [(int(i), str(by)) for i, by in connection.execute(query)]
 
     def running_elsewhere(self, kind: JobKind | None = None) -> list[RunRecord]:
         """Return the runs under way in other live processes (of ``kind`` if given)."""
@@ -373,4 +419,6 @@ def _record(row: Any) -> RunRecord:
         result=row["result"],
         instance=row["instance"],
         attempt=int(row["attempt"] or 1),
+        cancel_requested_by=row["cancel_requested_by"],
+        cancelled_by=row["cancelled_by"],
     )

@@ -14,6 +14,10 @@ Limits reach every statement:
   1,000 virtual-machine steps) and interrupts the statement; PostgreSQL gets
   ``SET LOCAL statement_timeout`` with the time left before each statement; and as the
   longest wait for SQLite's write lock (the busy timeout of a writing run's BEGIN IMMEDIATE);
+- a cancel (``RunContext.cancel``: an admin's, or a newer time of a ``cancel_other`` job) as
+  an interrupt of the statement under way: ``sqlite3.Connection.interrupt`` on SQLite,
+  ``pg_cancel_backend`` of the run's backend (from another connection) on PostgreSQL; the
+  transaction rolls back as on any error, and the run is recorded cancelled;
 - the memory limit as the bytes of result rows a statement holds at once: rows are fetched
   in chunks of ``CHUNK_ROWS`` and charged to the run as they arrive (``row_bytes``), and given
   back when the statement ends.
@@ -43,6 +47,7 @@ from sqlalchemy.exc import DBAPIError
 from dgxmm.clock import Clock
 from dgxmm.errors import (
     Abandoned,
+    Cancelled,
     DefinitionError,
     InvalidInput,
     NotAllowed,
@@ -378,9 +383,11 @@ def _sqlite_guard(
 
     raw.set_authorizer(authorize)
     raw.set_progress_handler(past_deadline, _PROGRESS_STEPS)
+    ctx.add_interrupt(raw.interrupt)  # a cancel stops the statement at once, a lock wait too
     try:
         yield
     finally:
+        ctx.remove_interrupt(raw.interrupt)
         raw.set_authorizer(None)
         raw.set_progress_handler(None, 0)
 
@@ -394,6 +401,12 @@ def _pg_watch(connection: Connection, ctx: RunContext) -> Iterator[None]:
     """
     raw = connection.connection.driver_connection
     stop = threading.Event()
+    backend = int(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+
+    def cancel() -> None:
+        # From another session: this one is busy with the statement being cancelled.
+        with connection.engine.connect() as other:
+            other.exec_driver_sql("SELECT pg_cancel_backend(%(pid)s)", {"pid": backend})
 
     def watch() -> None:
         while not stop.wait(_WATCH_S):
@@ -403,9 +416,11 @@ def _pg_watch(connection: Connection, ctx: RunContext) -> Iterator[None]:
 
     watcher = threading.Thread(target=watch, name=f"dgxmm-watch-{ctx.name}", daemon=True)
     watcher.start()
+    ctx.add_interrupt(cancel)
     try:
         yield
     finally:
+        ctx.remove_interrupt(cancel)
         stop.set()
         watcher.join()
 
@@ -465,7 +480,11 @@ def _run_error(
     return StoreError(f"{where} failed: {message}", public=f"{where} failed")
 
 
-def _timeout(where: str, ctx: RunContext) -> TimeoutExceeded | Abandoned:
+def _timeout(where: str, ctx: RunContext) -> TimeoutExceeded | Abandoned | Cancelled:
+    if ctx.cancelled_by is not None:
+        return Cancelled(
+            f"{where} was interrupted: cancelled by {ctx.cancelled_by}; nothing was changed"
+        )
     if ctx.abandoned is not None:
         return Abandoned(f"{where} was stopped: the run was abandoned ({ctx.abandoned})")
     timeout = ctx.limits.timeout

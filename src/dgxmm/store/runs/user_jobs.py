@@ -71,6 +71,8 @@ def build_user_jobs(
                 time_zone=spec.time_zone,
                 pause_note=spec.pause_note,
                 retry=spec.retry,
+                catch_up=spec.catch_up,
+                overlap=spec.overlap,
             )
         )
     return found
