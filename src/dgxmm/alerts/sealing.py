@@ -20,7 +20,7 @@ import os
 import secrets
 from pathlib import Path
 
-from dgxmm.errors import DgxmmError
+from dgxmm.errors import DgxmmError, InvalidInput
 
 __all__ = ["KEY_ENV", "KEY_FILE", "Sealer", "Unsealable", "load_or_create_key"]
 
@@ -84,13 +84,13 @@ def load_or_create_key(data_dir: Path, environ: dict[str, str] | None = None) ->
         try:
             key = bytes.fromhex(given.strip())
         except ValueError:
-            raise ValueError(f"{KEY_ENV}: not hexadecimal") from None
+            key = b""
         if len(key) < 32:
-            raise ValueError(f"{KEY_ENV}: needs at least 32 bytes (64 hex digits)")
+            raise InvalidInput(KEY_ENV, "a key of 64 or more hexadecimal digits")
         return key
     path = data_dir / KEY_FILE
     try:
-        return bytes.fromhex(path.read_text().strip())
+        return _read_key(path)
     except FileNotFoundError:
         pass
     key = secrets.token_bytes(32)
@@ -98,9 +98,19 @@ def load_or_create_key(data_dir: Path, environ: dict[str, str] | None = None) ->
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return bytes.fromhex(path.read_text().strip())
+        return _read_key(path)
     with os.fdopen(fd, "w") as out:
         out.write(key.hex() + "\n")
         out.flush()
         os.fsync(out.fileno())
+    return key
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        key = bytes.fromhex(path.read_text().strip())
+    except ValueError:
+        key = b""
+    if len(key) < 32:
+        raise InvalidInput(str(path), "not a sealing key (64 or more hexadecimal digits)")
     return key

@@ -88,11 +88,11 @@ class Sender:
         self.policy = policy
         self._on_failing = on_failing
         self._on_recovered = on_recovered
-        timeout = httpx.Timeout(policy.timeout_s)
-        # No redirects, no proxies from the environment, no cookies kept between receivers.
-        self._http = httpx.Client(
-            timeout=timeout, follow_redirects=False, trust_env=False, transport=transport
-        )
+        # The transport itself, not a Client: a Client logs every request's whole URL (a
+        # Slack or Teams URL is a credential), and follows redirects when asked; a transport
+        # does neither. No proxies from the environment, no cookies kept between receivers.
+        self._transport = transport or httpx.HTTPTransport()
+        self._timeout = httpx.Timeout(policy.timeout_s).as_dict()
 
     def send_due(self, limit: int = 20) -> int:
         """Send the deliveries due now (each one this instance claims); return how many."""
@@ -111,7 +111,7 @@ class Sender:
 
     def close(self) -> None:
         """Close the HTTP client."""
-        self._http.close()
+        self._transport.close()
 
     def _send(self, delivery_id: int, message_id: int, channel_id: int) -> None:
         with reading(self._engine) as connection:
@@ -160,8 +160,12 @@ class Sender:
     def _post(self, url: str, secret: str, body: bytes) -> _Answer:
         headers = sign(secret, self._clock.now_us() // SECOND_US, body)
         headers["User-Agent"] = "dgxmm-alerts"
+        request = httpx.Request(
+            "POST", url, content=body, headers=headers, extensions={"timeout": self._timeout}
+        )
         try:
-            response = self._http.post(url, content=body, headers=headers)
+            response = self._transport.handle_request(request)
+            response.close()  # its body is not read: a receiver's words are not needed
         except httpx.TimeoutException:
             return _Answer(status_code=None, error=f"no answer within {self.policy.timeout_s:g} s")
         except httpx.HTTPError as error:
