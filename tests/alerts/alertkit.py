@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from dgxmm.alerts import SIGNATURE_HEADER, TIMESTAMP_HEADER
+from dgxmm.alerts import SIGNATURE_HEADER, TIMESTAMP_HEADER, Finding, Rule, SendPolicy
+
+KEY = bytes(range(32))  # the sealing key of the tests' alerts
+# A short timeout, so a stalled receiver costs a test half a second.
+POLICY = SendPolicy(timeout_s=0.5, first_retry_s=10, max_retry_s=600, give_up_after_s=3600)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,3 +112,17 @@ class Receiver:
         """Return what it got so far."""
         with self._lock:
             return list(self.got)
+
+
+class Scripted:
+    """A finder that says what the test sets: the subjects, and each one's token."""
+
+    def __init__(self) -> None:
+        self.now: dict[str, str] = {}
+
+    def find(self, rule: Rule, now_us: int) -> dict[str, Finding]:
+        """Return the subjects set, each with its token."""
+        return {
+            subject: Finding(subject=subject, token=token, title=f"{subject} broke ({token})")
+            for subject, token in self.now.items()
+        }

@@ -10,18 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from alerts.alertkit import KEY, POLICY
 from support import at
 
-from dgxmm.alerts import Alerts, SendPolicy
+from dgxmm.alerts import Alerts
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Busy
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.store import Store
 
 START = "2026-06-01T10:00:00+00:00"
-KEY = bytes(range(32))
-# A short timeout, so a stalled receiver costs the test half a second.
-POLICY = SendPolicy(timeout_s=0.5, first_retry_s=10, max_retry_s=600, give_up_after_s=3600)
 
 
 @pytest.fixture

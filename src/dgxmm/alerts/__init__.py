@@ -20,6 +20,7 @@ from dgxmm.alerts.deliveries import (
     DeliveryState,
     LogEntry,
 )
+from dgxmm.alerts.evaluator import Evaluator, Finder
 from dgxmm.alerts.messages import Message, MessageKind
 from dgxmm.alerts.rules import Condition, Rule, Rules
 from dgxmm.alerts.sealing import KEY_ENV, KEY_FILE, Sealer, Unsealable, load_or_create_key
@@ -42,6 +43,8 @@ __all__ = [
     "Deliveries",
     "Delivery",
     "DeliveryState",
+    "Evaluator",
+    "Finder",
     "Finding",
     "LogEntry",
     "Message",

@@ -12,11 +12,11 @@ the incident closes. A rule switched off, or with no channel, makes no message.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, insert, select, update
 
-from dgxmm.alerts.conditions import Conditions, Finding
+from dgxmm.alerts.conditions import Finding
 from dgxmm.alerts.messages import MessageKind, post_message
 from dgxmm.alerts.rules import Rule, Rules
 from dgxmm.alerts.tables import alert_incidents
@@ -24,15 +24,23 @@ from dgxmm.errors import DgxmmError
 from dgxmm.store import reading, writing
 from dgxmm.time_units import MINUTE_US
 
-__all__ = ["Evaluator"]
+__all__ = ["Evaluator", "Finder"]
 
 log = logging.getLogger(__name__)
+
+
+class Finder(Protocol):
+    """What the evaluator asks: the subjects a rule's condition holds for now."""
+
+    def find(self, rule: Rule, now_us: int) -> dict[str, Finding]:
+        """Return the findings of ``rule`` at ``now_us``, by subject."""
+        ...
 
 
 class Evaluator:
     """Turns findings into incidents and messages, rule by rule."""
 
-    def __init__(self, engine: Engine, rules: Rules, conditions: Conditions) -> None:
+    def __init__(self, engine: Engine, rules: Rules, conditions: Finder) -> None:
         self._engine = engine
         self._rules = rules
         self._conditions = conditions

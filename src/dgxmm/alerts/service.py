@@ -17,7 +17,7 @@ import httpx
 from dgxmm.alerts.channels import Channel, Channels
 from dgxmm.alerts.conditions import Conditions
 from dgxmm.alerts.deliveries import Deliveries
-from dgxmm.alerts.evaluator import Evaluator
+from dgxmm.alerts.evaluator import Evaluator, Finder
 from dgxmm.alerts.messages import MessageKind, post_message
 from dgxmm.alerts.rules import Rules
 from dgxmm.alerts.sealing import Sealer
@@ -49,7 +49,7 @@ class Alerts:
         schedules: ScheduleService | None = None,
         clock: Clock | None = None,
         policy: SendPolicy | None = None,
-        conditions: Conditions | None = None,
+        conditions: Finder | None = None,
         transport: httpx.BaseTransport | None = None,
         poll_seconds: float = POLL_SECONDS,
     ) -> None:
@@ -60,7 +60,7 @@ class Alerts:
         self.channels = Channels(engine, self.clock, Sealer(key), fleet.audit)
         self.rules = Rules(engine, self.clock, fleet.audit)
         self.deliveries = Deliveries(engine)
-        self.conditions = conditions or Conditions(store, fleet, schedules)
+        self.conditions: Finder = conditions or Conditions(store, fleet, schedules)
         self.evaluator = Evaluator(engine, self.rules, self.conditions)
         self.sender = Sender(
             engine,
