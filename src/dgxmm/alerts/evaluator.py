@@ -12,6 +12,7 @@ the incident closes. A rule switched off, or with no channel, makes no message.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, insert, select, update
@@ -40,8 +41,19 @@ class Finder(Protocol):
 class Evaluator:
     """Turns findings into incidents and messages, rule by rule."""
 
-    def __init__(self, engine: Engine, rules: Rules, conditions: Finder) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        rules: Rules,
+        conditions: Finder,
+        *,
+        shown: Callable[[str], str] = lambda text: text,
+    ) -> None:
         self._engine = engine
+        # What a message may say of dgxmm's words: it leaves dgxmm, so it reads them as a
+        # viewer would (no model server's log tail, key-like words masked; serve passes the
+        # server's redaction).
+        self._shown = shown
         self._rules = rules
         self._conditions = conditions
 
@@ -205,8 +217,8 @@ class Evaluator:
         post_message(
             connection,
             kind=kind,
-            title=title,
-            text=text,
+            title=self._shown(title),
+            text=self._shown(text),
             channel_ids=rule.channel_ids,
             at_us=now_us,
             rule=rule.name,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 import httpx
 
@@ -24,7 +25,7 @@ from dgxmm.alerts.sealing import Sealer
 from dgxmm.alerts.sender import Sender, SendPolicy
 from dgxmm.clock import Clock
 from dgxmm.decider import ScheduleService
-from dgxmm.fleet import AuditAction, AuditSubject, Fleet, InsightKind, Severity
+from dgxmm.fleet import LOG_TAIL_MARK, AuditAction, AuditSubject, Fleet, InsightKind, Severity
 from dgxmm.store import Store, writing
 
 __all__ = ["Alerts"]
@@ -52,6 +53,7 @@ class Alerts:
         conditions: Finder | None = None,
         transport: httpx.BaseTransport | None = None,
         poll_seconds: float = POLL_SECONDS,
+        shown: Callable[[str], str] | None = None,
     ) -> None:
         self.clock = clock or store.clock
         self._store = store
@@ -61,7 +63,9 @@ class Alerts:
         self.rules = Rules(engine, self.clock, fleet.audit)
         self.deliveries = Deliveries(engine)
         self.conditions: Finder = conditions or Conditions(store, fleet, schedules)
-        self.evaluator = Evaluator(engine, self.rules, self.conditions)
+        self.evaluator = Evaluator(
+            engine, self.rules, self.conditions, shown=shown or _without_log_tail
+        )
         self.sender = Sender(
             engine,
             channels=self.channels,
@@ -161,3 +165,8 @@ class Alerts:
 
     def _channel_recovered(self, channel: Channel) -> None:
         self._fleet.insights.dismiss_open(f"alert-channel:{channel.id}", ACTOR)
+
+
+def _without_log_tail(text: str) -> str:
+    """Return ``text`` without a model server's log tail (serve masks key-like words too)."""
+    return text.split(LOG_TAIL_MARK, 1)[0]

@@ -43,6 +43,7 @@ from dgxmm.server.app import (
 )
 from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host, second_server
+from dgxmm.server.redaction import public_text
 from dgxmm.server.services import Services
 from dgxmm.server.telemetry import ServerMetrics
 from dgxmm.store import Dialect, Store
@@ -197,7 +198,13 @@ def _serve(
     )
     # The key that seals the alert channels' URLs and secrets: outside the database, so a
     # backup holds only ciphertext (docs/alerts.md); instances on one PostgreSQL share it.
-    alerts = Alerts(store, fleet, key=load_or_create_key(data_dir), schedules=schedules)
+    alerts = Alerts(
+        store,
+        fleet,
+        key=load_or_create_key(data_dir),
+        schedules=schedules,
+        shown=lambda text: public_text(text) or "",
+    )
     host = Host(
         store,
         time_zone=zone,
