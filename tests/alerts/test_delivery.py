@@ -16,6 +16,7 @@ from dgxmm.alerts import Alerts, AttemptOutcome, DeliveryState
 from dgxmm.clock import ManualClock
 from dgxmm.errors import DefinitionError
 from dgxmm.fleet import Fleet, InsightKind
+from dgxmm.server import Host
 from dgxmm.store import Store
 
 
@@ -152,3 +153,23 @@ def test_the_url_and_secret_are_sealed_in_the_database(alerts: Alerts, store: St
     assert "s3cr3t-path" not in stored
     assert alerts.channels.get(channel).to_json()["url"].endswith("/…")
     assert "s3cr3t" not in str(alerts.channels.get(channel).to_json())
+
+
+def test_alerts_purge_deletes_the_log_older_than_30_days(
+    alerts: Alerts, store: Store, clock: ManualClock
+) -> None:
+    with Receiver() as receiver:
+        channel = _channel(alerts, receiver)
+        alerts.test(channel, actor="user:alice")
+        alerts.sender.send_due()
+        clock.advance(timedelta(days=29))
+        alerts.test(channel, actor="user:alice")
+        alerts.sender.send_due()
+    clock.advance(timedelta(days=2))
+    host = Host(store, time_zone="UTC", clock=clock, system_jobs=alerts.system_jobs())
+    try:
+        result = host.run_now("alerts_purge", timeout=30)
+    finally:
+        host.stop()
+    assert result.detail == "1 alert message(s) deleted"
+    assert len(alerts.deliveries.log()) == 1

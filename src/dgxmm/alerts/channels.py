@@ -217,16 +217,6 @@ class Channels:
         with reading(self._engine) as connection:
             return self._get(connection, channel_id)
 
-    def named(self, name_or_id: str) -> Channel:
-        """Return the channel with this name, or this id (``NotFound``)."""
-        with reading(self._engine) as connection:
-            found = self._find(connection, name_or_id)
-            if found is None and name_or_id.isdigit():
-                return self._get(connection, int(name_or_id))
-        if found is None:
-            raise NotFound("channel", name_or_id)
-        return found
-
     def list(self) -> builtins.list[Channel]:
         """Return every channel, by name."""
         with reading(self._engine) as connection:

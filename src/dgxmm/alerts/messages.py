@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert
+from sqlalchemy import Connection, Engine, Row, delete, insert
 
-from dgxmm.alerts.tables import alert_deliveries, alert_messages
+from dgxmm.alerts.tables import alert_deliveries, alert_incidents, alert_messages
+from dgxmm.store import writing
 
-__all__ = ["Message", "MessageKind", "post_message"]
+__all__ = ["Message", "MessageKind", "post_message", "purge_messages"]
 
 
 class MessageKind(StrEnum):
@@ -114,3 +115,14 @@ def post_message(
         assert made is not None
         deliveries.append(int(made[0]))
     return message_id, deliveries
+
+
+def purge_messages(engine: Engine, before_us: int) -> int:
+    """Delete the messages made before ``before_us`` (their deliveries and attempts go with
+    them) and the incidents resolved before it; return the messages deleted."""
+    with writing(engine) as connection:
+        deleted = connection.execute(
+            delete(alert_messages).where(alert_messages.c.created_at < before_us)
+        ).rowcount
+        connection.execute(delete(alert_incidents).where(alert_incidents.c.resolved_at < before_us))
+    return int(deleted)

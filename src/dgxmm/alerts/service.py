@@ -19,14 +19,16 @@ from dgxmm.alerts.channels import Channel, Channels
 from dgxmm.alerts.conditions import Conditions
 from dgxmm.alerts.deliveries import Deliveries
 from dgxmm.alerts.evaluator import Evaluator, Finder
-from dgxmm.alerts.messages import MessageKind, post_message
+from dgxmm.alerts.messages import MessageKind, post_message, purge_messages
 from dgxmm.alerts.rules import Rules
 from dgxmm.alerts.sealing import Sealer
 from dgxmm.alerts.sender import Sender, SendPolicy
 from dgxmm.clock import Clock
 from dgxmm.decider import ScheduleService
 from dgxmm.fleet import LOG_TAIL_MARK, AuditAction, AuditSubject, Fleet, InsightKind, Severity
+from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, writing
+from dgxmm.time_units import DAY_US
 
 __all__ = ["Alerts"]
 
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 # deliveries another instance's evaluator made).
 POLL_SECONDS = 1.0
 ACTOR = "alerts"
+ALERTS_PURGE = "alerts_purge"
+KEEP_DAYS = 30  # messages, their deliveries and attempts; resolved incidents
 
 
 class Alerts:
@@ -125,6 +129,23 @@ class Alerts:
                 self.step()
             except Exception:  # the thread must outlive any one bad pass
                 log.exception("dgxmm alerts: a pass failed; going on")
+
+    def system_jobs(self) -> list[Job]:
+        """Return ``alerts_purge`` (daily): the log kept ``KEEP_DAYS`` days."""
+        return [
+            Job(
+                ALERTS_PURGE,
+                JobKind.SYSTEM,
+                CronSchedule.parse("40 3 * * *"),
+                self._purge,
+                description=f"deletes alert messages, their deliveries and attempts, and "
+                f"resolved incidents older than {KEEP_DAYS} days",
+            )
+        ]
+
+    def _purge(self, ctx: RunContext) -> str:
+        deleted = purge_messages(self._store.engine, ctx.started_at - KEEP_DAYS * DAY_US)
+        return f"{deleted} alert message(s) deleted"
 
     # -- what admins ask --------------------------------------------------------------------
 

@@ -209,7 +209,12 @@ def _serve(
         store,
         time_zone=zone,
         tick_seconds=options.tick_seconds,
-        system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
+        system_jobs=[
+            *fleet.system_jobs(),
+            *schedules.system_jobs(),
+            *proposals.system_jobs(),
+            *alerts.system_jobs(),
+        ],
         telemetry=metrics,
         lease=True,
         pulses=[schedules.idle_pulse, alerts.pulse],

@@ -1,4 +1,4 @@
-"""The job conditions, read from the store's record of runs, and what a message may say."""
+"""The conditions, read from what the layers recorded, and what a message may say."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlalchemy import insert
 
 from dgxmm.alerts import Alerts
 from dgxmm.clock import ManualClock
+from dgxmm.decider import ScheduleAction, ScheduleService
 from dgxmm.fleet import LOG_TAIL_MARK, DeploymentState, Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, JobRun, Outcome, RunResult
 from dgxmm.server.redaction import public_text
@@ -142,3 +143,32 @@ def test_a_lost_instance_that_held_the_lease_fires(
     got = [(r.body["kind"], r.body["subject"]) for r in receiver.requests()]
     assert got == [("firing", "instance:old-holder"), ("resolved", "instance:old-holder")]
     assert "held the ticker's lease" in receiver.requests()[0].body["title"]
+
+
+def test_a_failed_scheduled_action_that_paused_its_schedules_fires(
+    store: Store, fleet: Fleet, clock: ManualClock
+) -> None:
+    schedules = ScheduleService(store, fleet, clock=clock)
+    alerts = Alerts(store, fleet, key=KEY, clock=clock, policy=POLICY, schedules=schedules)
+    key = fleet.deployments.create(
+        actor="user:alice", name="llama", model="m", backend="external",
+        base_url="http://127.0.0.1:9", gpus=[0], memory_gib_awake=1.0, memory_gib_asleep=0.5,
+    ).id  # fmt: skip
+    sleep = schedules.create(key, action=ScheduleAction.SLEEP, days=127, time="22:00",
+                             actor="user:alice")  # fmt: skip
+    try:
+        with Receiver() as receiver:
+            _watch(alerts, receiver, "schedule_paused")
+            _pass(alerts, clock)
+            with writing(store.engine) as connection:  # as the runner does after a failure
+                schedules._pauses.pause(connection, sleep, "no answer", clock.now_us(),
+                                        timed_out_event=None)  # fmt: skip
+            _pass(alerts, clock)
+            schedules.update(sleep.id, actor="user:alice", enabled=True)
+            _pass(alerts, clock)
+    finally:
+        alerts.stop()
+        schedules.close()
+    got = [(r.body["kind"], r.body["subject"]) for r in receiver.requests()]
+    assert got == [("firing", f"schedule:{sleep.id}"), ("resolved", f"schedule:{sleep.id}")]
+    assert "failed to sleep (no answer)" in receiver.requests()[0].body["title"]
