@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from alerts.alertkit import Receiver
 from sqlalchemy import text
+from support import free_port
 
 from dgxmm.alerts import Alerts, AttemptOutcome, DeliveryState
 from dgxmm.clock import ManualClock
@@ -173,3 +174,15 @@ def test_alerts_purge_deletes_the_log_older_than_30_days(
         host.stop()
     assert result.detail == "1 alert message(s) deleted"
     assert len(alerts.deliveries.log()) == 1
+
+
+def test_a_receiver_that_is_not_there_is_retried(alerts: Alerts) -> None:
+    port = free_port()
+    channel, _ = alerts.channels.create(
+        {"name": "gone", "url": f"http://127.0.0.1:{port}/hook/s3cr3t-path"}, actor="user:a"
+    )
+    delivery = alerts.test(channel.id, actor="user:alice")
+    alerts.sender.send_due()
+    [attempt] = alerts.deliveries.get(delivery).attempts
+    assert (attempt.outcome, attempt.status_code) == (AttemptOutcome.RETRIED, None)
+    assert attempt.error == "ConnectError: cannot reach it"

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from sqlalchemy import Connection, Engine, Row, delete, insert, select, update
 
 from dgxmm.alerts.checks import Refusals, check_known_keys, check_name
@@ -112,6 +113,10 @@ def check_url(value: object, field: str = "url") -> str:
         raise DefinitionError(field, "a URL with a host")
     if parts.username is not None or parts.password is not None:
         raise DefinitionError(field, "no user or password in the URL: messages are signed")
+    try:
+        httpx.URL(url)  # what the sender will make of it
+    except httpx.InvalidURL as error:
+        raise DefinitionError(field, f"not a URL httpx can send to ({error})") from None
     return url
 
 

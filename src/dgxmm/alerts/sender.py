@@ -100,7 +100,9 @@ class Sender:
         for delivery_id, message_id, channel_id in self._deliveries.due(
             self._clock.now_us(), limit
         ):
-            hold = round((2 * self.policy.timeout_s + 30) * SECOND_US)
+            # Each of connect, write and read has the timeout: past four of them and 30 s, the
+            # claimant is taken to be gone and another instance may send it.
+            hold = round((4 * self.policy.timeout_s + 30) * SECOND_US)
             claimed = self._deliveries.claim(
                 delivery_id, instance=self._instance, now_us=self._clock.now_us(), hold_us=hold
             )
@@ -160,19 +162,17 @@ class Sender:
     def _post(self, url: str, secret: str, body: bytes) -> _Answer:
         headers = sign(secret, self._clock.now_us() // SECOND_US, body)
         headers["User-Agent"] = "dgxmm-alerts"
-        request = httpx.Request(
-            "POST", url, content=body, headers=headers, extensions={"timeout": self._timeout}
-        )
         try:
+            request = httpx.Request(
+                "POST", url, content=body, headers=headers, extensions={"timeout": self._timeout}
+            )
             response = self._transport.handle_request(request)
             response.close()  # its body is not read: a receiver's words are not needed
         except httpx.TimeoutException:
             return _Answer(status_code=None, error=f"no answer within {self.policy.timeout_s:g} s")
-        except httpx.HTTPError as error:
-            # The error's text names the host at most; never the URL's path (a credential).
-            return _Answer(
-                status_code=None, error=f"{type(error).__name__}: cannot reach the receiver"
-            )
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as error:
+            # Its kind only: an error's text may quote the URL, a credential.
+            return _Answer(status_code=None, error=f"{type(error).__name__}: cannot reach it")
         code = response.status_code
         if 300 <= code < 400:
             return _Answer(status_code=code, error="a redirect, not followed")
