@@ -126,3 +126,10 @@ def test_a_test_send_is_queued_sent_and_logged(
         assert "s3cr3t-path" not in text
     audit = full_admin.get("/api/audit", params={"subject": "alert_channel"}).json()["audit"]
     assert [a["action"] for a in audit] == ["alert_channel.test", "alert_channel.create"]
+
+
+def test_the_alerts_topic_moves_when_a_channel_is_made(full_admin: TestClient) -> None:
+    before = full_admin.get("/api/changes", params={"topics": "alerts"}).json()["version"]
+    full_admin.post("/api/alerts/channels", json={"name": "ops", "url": "https://h.example/x"})
+    after = full_admin.get("/api/changes", params={"topics": "alerts", "since": before})
+    assert after.json()["changed"] is True
