@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from alerts.alertkit import Receiver
+from alerts.alertkit import POLICY, Receiver
 from sqlalchemy import text
 from support import free_port
 
@@ -186,3 +186,27 @@ def test_a_receiver_that_is_not_there_is_retried(alerts: Alerts) -> None:
     [attempt] = alerts.deliveries.get(delivery).attempts
     assert (attempt.outcome, attempt.status_code) == (AttemptOutcome.RETRIED, None)
     assert attempt.error == "ConnectError: cannot reach it"
+
+
+def test_an_instance_with_another_key_leaves_the_delivery_to_one_that_can_send_it(
+    alerts: Alerts, store: Store, fleet: Fleet, clock: ManualClock
+) -> None:
+    other = Alerts(store, fleet, key=bytes(32), clock=clock, policy=POLICY)
+    try:
+        with Receiver() as receiver:
+            first = alerts.test(_channel(alerts, receiver), actor="user:alice")
+            assert other.sender.send_due() == 0  # it cannot open the channel: not claimed
+            [insight] = [i for i in fleet.insights.list() if i.key and "alerts-key" in i.key]
+            assert "same alerts.key" in insight.message
+            clock.advance(timedelta(seconds=10))
+            assert alerts.sender.send_due() == 1
+            assert len(receiver.requests()) == 1
+            second = alerts.test(alerts.channels.list()[0].id, actor="user:alice")
+            clock.advance(timedelta(hours=1))  # nobody with the key sent it within its hour
+            other.sender.send_due()
+    finally:
+        other.stop()
+    assert alerts.deliveries.get(first).delivery.state is DeliveryState.SENT
+    given_up = alerts.deliveries.get(second)
+    assert given_up.delivery.state is DeliveryState.FAILED
+    assert "does not open with this instance's key" in (given_up.attempts[0].error or "")

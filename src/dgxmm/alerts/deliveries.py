@@ -151,6 +151,16 @@ class Deliveries:
             ).rowcount
         return changed == 1
 
+    def postpone(self, delivery_id: int, until_us: int) -> None:
+        """Move a pending delivery's next try to ``until_us`` (no attempt is counted)."""
+        d = alert_deliveries.c
+        with writing(self._engine) as connection:
+            connection.execute(
+                update(alert_deliveries)
+                .where(d.id == delivery_id, d.state == DeliveryState.PENDING.value)
+                .values(next_at=until_us)
+            )
+
     def record(
         self,
         delivery_id: int,

@@ -78,6 +78,7 @@ class Sender:
         policy: SendPolicy,
         on_failing: ChannelHook,
         on_recovered: ChannelHook,
+        on_unsealable: Callable[[str], None] = lambda instance: None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._engine = engine
@@ -88,6 +89,7 @@ class Sender:
         self.policy = policy
         self._on_failing = on_failing
         self._on_recovered = on_recovered
+        self._on_unsealable = on_unsealable
         # The transport itself, not a Client: a Client logs every request's whole URL (a
         # Slack or Teams URL is a credential), and follows redirects when asked; a transport
         # does neither. No proxies from the environment, no cookies kept between receivers.
@@ -100,6 +102,8 @@ class Sender:
         for delivery_id, message_id, channel_id in self._deliveries.due(
             self._clock.now_us(), limit
         ):
+            if not self._may_send(delivery_id, message_id, channel_id):
+                continue
             # Each of connect, write and read has the timeout: past four of them and 30 s, the
             # claimant is taken to be gone and another instance may send it.
             hold = round((4 * self.policy.timeout_s + 30) * SECOND_US)
@@ -110,6 +114,31 @@ class Sender:
                 self._send(delivery_id, message_id, channel_id)
                 sent += 1
         return sent
+
+    def _may_send(self, delivery_id: int, message_id: int, channel_id: int) -> bool:
+        """Tell whether this instance can open the channel (or should fail the delivery).
+
+        An instance whose sealing key is not the others' cannot: it leaves the delivery to
+        one that can (later, so that the deliveries due behind it go on) and says so through
+        ``on_unsealable``. Only when nobody sent it within its hour does it fail it.
+        """
+        try:
+            with reading(self._engine) as connection:
+                self._channels.target(connection, channel_id)
+            return True
+        except NotFound:
+            return True  # removed meanwhile: the claim finds nothing
+        except Unsealable:
+            self._on_unsealable(self._instance)
+        with reading(self._engine) as connection:
+            made = connection.execute(
+                select(alert_messages.c.created_at).where(alert_messages.c.id == message_id)
+            ).scalar()
+        now = self._clock.now_us()
+        if made is None or now >= int(made) + round(self.policy.give_up_after_s * SECOND_US):
+            return True
+        self._deliveries.postpone(delivery_id, now + self.policy.retry_after_us(1))
+        return False
 
     def close(self) -> None:
         """Close the HTTP client."""

@@ -79,6 +79,7 @@ class Alerts:
             policy=policy or SendPolicy(),
             on_failing=self._channel_failing,
             on_recovered=self._channel_recovered,
+            on_unsealable=self._key_differs,
             transport=transport,
         )
         self.poll_seconds = poll_seconds
@@ -182,6 +183,17 @@ class Alerts:
             message=f"alert channel {channel.name} failed {channel.failures} times in a row: "
             "see the alerts page's log",
             key=f"alert-channel:{channel.id}",
+        )
+
+    def _key_differs(self, instance: str) -> None:
+        self._fleet.insights.raise_insight(
+            InsightKind.ALERT_CHANNEL_FAILING,
+            deployment_id=None,
+            severity=Severity.WARNING,
+            message=f"instance {instance} cannot open the alert channels' URLs and secrets: "
+            "its sealing key is not the one they were sealed with (give every instance the "
+            "same alerts.key or DGXMM_ALERTS_KEY; docs/alerts.md)",
+            key=f"alerts-key:{instance}",
         )
 
     def _channel_recovered(self, channel: Channel) -> None:
