@@ -214,3 +214,20 @@ def test_a_job_skipped_n_times_in_a_row_fires(
         _pass(alerts, clock)
     got = [(r.body["kind"], r.body["title"]) for r in receiver.requests()]
     assert got == [("firing", "job backup was skipped 3 times in a row")]
+
+
+def test_a_rule_switched_off_closes_its_incidents_without_a_word(
+    scripted: tuple[Alerts, Scripted], clock: ManualClock
+) -> None:
+    alerts, finder = scripted
+    with Receiver() as receiver:
+        _setup(alerts, receiver, "job_failed")
+        [rule] = alerts.rules.list()
+        finder.now = {"job:a": "1"}
+        _pass(alerts, clock)
+        alerts.rules.switch(rule.id, False, actor="user:alice")
+        clock.advance(timedelta(minutes=1))
+        _pass(alerts, clock)
+        alerts.rules.switch(rule.id, True, actor="user:alice")
+        _pass(alerts, clock)  # still holds: news again
+    assert [r.body["kind"] for r in receiver.requests()] == ["firing", "firing"]

@@ -41,6 +41,10 @@ def test_it_adds_and_removes_a_rule(live: Live) -> None:
         "alerts", "add-rule", "x", "job_failed", "--channel", "nobody", "--threshold", "2"
     )
     assert wrong.code == 2
+    assert (
+        live.cli("alerts", "switch-rule", "refusals", "off").out.strip() == "rule refusals is off"
+    )
+    assert live.cli("alerts", "rules").out.splitlines()[1].split()[-1] == "off"
     assert live.cli("alerts", "remove-rule", "refusals").code == 0
     assert live.cli("alerts", "rules").out.strip() == "no rules"
     assert live.cli("alerts", "remove-channel", "ops").code == 0

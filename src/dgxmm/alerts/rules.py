@@ -13,10 +13,10 @@ from enum import StrEnum
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, delete, insert, select
+from sqlalchemy import Connection, Engine, Row, delete, insert, select, update
 
 from dgxmm.alerts.checks import Refusals, check_known_keys, check_name, check_whole
-from dgxmm.alerts.tables import alert_channels, alert_rule_channels, alert_rules
+from dgxmm.alerts.tables import alert_channels, alert_incidents, alert_rule_channels, alert_rules
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.fleet import Audit, AuditAction, AuditSubject
@@ -161,6 +161,37 @@ class Rules:
                 connection=connection,
             )
             return rule
+
+    def switch(self, rule_id: int, enabled: object, *, actor: str) -> Rule:
+        """Switch a rule on or off (audited). Off, its open incidents close without a word:
+        switched on again, a condition that still holds is news again."""
+        if not isinstance(enabled, bool):
+            raise DefinitionError("enabled", f"{enabled!r} is not true or false")
+        with writing(self._engine) as connection:
+            rule = self._get(connection, rule_id)
+            if rule.enabled is enabled:
+                return rule
+            connection.execute(
+                update(alert_rules).where(alert_rules.c.id == rule_id).values(enabled=enabled)
+            )
+            if not enabled:
+                connection.execute(
+                    update(alert_incidents)
+                    .where(
+                        alert_incidents.c.rule_id == rule_id,
+                        alert_incidents.c.resolved_at.is_(None),
+                    )
+                    .values(resolved_at=self._clock.now_us(), open_key=None)
+                )
+            self._audit.record(
+                actor=actor,
+                action=AuditAction.ALERT_RULE_SWITCH,
+                subject=AuditSubject.ALERT_RULE,
+                subject_id=rule_id,
+                detail={"name": rule.name, "enabled": enabled},
+                connection=connection,
+            )
+            return self._get(connection, rule_id)
 
     def remove(self, rule_id: int, *, actor: str) -> None:
         """Remove a rule and its incidents (audited); messages already made are kept."""

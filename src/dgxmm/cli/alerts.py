@@ -14,7 +14,7 @@ import typer
 
 from dgxmm.cli.client import Client
 from dgxmm.cli.common import Answer, Target, command, table
-from dgxmm.errors import NotFound
+from dgxmm.errors import InvalidInput, NotFound
 
 __all__ = ["app"]
 
@@ -154,16 +154,39 @@ def add_rule(
     )
 
 
+RuleArgument = Annotated[str, typer.Argument(help="The rule's name or id.")]
+
+
+def rule_id(api: Client, given: str) -> int:
+    """Return the id of the rule named (or numbered) ``given``."""
+    for rule in api.get("/api/alerts/rules")["rules"]:
+        if given in (rule["name"], str(rule["id"])):
+            return int(rule["id"])
+    raise NotFound("rule", given)
+
+
 @command(app, "remove-rule", offline=False)
-def remove_rule(where: Target, rule: Annotated[str, typer.Argument(help="Name or id.")]) -> Answer:
+def remove_rule(where: Target, rule: RuleArgument) -> Answer:
     """Remove a rule."""
     with where.client() as api:
-        rows = api.get("/api/alerts/rules")["rules"]
-        found = [r for r in rows if rule in (r["name"], str(r["id"]))]
-        if not found:
-            raise NotFound("rule", rule)
-        done = api.delete(f"/api/alerts/rules/{found[0]['id']}")
+        done = api.delete(f"/api/alerts/rules/{rule_id(api, rule)}")
     return Answer(value=done, text=f"removed rule {rule}")
+
+
+@command(app, "switch-rule", offline=False)
+def switch_rule(
+    where: Target,
+    rule: RuleArgument,
+    state: Annotated[str, typer.Argument(metavar="on|off")],
+) -> Answer:
+    """Switch a rule on or off (off: its open incidents close without a message)."""
+    if state not in ("on", "off"):
+        raise InvalidInput("state", f"{state!r} is not on or off")
+    with where.client() as api:
+        done = api.post(
+            f"/api/alerts/rules/{rule_id(api, rule)}/enabled", {"enabled": state == "on"}
+        )
+    return Answer(value=done, text=f"rule {rule} is {state}")
 
 
 @command(app, "log", offline=False)

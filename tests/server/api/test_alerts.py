@@ -133,3 +133,20 @@ def test_the_alerts_topic_moves_when_a_channel_is_made(full_admin: TestClient) -
     full_admin.post("/api/alerts/channels", json={"name": "ops", "url": "https://h.example/x"})
     after = full_admin.get("/api/changes", params={"topics": "alerts", "since": before})
     assert after.json()["changed"] is True
+
+
+def test_a_rule_is_switched_off_and_on(full_admin: TestClient) -> None:
+    full_admin.post("/api/alerts/channels", json={"name": "ops", "url": "https://h.example/x"})
+    rule = full_admin.post(
+        "/api/alerts/rules", json={"name": "r", "condition": "job_failed", "channels": ["ops"]}
+    ).json()
+    off = full_admin.post(f"/api/alerts/rules/{rule['id']}/enabled", json={"enabled": False})
+    assert (off.status_code, off.json()["enabled"]) == (200, False)
+    wrong = full_admin.post(f"/api/alerts/rules/{rule['id']}/enabled", json={"enabled": "on"})
+    assert (wrong.status_code, wrong.json()["field"]) == (400, "enabled")
+    extra = full_admin.post(f"/api/alerts/rules/{rule['id']}/enabled", json={"on": True})
+    assert (extra.status_code, extra.json()["field"]) == (400, "on")
+    assert (
+        full_admin.post("/api/alerts/rules/999/enabled", json={"enabled": True}).status_code == 404
+    )
+    assert full_admin.get("/api/alerts/rules").json()["rules"][0]["enabled"] is False

@@ -70,6 +70,7 @@ class AuditAction(StrEnum):
     ALERT_CHANNEL_REMOVE = "alert_channel.remove"
     ALERT_CHANNEL_TEST = "alert_channel.test"
     ALERT_RULE_CREATE = "alert_rule.create"
+    ALERT_RULE_SWITCH = "alert_rule.switch"  # switched on or off
     ALERT_RULE_REMOVE = "alert_rule.remove"
 
 

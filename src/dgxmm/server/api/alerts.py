@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import ConfigDict
 
+from dgxmm.errors import DefinitionError
 from dgxmm.server.bodies import Body
 from dgxmm.server.deps import Admin, AlertsDep, HostDep, PathId, QueryId
 from dgxmm.server.job_list import iso
@@ -103,6 +104,22 @@ def list_rules(alerts: AlertsDep, _: Admin) -> dict[str, Any]:
 def create_rule(body: NewRule, alerts: AlertsDep, who: Admin) -> dict[str, Any]:
     """Make a rule."""
     return alerts.rules.create(body.keys(), actor=who.actor).to_json()
+
+
+class SwitchRule(_Loose):
+    """``{enabled}``: true switches the rule on, false off."""
+
+    enabled: Any = None
+
+
+@router.post("/rules/{rule_id}/enabled", responses=answers(400, 404))
+def switch_rule(rule_id: PathId, body: SwitchRule, alerts: AlertsDep, who: Admin) -> dict[str, Any]:
+    """Switch a rule on or off; off, its open incidents close without a message."""
+    keys = body.keys()
+    unknown = sorted(set(keys) - {"enabled"})
+    if unknown:
+        raise DefinitionError(unknown[0], f"{unknown[0]} is not a known field (enabled)")
+    return alerts.rules.switch(rule_id, keys.get("enabled"), actor=who.actor).to_json()
 
 
 @router.delete("/rules/{rule_id}", responses=answers(404))

@@ -70,6 +70,10 @@
         if (!(await confirmAction(`Remove channel ${row.dataset.name} and its deliveries?`, "Remove"))) return;
         await api("DELETE", `/api/alerts/channels/${button.dataset.removeChannel}`);
         await settle(`channel ${row.dataset.name} removed`);
+      } else if (button.dataset.switchRule) {
+        const on = button.dataset.to === "true";
+        await api("POST", `/api/alerts/rules/${button.dataset.switchRule}/enabled`, { enabled: on });
+        await settle(`rule ${row.dataset.name} switched ${on ? "on" : "off"}`);
       } else if (button.dataset.removeRule) {
         if (!(await confirmAction(`Remove rule ${row.dataset.name}?`, "Remove"))) return;
         await api("DELETE", `/api/alerts/rules/${button.dataset.removeRule}`);
