@@ -73,9 +73,10 @@ def test_a_stalled_receiver_never_delays_a_tick(live_store: Store) -> None:
             alerts.stop()
             host.stop()
             fleet.close()
-    # The pulses kept their 50 ms pace while the send was stuck (slack for a busy machine).
-    assert len(during) >= 6
-    assert max(b - a for a, b in itertools.pairwise(during)) < 0.4
+    # The pulses kept their 50 ms pace while the send was stuck for a whole second (slack for
+    # a busy machine: a pulse that waited for the send would leave a gap of a second).
+    assert len(during) >= 5
+    assert max(b - a for a, b in itertools.pairwise(during)) < 0.6
     assert max(pulse_costs) < 0.1
     [entry] = alerts.deliveries.log()
     assert [(a.outcome.value, a.status_code) for a in entry.attempts] == [
