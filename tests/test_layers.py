@@ -27,6 +27,7 @@ LAYERS = (
     "dgxmm.decider",
     "dgxmm.proxy",  # the OpenAI-compatible proxy: fleet and below (the decider reads activity)
     "dgxmm.lab",  # the savings lab: replays through the decider's and the proxy's own decisions
+    "dgxmm.alerts",  # channels, rules, deliveries: reads what the layers below recorded
     "dgxmm.server",
     "dgxmm.cli",
     "dgxmm.__main__",

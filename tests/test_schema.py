@@ -7,6 +7,7 @@ from pathlib import Path
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+import dgxmm.alerts.tables
 import dgxmm.decider.tables
 import dgxmm.fleet.deployments.tables
 import dgxmm.server.tables  # noqa: F401  (each registers its tables on the metadata)

@@ -10,6 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from dgxmm.alerts import Alerts
 from dgxmm.cli import app
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
@@ -51,6 +52,7 @@ class Live:
     fleet: Fleet
     schedules: ScheduleService
     proposals: ProposalService
+    alerts: Alerts
 
     def cli(self, *args: str) -> Outcome:
         """Run ``dgxmm ARGS --url URL --token-file FILE``."""

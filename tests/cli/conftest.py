@@ -9,10 +9,12 @@ import pytest
 from cli.clikit import Live
 from support import serving
 
+from dgxmm.alerts import Alerts, SendPolicy
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import (
+    ALERT_ROUTES,
     FLEET_ROUTES,
     PROPOSAL_ROUTES,
     SCHEDULE_ROUTES,
@@ -42,15 +44,30 @@ def live(tmp_path: Path) -> Iterator[Live]:
     token_file = tmp_path / "token"
     token_file.write_text(tokens.create(Role.ADMIN, "alice") + "\n")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2, stop_grace_seconds=5)
-    services = Services(
-        host=host, tokens=tokens, fleet=fleet, schedules=schedules, proposals=proposals
+    alerts = Alerts(
+        store,
+        fleet,
+        key=bytes(range(32)),
+        schedules=schedules,
+        policy=SendPolicy(timeout_s=1.0),
+        poll_seconds=0.1,
     )
-    app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES])
+    services = Services(
+        host=host,
+        tokens=tokens,
+        fleet=fleet,
+        schedules=schedules,
+        proposals=proposals,
+        alerts=alerts,
+    )
+    app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES, ALERT_ROUTES])
     host.start()
+    alerts.start()
     try:
         with serving(app) as url:
-            yield Live(url, token_file, data, store, host, fleet, schedules, proposals)
+            yield Live(url, token_file, data, store, host, fleet, schedules, proposals, alerts)
     finally:
+        alerts.stop()
         host.stop()
         schedules.close()
         fleet.close()

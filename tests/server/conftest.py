@@ -15,11 +15,13 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from support import at
 
+from dgxmm.alerts import Alerts
 from dgxmm.clock import ManualClock
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.errors import Busy
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.server import (
+    ALERT_ROUTES,
     FLEET_ROUTES,
     PROPOSAL_ROUTES,
     SCHEDULE_ROUTES,
@@ -107,14 +109,29 @@ def fleet(store: Store, clock: ManualClock) -> Iterator[Fleet]:
 
 
 @pytest.fixture
-def full_app(host: Host, tokens: Tokens, fleet: Fleet, store: Store, clock: ManualClock) -> FastAPI:
+def alerts(store: Store, fleet: Fleet, clock: ManualClock) -> Iterator[Alerts]:
+    """The alerts service, its thread not started (tests send with ``alerts.step()``)."""
+    made = Alerts(store, fleet, key=bytes(range(32)), clock=clock)
+    yield made
+    made.stop()
+
+
+@pytest.fixture
+def full_app(
+    host: Host, tokens: Tokens, fleet: Fleet, store: Store, clock: ManualClock, alerts: Alerts
+) -> FastAPI:
     """The app with every layer's routes, as ``dgxmm serve`` builds it."""
     schedules = ScheduleService(store, fleet, clock=clock)
     proposals = ProposalService(store, fleet, schedules, clock=clock)
     services = Services(
-        host=host, tokens=tokens, fleet=fleet, schedules=schedules, proposals=proposals
+        host=host,
+        tokens=tokens,
+        fleet=fleet,
+        schedules=schedules,
+        proposals=proposals,
+        alerts=alerts,
     )
-    return create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES])
+    return create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES, ALERT_ROUTES])
 
 
 @pytest.fixture

@@ -6,10 +6,13 @@ import signal
 import socket
 import stat
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-from support import start_serve
+import pytest
+from alerts.alertkit import Receiver
+from support import start_serve, wait_for
 
 
 def start(
@@ -39,11 +42,21 @@ def stop(process: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT) ->
     return output
 
 
-def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_path: Path) -> None:
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as running:
+        yield running
+
+
+def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(
+    tmp_path: Path, receiver: Receiver
+) -> None:
     data = tmp_path / "data"
     process, port = serve(data)
     token_file = data / "admin-token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    # The alerts' sealing key: beside the token, kept from the database and its backups.
+    assert stat.S_IMODE((data / "alerts.key").stat().st_mode) == 0o600
     token = token_file.read_text().strip()
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {token}"}
@@ -54,7 +67,7 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_pat
         # The fleet's, the schedules' and the proposals' system jobs are wired in too.
         assert names[3:] == [
             "metrics_rollup", "metrics_purge", "schedule_runner", "traffic_profiles",
-            "schedule_proposals",
+            "schedule_proposals", "alerts_purge",
         ]  # fmt: skip
         defined = httpx.post(
             f"{base}/api/jobs/define",
@@ -66,6 +79,9 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_pat
         ran = httpx.post(f"{base}/api/jobs/run", headers=headers, json={"name": "cp"}, timeout=30)
         assert ran.json()["outcome"] == "succeeded"
         assert httpx.get(f"{base}/api/jobs", timeout=30).status_code == 401
+        made = httpx.post(f"{base}/api/alerts/channels", headers=headers, timeout=30,
+                          json={"name": "ops", "url": receiver.url}).json()  # fmt: skip
+        receiver.secret, channel = made["secret"], made["channel"]["id"]
     finally:
         output = stop(process)
     assert "dgxmm: stopped" in output
@@ -79,6 +95,11 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(tmp_pat
         cp = next(job for job in jobs if job["name"] == "cp")
         assert cp["last_run"]["outcome"] == "succeeded"
         assert cp["runs"]["last_hour"] == 1
+        # The channel made before the restart is sent to: its sealed URL and secret open
+        # with the key kept in the data directory.
+        httpx.post(f"{base}/api/alerts/channels/{channel}/test", headers=headers, timeout=30)
+        [got] = wait_for(receiver.requests, "the test message", timeout_s=30)
+        assert got.signed
     finally:
         stop(again)
 

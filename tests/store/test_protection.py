@@ -39,6 +39,13 @@ OWNERS = {
     "deployment_schedules": TableOwner.DECIDER,
     "traffic_profiles": TableOwner.DECIDER,
     "schedule_proposals": TableOwner.DECIDER,
+    "alert_channels": TableOwner.ALERTS,
+    "alert_rules": TableOwner.ALERTS,
+    "alert_rule_channels": TableOwner.ALERTS,
+    "alert_incidents": TableOwner.ALERTS,
+    "alert_messages": TableOwner.ALERTS,
+    "alert_deliveries": TableOwner.ALERTS,
+    "alert_attempts": TableOwner.ALERTS,
 }
 
 

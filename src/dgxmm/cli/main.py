@@ -178,6 +178,7 @@ def token_revoke(
 
 def _register() -> None:
     from dgxmm.cli import (
+        alerts,
         attic,
         deployments,
         insights,
@@ -200,6 +201,7 @@ def _register() -> None:
     app.add_typer(insights.audit_app, name="audit")
     app.add_typer(insights.proposals_app, name="proposals")
     app.add_typer(lab.app, name="lab")
+    app.add_typer(alerts.app, name="alerts")
     savings.register(app)
 
 

@@ -2,6 +2,7 @@
 
 from dgxmm.places import machine_zone
 from dgxmm.server.app import (
+    ALERT_ROUTES,
     FLEET_ROUTES,
     JOBS_ROUTES,
     PROPOSAL_ROUTES,
@@ -16,6 +17,7 @@ from dgxmm.server.services import Services
 from dgxmm.server.telemetry import ServerMetrics
 
 __all__ = [
+    "ALERT_ROUTES",
     "FLEET_ROUTES",
     "JOBS_ROUTES",
     "PROPOSAL_ROUTES",

@@ -21,7 +21,14 @@ from dgxmm.server.responses import install_error_handlers
 from dgxmm.server.routes import Routes
 from dgxmm.server.services import Services
 
-__all__ = ["FLEET_ROUTES", "JOBS_ROUTES", "PROPOSAL_ROUTES", "SCHEDULE_ROUTES", "create_app"]
+__all__ = [
+    "ALERT_ROUTES",
+    "FLEET_ROUTES",
+    "JOBS_ROUTES",
+    "PROPOSAL_ROUTES",
+    "SCHEDULE_ROUTES",
+    "create_app",
+]
 
 STATIC = Path(__file__).with_name("static")
 
@@ -74,6 +81,12 @@ PROPOSAL_ROUTES = Routes(
     routers=(api.traffic.router, api.proposals.router, pages.traffic.router),
     sections=(pages.traffic.SECTION,),
     needs=("fleet", "schedules", "proposals"),
+)
+
+ALERT_ROUTES = Routes(
+    name="alerts",
+    routers=(api.alerts.router, pages.alerts.router),
+    needs=("fleet", "alerts"),
 )
 
 

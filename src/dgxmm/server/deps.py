@@ -1,7 +1,7 @@
 """Request dependencies: the app's services, and who is asking (bearer token or login cookie).
 
 Every dependency alias of the API and the pages is here: ``ServicesDep``, ``HostDep``,
-``TokensDep``, ``FleetDep``, ``SchedulesDep``, ``ProposalsDep``, ``SectionsDep`` (the
+``TokensDep``, ``FleetDep``, ``AlertsDep``, ``SchedulesDep``, ``ProposalsDep``, ``SectionsDep`` (the
 sections of a deployment's page); ``Viewer`` and ``Admin``; the checked path and query ids.
 """
 
@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Query, Request
 
+from dgxmm.alerts import Alerts
 from dgxmm.clock import EARLIEST_US, LATEST_US
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
@@ -23,6 +24,7 @@ __all__ = [
     "COOKIE",
     "MAX_ID",
     "Admin",
+    "AlertsDep",
     "FleetDep",
     "HostDep",
     "PathId",
@@ -85,6 +87,13 @@ def _proposals(request: Request) -> ProposalService:
     return proposals
 
 
+def _alerts(request: Request) -> Alerts:
+    alerts = services_of(request).alerts
+    if alerts is None:
+        raise RuntimeError("this app has no alerts service")
+    return alerts
+
+
 def _sections(request: Request) -> tuple[DeploymentSection, ...]:
     sections: tuple[DeploymentSection, ...] = request.app.state.deployment_sections
     return sections
@@ -144,6 +153,7 @@ TokensDep = Annotated[Tokens, Depends(_tokens)]
 FleetDep = Annotated[Fleet, Depends(_fleet)]
 SchedulesDep = Annotated[ScheduleService, Depends(_schedules)]
 ProposalsDep = Annotated[ProposalService, Depends(_proposals)]
+AlertsDep = Annotated[Alerts, Depends(_alerts)]
 SectionsDep = Annotated[tuple[DeploymentSection, ...], Depends(_sections)]
 Viewer = Annotated[Identity, Depends(require_viewer)]
 Admin = Annotated[Identity, Depends(require_admin)]

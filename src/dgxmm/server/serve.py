@@ -20,6 +20,7 @@ from pathlib import Path
 
 import uvicorn
 
+from dgxmm.alerts import KEY_FILE, Alerts, load_or_create_key
 from dgxmm.clock import FastClock, from_us
 from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
@@ -33,9 +34,16 @@ from dgxmm.jobs import resolve_zone
 from dgxmm.lab.backtest import proposal_backtester
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
 from dgxmm.proxy import API_LIMITS, ProxyApp, ProxyServer, limited_protocol
-from dgxmm.server.app import FLEET_ROUTES, PROPOSAL_ROUTES, SCHEDULE_ROUTES, create_app
+from dgxmm.server.app import (
+    ALERT_ROUTES,
+    FLEET_ROUTES,
+    PROPOSAL_ROUTES,
+    SCHEDULE_ROUTES,
+    create_app,
+)
 from dgxmm.server.auth import Tokens
 from dgxmm.server.host import Host, second_server
+from dgxmm.server.redaction import public_text
 from dgxmm.server.services import Services
 from dgxmm.server.telemetry import ServerMetrics
 from dgxmm.store import Dialect, Store
@@ -129,6 +137,7 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         raise second_server(store)
     tokens = Tokens(store.engine, store.clock)
     store.protect_paths([data_dir / ADMIN_TOKEN_FILE], what="the server's admin token")
+    store.protect_paths([data_dir / KEY_FILE], what="the alerts' sealing key")
     created = tokens.ensure_admin_token(data_dir)
     if created is not None:
         say(f"dgxmm: created an admin token in {created} (mode 0600); read it with: cat {created}")
@@ -187,14 +196,28 @@ def _serve(
     proposals = ProposalService(
         store, fleet, schedules, backtest=proposal_backtester(fleet, schedules)
     )
+    # The key that seals the alert channels' URLs and secrets: outside the database, so a
+    # backup holds only ciphertext (docs/alerts.md); instances on one PostgreSQL share it.
+    alerts = Alerts(
+        store,
+        fleet,
+        key=load_or_create_key(data_dir),
+        schedules=schedules,
+        shown=lambda text: public_text(text) or "",
+    )
     host = Host(
         store,
         time_zone=zone,
         tick_seconds=options.tick_seconds,
-        system_jobs=[*fleet.system_jobs(), *schedules.system_jobs(), *proposals.system_jobs()],
+        system_jobs=[
+            *fleet.system_jobs(),
+            *schedules.system_jobs(),
+            *proposals.system_jobs(),
+            *alerts.system_jobs(),
+        ],
         telemetry=metrics,
         lease=True,
-        pulses=[schedules.idle_pulse],
+        pulses=[schedules.idle_pulse, alerts.pulse],
     )
     proxy = (
         ProxyServer(ProxyApp(fleet), host=options.proxy_host, port=options.proxy_port)
@@ -210,8 +233,9 @@ def _serve(
             proposals=proposals,
             metrics=metrics,
             proxy=proxy.app.stats if proxy is not None else None,
+            alerts=alerts,
         ),
-        [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES],
+        [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES, ALERT_ROUTES],
     )
     if proxy is not None:  # first: a port taken fails before anything else runs
         proxy.start()
@@ -220,6 +244,7 @@ def _serve(
             "/v1 (requests wake sleeping deployments)"
         )
     host.start()
+    alerts.start()  # sends on every instance; evaluates on the pulses of the lease holder
     demo = (
         Demo(
             fleet,
@@ -277,6 +302,7 @@ def _serve(
             demo.stop()
         for result in host.stop():
             say(f"dgxmm: gave up job {result.name}: {result.error}")
+        alerts.stop()  # a send under way ends within its timeout
         schedules.close()  # scheduled actions under way finish on their threads
         fleet.close()
         try:

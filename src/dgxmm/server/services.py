@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dgxmm.alerts import Alerts
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
 from dgxmm.proxy import ProxyStats
@@ -30,3 +31,4 @@ class Services:
     # What /metrics serves; give the same one to the fleet and the host as their telemetry.
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     proxy: ProxyStats | None = None  # the proxy's numbers, when it serves (for /metrics)
+    alerts: Alerts | None = None  # channels, rules and the delivery log (admins)

@@ -27,6 +27,8 @@ __all__ = ["Audit", "AuditAction", "AuditEntry", "AuditSubject"]
 class AuditSubject(StrEnum):
     """What kind of thing an audit row is about."""
 
+    ALERT_CHANNEL = "alert_channel"
+    ALERT_RULE = "alert_rule"
     DEPLOYMENT = "deployment"
     INSIGHT = "insight"
     PROPOSAL = "proposal"
@@ -63,6 +65,13 @@ class AuditAction(StrEnum):
     PROPOSALS_MODEL = "proposals.model"
     PROPOSAL_ACCEPT = "proposal.accept"
     PROPOSAL_DISMISS = "proposal.dismiss"
+    ALERT_CHANNEL_CREATE = "alert_channel.create"
+    ALERT_CHANNEL_SECRET = "alert_channel.secret"  # a new secret, shown once
+    ALERT_CHANNEL_REMOVE = "alert_channel.remove"
+    ALERT_CHANNEL_TEST = "alert_channel.test"
+    ALERT_RULE_CREATE = "alert_rule.create"
+    ALERT_RULE_SWITCH = "alert_rule.switch"  # switched on or off
+    ALERT_RULE_REMOVE = "alert_rule.remove"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

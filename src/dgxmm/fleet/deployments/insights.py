@@ -34,6 +34,7 @@ _PG_LOCK = 0x64677878_0001
 class InsightKind(StrEnum):
     """What an insight is about."""
 
+    ALERT_CHANNEL_FAILING = "alert_channel_failing"  # its deliveries failed again and again
     DEMO = "demo"  # dgxmm serve --demo is running
     DEPLOYMENT_FAILED = "deployment_failed"
     IDLE_PAUSED = "idle_paused"  # an idle step failed: its idle policy waits for a person

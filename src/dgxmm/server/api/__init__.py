@@ -3,6 +3,7 @@
 Each module has a ``router``; ``server/app.py`` hands them to the app in a layer's ``Routes``.
 """
 
+from dgxmm.server.api import alerts as alerts
 from dgxmm.server.api import attic as attic
 from dgxmm.server.api import audit as audit
 from dgxmm.server.api import catalog as catalog
@@ -21,6 +22,7 @@ from dgxmm.server.api import tokens as tokens
 from dgxmm.server.api import traffic as traffic
 
 __all__ = [
+    "alerts",
     "attic",
     "audit",
     "catalog",

@@ -26,7 +26,7 @@ __all__ = ["TOPICS", "router", "versions"]
 
 router = APIRouter(prefix="/api/changes", tags=["changes"])
 
-TOPICS = ("jobs", "deployments", "insights")
+TOPICS = ("jobs", "deployments", "insights", "alerts")
 
 
 def _jobs(services: Services) -> object:
@@ -56,7 +56,26 @@ def _insights(services: Services) -> object:
     return [(i.id, i.dismissed_at) for i in fleet.insights.list(True, limit=100)]
 
 
-_DIGESTS = {"jobs": _jobs, "deployments": _deployments, "insights": _insights}
+def _alerts(services: Services) -> object:
+    alerts = services.alerts
+    if alerts is None:
+        return None
+    # A digest only: what changed is read by the admins' page, never from here.
+    channels = [(c.id, c.failures, c.updated_at) for c in alerts.channels.list()]
+    rules = [(r.id, r.enabled, r.channel_ids) for r in alerts.rules.list()]
+    log = [
+        (e.delivery.id, e.delivery.state, e.delivery.attempts)
+        for e in alerts.deliveries.log(limit=50)
+    ]
+    return channels, rules, log
+
+
+_DIGESTS = {
+    "jobs": _jobs,
+    "deployments": _deployments,
+    "insights": _insights,
+    "alerts": _alerts,
+}
 
 
 def versions(services: Services, topics: list[str]) -> dict[str, str]:

@@ -5,6 +5,7 @@ sends it with the login cookie), so the pages add no second way to change anythi
 module has a ``router``; ``render`` renders a template for a logged-in person.
 """
 
+from dgxmm.server.pages import alerts as alerts
 from dgxmm.server.pages import api_docs as api_docs
 from dgxmm.server.pages import audit as audit
 from dgxmm.server.pages import deployment_form as deployment_form
@@ -23,6 +24,7 @@ from dgxmm.server.pages import traffic as traffic
 from dgxmm.server.pages import workload as workload
 
 __all__ = [
+    "alerts",
     "api_docs",
     "audit",
     "deployment_form",

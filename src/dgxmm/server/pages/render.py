@@ -97,6 +97,7 @@ def _render(
         zone_choice=choice,
         server_zone=host.time_zone.key,
         page=template.removesuffix(".html"),
+        has_alerts=services_of(request).alerts is not None,
         # Said on every page while on: the decider records what it would do, and does none.
         forecast_only=host.store.get_setting(FORECAST_ONLY, False) is True,
     )

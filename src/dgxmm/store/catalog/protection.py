@@ -11,8 +11,9 @@ server's tables).
 Two kinds of owner, one rule: the store's own tables (catalog, journal, settings, change log)
 and the server's tokens belong to dgxmm itself; the fleet's and the decider's tables
 (deployments, events, audit, insights, rollups, schedules, profiles, proposals) are changed
-only through their services, which write an audit row or an event for every change. Saved
-queries may read all of them, and write none.
+only through their services, which write an audit row or an event for every change; so are
+the alerts' (channels, rules, deliveries), whose secrets are stored sealed. Saved queries may
+read all of them, and write none.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class TableOwner(StrEnum):
     SERVER = "server"
     FLEET = "fleet"
     DECIDER = "decider"
+    ALERTS = "alerts"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,205 @@
+"""``Alerts``, the facade: channels, rules, the log, and the thread that evaluates and sends.
+
+Nothing here runs on a tick, a pass or a request. The host's pulse (``pulse``, on the
+instance holding the ticker's lease) only notes the time and wakes the alerts' own thread;
+that thread evaluates the rules, then sends what is due. Every instance's thread sends (each
+delivery is claimed by one of them); only the lease holder's evaluates. A test send writes
+its message and returns at once: the thread sends it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import httpx
+
+from dgxmm.alerts.channels import Channel, Channels
+from dgxmm.alerts.conditions import Conditions
+from dgxmm.alerts.deliveries import Deliveries
+from dgxmm.alerts.evaluator import Evaluator, Finder
+from dgxmm.alerts.messages import MessageKind, post_message, purge_messages
+from dgxmm.alerts.rules import Rules
+from dgxmm.alerts.sealing import Sealer
+from dgxmm.alerts.sender import Sender, SendPolicy
+from dgxmm.clock import Clock
+from dgxmm.decider import ScheduleService
+from dgxmm.fleet import LOG_TAIL_MARK, AuditAction, AuditSubject, Fleet, InsightKind, Severity
+from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
+from dgxmm.store import Store, writing
+from dgxmm.time_units import DAY_US
+
+__all__ = ["Alerts"]
+
+log = logging.getLogger(__name__)
+
+# The sender looks for due deliveries this often even when nothing woke it (retries, and the
+# deliveries another instance's evaluator made).
+POLL_SECONDS = 1.0
+ACTOR = "alerts"
+ALERTS_PURGE = "alerts_purge"
+KEEP_DAYS = 30  # messages, their deliveries and attempts; resolved incidents
+
+
+class Alerts:
+    """Alerts over one store and fleet."""
+
+    def __init__(
+        self,
+        store: Store,
+        fleet: Fleet,
+        *,
+        key: bytes,
+        schedules: ScheduleService | None = None,
+        clock: Clock | None = None,
+        policy: SendPolicy | None = None,
+        conditions: Finder | None = None,
+        transport: httpx.BaseTransport | None = None,
+        poll_seconds: float = POLL_SECONDS,
+        shown: Callable[[str], str] | None = None,
+    ) -> None:
+        self.clock = clock or store.clock
+        self._store = store
+        self._fleet = fleet
+        engine = store.engine
+        self.channels = Channels(engine, self.clock, Sealer(key), fleet.audit)
+        self.rules = Rules(engine, self.clock, fleet.audit)
+        self.deliveries = Deliveries(engine)
+        self.conditions: Finder = conditions or Conditions(store, fleet, schedules)
+        self.evaluator = Evaluator(
+            engine, self.rules, self.conditions, shown=shown or _without_log_tail
+        )
+        self.sender = Sender(
+            engine,
+            channels=self.channels,
+            deliveries=self.deliveries,
+            clock=self.clock,
+            instance=store.instance,
+            policy=policy or SendPolicy(),
+            on_failing=self._channel_failing,
+            on_recovered=self._channel_recovered,
+            on_unsealable=self._key_differs,
+            transport=transport,
+        )
+        self.poll_seconds = poll_seconds
+        self._asked_at: int | None = None  # the last pulse's time, not yet evaluated
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- the host's side ------------------------------------------------------------------
+
+    def pulse(self, now_us: int) -> None:
+        """Ask for an evaluation at ``now_us`` and return at once (the host's pulse)."""
+        with self._lock:
+            self._asked_at = now_us
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start the alerts' thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="dgxmm-alerts", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the thread (a send under way ends within its timeout) and close the client."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.sender.close()
+
+    def step(self) -> None:
+        """Evaluate if a pulse asked, then send what is due: one pass of the thread."""
+        with self._lock:
+            asked, self._asked_at = self._asked_at, None
+        if asked is not None:
+            self.evaluator.evaluate(asked)
+        self.sender.send_due()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(self.poll_seconds)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                self.step()
+            except Exception:  # the thread must outlive any one bad pass
+                log.exception("dgxmm alerts: a pass failed; going on")
+
+    def system_jobs(self) -> list[Job]:
+        """Return ``alerts_purge`` (daily): the log kept ``KEEP_DAYS`` days."""
+        return [
+            Job(
+                ALERTS_PURGE,
+                JobKind.SYSTEM,
+                CronSchedule.parse("40 3 * * *"),
+                self._purge,
+                description=f"deletes alert messages, their deliveries and attempts, and "
+                f"resolved incidents older than {KEEP_DAYS} days",
+            )
+        ]
+
+    def _purge(self, ctx: RunContext) -> str:
+        deleted = purge_messages(self._store.engine, ctx.started_at - KEEP_DAYS * DAY_US)
+        return f"{deleted} alert message(s) deleted"
+
+    # -- what admins ask --------------------------------------------------------------------
+
+    def test(self, channel_id: int, *, actor: str) -> int:
+        """Queue one example message to a channel (audited); return its delivery's id."""
+        channel = self.channels.get(channel_id)
+        now = self.clock.now_us()
+        with writing(self._store.engine) as connection:
+            _, deliveries = post_message(
+                connection,
+                kind=MessageKind.TEST,
+                title=f"a test of channel {channel.name}",
+                text=f"{actor} sent this test from dgxmm: the channel {channel.name} works.",
+                channel_ids=[channel.id],
+                at_us=now,
+            )
+            self._fleet.audit.record(
+                actor=actor,
+                action=AuditAction.ALERT_CHANNEL_TEST,
+                subject=AuditSubject.ALERT_CHANNEL,
+                subject_id=channel.id,
+                connection=connection,
+            )
+        self._wake.set()
+        return deliveries[0]
+
+    # -- a channel's health, as an insight ---------------------------------------------------
+
+    def _channel_failing(self, channel: Channel) -> None:
+        self._fleet.insights.raise_insight(
+            InsightKind.ALERT_CHANNEL_FAILING,
+            deployment_id=None,
+            severity=Severity.WARNING,
+            message=f"alert channel {channel.name} failed {channel.failures} times in a row: "
+            "see the alerts page's log",
+            key=f"alert-channel:{channel.id}",
+        )
+
+    def _key_differs(self, instance: str) -> None:
+        self._fleet.insights.raise_insight(
+            InsightKind.ALERT_CHANNEL_FAILING,
+            deployment_id=None,
+            severity=Severity.WARNING,
+            message=f"instance {instance} cannot open the alert channels' URLs and secrets: "
+            "its sealing key is not the one they were sealed with (give every instance the "
+            "same alerts.key or DGXMM_ALERTS_KEY; docs/alerts.md)",
+            key=f"alerts-key:{instance}",
+        )
+
+    def _channel_recovered(self, channel: Channel) -> None:
+        self._fleet.insights.dismiss_open(f"alert-channel:{channel.id}", ACTOR)
+
+
+def _without_log_tail(text: str) -> str:
+    """Return ``text`` without a model server's log tail (serve masks key-like words too)."""
+    return text.split(LOG_TAIL_MARK, 1)[0]
