@@ -7,7 +7,9 @@ its connection."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -66,6 +68,13 @@ class RawServer:
         return head + body
 
 
+def run(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on a loop of its own thread: Playwright's sync API (the browser tests'
+    session fixture) keeps a loop running in the main thread, where asyncio.run refuses."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, main).result()
+
+
 async def whole(pool: UpstreamPool, address: ServerAddress) -> tuple[int, bytes]:
     exchange = await pool.exchange(address, REQUEST)
     try:
@@ -94,7 +103,7 @@ def test_answers_come_back_on_one_kept_alive_connection() -> None:
             assert (server.connections, server.requests) == (1, 5)
             await pool.aclose()
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_a_connection_the_server_closed_idle_is_replaced_and_the_request_sent_once_more() -> None:
@@ -121,7 +130,7 @@ def test_a_connection_the_server_closed_idle_is_replaced_and_the_request_sent_on
             assert server.connections == 2
             await pool.aclose()
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_a_new_connection_that_closes_before_answering_is_unreachable_and_not_sent_twice() -> None:
@@ -139,7 +148,7 @@ def test_a_new_connection_that_closes_before_answering_is_unreachable_and_not_se
             assert (server.connections, server.requests) == (1, 1)
             await pool.aclose()
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_no_server_is_unreachable() -> None:
@@ -150,7 +159,7 @@ def test_no_server_is_unreachable() -> None:
         with pytest.raises(UpstreamUnreachable):
             await pool.exchange(address, REQUEST)
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_a_chunked_answer_after_an_interim_one_is_read_decoded() -> None:
@@ -183,7 +192,7 @@ def test_a_chunked_answer_after_an_interim_one_is_read_decoded() -> None:
             assert server.connections == 1
             await pool.aclose()
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_an_exchange_given_up_drops_its_connection() -> None:
@@ -208,7 +217,7 @@ def test_an_exchange_given_up_drops_its_connection() -> None:
             await asyncio.wait_for(closed.wait(), 5)
             await pool.aclose()
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_the_address_of_a_url() -> None:
