@@ -492,8 +492,9 @@ class Host:
                         self.store.runs.reap_lost()
                 else:
                     self.collect()
-                    if self.scheduler.has_released():  # a time waited for its run: now
-                        self.tick()
+                    with self.lock:  # a time waited for a run, of its job or its group: now
+                        if self.scheduler.has_released():
+                            self.tick()
             except Exception:  # the ticker must outlive any one bad step
                 log.exception("dgxmm host: a tick failed; ticking on")
 
