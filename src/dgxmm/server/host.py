@@ -145,6 +145,9 @@ class Host:
         self._stopping = threading.Event()
         self._ticker: threading.Thread | None = None
         self._planned = False  # the scheduler had its first (planning) tick
+        # Moves whenever this host's job list changed in memory (runs started or taken back,
+        # skips, a sync): with the store's counter, the jobs topic of ``GET /api/changes``.
+        self.changes = 0
         # This host's first tick: a time before it that no run records was not ticked here.
         self.ticking_since: int | None = None
 
@@ -212,7 +215,11 @@ class Host:
             if self.ticking_since is None:
                 self.ticking_since = at
             runs = []
+            skips = self.scheduler.skips
+            last_skip = skips[-1] if skips else None
             due = self.scheduler.start_due(at)
+            if due or (skips[-1] if skips else None) is not last_skip:
+                self.changes += 1
             # Claimed in the store before they start, in one transaction: another process
             # that claimed the same time runs it, and this one gives it back untouched.
             for run, refused in zip(due, self._claim(due), strict=True):
@@ -254,6 +261,8 @@ class Host:
                     continue  # given up earlier (abandoned): its late result belongs to nobody
                 self._finish(result)
                 taken.append(result)
+            if taken:
+                self.changes += 1
         return taken
 
     def sync(self, *, force: bool = False) -> None:
@@ -265,6 +274,7 @@ class Host:
             found = self.store.sync(self.scheduler)
             self.not_scheduled = list(found.not_scheduled)
             self._catalog_version = version
+            self.changes += 1
 
     def wait_idle(self, timeout: float = 30.0) -> list[RunResult]:
         """Wait for the runs under way to finish, take them back, and return them."""

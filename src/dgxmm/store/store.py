@@ -66,8 +66,15 @@ from dgxmm.store.runs.running import RunningJobs
 from dgxmm.store.runs.sidecar import Sidecar
 from dgxmm.store.runs.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
 from dgxmm.store.runs.user_jobs import UserJobs, build_user_jobs
-from dgxmm.store.schema import store_state
+from dgxmm.store.schema import (
+    catalog_jobs,
+    catalog_queries,
+    job_runs,
+    settings,
+    store_state,
+)
 from dgxmm.store.upkeep import Upkeep, restore
+from dgxmm.store.versions import ChangeVersions, Topic
 
 __all__ = ["Store", "restore"]
 
@@ -97,6 +104,15 @@ class Store:
         self._recheck = recheck
         self._reserved: set[str] = set(SYSTEM_JOB_NAMES)
         self._running = RunningJobs()
+        # The live topics' counters, bumped by every write to a watched table (the job list's
+        # here; the fleet and the alerts watch theirs).
+        self.versions = ChangeVersions(engine)
+        self.versions.watch(
+            {
+                table.name: Topic.JOBS
+                for table in (catalog_jobs, catalog_queries, settings, job_runs)
+            }
+        )
         # This process's name in the store: on each run it claims, in ``instances``, and
         # (PostgreSQL) on its sessions.
         self.instance = instance
