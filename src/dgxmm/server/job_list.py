@@ -8,18 +8,20 @@ user job its action, arguments and effects.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us
 from dgxmm.errors import CronError, DefinitionError, NotFound
-from dgxmm.jobs import CronSchedule, JobKind, JobState
+from dgxmm.jobs import CronSchedule, JobKind, JobState, LastRun, Outcome
 from dgxmm.jobs.keys import check_time_zone
 from dgxmm.server.host import Host, RowParts
 from dgxmm.store import JobDefinition
 
-__all__ = ["iso", "job_rows"]
+__all__ = ["Listed", "iso", "job_row", "job_rows"]
 
 
 def iso(at_us: int | None, host: Host, zone: ZoneInfo | None = None) -> str | None:
@@ -33,11 +35,27 @@ def _iso(at_us: int, zone: ZoneInfo) -> str:
     return from_us(at_us, zone).isoformat()
 
 
-def job_rows(host: Host, *, full_errors: bool) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listed:
+    """What the list's order and its filters read of a job, before its row is built."""
+
+    name: str
+    kind: JobKind
+    action: str | None
+    enabled: bool
+    failing: bool  # its last run failed or ran over time
+
+
+Pick = Callable[[list[Listed]], list[str]]
+
+
+def job_rows(host: Host, *, full_errors: bool, pick: Pick | None = None) -> list[dict[str, Any]]:
     """Return every job's row: system jobs first, then user jobs by name.
 
     ``full_errors`` (for admins) shows a failed run's whole error; otherwise its public form,
-    which never carries a value the run read (``RunResult.public_error``).
+    which never carries a value the run read (``RunResult.public_error``). ``pick``, given
+    every job in that order, names the ones whose rows to build (a page, a filter): only
+    those rows are built.
     """
     now = host.clock.now_us()
     definitions = {job.name: job for job in host.definitions()}
@@ -48,22 +66,50 @@ def job_rows(host: Host, *, full_errors: bool) -> list[dict[str, Any]]:
             for name, state in states.items()
             if state.job.kind is JobKind.SYSTEM
         }
-    rows = [
-        _system_row(host, state, builtin[name], now, full_errors)
-        for name, state in states.items()
-        if state.job.kind is JobKind.SYSTEM
-    ]
-    for name in sorted(definitions):
-        rows.append(_user_row(host, definitions[name], states.get(name), now, full_errors))
-    return rows
+    system = [name for name, state in states.items() if state.job.kind is JobKind.SYSTEM]
+    users = sorted(definitions)
+    chosen: set[str] | None = None
+    if pick is not None:
+        stats = host.scheduler.stats
+        assert stats is not None
+        listed = [
+            Listed(name=name, kind=JobKind.SYSTEM, action=None,
+                   enabled=states[name].job.enabled, failing=_failing(stats.last_run(name)))
+            for name in system
+        ] + [
+            Listed(name=name, kind=JobKind.USER, action=definitions[name].definition.get("action"),
+                   enabled=definitions[name].enabled, failing=_failing(stats.last_run(name)))
+            for name in users
+        ]  # fmt: skip
+        order = pick(listed)
+        chosen = set(order)
+    rows = {
+        name: _system_row(host, states[name], builtin[name], now, full_errors)
+        for name in system
+        if chosen is None or name in chosen
+    }
+    for name in users:
+        if chosen is None or name in chosen:
+            rows[name] = _user_row(host, definitions[name], states.get(name), now, full_errors)
+    if pick is None:
+        return list(rows.values())
+    return [rows[name] for name in order]
 
 
 def job_row(host: Host, name: str, *, full_errors: bool) -> dict[str, Any]:
     """Return one job's row (``NotFound``)."""
-    for row in job_rows(host, full_errors=full_errors):
-        if row["name"] == name:
-            return row
-    raise NotFound("job", name)
+    found = job_rows(
+        host,
+        full_errors=full_errors,
+        pick=lambda listed: [job.name for job in listed if job.name == name],
+    )
+    if not found:
+        raise NotFound("job", name)
+    return found[0]
+
+
+def _failing(last: LastRun | None) -> bool:
+    return last is not None and last.outcome in (Outcome.FAILED, Outcome.OVER_TIME)
 
 
 def _common(

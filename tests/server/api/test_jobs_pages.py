@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgxmm.jobs import Outcome
-from dgxmm.server import Host
+from dgxmm.server import Host, job_list
 
 _SETTINGS = settings(
     max_examples=15,
@@ -155,3 +155,23 @@ def test_the_openapi_document_lists_every_parameter(
 ) -> None:
     operation = client.get("/openapi.json").json()["paths"][path]["get"]
     assert expected <= {parameter["name"] for parameter in operation["parameters"]}
+
+
+def test_a_page_builds_only_its_own_rows(
+    client: TestClient, host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(30):
+        host.store.define_job(name=f"cp{i:02}", schedule="0 3 * * *", action="checkpoint")
+    built: list[str] = []
+    real = job_list._user_row
+
+    def counting(host: Host, job: Any, *args: Any) -> dict[str, Any]:
+        built.append(job.name)
+        return real(host, job, *args)
+
+    monkeypatch.setattr(job_list, "_user_row", counting)
+    body = client.get("/api/jobs", params={"limit": 5, "kind": "user"}).json()
+    assert names(body["jobs"]) == built == [f"cp{i:02}" for i in range(5)]
+    built.clear()
+    assert client.post("/api/jobs/enable", json={"name": "cp07", "enabled": False}).is_success
+    assert built == ["cp07"]  # the answer's one row, not the whole list
