@@ -133,7 +133,7 @@ class Host:
         for job in [*store.system_jobs(), *extra]:
             self.scheduler.add(job)
         self._catalog_version: int | None = None
-        self._definitions: tuple[int, list[JobDefinition]] | None = None
+        self._definitions: tuple[int, dict[str, JobDefinition]] | None = None
         # Kept here, with the store they come from, by (name, version): a new version of a job
         # is a new key, and another store's job of the same name is another host's.
         self.row_parts: dict[tuple[str, int], RowParts] = {}
@@ -271,8 +271,17 @@ class Host:
         if not force and version == self._catalog_version:
             return
         with self.lock:
-            found = self.store.sync(self.scheduler)
-            self.not_scheduled = list(found.not_scheduled)
+            before = self._catalog_version
+            names = None
+            if not force and before is not None:
+                names = self.store.changed_jobs(before, version)
+            if names is None:  # the whole catalog, read again
+                found = self.store.sync(self.scheduler)
+                self.not_scheduled = list(found.not_scheduled)
+            else:  # only the jobs that changed: a define costs the same at any size
+                found = self.store.sync_jobs(self.scheduler, names)
+                kept = [n for n in self.not_scheduled if n.name not in names]
+                self.not_scheduled = kept + list(found.not_scheduled)
             self._catalog_version = version
             self.changes += 1
 
@@ -285,12 +294,26 @@ class Host:
 
     def definitions(self) -> list[JobDefinition]:
         """Return the catalog's user jobs, read again only when the catalog version moved."""
+        return list(self.definitions_by_name().values())
+
+    def definitions_by_name(self) -> dict[str, JobDefinition]:
+        """Return the catalog's user jobs by name, in name order (do not change it)."""
         version = self.store.catalog_version()
         cached = self._definitions
-        if cached is None or cached[0] != version:
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        names = None if cached is None else self.store.changed_jobs(cached[0], version)
+        if cached is None or names is None:
             # Read after the version: a change in between is seen at the next call.
-            cached = self._definitions = (version, self.store.jobs())
-        return cached[1]
+            by_name = {job.name: job for job in self.store.jobs()}
+        else:  # only the jobs that changed, read by name
+            by_name = dict(cached[1])
+            for name in names:
+                by_name.pop(name, None)
+            by_name.update((job.name, job) for job in self.store.jobs_named(names))
+            by_name = dict(sorted(by_name.items()))
+        self._definitions = (version, by_name)
+        return by_name
 
     # -- on demand ----------------------------------------------------------------------------
 

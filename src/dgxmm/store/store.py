@@ -45,6 +45,7 @@ from dgxmm.store.catalog.file import ImportResult, export_catalog, import_catalo
 from dgxmm.store.catalog.journal import (
     JournalEntry,
     Subject,
+    changed_jobs,
     current_version,
     read_journal,
     read_setting,
@@ -427,6 +428,25 @@ class Store:
         scheduler.sync_user_jobs(found.jobs)
         self.job_overrides.load()
         scheduler.refresh_overrides()
+        return found
+
+    def changed_jobs(self, after: int, upto: int) -> set[str] | None:
+        """Return the user jobs changed between two catalog versions, or None when the whole
+        catalog is to be read again (something else changed, or many jobs did)."""
+        with reading(self.engine) as connection:
+            return changed_jobs(connection, after, upto)
+
+    def jobs_named(self, names: Iterable[str]) -> list[JobDefinition]:
+        """Return the user jobs of these names that exist, by name."""
+        return self.catalog.jobs_named(names)
+
+    def sync_jobs(self, scheduler: Scheduler, names: set[str]) -> UserJobs:
+        """Give ``scheduler`` these user jobs as the database has them now (the others
+        stay as they are): a define costs the same whatever the number of jobs."""
+        found = build_user_jobs(
+            self.jobs_named(names), spec_of=self.catalog.spec, action_for=self._action_for
+        )
+        scheduler.sync_some_user_jobs(names, found.jobs)
         return found
 
     def scheduler(self, time_zone: str = "UTC", **options: Any) -> Scheduler:

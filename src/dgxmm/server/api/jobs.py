@@ -12,7 +12,7 @@ from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import CronSchedule, JobKind, Tier, read_asked, resolve_zone
 from dgxmm.server.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
 from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.job_list import Listed, iso, job_row, job_rows
+from dgxmm.server.job_list import Listed, is_failing, iso, job_row, job_rows
 from dgxmm.server.openapi import answers
 from dgxmm.server.paging import (
     CursorQuery,
@@ -57,7 +57,9 @@ def list_jobs(
 
     def pick(listed: list[Listed]) -> list[str]:
         nonlocal next_key
-        kept = [job for job in listed if _matches(job, kind, action, on, failed)]
+        kept = [job for job in listed if _matches(job, kind, action, on)]
+        if failed is not None:  # read only when asked: a last run per job
+            kept = [job for job in kept if is_failing(host, job.name) is failed]
         if size is not None or after is not None:
             kept, next_key = page_after(kept, _job_key, after, size)
         return [job.name for job in kept]
@@ -82,17 +84,12 @@ def _job_key(job: Listed) -> tuple[int, str]:
 
 
 def _matches(
-    job: Listed,
-    kind: JobKind | None,
-    action: JobAction | None,
-    enabled: bool | None,
-    failing: bool | None,
+    job: Listed, kind: JobKind | None, action: JobAction | None, enabled: bool | None
 ) -> bool:
     return (
         (kind is None or job.kind is kind)
         and (action is None or job.action == action.value)
         and (enabled is None or job.enabled is enabled)
-        and (failing is None or job.failing is failing)
     )
 
 
