@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from dgxmm.clock import ManualClock
@@ -51,7 +53,7 @@ def test_the_jobs_read_change_by_change_equal_a_whole_read(
     store.define_query("q", None, "SELECT 1 AS one")
     host = Host(store, time_zone="UTC", clock=clock)
     host.tick()
-    steps = [
+    steps: list[Callable[[], object]] = [
         lambda: store.define_job(name="a", schedule="0 3 * * *", action="checkpoint"),
         lambda: store.define_job(name="b", schedule="0 4 * * *", action="query", query="q"),
         lambda: store.define_job(name="a", schedule="0 5 * * *", action="checkpoint"),
