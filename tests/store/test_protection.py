@@ -29,6 +29,7 @@ OWNERS = {
     "catalog_attic": TableOwner.STORE,
     "job_runs": TableOwner.STORE,
     "instances": TableOwner.STORE,
+    "change_versions": TableOwner.STORE,
     "api_tokens": TableOwner.SERVER,
     "deployments": TableOwner.FLEET,
     "deployment_events": TableOwner.FLEET,

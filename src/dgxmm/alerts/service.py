@@ -23,11 +23,12 @@ from dgxmm.alerts.messages import MessageKind, post_message, purge_messages
 from dgxmm.alerts.rules import Rules
 from dgxmm.alerts.sealing import Sealer
 from dgxmm.alerts.sender import Sender, SendPolicy
+from dgxmm.alerts.tables import alert_channels, alert_deliveries, alert_rule_channels, alert_rules
 from dgxmm.clock import Clock
 from dgxmm.decider import ScheduleService
 from dgxmm.fleet import LOG_TAIL_MARK, AuditAction, AuditSubject, Fleet, InsightKind, Severity
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
-from dgxmm.store import Store, writing
+from dgxmm.store import Store, Topic, writing
 from dgxmm.time_units import DAY_US
 
 __all__ = ["Alerts"]
@@ -63,6 +64,8 @@ class Alerts:
         self._store = store
         self._fleet = fleet
         engine = store.engine
+        watched = (alert_channels, alert_rules, alert_rule_channels, alert_deliveries)
+        store.versions.watch({table.name: Topic.ALERTS for table in watched})
         self.channels = Channels(engine, self.clock, Sealer(key), fleet.audit)
         self.rules = Rules(engine, self.clock, fleet.audit)
         self.deliveries = Deliveries(engine)

@@ -31,6 +31,10 @@ __all__ = ["Client"]
 _TIMEOUT = httpx.Timeout(30.0, read=3600.0)
 
 
+# The page a list command asks for: the server's most.
+PAGE = 1000
+
+
 class Client:
     """An HTTP client of one dgxmm server."""
 
@@ -52,6 +56,23 @@ class Client:
     def get(self, path: str, **params: Any) -> Any:
         """GET a path; parameters that are None are left out."""
         return self._send("GET", path, params=params)
+
+    def get_all(self, path: str, key: str, *, most: int | None = None, **params: Any) -> Any:
+        """GET a list page after page, following ``next_cursor``; return the first answer
+        with ``key`` holding every item (or the first ``most``)."""
+        first: dict[str, Any] | None = None
+        items: list[Any] = []
+        cursor = None
+        while True:
+            size = PAGE if most is None else min(PAGE, most - len(items))
+            answer = self.get(path, limit=size, cursor=cursor, **params)
+            first = first or answer
+            items.extend(answer[key])
+            cursor = answer.get("next_cursor")
+            if cursor is None or (most is not None and len(items) >= most):
+                break
+        assert first is not None
+        return {**first, key: items, "next_cursor": None}
 
     def post(self, path: str, body: Any = None, **params: Any) -> Any:
         """POST a JSON body."""

@@ -31,7 +31,7 @@ DeploymentArgument = Annotated[str, typer.Argument(help="The deployment's name o
 
 def deployment_id(api: Client, ref: str) -> int:
     """Return the id of the deployment ``ref`` names (its name, or its id); ``NotFound``."""
-    found = api.get("/api/deployments")["deployments"]
+    found = api.get_all("/api/deployments", "deployments")["deployments"]
     for row in found:
         if row["name"] == ref:
             return int(row["id"])
@@ -44,7 +44,7 @@ def deployment_id(api: Client, ref: str) -> int:
 def list_deployments(where: Target) -> Answer:
     """List the deployments with their state and what they hold."""
     with where.client() as api:
-        answer = api.get("/api/deployments")
+        answer = api.get_all("/api/deployments", "deployments")
     lines = [
         (d["id"], d["name"], d["state"], d["backend"], d["model"],
          ",".join(str(g) for g in d["gpus"]) or "-", d["held_gib"], d["priority"])

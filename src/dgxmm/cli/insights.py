@@ -32,8 +32,11 @@ def list_insights(
     """List the open insights, newest first."""
     with where.client() as api:
         key = None if deployment is None else deployment_id(api, deployment)
-        rows = api.get(
-            "/api/insights", include_dismissed=include_dismissed or None, deployment_id=key
+        rows = api.get_all(
+            "/api/insights",
+            "insights",
+            include_dismissed=include_dismissed or None,
+            deployment_id=key,
         )["insights"]
     lines = [
         (i["id"], i["created_at"], i["severity"], i["kind"], i["deployment"], i["message"])
@@ -54,7 +57,7 @@ def dismiss_insight(where: Target, insight: Annotated[int, typer.Argument()]) ->
 @command(audit_app, "list", offline=False)
 def list_audit(
     where: Target,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="How many rows at most.")] = 50,
     actor: Annotated[str | None, typer.Option("--actor", help="Only this actor's.")] = None,
     subject: Annotated[
         str | None, typer.Option("--subject", help="Only rows about this kind of thing.")
@@ -63,9 +66,9 @@ def list_audit(
 ) -> Answer:
     """List the audit log, newest first."""
     with where.client() as api:
-        rows = api.get("/api/audit", limit=limit, actor=actor, subject=subject, action=action)[
-            "audit"
-        ]
+        rows = api.get_all(
+            "/api/audit", "audit", most=limit, actor=actor, subject=subject, action=action
+        )["audit"]
     lines = [
         (r["at"], r["actor"], r["action"], r["subject"], r.get("subject_id"), r.get("detail"))
         for r in rows

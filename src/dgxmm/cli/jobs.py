@@ -37,7 +37,7 @@ def list_jobs(where: Target) -> Answer:
         ]  # fmt: skip
     else:
         with where.client() as api:
-            rows = api.get("/api/jobs")["jobs"]
+            rows = api.get_all("/api/jobs", "jobs")["jobs"]
         lines = [
             (r["name"], r["kind"], r["schedule"], r.get("action") or "-", r["enabled"],
              (r["last_run"] or {}).get("outcome"), r.get("next_at"), _why_not(r))

@@ -30,6 +30,7 @@ from dgxmm.fleet.deployments.insights import InsightKind, Insights, Severity
 from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
 from dgxmm.fleet.deployments.repo import DeploymentRepo
 from dgxmm.fleet.deployments.request_minutes import RETENTION_DAYS, RequestMinutes
+from dgxmm.fleet.deployments.tables import deployment_events, insights
 from dgxmm.fleet.deployments.tables import deployments as deployments_table
 from dgxmm.fleet.metrics.metrics import Metrics
 from dgxmm.fleet.metrics.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING
@@ -39,7 +40,7 @@ from dgxmm.fleet.placement.inventory import Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.placement.nodes import node_holdings
 from dgxmm.fleet.reattach import reattach
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
-from dgxmm.store import Store, writing
+from dgxmm.store import Store, Topic, writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 
 __all__ = ["METRICS_PURGE", "METRICS_ROLLUP", "Fleet", "LateFinishHook", "RemovalHook"]
@@ -75,6 +76,13 @@ class Fleet:
         self.clock = clock or store.clock
         self.data_dir = data_dir or store.data_dir
         engine = store.engine
+        store.versions.watch(
+            {
+                deployments_table.name: Topic.DEPLOYMENTS,
+                deployment_events.name: Topic.DEPLOYMENTS,
+                insights.name: Topic.INSIGHTS,
+            }
+        )
         self.audit = Audit(engine, self.clock)
         self.events = Events(engine, self.clock)
         self.insights = Insights(engine, store.dialect, self.clock, self.audit)

@@ -10,6 +10,7 @@ read in its own zone when it has one, else in the scheduler's.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from heapq import heappush
@@ -136,6 +137,10 @@ class Roster:
         )
         return system + user
 
+    def system_names(self) -> list[str]:
+        """Return the system jobs' names, in the order they were added."""
+        return [name for name, e in self._entries.items() if e.job.kind is JobKind.SYSTEM]
+
     def get(self, name: str) -> Job:
         """Return a job by name; raise ``NotFound``."""
         return self._entry(name).job
@@ -231,6 +236,31 @@ class Roster:
                 self.replace(job)
             else:  # same definition: take the new action, keep the planned time
                 self._entries[job.name].job = self._entries[job.name].builtin = job
+
+    def sync_some_user_jobs(self, names: Iterable[str], jobs: list[Job]) -> None:
+        """Make the user jobs of ``names`` exactly those of ``jobs`` (the others stay).
+
+        A name without a job in ``jobs`` is removed; as ``sync_user_jobs`` does, a job whose
+        definition did not change keeps its planned time.
+        """
+        wanted = {job.name: job for job in jobs}
+        for name in names:
+            entry = self._entries.get(name)
+            if name not in wanted:
+                if entry is not None and entry.job.kind is JobKind.USER:
+                    self.remove(name)
+                continue
+            job = wanted[name]
+            if job.kind is not JobKind.USER:
+                raise Conflict(f"{name}: sync_some_user_jobs takes user jobs only")
+            if entry is None:
+                self.add(job)
+            elif entry.job.kind is JobKind.SYSTEM:
+                raise Conflict(f"{name}: a system job has that name")
+            elif entry.job != job:
+                self.replace(job)
+            else:
+                entry.job = entry.builtin = job
 
     def zone_of(self, job: Job) -> ZoneInfo:
         """Return the zone a job's schedule is read in: its own, else the scheduler's."""

@@ -17,7 +17,9 @@ The rules, each with a test in ``tests/jobs/test_scheduler.py``:
 - a due time that no tick reached within ``max_lateness`` (the host was stopped or stuck)
   is skipped (missed), and the job is planned after now: there is no catch-up burst;
 - a job whose group is busy waits, keeping its time; it starts at the first tick after the
-  group frees and runs once however many of its times passed meanwhile;
+  group frees (the host ticks at once when a run ends and ``has_released`` says so, so a
+  group drains within its minute) and runs once however many of its times passed
+  meanwhile; a waiting job is late, never missed, and its lateness counts from its time;
 - a disabled job does not run; its due times are recorded as skipped (disabled).
 
 A job's own policies may change two of these (``jobs/catchup.py``, ``jobs/overlap.py``):
@@ -149,8 +151,14 @@ class Scheduler(Roster):
         return runs
 
     def has_released(self) -> bool:
-        """Tell whether a job just freed has a time queued (a tick now starts it at once)."""
-        return bool(self._released)
+        """Tell whether a tick now would start a time that waited for a run to end.
+
+        True when a job just freed has a time queued, or when a group that jobs wait for has
+        no run under way: the host then ticks at once rather than at its next tick.
+        """
+        if self._released:
+            return True
+        return any(queue and group not in self._busy for group, queue in self._waiting.items())
 
     def start_now(self, name: str, now: int) -> JobRun:
         """Hand out a run now, whatever the schedule; ``Busy`` while the job or its group runs."""

@@ -134,7 +134,7 @@ class Override:
 
 
 class _JobSeries:
-    __slots__ = ("last", "last_skip", "series", "skips")
+    __slots__ = ("counted", "last", "last_skip", "series", "skips")
 
     def __init__(self) -> None:
         # Per tier: bucket start -> [count, failures, total_us, longest_us], oldest first.
@@ -142,6 +142,10 @@ class _JobSeries:
         self.last: LastRun | None = None
         self.skips: dict[SkipReason, int] = {}
         self.last_skip: SkipRecord | None = None
+        # The run counts kept for one minute (its start): within a minute the windows cover
+        # the same buckets (every bucket starts on a minute), so they are summed once per job
+        # and minute, or after a run is counted, never per request.
+        self.counted: tuple[int, RunCounts] | None = None
 
 
 class Keep(Enum):
@@ -226,6 +230,7 @@ class WorkloadStats:
                 if job is None:
                     job = jobs[result.name] = _JobSeries()
                 self._count(job.series, result.started_at, result.duration_us, failed)
+                job.counted = None
                 job.last = _later_run(job.last, last)
 
     def record_query(
@@ -304,13 +309,19 @@ class WorkloadStats:
             job = self._jobs.get(name)
             if job is None:
                 return RunCounts(last_hour=0, last_two_days=0, last_90_days=0)
+            minute = now_us - now_us % MINUTE_US
+            kept = job.counted
+            if kept is not None and kept[0] == minute:
+                return kept[1]
             minutes = job.series[Tier.MINUTES]
             hours = job.series[Tier.HOURS]
-            return RunCounts(
+            counts = RunCounts(
                 last_hour=_count_since(minutes, now_us - HOUR_US, now_us),
                 last_two_days=_count_since(minutes, now_us - 2 * DAY_US, now_us),
                 last_90_days=_count_since(hours, now_us - 90 * DAY_US, now_us),
             )
+            job.counted = (minute, counts)
+            return counts
 
     def last_run(self, name: str) -> LastRun | None:
         """Return the latest finished run of a job, if any."""
@@ -405,6 +416,7 @@ class WorkloadStats:
         with self._lock:
             for name, mine in self._pending.items():
                 job = theirs._jobs.setdefault(name, _JobSeries())
+                job.counted = None
                 for tier in Tier:
                     for start, values in mine.series[tier].items():
                         _add_bucket(job.series[tier], tier, start, values)

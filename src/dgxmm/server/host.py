@@ -133,7 +133,7 @@ class Host:
         for job in [*store.system_jobs(), *extra]:
             self.scheduler.add(job)
         self._catalog_version: int | None = None
-        self._definitions: tuple[int, list[JobDefinition]] | None = None
+        self._definitions: tuple[int, dict[str, JobDefinition]] | None = None
         # Kept here, with the store they come from, by (name, version): a new version of a job
         # is a new key, and another store's job of the same name is another host's.
         self.row_parts: dict[tuple[str, int], RowParts] = {}
@@ -145,6 +145,9 @@ class Host:
         self._stopping = threading.Event()
         self._ticker: threading.Thread | None = None
         self._planned = False  # the scheduler had its first (planning) tick
+        # Moves whenever this host's job list changed in memory (runs started or taken back,
+        # skips, a sync): with the store's counter, the jobs topic of ``GET /api/changes``.
+        self.changes = 0
         # This host's first tick: a time before it that no run records was not ticked here.
         self.ticking_since: int | None = None
 
@@ -212,7 +215,11 @@ class Host:
             if self.ticking_since is None:
                 self.ticking_since = at
             runs = []
+            skips = self.scheduler.skips
+            last_skip = skips[-1] if skips else None
             due = self.scheduler.start_due(at)
+            if due or (skips[-1] if skips else None) is not last_skip:
+                self.changes += 1
             # Claimed in the store before they start, in one transaction: another process
             # that claimed the same time runs it, and this one gives it back untouched.
             for run, refused in zip(due, self._claim(due), strict=True):
@@ -254,6 +261,8 @@ class Host:
                     continue  # given up earlier (abandoned): its late result belongs to nobody
                 self._finish(result)
                 taken.append(result)
+            if taken:
+                self.changes += 1
         return taken
 
     def sync(self, *, force: bool = False) -> None:
@@ -262,9 +271,19 @@ class Host:
         if not force and version == self._catalog_version:
             return
         with self.lock:
-            found = self.store.sync(self.scheduler)
-            self.not_scheduled = list(found.not_scheduled)
+            before = self._catalog_version
+            names = None
+            if not force and before is not None:
+                names = self.store.changed_jobs(before, version)
+            if names is None:  # the whole catalog, read again
+                found = self.store.sync(self.scheduler)
+                self.not_scheduled = list(found.not_scheduled)
+            else:  # only the jobs that changed: a define costs the same at any size
+                found = self.store.sync_jobs(self.scheduler, names)
+                kept = [n for n in self.not_scheduled if n.name not in names]
+                self.not_scheduled = kept + list(found.not_scheduled)
             self._catalog_version = version
+            self.changes += 1
 
     def wait_idle(self, timeout: float = 30.0) -> list[RunResult]:
         """Wait for the runs under way to finish, take them back, and return them."""
@@ -275,12 +294,26 @@ class Host:
 
     def definitions(self) -> list[JobDefinition]:
         """Return the catalog's user jobs, read again only when the catalog version moved."""
+        return list(self.definitions_by_name().values())
+
+    def definitions_by_name(self) -> dict[str, JobDefinition]:
+        """Return the catalog's user jobs by name, in name order (do not change it)."""
         version = self.store.catalog_version()
         cached = self._definitions
-        if cached is None or cached[0] != version:
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        names = None if cached is None else self.store.changed_jobs(cached[0], version)
+        if cached is None or names is None:
             # Read after the version: a change in between is seen at the next call.
-            cached = self._definitions = (version, self.store.jobs())
-        return cached[1]
+            by_name = {job.name: job for job in self.store.jobs()}
+        else:  # only the jobs that changed, read by name
+            by_name = dict(cached[1])
+            for name in names:
+                by_name.pop(name, None)
+            by_name.update((job.name, job) for job in self.store.jobs_named(names))
+            by_name = dict(sorted(by_name.items()))
+        self._definitions = (version, by_name)
+        return by_name
 
     # -- on demand ----------------------------------------------------------------------------
 
@@ -492,8 +525,9 @@ class Host:
                         self.store.runs.reap_lost()
                 else:
                     self.collect()
-                    if self.scheduler.has_released():  # a time waited for its run: now
-                        self.tick()
+                    with self.lock:  # a time waited for a run, of its job or its group: now
+                        if self.scheduler.has_released():
+                            self.tick()
             except Exception:  # the ticker must outlive any one bad step
                 log.exception("dgxmm host: a tick failed; ticking on")
 

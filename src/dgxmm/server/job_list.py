@@ -8,18 +8,20 @@ user job its action, arguments and effects.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us
 from dgxmm.errors import CronError, DefinitionError, NotFound
-from dgxmm.jobs import CronSchedule, JobKind, JobState
+from dgxmm.jobs import CronSchedule, JobKind, JobState, Outcome
 from dgxmm.jobs.keys import check_time_zone
 from dgxmm.server.host import Host, RowParts
 from dgxmm.store import JobDefinition
 
-__all__ = ["iso", "job_rows"]
+__all__ = ["Listed", "is_failing", "iso", "job_row", "job_rows"]
 
 
 def iso(at_us: int | None, host: Host, zone: ZoneInfo | None = None) -> str | None:
@@ -33,37 +35,87 @@ def _iso(at_us: int, zone: ZoneInfo) -> str:
     return from_us(at_us, zone).isoformat()
 
 
-def job_rows(host: Host, *, full_errors: bool) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listed:
+    """What the list's order and its filters read of a job, before its row is built."""
+
+    name: str
+    kind: JobKind
+    action: str | None
+    enabled: bool
+
+
+Pick = Callable[[list[Listed]], list[str]]
+
+
+def job_rows(host: Host, *, full_errors: bool, pick: Pick | None = None) -> list[dict[str, Any]]:
     """Return every job's row: system jobs first, then user jobs by name.
 
     ``full_errors`` (for admins) shows a failed run's whole error; otherwise its public form,
-    which never carries a value the run read (``RunResult.public_error``).
+    which never carries a value the run read (``RunResult.public_error``). ``pick``, given
+    every job in that order, names the ones whose rows to build (a page, a filter): only
+    those rows are built, so a page costs its rows whatever the number of jobs.
     """
     now = host.clock.now_us()
-    definitions = {job.name: job for job in host.definitions()}
+    definitions = host.definitions_by_name()
     with host.lock:
-        states = {job.name: host.scheduler.state(job.name) for job in host.scheduler.jobs()}
+        system = {name: host.scheduler.get(name) for name in host.scheduler.system_names()}
+    if pick is None:
+        order = [*system, *definitions]
+    else:
+        order = pick(
+            [
+                Listed(name=name, kind=JobKind.SYSTEM, action=None, enabled=job.enabled)
+                for name, job in system.items()
+            ]
+            + [
+                Listed(
+                    name=name,
+                    kind=JobKind.USER,
+                    action=job.definition.get("action"),
+                    enabled=job.enabled,
+                )
+                for name, job in definitions.items()
+            ]
+        )
+    with host.lock:
+        states = {name: _state(host, name) for name in order}
         builtin = {
-            name: str(host.scheduler.builtin(name).schedule)
-            for name, state in states.items()
-            if state.job.kind is JobKind.SYSTEM
+            name: str(host.scheduler.builtin(name).schedule) for name in order if name in system
         }
-    rows = [
-        _system_row(host, state, builtin[name], now, full_errors)
-        for name, state in states.items()
-        if state.job.kind is JobKind.SYSTEM
-    ]
-    for name in sorted(definitions):
-        rows.append(_user_row(host, definitions[name], states.get(name), now, full_errors))
+    rows = []
+    for name in order:
+        state = states[name]
+        if name in system:
+            assert state is not None
+            rows.append(_system_row(host, state, builtin[name], now, full_errors))
+        else:
+            rows.append(_user_row(host, definitions[name], state, now, full_errors))
     return rows
 
 
 def job_row(host: Host, name: str, *, full_errors: bool) -> dict[str, Any]:
-    """Return one job's row (``NotFound``)."""
-    for row in job_rows(host, full_errors=full_errors):
-        if row["name"] == name:
-            return row
-    raise NotFound("job", name)
+    """Return one job's row (``NotFound``); only that row is built."""
+    if name not in host.definitions_by_name():
+        with host.lock:
+            state = _state(host, name)
+        if state is None or state.job.kind is not JobKind.SYSTEM:
+            raise NotFound("job", name)
+    return job_rows(host, full_errors=full_errors, pick=lambda _: [name])[0]
+
+
+def is_failing(host: Host, name: str) -> bool:
+    """Tell whether a job's last run failed or ran over time."""
+    stats = host.scheduler.stats
+    last = None if stats is None else stats.last_run(name)
+    return last is not None and last.outcome in (Outcome.FAILED, Outcome.OVER_TIME)
+
+
+def _state(host: Host, name: str) -> JobState | None:
+    try:
+        return host.scheduler.state(name)
+    except NotFound:  # a user job not served here
+        return None
 
 
 def _common(

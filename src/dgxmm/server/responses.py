@@ -112,12 +112,14 @@ def _read_validation(error: Mapping[str, Any]) -> tuple[bool, str | None, str]:
     ]
     kind = error.get("type", "")
     in_body = tuple(error.get("loc", ()))[:1] == ("body",)
+    in_query = tuple(error.get("loc", ()))[:1] == ("query",)
     # An error of the body as a whole (missing, too deep) names the body.
     field = ".".join(location) or ("body" if in_body else None)
     context = error.get("ctx")
-    if kind == "enum" and in_body and isinstance(error.get("input"), str):
-        # A text outside an enum is refused like the engine refuses one: 400 naming the
-        # field and the allowed values, which /openapi.json lists too.
+    if kind == "enum" and (in_body or in_query) and isinstance(error.get("input"), str):
+        # A text outside an enum (in the body, or a list's filter in the query) is refused
+        # like the engine refuses one: 400 naming the field and the allowed values, which
+        # /openapi.json lists too.
         allowed = context.get("expected") if isinstance(context, dict) else None
         return True, field, f"{field}: {error.get('input')!r} is not one of {allowed}"
     if kind == "json_invalid":

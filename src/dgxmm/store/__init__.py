@@ -8,7 +8,8 @@
 - ``backups/``: full and incremental backups (SQLite pages, PostgreSQL tables), restore,
   checkpoint and compact;
 - ``runs/``: the system and user jobs, query-job runs, every run's row and the ticker's
-  lease, the overrides and the workload sidecar.
+  lease, the overrides and the workload sidecar;
+- ``versions``: the live topics' change counters (``GET /api/changes``).
 
 Other layers import the store's names from here, never from its rooms. See ``docs/store.md``.
 """
@@ -34,6 +35,7 @@ from dgxmm.store.runs.system_jobs import COMPACT, RUNS_PURGE, STATS_FLUSH, SYSTE
 from dgxmm.store.runs.user_jobs import NotScheduled, UserJobs
 from dgxmm.store.schema import metadata
 from dgxmm.store.store import Store, restore
+from dgxmm.store.versions import ChangeVersions, Topic
 
 __all__ = [
     "COMPACT",
@@ -49,6 +51,7 @@ __all__ = [
     "BackupResult",
     "Change",
     "ChangeEntry",
+    "ChangeVersions",
     "Create",
     "Dialect",
     "Execute",
@@ -76,6 +79,7 @@ __all__ = [
     "Store",
     "Subject",
     "TableOwner",
+    "Topic",
     "Trigger",
     "UserJobs",
     "Write",

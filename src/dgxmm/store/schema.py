@@ -31,6 +31,7 @@ __all__ = [
     "catalog_journal",
     "catalog_queries",
     "change_log",
+    "change_versions",
     "instances",
     "job_runs",
     "metadata",
@@ -109,6 +110,14 @@ settings = Table(
     Column("version", BigInteger, nullable=False),
     Column("updated_by", String(200)),
     Column("updated_at", BigInteger, nullable=False),
+)
+
+# One counter per live topic (``store/versions.py``), bumped in the transaction of a change.
+change_versions = Table(
+    "change_versions",
+    metadata,
+    Column("topic", String(32), primary_key=True),
+    Column("version", BigInteger, nullable=False),
 )
 
 change_log = Table(

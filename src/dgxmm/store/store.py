@@ -45,6 +45,7 @@ from dgxmm.store.catalog.file import ImportResult, export_catalog, import_catalo
 from dgxmm.store.catalog.journal import (
     JournalEntry,
     Subject,
+    changed_jobs,
     current_version,
     read_journal,
     read_setting,
@@ -66,8 +67,15 @@ from dgxmm.store.runs.running import RunningJobs
 from dgxmm.store.runs.sidecar import Sidecar
 from dgxmm.store.runs.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
 from dgxmm.store.runs.user_jobs import UserJobs, build_user_jobs
-from dgxmm.store.schema import store_state
+from dgxmm.store.schema import (
+    catalog_jobs,
+    catalog_queries,
+    job_runs,
+    settings,
+    store_state,
+)
 from dgxmm.store.upkeep import Upkeep, restore
+from dgxmm.store.versions import ChangeVersions, Topic
 
 __all__ = ["Store", "restore"]
 
@@ -97,6 +105,15 @@ class Store:
         self._recheck = recheck
         self._reserved: set[str] = set(SYSTEM_JOB_NAMES)
         self._running = RunningJobs()
+        # The live topics' counters, bumped by every write to a watched table (the job list's
+        # here; the fleet and the alerts watch theirs).
+        self.versions = ChangeVersions(engine)
+        self.versions.watch(
+            {
+                table.name: Topic.JOBS
+                for table in (catalog_jobs, catalog_queries, settings, job_runs)
+            }
+        )
         # This process's name in the store: on each run it claims, in ``instances``, and
         # (PostgreSQL) on its sessions.
         self.instance = instance
@@ -411,6 +428,25 @@ class Store:
         scheduler.sync_user_jobs(found.jobs)
         self.job_overrides.load()
         scheduler.refresh_overrides()
+        return found
+
+    def changed_jobs(self, after: int, upto: int) -> set[str] | None:
+        """Return the user jobs changed between two catalog versions, or None when the whole
+        catalog is to be read again (something else changed, or many jobs did)."""
+        with reading(self.engine) as connection:
+            return changed_jobs(connection, after, upto)
+
+    def jobs_named(self, names: Iterable[str]) -> list[JobDefinition]:
+        """Return the user jobs of these names that exist, by name."""
+        return self.catalog.jobs_named(names)
+
+    def sync_jobs(self, scheduler: Scheduler, names: set[str]) -> UserJobs:
+        """Give ``scheduler`` these user jobs as the database has them now (the others
+        stay as they are): a define costs the same whatever the number of jobs."""
+        found = build_user_jobs(
+            self.jobs_named(names), spec_of=self.catalog.spec, action_for=self._action_for
+        )
+        scheduler.sync_some_user_jobs(names, found.jobs)
         return found
 
     def scheduler(self, time_zone: str = "UTC", **options: Any) -> Scheduler:

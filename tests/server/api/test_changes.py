@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 
 from dgxmm.server import Host
 
@@ -38,3 +39,32 @@ def test_it_refuses_a_topic_it_does_not_know(client: TestClient) -> None:
 def test_it_needs_a_token(client: TestClient) -> None:
     del client.headers["Authorization"]
     assert client.get("/api/changes").status_code == 401
+
+
+def test_it_answers_from_the_counters_with_one_query_whatever_the_jobs(
+    client: TestClient, host: Host
+) -> None:
+    for i in range(30):
+        host.store.define_job(name=f"cp{i}", schedule="0 3 * * *", action="checkpoint")
+    host.sync()
+    statements: list[str] = []
+
+    def count(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(host.store.engine, "before_cursor_execute", count)
+    try:
+        version(client)
+    finally:
+        event.remove(host.store.engine, "before_cursor_execute", count)
+    queries = [s for s in statements if not s.startswith(("BEGIN", "COMMIT", "ROLLBACK"))]
+    others = [s for s in queries if "api_tokens" not in s]  # but the viewer's token
+    assert len(others) == 1
+    assert "change_versions" in others[0]
+
+
+def test_it_says_changed_after_a_define_on_the_store(client: TestClient, host: Host) -> None:
+    first = version(client)
+    host.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    after = version(client, str(first["version"]))
+    assert after["changed"] is True

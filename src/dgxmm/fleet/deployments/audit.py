@@ -160,8 +160,13 @@ class Audit:
         subject_id: str | None = None,
         actor: str | None = None,
         action: AuditAction | None = None,
+        since_us: int | None = None,
+        until_us: int | None = None,
     ) -> builtins.list[AuditEntry]:
-        """Return audit rows, newest first, optionally of one subject, actor or action."""
+        """Return audit rows, newest first, optionally of one subject, actor, action or time.
+
+        ``since_us`` is inclusive, ``until_us`` exclusive.
+        """
         if not 1 <= limit <= 10_000:
             raise InvalidInput("limit", f"{limit} is out of range 1-10000")
         query = select(audit_log)
@@ -175,6 +180,10 @@ class Audit:
             query = query.where(audit_log.c.actor == actor)
         if action is not None:
             query = query.where(audit_log.c.action == action.value)
+        if since_us is not None:
+            query = query.where(audit_log.c.at_us >= since_us)
+        if until_us is not None:
+            query = query.where(audit_log.c.at_us < until_us)
         query = query.order_by(audit_log.c.id.desc()).limit(limit)
         with reading(self._engine) as connection:
             return [AuditEntry.from_row(row) for row in connection.execute(query)]

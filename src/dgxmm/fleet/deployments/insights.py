@@ -168,9 +168,12 @@ class Insights:
         *,
         deployment_id: int | None = None,
         limit: int = 500,
+        before_id: int | None = None,
     ) -> builtins.list[Insight]:
-        """Return insights, newest first: the open ones, or all of them."""
+        """Return insights, newest first: the open ones, or all; below ``before_id`` if given."""
         query = select(insights)
+        if before_id is not None:
+            query = query.where(insights.c.id < before_id)
         if not include_dismissed:
             query = query.where(insights.c.dismissed_at.is_(None))
         if deployment_id is not None:

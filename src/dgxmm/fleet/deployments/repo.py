@@ -105,6 +105,12 @@ class DeploymentRepo:
             rows = connection.execute(select(deployments).order_by(deployments.c.name))
             return [Deployment.from_row(row) for row in rows]
 
+    def names(self) -> dict[int, str]:
+        """Return every deployment's name by its id (one narrow query)."""
+        with reading(self._engine) as connection:
+            rows = connection.execute(select(deployments.c.id, deployments.c.name))
+            return {int(row.id): str(row.name) for row in rows}
+
     # -- definitions --------------------------------------------------------------------------
 
     def create(self, *, actor: str, **keys: Any) -> Deployment:

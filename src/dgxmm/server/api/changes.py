@@ -1,92 +1,54 @@
-"""What changed since: one short digest per topic, which the pages poll to update in place.
+"""What changed since: one counter per topic, which the pages poll to update in place.
 
-A page names the topics it shows (``jobs``, ``deployments``, ``insights``) and asks every
-couple of seconds ``GET /api/changes?topics=jobs&since=<version>``; only when the answer's
-``changed`` is true does it fetch itself again and swap the parts marked ``data-live``
-(``static/live.js``). A digest is a hash of what the page shows, so the poll stays a few
-hundred bytes however many jobs or deployments there are, and one rule decides "changed".
+A page names the topics it shows (``jobs``, ``deployments``, ``insights``, ``alerts``) and
+asks every couple of seconds ``GET /api/changes?topics=jobs&since=<version>``; only when the
+answer's ``changed`` is true does it fetch itself again and swap the parts marked
+``data-live`` (``static/live.js``).
+
+The answer renders nothing: each topic's version is the store's change counter
+(``store/versions.py``, bumped in the transaction of every change to the topic's tables, the
+same on every instance), and for ``jobs`` also this instance's host counter (runs started and
+taken back, skips, which live in its memory). One query by primary key, whatever the number
+of jobs or deployments. A count over a window (a job's runs in the last hour) is not a change
+by itself: it is shown afresh with the topic's next change.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Any
 
-import orjson
 from fastapi import APIRouter, Query
 
 from dgxmm.errors import InvalidInput
 from dgxmm.server.deps import ServicesDep, Viewer
-from dgxmm.server.job_list import job_rows
 from dgxmm.server.openapi import answers
 from dgxmm.server.services import Services
-from dgxmm.time_units import MINUTE_US
+from dgxmm.store import Topic
 
 __all__ = ["TOPICS", "router", "versions"]
 
 router = APIRouter(prefix="/api/changes", tags=["changes"])
 
-TOPICS = ("jobs", "deployments", "insights", "alerts")
+TOPICS = tuple(topic.value for topic in Topic)
 
 
-def _jobs(services: Services) -> object:
-    return job_rows(services.host, full_errors=False)
+def _topics(names: list[str]) -> list[Topic]:
+    topics = []
+    for name in names:
+        try:
+            topics.append(Topic(name))
+        except ValueError:
+            raise InvalidInput("topics", f"{name!r} is not one of {', '.join(TOPICS)}") from None
+    return topics
 
 
-def _deployments(services: Services) -> object:
-    fleet = services.fleet
-    if fleet is None:
-        return None
-    shown = []
-    for deployment in fleet.deployments.list():
-        facts = deployment.to_json()
-        # The last request moves with every request: a page shows it by the minute, so a
-        # busy deployment does not make its page swap every poll.
-        last = deployment.last_request_at
-        facts["last_request_at"] = None if last is None else last // MINUTE_US
-        newest = fleet.events.list(deployment.id, 1)
-        shown.append((facts, newest[0].id if newest else None))
-    return shown
-
-
-def _insights(services: Services) -> object:
-    fleet = services.fleet
-    if fleet is None:
-        return None
-    return [(i.id, i.dismissed_at) for i in fleet.insights.list(True, limit=100)]
-
-
-def _alerts(services: Services) -> object:
-    alerts = services.alerts
-    if alerts is None:
-        return None
-    # A digest only: what changed is read by the admins' page, never from here.
-    channels = [(c.id, c.failures, c.updated_at) for c in alerts.channels.list()]
-    rules = [(r.id, r.enabled, r.channel_ids) for r in alerts.rules.list()]
-    log = [
-        (e.delivery.id, e.delivery.state, e.delivery.attempts)
-        for e in alerts.deliveries.log(limit=50)
-    ]
-    return channels, rules, log
-
-
-_DIGESTS = {
-    "jobs": _jobs,
-    "deployments": _deployments,
-    "insights": _insights,
-    "alerts": _alerts,
-}
-
-
-def versions(services: Services, topics: list[str]) -> dict[str, str]:
-    """Return each topic's digest (``InvalidInput`` for a topic that is not one)."""
-    found: dict[str, str] = {}
-    for topic in topics:
-        digest = _DIGESTS.get(topic)
-        if digest is None:
-            raise InvalidInput("topics", f"{topic!r} is not one of {', '.join(TOPICS)}")
-        data = orjson.dumps(digest(services), default=str)
-        found[topic] = hashlib.blake2b(data, digest_size=8).hexdigest()
+def versions(services: Services, names: list[str]) -> dict[str, str]:
+    """Return each topic's version (``InvalidInput`` for a topic that is not one)."""
+    topics = _topics(names)
+    counters = services.host.store.versions.read(topics)
+    found = {topic.value: str(counters[topic]) for topic in topics}
+    if Topic.JOBS in counters:
+        found[Topic.JOBS.value] += f"-{services.host.changes}"
     return found
 
 

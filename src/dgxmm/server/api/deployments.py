@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse, Response
 from pydantic import Field
 
-from dgxmm.errors import NotFound
+from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, IdlePolicy, read_log
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
@@ -26,6 +26,14 @@ from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryIn
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
 from dgxmm.server.openapi import answers
+from dgxmm.server.paging import (
+    CursorQuery,
+    LimitQuery,
+    make_cursor,
+    page_after,
+    read_cursor,
+    read_limit,
+)
 from dgxmm.server.redaction import deployment_shown_to, event_shown_to
 from dgxmm.time_units import DAY_US
 
@@ -138,6 +146,20 @@ class ActionBody(Body):
     plan: bool | None = None
 
 
+def _by_name(deployment: Deployment) -> str:
+    return deployment.name
+
+
+def on_node(deployment: Deployment, node: str) -> bool:
+    """Tell whether a deployment runs on ``node``: a Ray node's id or address, else local."""
+    placement = deployment.placement
+    if deployment.backend is not BackendKind.RAY:
+        return node == "local"
+    if placement is not None and node in (placement.node_id, placement.node_address):
+        return True
+    return deployment.ray_node == node
+
+
 def deployment_json(deployment: Deployment, host: Host, who: Identity) -> dict[str, Any]:
     """Return a deployment as the API shows ``who`` it, with instants in the host's zone."""
     return {
@@ -150,11 +172,35 @@ def deployment_json(deployment: Deployment, host: Host, who: Identity) -> dict[s
     }
 
 
-@router.get("")
-def list_deployments(fleet: FleetDep, host: HostDep, who: Viewer) -> dict[str, Any]:
-    """Every deployment, and each GPU with what the deployments hold on it."""
+@router.get("", responses=answers(400))
+def list_deployments(
+    fleet: FleetDep,
+    host: HostDep,
+    who: Viewer,
+    *,
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
+    state: DeploymentState | None = None,
+    node: Annotated[
+        str | None,
+        Query(max_length=200, description="a Ray node's id or address, or local"),
+    ] = None,
+) -> dict[str, Any]:
+    """The deployments by name, ``limit`` at a time (100), and each GPU with what the
+    deployments hold on it; ``next_cursor`` pages on."""
+    size = read_limit(limit)
+    after = read_cursor(cursor, "deployments")
+    if after is not None and not isinstance(after, str):
+        raise InvalidInput("cursor", "is not a cursor of deployments: pass next_cursor as given")
+    shown = [
+        d
+        for d in fleet.deployments.list()
+        if (state is None or d.state is state) and (node is None or on_node(d, node))
+    ]
+    page, last = page_after(shown, _by_name, after, size)
     return {
-        "deployments": [deployment_json(d, host, who) for d in fleet.deployments.list()],
+        "deployments": [deployment_json(d, host, who) for d in page],
+        "next_cursor": None if last is None else make_cursor("deployments", last),
         "inventory": {"source": fleet.inventory.source.value, "note": fleet.inventory.note},
         "gpus": [
             {

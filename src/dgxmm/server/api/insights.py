@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, Viewer
 from dgxmm.server.job_list import iso
 from dgxmm.server.openapi import answers
+from dgxmm.server.paging import CursorQuery, LimitQuery, make_cursor, read_id_cursor, read_limit
 from dgxmm.server.redaction import insight_shown_to
 
 __all__ = ["router"]
@@ -16,17 +17,27 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api/insights", tags=["insights"])
 
 
-@router.get("")
+@router.get("", responses=answers(400))
 def list_insights(
     fleet: FleetDep,
     host: HostDep,
     who: Viewer,
+    *,
     include_dismissed: Annotated[bool, Query()] = False,
     deployment_id: QueryId = None,
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
 ) -> dict[str, Any]:
-    """The open insights (or all), newest first, with their deployment's name."""
-    names = {d.id: d.name for d in fleet.deployments.list()}
-    found = fleet.insights.list(include_dismissed, deployment_id=deployment_id)
+    """The open insights (or all), newest first, ``limit`` at a time (100), with their
+    deployment's name; ``next_cursor`` pages back."""
+    size = read_limit(limit)
+    assert size is not None
+    after = read_id_cursor(cursor, "insights")
+    found = fleet.insights.list(
+        include_dismissed, deployment_id=deployment_id, limit=size, before_id=after
+    )
+    names = fleet.deployments.names() if found else {}
+    last = found[-1].id if len(found) == size else None
     return {
         "insights": [
             {
@@ -36,7 +47,8 @@ def list_insights(
                 "dismissed_at": iso(insight.dismissed_at, host),
             }
             for insight in (insight_shown_to(i, who) for i in found)
-        ]
+        ],
+        "next_cursor": None if last is None else make_cursor("insights", last),
     }
 
 

@@ -12,26 +12,85 @@ from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import CronSchedule, JobKind, Tier, read_asked, resolve_zone
 from dgxmm.server.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
 from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.job_list import iso, job_row, job_rows
+from dgxmm.server.job_list import Listed, is_failing, iso, job_row, job_rows
 from dgxmm.server.openapi import answers
+from dgxmm.server.paging import (
+    CursorQuery,
+    LimitQuery,
+    make_cursor,
+    page_after,
+    read_bool,
+    read_cursor,
+    read_limit,
+)
 from dgxmm.server.run_cancels import cancel_run
+from dgxmm.store import JobAction
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
 
-@router.get("")
-def list_jobs(host: HostDep, who: Viewer) -> Response:
-    """Every job: the system jobs, then the user jobs (a viewer sees errors' public form)."""
+@router.get("", responses=answers(400))
+def list_jobs(
+    host: HostDep,
+    who: Viewer,
+    *,
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
+    kind: JobKind | None = None,
+    action: JobAction | None = None,
+    enabled: Annotated[str | None, Query(max_length=5, description="true or false")] = None,
+    failing: Annotated[
+        str | None, Query(max_length=5, description="true: the last run failed or ran over time")
+    ] = None,
+) -> Response:
+    """The jobs: the system jobs, then the user jobs by name (a viewer sees errors' public form).
+
+    Without ``limit``, every job, as the spec's table has it; with it, a page, and
+    ``next_cursor`` to pass as ``cursor`` for the next one (null after the last).
+    """
+    size = read_limit(limit, default=None)
+    after = read_cursor(cursor, "jobs")
+    on, failed = read_bool(enabled, "enabled"), read_bool(failing, "failing")
+    next_key = None
+
+    def pick(listed: list[Listed]) -> list[str]:
+        nonlocal next_key
+        kept = [job for job in listed if _matches(job, kind, action, on)]
+        if failed is not None:  # read only when asked: a last run per job
+            kept = [job for job in kept if is_failing(host, job.name) is failed]
+        if size is not None or after is not None:
+            kept, next_key = page_after(kept, _job_key, after, size)
+        return [job.name for job in kept]
+
+    paged = size is not None or after is not None
+    filtered = kind is not None or action is not None or on is not None or failed is not None
+    rows = job_rows(host, full_errors=who.is_admin, pick=pick if paged or filtered else None)
     # The rows are plain JSON values already: orjson writes them directly. FastAPI's generic
     # encoder took three times as long as building the rows, with 1,000 jobs.
     body = {
         "time_zone": host.time_zone.key,
         "now": iso(host.clock.now_us(), host),
-        "jobs": job_rows(host, full_errors=who.is_admin),
+        "jobs": rows,
+        "next_cursor": None if next_key is None else make_cursor("jobs", next_key),
     }
     return Response(orjson.dumps(body), media_type="application/json")
+
+
+def _job_key(job: Listed) -> tuple[int, str]:
+    # System jobs first, then user jobs, each by name: a total order, as a cursor needs.
+    return (0 if job.kind is JobKind.SYSTEM else 1, job.name)
+
+
+def _matches(
+    job: Listed, kind: JobKind | None, action: JobAction | None, enabled: bool | None
+) -> bool:
+    return (
+        (kind is None or job.kind is kind)
+        and (action is None or job.action == action.value)
+        and (enabled is None or job.enabled is enabled)
+    )
 
 
 @router.post("/define", responses=answers(400, 409))
@@ -97,21 +156,29 @@ def run_job(body: NameBody, host: HostDep, _: Admin) -> dict[str, Any]:
 def runs(
     host: HostDep,
     who: Viewer,
-    name: str | None = None,
-    before: str | None = None,
-    limit: str | None = None,
+    *,
+    name: Annotated[str | None, Query(description="one job's runs")] = None,
+    before: Annotated[str | None, Query(description="a run id")] = None,
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
 ) -> dict[str, Any]:
-    """The runs of every job (or of ``name``), newest first, ``limit`` at a time.
+    """The runs of every job (or of ``name``), newest first, ``limit`` at a time (100).
 
-    ``before`` is a run id: the page after one ends at its ``next_before``. A run of a job
-    since dropped is still listed; a viewer reads errors' public form.
+    The next page: pass ``next_cursor`` as ``cursor`` (null once a page was not full), or
+    ``next_before`` as ``before`` (a run id). A run of a job since dropped is still listed; a
+    viewer reads errors' public form.
     """
     if name is not None and not 1 <= len(name) <= 200:
         raise InvalidInput("name", "a job name is 1-200 characters")
+    size = read_limit(limit)
+    assert size is not None
+    after = read_cursor(cursor, "runs")
+    if after is not None and not isinstance(after, int):
+        raise InvalidInput("cursor", "is not a cursor of runs: pass next_cursor as given")
     page = host.store.runs.page(
         job=name,
-        before=None if before is None else _whole(before, "before"),
-        limit=50 if limit is None else _whole(limit, "limit"),
+        before=after if before is None else _whole(before, "before"),
+        limit=size,
     )
     rows = []
     for record in page:
@@ -120,7 +187,12 @@ def runs(
         row["started_at"] = iso(record.started_at, host)
         row["finished_at"] = iso(record.finished_at, host)
         rows.append(row)
-    return {"runs": rows, "next_before": page[-1].id if page else None}
+    last = page[-1].id if len(page) == size else None
+    return {
+        "runs": rows,
+        "next_before": page[-1].id if page else None,
+        "next_cursor": None if last is None else make_cursor("runs", last),
+    }
 
 
 @router.post("/runs/{run_id}/cancel", responses=answers(400, 404, 409))

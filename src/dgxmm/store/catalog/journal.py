@@ -24,9 +24,11 @@ from sqlalchemy import Connection, select, update
 from dgxmm.store.schema import catalog_journal, settings, store_state
 
 __all__ = [
+    "MOST_CHANGED_JOBS",
     "Change",
     "JournalEntry",
     "Subject",
+    "changed_jobs",
     "current_version",
     "dump",
     "next_version",
@@ -96,6 +98,33 @@ def dump(value: Any) -> str:
 def current_version(connection: Connection) -> int:
     """Return the catalog version."""
     return int(connection.execute(select(store_state.c.catalog_version)).scalar_one())
+
+
+# Past this many changed jobs a host reads the whole catalog again rather than job by job.
+MOST_CHANGED_JOBS = 500
+
+
+def changed_jobs(connection: Connection, after: int, upto: int) -> set[str] | None:
+    """Return the user jobs changed after version ``after`` up to ``upto``, by name.
+
+    None when something else changed (a query, a setting: a job's reason may follow from
+    it), when a version between has no journal row, or past ``MOST_CHANGED_JOBS``: the
+    caller then reads every job. One query on the journal's version index.
+    """
+    if upto <= after:
+        return set()
+    rows = connection.execute(
+        select(catalog_journal.c.version, catalog_journal.c.subject, catalog_journal.c.name)
+        .where(catalog_journal.c.version > after, catalog_journal.c.version <= upto)
+        .limit(MOST_CHANGED_JOBS + 1)
+    ).all()
+    if len(rows) > MOST_CHANGED_JOBS or {row.version for row in rows} != set(
+        range(after + 1, upto + 1)
+    ):
+        return None
+    if any(row.subject != Subject.JOB.value for row in rows):
+        return None
+    return {row.name for row in rows}
 
 
 def next_version(connection: Connection) -> int:

@@ -40,7 +40,7 @@ __all__ = ["KEEP_DAYS_SETTING", "MAX_RUNS_PAGE", "JobRuns", "RunRecord", "Trigge
 # The setting that changes how long runs are kept (days, a whole number from 1).
 KEEP_DAYS_SETTING = "jobs.runs_keep_days"
 DEFAULT_KEEP_DAYS = 90
-MAX_RUNS_PAGE = 500
+MAX_RUNS_PAGE = 1000
 # Arbitrary, fixed: serializes claims on PostgreSQL, so that "is a run of this job or of its
 # group under way elsewhere?" and the insert are one step (SQLite's BEGIN IMMEDIATE is).
 _CLAIM_LOCK = 0x64677878_6D6D0003 & 0x7FFFFFFFFFFFFFFF
