@@ -173,6 +173,21 @@ def test_the_deployment_form_creates_refuses_beside_the_field_and_edits(
     wait_for(lambda: "formed" not in [d.name for d in console.fleet.deployments.list()], "removed")
 
 
+def test_the_deployment_form_shows_every_wrong_field_and_focuses_the_first(
+    page: Any, console: Console
+) -> None:
+    page.goto("/deployments/new")
+    page.fill("#f-name", "probe y")  # and no model
+    page.fill("#f-priority", "500")
+    page.fill("#f-time_zone", "Mars/Olympus")
+    page.click("#save")
+    page.locator("[data-error-for=time_zone]").get_by_text("unknown time zone").wait_for()
+    for field in ("name", "model", "priority", "time_zone"):
+        assert page.locator(f"#f-{field}").get_attribute("aria-invalid") == "true", field
+    assert page.evaluate("document.activeElement.id") == "f-name"
+    assert "probe y" not in [d.name for d in console.fleet.deployments.list()]
+
+
 def test_the_deployment_form_sets_an_idle_ladder_and_the_page_shows_it(
     page: Any, console: Console
 ) -> None:

@@ -50,9 +50,13 @@ def test_it_exits_2_naming_an_unknown_deployment_or_a_bad_field(live: Live) -> N
                  ("schedules", "list", "ghost"), ("proposals", "list", "ghost")):  # fmt: skip
         answered = live.cli(*args)
         assert (answered.code, answered.err.strip()) == (2, "error: no deployment named 'ghost'")
-    bad = live.cli("deployments", "create", "x", *EXTERNAL, "--priority", "500")
+    bad = live.cli("deployments", "create", "x y", *EXTERNAL, "--priority", "500",
+                   "--zone", "Mars/Olympus")  # fmt: skip
     assert bad.code == 2
-    assert bad.err.startswith("error: priority: ")
+    # Every wrong field, one line each.
+    assert [line.split(":")[:2] for line in bad.err.splitlines()] == [
+        ["error", " name"], ["error", " priority"], ["error", " time_zone"]
+    ]  # fmt: skip
     assert live.cli("deployments", "list").out.strip() == "no deployments"  # nothing changed
     assert live.cli("proposals", "show", "99").code == 2
     assert live.cli("insights", "dismiss", "99").code == 2

@@ -272,10 +272,12 @@ def exit_code(error: DgxmmError) -> int:
 
 
 def fail(error: DgxmmError) -> typer.Exit:
-    """Print an error the way the API shapes it, and return the exit to raise."""
-    field = f"{error.field}: " if isinstance(error, InvalidInput) and error.field else ""
-    message = error.message if isinstance(error, InvalidInput) else str(error)
-    typer.echo(f"error: {field}{message}", err=True)
+    """Print an error the way the API shapes it, one line per wrong field; return the exit."""
+    if isinstance(error, InvalidInput):
+        for field, message in error.errors or ((error.field, error.message),):
+            typer.echo(f"error: {field}: {message}" if field else f"error: {message}", err=True)
+    else:
+        typer.echo(f"error: {error}", err=True)
     return typer.Exit(exit_code(error))
 
 

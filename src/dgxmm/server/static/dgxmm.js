@@ -89,8 +89,12 @@ function clearErrors(scope) {
   scope.querySelectorAll("[aria-invalid]").forEach((el) => el.removeAttribute("aria-invalid"));
 }
 
+// Every wrong field's message beside it; the focus goes to the first of them on the page, so
+// a keyboard or screen reader lands where the fixing starts.
 function showError(scope, error) {
   for (const one of error.errors || [error]) showFieldError(scope, one);
+  const first = scope.querySelector('[aria-invalid="true"]');
+  if (first) first.focus();
 }
 
 function showFieldError(scope, error) {
