@@ -199,6 +199,8 @@ def test_openapi_lists_backends_and_audit_values(client: TestClient) -> None:
     assert schemas["BackendKind"]["enum"] == ["process", "external", "ray"]
     assert "deployment.remove" in schemas["AuditAction"]["enum"]
     assert schemas["AuditSubject"]["enum"] == [
+        "alert_channel",
+        "alert_rule",
         "deployment",
         "insight",
         "proposal",
