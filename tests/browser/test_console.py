@@ -188,6 +188,26 @@ def test_the_deployment_form_shows_every_wrong_field_and_focuses_the_first(
     assert "probe y" not in [d.name for d in console.fleet.deployments.list()]
 
 
+def test_the_deployment_forms_messages_speak_its_units_and_not_its_keys(page: Any) -> None:
+    page.goto("/deployments/new")
+    name = page.locator("[data-field=name]")
+    assert "'.'" in name.inner_text()  # a name may hold dots
+    page.fill("#f-startup_timeout_s", "abc")
+    page.fill("#f-priority", "high")
+    page.click("#save")
+    timeout = page.locator("[data-error-for=startup_timeout_s]")
+    timeout.get_by_text('"abc" is not a number of seconds').wait_for()
+    assert page.locator("[data-error-for=priority]").inner_text() == '"high" is not a whole number'
+    assert "startup_timeout_s" not in page.locator("#deployment-form").inner_text()
+    page.fill("#f-startup_timeout_s", "")
+    page.fill("#f-priority", "")
+    page.fill("#f-time_zone", "Mars/Olympus")
+    page.click("#save")
+    zone = page.locator("[data-error-for=time_zone]")
+    zone.get_by_text("unknown time zone").wait_for()
+    assert not zone.inner_text().startswith("time_zone")
+
+
 def test_the_deployment_form_sets_an_idle_ladder_and_the_page_shows_it(
     page: Any, console: Console
 ) -> None:

@@ -68,10 +68,13 @@ def test_it_marks_every_refused_field_of_a_job(page: Any, live: Live) -> None:
     page.fill("#name", "broken")
     page.check("input[name=action][value=checkpoint]")
     page.fill("#schedule", "61 * * * *")
-    page.fill("#timeout", "0")
+    page.fill("#timeout", "-5")
     page.click("#save")
     page.locator("[data-error-for=schedule]").get_by_text("minute: 61").wait_for()
-    page.locator("[data-error-for=timeout_ms]").get_by_text("positive whole number").wait_for()
+    # In the form's unit, seconds, not the API's milliseconds ("got -5000").
+    timeout = page.locator("[data-error-for=timeout_ms]")
+    timeout.get_by_text("-5 s is not a positive number of seconds").wait_for()
+    assert "5000" not in timeout.inner_text()
     assert page.locator("#schedule").get_attribute("aria-invalid") == "true"
     assert page.locator("#timeout").get_attribute("aria-invalid") == "true"
     assert page.locator("#name").get_attribute("aria-invalid") is None

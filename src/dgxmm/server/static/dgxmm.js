@@ -104,7 +104,10 @@ function showFieldError(scope, error) {
   for (const name of names) {
     const slot = scope.querySelector(`[data-error-for="${name}"]`);
     if (slot) {
-      slot.textContent = slot.textContent ? `${slot.textContent}; ${error.message}` : error.message;
+      // Beside its field, under the field's label: the API's "key: " before a message goes.
+      const message = error.message.startsWith(`${field}: `)
+        ? error.message.slice(field.length + 2) : error.message;
+      slot.textContent = slot.textContent ? `${slot.textContent}; ${message}` : message;
       const input = scope.querySelector(`[name="${name}"]`)
         || slot.closest("label")?.querySelector("input, select, textarea");
       if (input) input.setAttribute("aria-invalid", "true");
@@ -312,7 +315,7 @@ function setupJobForm(form) {
     if (timeout) {
       const seconds = Number(timeout);
       if (!Number.isFinite(seconds)) {
-        showError(form, { field: "timeout_ms", message: "timeout: a number of seconds" });
+        showError(form, { field: "timeout_ms", message: `${JSON.stringify(timeout)} is not a number of seconds` });
         return;
       }
       body.timeout_ms = Math.round(seconds * 1000);
@@ -331,7 +334,7 @@ function setupJobForm(form) {
       if (!text) continue;
       const number = Number(text);
       if (!Number.isFinite(number)) {
-        showError(form, { field: key, message: `${key}: a number` });
+        showError(form, { field: key, message: `${JSON.stringify(text)} is not a number` });
         return;
       }
       body[key] = number;
@@ -339,7 +342,15 @@ function setupJobForm(form) {
     try {
       await api("POST", "/api/jobs/define", body);
       location.href = "/jobs";
-    } catch (error) { showError(form, error); }
+    } catch (error) {
+      // The API's timeout_ms is in milliseconds ("got -5000"); the form's is in seconds.
+      for (const one of error.errors || [error]) {
+        if (one.field === "timeout_ms") {
+          one.message = `${timeout} s is not a positive number of seconds, up to 365 days`;
+        }
+      }
+      showError(form, error);
+    }
   });
 }
 
