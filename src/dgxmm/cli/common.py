@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 import typer
 
 from dgxmm.cli.client import Client
+from dgxmm.cli.help_text import PlainCommand
 from dgxmm.errors import DgxmmError, InvalidInput, NotFound, Unreachable
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE
 
@@ -252,7 +253,7 @@ def command(
         parameters = [*own, *shared]
         run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in parameters}
-        group.command(name)(run)
+        group.command(name, cls=PlainCommand)(run)
         return fn
 
     return register
