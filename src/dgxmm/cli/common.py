@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
@@ -29,6 +30,7 @@ from dgxmm.cli.client import Client
 from dgxmm.cli.help_text import PlainCommand
 from dgxmm.errors import DgxmmError, InvalidInput, NotFound, Unreachable
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE
+from dgxmm.time_units import SECOND_US
 
 if TYPE_CHECKING:
     from dgxmm.store import Store
@@ -43,6 +45,7 @@ __all__ = [
     "exit_code",
     "fail",
     "handles_errors",
+    "local_time",
     "table",
 ]
 
@@ -306,6 +309,20 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], empty: str) 
         "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def local_time(value: object) -> str:
+    """Return a time the API gave (ISO text or microseconds) as this machine's wall time."""
+    if value is None:
+        return "-"
+    if isinstance(value, int) and not isinstance(value, bool):
+        moment = datetime.fromtimestamp(value / SECOND_US, UTC)
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value))
+        except ValueError:
+            return str(value)  # not a time after all: shown as it came
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _cell(value: object) -> str:
