@@ -328,6 +328,7 @@ PAGES = [
     "/store",
     "/audit",
     "/deployments/new",
+    "/jobs/new",
 ]
 
 
@@ -343,6 +344,12 @@ def test_no_main_page_scrolls_sideways_at_390_px(page: Any, console: Console) ->
         if width > 390:
             wide[path] = width
     assert wide == {}
+    page.goto("/jobs/new")
+    # The "on" checkbox sits at the start of its line, before its word, not centred above it.
+    box = page.locator("#enabled").bounding_box()
+    label = page.locator("label:has(#enabled)").bounding_box()
+    assert box["x"] - label["x"] < 5
+    assert label["height"] < 2 * box["height"] + 8
 
 
 def test_the_demos_synthetic_weeks_leave_a_proposal_to_accept(page: Any, console: Console) -> None:
