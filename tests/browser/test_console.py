@@ -352,6 +352,34 @@ def test_no_main_page_scrolls_sideways_at_390_px(page: Any, console: Console) ->
     assert label["height"] < 2 * box["height"] + 8
 
 
+# The cells of a list's cards (at 390 px) that show a value with no name: past a row's
+# first cell (its name) and its buttons, each value says what it is.
+UNLABELLED = """[...document.querySelectorAll("table.list tbody tr")].flatMap((tr) =>
+  [...tr.children].slice(1).filter((td) => !td.classList.contains("actions")
+    && (td.textContent.trim() || td.querySelector("input")) && !td.dataset.label)
+  .map((td) => `${tr.closest("table").id}: ${td.textContent.trim().slice(0, 30)}`))"""
+
+
+def test_a_cards_values_keep_their_labels_on_a_phone(page: Any, console: Console) -> None:
+    console.host.store.define_job(name="carded", schedule="0 3 * * *", action="checkpoint")
+    console.host.sync()
+    page.goto("/jobs")
+    page.locator("tr[data-job=carded] button[data-action=run]").click()
+    page.locator("tr[data-job=carded] td.count").get_by_text("1").wait_for()
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("cards"))
+    now = fleet.clock.now_us()
+    fleet.metrics.write_history(synthetic_rollups(DEMO_MODELS[0], created, now - 28 * DAY_US, now))
+    propose_now(console.proposals)
+    page.set_viewport_size({"width": 390, "height": 800})
+    bare = {}
+    for path in ("/jobs", "/jobs/carded", "/deployments", f"/deployments/{created.id}/traffic"):
+        page.goto(path)
+        page.locator("table.list tbody tr").first.wait_for()
+        bare[path] = page.evaluate(UNLABELLED)
+    assert bare == {path: [] for path in bare}
+
+
 def test_the_demos_synthetic_weeks_leave_a_proposal_to_accept(page: Any, console: Console) -> None:
     fleet = console.fleet
     created = fleet.deployments.create(actor="user:a", **standin_keys("office"))
