@@ -3,6 +3,7 @@ runs, the deployment form, a server log followed live, confirmations, dark mode,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -378,6 +379,38 @@ def test_a_cards_values_keep_their_labels_on_a_phone(page: Any, console: Console
         page.locator("table.list tbody tr").first.wait_for()
         bare[path] = page.evaluate(UNLABELLED)
     assert bare == {path: [] for path in bare}
+
+
+# The smallest text of the page's charts, in CSS pixels as drawn (font size times the
+# chart's scale).
+SMALLEST_CHART_TEXT = """Math.min(...[...document.querySelectorAll("svg text")]
+  .filter((t) => !t.closest("svg.gpu-bar"))
+  .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a))"""
+
+
+def test_a_charts_text_stays_readable_on_a_phone(page: Any, console: Console) -> None:
+    console.host.store.define_job(name="charted", schedule="* * * * *", action="checkpoint")
+    console.host.sync()
+    console.host.run_now("charted")
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("charted"))
+    now = fleet.clock.now_us()
+    fleet.metrics.write_history(synthetic_rollups(DEMO_MODELS[0], created, now - 28 * DAY_US, now))
+    body = {"action": "sleep", "days": 31, "time": "22:00"}
+    page.evaluate(f"api('POST', '/api/deployments/{created.id}/schedules', {json.dumps(body)})")
+    pages = ("/workload", f"/deployments/{created.id}", f"/deployments/{created.id}/traffic",
+             f"/deployments/{created.id}/schedules")  # fmt: skip
+    for width in (390, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        smallest, wide = {}, {}
+        for path in pages:
+            page.goto(path)
+            page.locator("svg text").first.wait_for()
+            smallest[path] = round(page.evaluate(SMALLEST_CHART_TEXT), 1)
+            if page.evaluate("document.documentElement.scrollWidth") > width:
+                wide[path] = True
+        assert {path: size for path, size in smallest.items() if size < 11} == {}, width
+        assert wide == {}, width  # a chart scrolls in its card, the page does not
 
 
 def test_the_demos_synthetic_weeks_leave_a_proposal_to_accept(page: Any, console: Console) -> None:

@@ -103,7 +103,7 @@ def traffic_heatmap(
     ]
     for hour in range(0, 24, 3):
         parts.append(
-            f'<text x="{_x(hour * 60) + 2:.0f}" y="{_TOP - 6}" font-size="10" '
+            f'<text x="{_x(hour * 60) + 2:.0f}" y="{_TOP - 6}" font-size="11" '
             f'fill="#666">{hour:02d}</text>'
         )
     for day, name in enumerate(DAY_NAMES):
