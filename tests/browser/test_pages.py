@@ -204,11 +204,23 @@ def test_it_restores_from_the_attic_and_previews_a_rollback_on_the_store_page(
     assert live.store.job("cp").definition["schedule"] == "0 3 * * *"
     page.fill("#rollback-form input[name=version]", "0")
     page.click("#rollback-form button[name=preview]")
-    page.locator("#store-result").get_by_text('"change": "drop"').wait_for()
+    # The preview is a list of what changes, not the API's JSON.
+    step = page.locator("#rollback-preview li[data-change=drop]")
+    step.wait_for()
+    assert step.inner_text() == "job cp dropped: to the attic"
+    assert "{" not in page.locator("#rollback-preview").inner_text()
     assert [j.name for j in live.store.jobs()] == ["cp"]  # a preview changes nothing
+    page.click("#rollback-form button[name=apply]")  # asks first, like Drop and Stop
+    page.locator("#confirm[open]").get_by_text("Roll the catalog back to version 0?").wait_for()
+    page.click("#confirm button[data-confirm=no]")
+    assert [j.name for j in live.store.jobs()] == ["cp"]  # said no: nothing changed
     page.click("#rollback-form button[name=apply]")
+    page.click("#confirm[open] button[data-confirm=yes]")
+    page.locator("#flash").get_by_text("Rolled back to version 0: 1 change").wait_for()
     page.locator("tr[data-attic-name=cp]").wait_for()
     assert live.store.jobs() == []
+    change = page.locator("#journal tr").first.inner_text()
+    assert "rollback catalog catalog" not in change
 
 
 def test_a_jobs_page_explains_a_time_and_shows_a_bad_one_beside_the_field(

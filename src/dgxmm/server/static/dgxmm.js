@@ -375,6 +375,38 @@ function setupQueryForm(form) {
   });
 }
 
+// What a rollback does to each query and job, in words.
+const ROLLBACK_WORDS = {
+  define: "restored: it comes back as it was",
+  replace: "changed back to its definition then",
+  drop: "dropped: to the attic",
+};
+
+function rollbackChanges(count) { return count === 1 ? "1 change" : `${count} changes`; }
+
+// A rollback's preview as a list of what changes, not the API's JSON.
+function showRollback(result) {
+  document.getElementById("store-result").textContent = "";
+  const out = document.getElementById("rollback-preview");
+  out.replaceChildren();
+  const head = document.createElement("p");
+  head.textContent = result.steps.length
+    ? `Back to catalog version ${result.to_version} (now ${result.from_version}): ${rollbackChanges(result.steps.length)}`
+    : `Catalog version ${result.to_version} has the definitions of now: nothing to change.`;
+  const list = document.createElement("ul");
+  list.className = "rollback-steps";
+  for (const step of result.steps) {
+    const item = document.createElement("li");
+    item.dataset.change = step.change;
+    const name = document.createElement("strong");
+    name.textContent = step.name;
+    const off = step.switched_off ? ` (off: ${step.switched_off})` : "";
+    item.append(`${step.kind} `, name, ` ${ROLLBACK_WORDS[step.change] || step.change}${off}`);
+    list.append(item);
+  }
+  out.append(head, list);
+}
+
 function setupStore() {
   const out = document.getElementById("store-result");
   const run = async (operation, body, scope) => {
@@ -407,11 +439,18 @@ function setupStore() {
       clearErrors(rollback);
       const preview = event.submitter && event.submitter.name === "preview";
       const body = { version: Number(rollback.elements.version.value) };
+      document.getElementById("rollback-preview").replaceChildren();
       try {
-        const result = await api("POST", `/api/store/rollback${preview ? "?dry_run=true" : ""}`, body);
-        out.className = "";
-        out.textContent = JSON.stringify(result, null, 2);
-        if (!preview) setTimeout(() => location.reload(), 600);
+        // A rollback is shown before it is done, and asked for, like Drop and Stop.
+        const planned = await api("POST", "/api/store/rollback?dry_run=true", body);
+        showRollback(planned);
+        if (preview || !planned.steps.length) return;
+        const question = `Roll the catalog back to version ${body.version}? `
+          + `${rollbackChanges(planned.steps.length)}, listed below.`;
+        if (!(await confirmAction(question, "Roll back"))) return;
+        const done = await api("POST", "/api/store/rollback", body);
+        flashAfterReload(`Rolled back to version ${done.to_version}: `
+          + `${rollbackChanges(done.steps.length)}, as catalog version ${done.version}`);
       } catch (error) {
         out.textContent = error.message;
         out.className = "error";
