@@ -21,6 +21,7 @@ def test_it_defines_a_job_through_the_form_with_a_live_preview(page: Any, live: 
     page.fill("#description", "made in a browser")
     page.click("#save")
     page.wait_for_url("**/jobs")
+    page.locator("#flash").get_by_text("nightly_checkpoint defined").wait_for()
     row = page.locator("tr[data-job=nightly_checkpoint]")
     assert "0 3 * * 1-5" in row.locator(".schedule").inner_text()
     assert live.store.job("nightly_checkpoint").definition["description"] == "made in a browser"
@@ -179,8 +180,16 @@ def test_it_defines_a_saved_query_and_uses_the_store_page(
     page.click("text=Saved queries")
     page.fill("#query-form input[name=name]", "one")
     page.fill("#query-form textarea[name=body]", "SELECT 1")
+    page.fill("#query-form input[name=description]", "the number one")
     page.click("#query-form button[type=submit]")
+    page.locator("#flash").get_by_text("one defined").wait_for()
     page.locator("tr[data-query=one]").wait_for()
+    # Defined again with the description left blank: it keeps its description.
+    page.fill("#query-form input[name=name]", "one")
+    page.fill("#query-form textarea[name=body]", "SELECT 2")
+    page.click("#query-form button[type=submit]")
+    page.locator("tr[data-query=one]").get_by_text("SELECT 2").wait_for()
+    assert live.store.query("one").description == "the number one"
     page.click("header >> text=Store")
     page.click("button[data-store=checkpoint]")
     page.locator("#store-result").get_by_text("checkpoint").wait_for()

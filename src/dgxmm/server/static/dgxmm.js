@@ -341,6 +341,7 @@ function setupJobForm(form) {
     }
     try {
       await api("POST", "/api/jobs/define", body);
+      sessionStorage.setItem(NOTE, JSON.stringify({ text: `${body.name} defined` }));
       location.href = "/jobs";
     } catch (error) {
       // The API's timeout_ms is in milliseconds ("got -5000"); the form's is in seconds.
@@ -370,7 +371,7 @@ function setupQueryForm(form) {
     if (description) body.description = description;
     try {
       await api("POST", "/api/queries/define", body);
-      location.reload();
+      flashAfterReload(`${body.name} defined`);
     } catch (error) { showError(form, error); }
   });
 }
