@@ -302,6 +302,15 @@ def test_dark_mode_follows_the_system_and_the_switch(page: Any) -> None:
     assert page.evaluate(background) == "rgb(250, 251, 252)"
     page.click("#theme-switch")
     assert page.evaluate(background) == "rgb(18, 22, 27)"
+    # A third click follows the system again, and says so.
+    page.click("#theme-switch")
+    assert page.get_attribute("#theme-switch", "aria-label") == "theme: as the system (change)"
+    page.emulate_media(color_scheme="light")
+    assert page.evaluate(background) == "rgb(250, 251, 252)"
+    page.reload()
+    assert page.evaluate(background) == "rgb(250, 251, 252)"
+    page.emulate_media(color_scheme="dark")
+    assert page.evaluate(background) == "rgb(18, 22, 27)"
 
 
 def test_the_display_zone_switch_moves_every_time(page: Any, console: Console) -> None:

@@ -571,15 +571,32 @@ document.addEventListener("change", (event) => {
   location.reload();
 });
 
-// Dark or light: the system's choice (prefers-color-scheme) until the switch picks one.
+// Dark or light: the system's choice (prefers-color-scheme) until the switch picks one. Each
+// click goes round three: the other theme than the system's, the system's own, and back to
+// following the system (so a choice can be undone).
+function themeSaid(theme) { return `theme: ${theme || "as the system"} (change)`; }
+
 document.addEventListener("click", (event) => {
-  if (!event.target.closest("#theme-switch")) return;
+  const button = event.target.closest("#theme-switch");
+  if (!button) return;
   const root = document.documentElement;
-  const dark = root.dataset.theme
-    ? root.dataset.theme === "dark"
-    : window.matchMedia("(prefers-color-scheme: dark)").matches;
-  root.dataset.theme = dark ? "light" : "dark";
-  try { localStorage.setItem("dgxmm-theme", root.dataset.theme); } catch (_) { /* private mode */ }
+  const system = window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  const other = system === "dark" ? "light" : "dark";
+  const now = root.dataset.theme || "";
+  const next = now === "" ? other : now === other ? system : "";
+  try {
+    if (next) localStorage.setItem("dgxmm-theme", next); else localStorage.removeItem("dgxmm-theme");
+  } catch (_) { /* private mode */ }
+  if (next) root.dataset.theme = next; else delete root.dataset.theme;
+  button.title = themeSaid(next);
+  button.setAttribute("aria-label", themeSaid(next));
+});
+document.addEventListener("DOMContentLoaded", () => {
+  const button = document.getElementById("theme-switch");
+  if (!button) return;
+  const said = themeSaid(document.documentElement.dataset.theme || "");
+  button.title = said;
+  button.setAttribute("aria-label", said);
 });
 
 // -- values on hover -------------------------------------------------------------------------
