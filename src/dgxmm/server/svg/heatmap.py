@@ -17,6 +17,7 @@ from html import escape
 from dgxmm.decider.days import DAY_NAMES, days_in
 from dgxmm.decider.profiles import HourProfile
 from dgxmm.decider.proposals.rows import Proposal
+from dgxmm.server.words import counted
 
 __all__ = ["Interval", "proposal_intervals", "traffic_heatmap"]
 
@@ -122,7 +123,7 @@ def traffic_heatmap(
             tip = (
                 f"{name} {hour:02d}:00: p95 {cell.rpm_p95:.3g}/min, p50 {cell.rpm_p50:.3g}/min, "
                 f"active {cell.active_share:.0%} of {cell.observed_minutes} min; idle in "
-                f"{cell.idle_weeks} of {cell.observed_weeks} week(s)"
+                f"{cell.idle_weeks} of {counted(cell.observed_weeks, 'week')}"
                 if cell is not None and observed
                 else f"{name} {hour:02d}:00: no data"
             )
