@@ -3,6 +3,7 @@ runs, the deployment form, a server log followed live, confirmations, dark mode,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -173,6 +174,41 @@ def test_the_deployment_form_creates_refuses_beside_the_field_and_edits(
     wait_for(lambda: "formed" not in [d.name for d in console.fleet.deployments.list()], "removed")
 
 
+def test_the_deployment_form_shows_every_wrong_field_and_focuses_the_first(
+    page: Any, console: Console
+) -> None:
+    page.goto("/deployments/new")
+    page.fill("#f-name", "probe y")  # and no model
+    page.fill("#f-priority", "500")
+    page.fill("#f-time_zone", "Mars/Olympus")
+    page.click("#save")
+    page.locator("[data-error-for=time_zone]").get_by_text("unknown time zone").wait_for()
+    for field in ("name", "model", "priority", "time_zone"):
+        assert page.locator(f"#f-{field}").get_attribute("aria-invalid") == "true", field
+    assert page.evaluate("document.activeElement.id") == "f-name"
+    assert "probe y" not in [d.name for d in console.fleet.deployments.list()]
+
+
+def test_the_deployment_forms_messages_speak_its_units_and_not_its_keys(page: Any) -> None:
+    page.goto("/deployments/new")
+    name = page.locator("[data-field=name]")
+    assert "'.'" in name.inner_text()  # a name may hold dots
+    page.fill("#f-startup_timeout_s", "abc")
+    page.fill("#f-priority", "high")
+    page.click("#save")
+    timeout = page.locator("[data-error-for=startup_timeout_s]")
+    timeout.get_by_text('"abc" is not a number of seconds').wait_for()
+    assert page.locator("[data-error-for=priority]").inner_text() == '"high" is not a whole number'
+    assert "startup_timeout_s" not in page.locator("#deployment-form").inner_text()
+    page.fill("#f-startup_timeout_s", "")
+    page.fill("#f-priority", "")
+    page.fill("#f-time_zone", "Mars/Olympus")
+    page.click("#save")
+    zone = page.locator("[data-error-for=time_zone]")
+    zone.get_by_text("unknown time zone").wait_for()
+    assert not zone.inner_text().startswith("time_zone")
+
+
 def test_the_deployment_form_sets_an_idle_ladder_and_the_page_shows_it(
     page: Any, console: Console
 ) -> None:
@@ -266,6 +302,15 @@ def test_dark_mode_follows_the_system_and_the_switch(page: Any) -> None:
     assert page.evaluate(background) == "rgb(250, 251, 252)"
     page.click("#theme-switch")
     assert page.evaluate(background) == "rgb(18, 22, 27)"
+    # A third click follows the system again, and says so.
+    page.click("#theme-switch")
+    assert page.get_attribute("#theme-switch", "aria-label") == "theme: as the system (change)"
+    page.emulate_media(color_scheme="light")
+    assert page.evaluate(background) == "rgb(250, 251, 252)"
+    page.reload()
+    assert page.evaluate(background) == "rgb(250, 251, 252)"
+    page.emulate_media(color_scheme="dark")
+    assert page.evaluate(background) == "rgb(18, 22, 27)"
 
 
 def test_the_display_zone_switch_moves_every_time(page: Any, console: Console) -> None:
@@ -293,6 +338,7 @@ PAGES = [
     "/store",
     "/audit",
     "/deployments/new",
+    "/jobs/new",
 ]
 
 
@@ -308,6 +354,72 @@ def test_no_main_page_scrolls_sideways_at_390_px(page: Any, console: Console) ->
         if width > 390:
             wide[path] = width
     assert wide == {}
+    page.goto("/jobs/new")
+    # The "on" checkbox sits at the start of its line, before its word, not centred above it.
+    box = page.locator("#enabled").bounding_box()
+    label = page.locator("label:has(#enabled)").bounding_box()
+    assert box["x"] - label["x"] < 5
+    assert label["height"] < 2 * box["height"] + 8
+
+
+# The cells of a list's cards (at 390 px) that show a value with no name: past a row's
+# first cell (its name) and its buttons, each value says what it is.
+UNLABELLED = """[...document.querySelectorAll("table.list tbody tr")].flatMap((tr) =>
+  [...tr.children].slice(1).filter((td) => !td.classList.contains("actions")
+    && (td.textContent.trim() || td.querySelector("input")) && !td.dataset.label)
+  .map((td) => `${tr.closest("table").id}: ${td.textContent.trim().slice(0, 30)}`))"""
+
+
+def test_a_cards_values_keep_their_labels_on_a_phone(page: Any, console: Console) -> None:
+    console.host.store.define_job(name="carded", schedule="0 3 * * *", action="checkpoint")
+    console.host.sync()
+    page.goto("/jobs")
+    page.locator("tr[data-job=carded] button[data-action=run]").click()
+    page.locator("tr[data-job=carded] td.count").get_by_text("1").wait_for()
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("cards"))
+    now = fleet.clock.now_us()
+    fleet.metrics.write_history(synthetic_rollups(DEMO_MODELS[0], created, now - 28 * DAY_US, now))
+    propose_now(console.proposals)
+    page.set_viewport_size({"width": 390, "height": 800})
+    bare = {}
+    for path in ("/jobs", "/jobs/carded", "/deployments", f"/deployments/{created.id}/traffic"):
+        page.goto(path)
+        page.locator("table.list tbody tr").first.wait_for()
+        bare[path] = page.evaluate(UNLABELLED)
+    assert bare == {path: [] for path in bare}
+
+
+# The smallest text of the page's charts, in CSS pixels as drawn (font size times the
+# chart's scale).
+SMALLEST_CHART_TEXT = """Math.min(...[...document.querySelectorAll("svg text")]
+  .filter((t) => !t.closest("svg.gpu-bar"))
+  .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a))"""
+
+
+def test_a_charts_text_stays_readable_on_a_phone(page: Any, console: Console) -> None:
+    console.host.store.define_job(name="charted", schedule="* * * * *", action="checkpoint")
+    console.host.sync()
+    console.host.run_now("charted")
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("charted"))
+    now = fleet.clock.now_us()
+    fleet.metrics.write_history(synthetic_rollups(DEMO_MODELS[0], created, now - 28 * DAY_US, now))
+    body = {"action": "sleep", "days": 31, "time": "22:00"}
+    page.evaluate(f"api('POST', '/api/deployments/{created.id}/schedules', {json.dumps(body)})")
+    pages = ("/workload", f"/deployments/{created.id}", f"/deployments/{created.id}/traffic",
+             f"/deployments/{created.id}/schedules")  # fmt: skip
+    for width in (390, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        smallest, wide = {}, {}
+        for path in pages:
+            page.goto(path)
+            page.locator("svg text").first.wait_for()
+            smallest[path] = round(page.evaluate(SMALLEST_CHART_TEXT), 1)
+            if page.evaluate("document.documentElement.scrollWidth") > width:
+                wide[path] = True
+        assert {path: size for path, size in smallest.items() if size < 11} == {}, width
+        assert wide == {}, width  # a chart scrolls in its card, the page does not
 
 
 def test_the_demos_synthetic_weeks_leave_a_proposal_to_accept(page: Any, console: Console) -> None:

@@ -21,6 +21,7 @@ def test_it_defines_a_job_through_the_form_with_a_live_preview(page: Any, live: 
     page.fill("#description", "made in a browser")
     page.click("#save")
     page.wait_for_url("**/jobs")
+    page.locator("#flash").get_by_text("nightly_checkpoint defined").wait_for()
     row = page.locator("tr[data-job=nightly_checkpoint]")
     assert "0 3 * * 1-5" in row.locator(".schedule").inner_text()
     assert live.store.job("nightly_checkpoint").definition["description"] == "made in a browser"
@@ -68,10 +69,13 @@ def test_it_marks_every_refused_field_of_a_job(page: Any, live: Live) -> None:
     page.fill("#name", "broken")
     page.check("input[name=action][value=checkpoint]")
     page.fill("#schedule", "61 * * * *")
-    page.fill("#timeout", "0")
+    page.fill("#timeout", "-5")
     page.click("#save")
     page.locator("[data-error-for=schedule]").get_by_text("minute: 61").wait_for()
-    page.locator("[data-error-for=timeout_ms]").get_by_text("positive whole number").wait_for()
+    # In the form's unit, seconds, not the API's milliseconds ("got -5000").
+    timeout = page.locator("[data-error-for=timeout_ms]")
+    timeout.get_by_text("-5 s is not a positive number of seconds").wait_for()
+    assert "5000" not in timeout.inner_text()
     assert page.locator("#schedule").get_attribute("aria-invalid") == "true"
     assert page.locator("#timeout").get_attribute("aria-invalid") == "true"
     assert page.locator("#name").get_attribute("aria-invalid") is None
@@ -176,8 +180,16 @@ def test_it_defines_a_saved_query_and_uses_the_store_page(
     page.click("text=Saved queries")
     page.fill("#query-form input[name=name]", "one")
     page.fill("#query-form textarea[name=body]", "SELECT 1")
+    page.fill("#query-form input[name=description]", "the number one")
     page.click("#query-form button[type=submit]")
+    page.locator("#flash").get_by_text("one defined").wait_for()
     page.locator("tr[data-query=one]").wait_for()
+    # Defined again with the description left blank: it keeps its description.
+    page.fill("#query-form input[name=name]", "one")
+    page.fill("#query-form textarea[name=body]", "SELECT 2")
+    page.click("#query-form button[type=submit]")
+    page.locator("tr[data-query=one]").get_by_text("SELECT 2").wait_for()
+    assert live.store.query("one").description == "the number one"
     page.click("header >> text=Store")
     page.click("button[data-store=checkpoint]")
     page.locator("#store-result").get_by_text("checkpoint").wait_for()
@@ -201,11 +213,23 @@ def test_it_restores_from_the_attic_and_previews_a_rollback_on_the_store_page(
     assert live.store.job("cp").definition["schedule"] == "0 3 * * *"
     page.fill("#rollback-form input[name=version]", "0")
     page.click("#rollback-form button[name=preview]")
-    page.locator("#store-result").get_by_text('"change": "drop"').wait_for()
+    # The preview is a list of what changes, not the API's JSON.
+    step = page.locator("#rollback-preview li[data-change=drop]")
+    step.wait_for()
+    assert step.inner_text() == "job cp dropped: to the attic"
+    assert "{" not in page.locator("#rollback-preview").inner_text()
     assert [j.name for j in live.store.jobs()] == ["cp"]  # a preview changes nothing
+    page.click("#rollback-form button[name=apply]")  # asks first, like Drop and Stop
+    page.locator("#confirm[open]").get_by_text("Roll the catalog back to version 0?").wait_for()
+    page.click("#confirm button[data-confirm=no]")
+    assert [j.name for j in live.store.jobs()] == ["cp"]  # said no: nothing changed
     page.click("#rollback-form button[name=apply]")
+    page.click("#confirm[open] button[data-confirm=yes]")
+    page.locator("#flash").get_by_text("Rolled back to version 0: 1 change").wait_for()
     page.locator("tr[data-attic-name=cp]").wait_for()
     assert live.store.jobs() == []
+    change = page.locator("#journal tr").first.inner_text()
+    assert "rollback catalog catalog" not in change
 
 
 def test_a_jobs_page_explains_a_time_and_shows_a_bad_one_beside_the_field(

@@ -76,6 +76,22 @@ def test_it_draws_the_week_with_the_nights_shaded(page: Any, site: dict[str, Any
     assert [s.action.value for s in site["schedules"].list(site["deployment"])] == ["sleep", "wake"]
 
 
+def test_it_warns_of_a_sleep_that_nothing_wakes(page: Any, site: dict[str, Any]) -> None:
+    page.goto(f"/deployments/{site['deployment']}/schedules")
+    hint = page.locator("#wake-hint")
+    assert "until a request through the proxy wakes it" in hint.inner_text()
+    assert page.locator("#no-wake").count() == 0  # no schedule yet: nothing to warn of
+    add(page, "sleep", "22:00")
+    page.locator("tr[data-schedule]").first.wait_for()
+    warning = page.locator("#no-wake")
+    assert "until a request through the proxy wakes it" in warning.inner_text()
+    assert "no proxy runs here" in warning.inner_text()  # this site serves no proxy
+    add(page, "wake", "07:00")
+    page.wait_for_function("() => document.querySelectorAll('tr[data-schedule]').length === 2")
+    assert page.locator("#no-wake").count() == 0
+    assert page.locator("#wake-hint").count() == 0
+
+
 def test_it_shows_a_refused_time_beside_its_field(page: Any, site: dict[str, Any]) -> None:
     page.goto(f"/deployments/{site['deployment']}/schedules")
     add(page, "sleep", "7:5")

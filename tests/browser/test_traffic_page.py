@@ -126,6 +126,23 @@ def traffic_page(browser: Any, live_traffic: LiveTraffic) -> Iterator[Any]:
     context.close()
 
 
+# A heat map cell's colour as shown: its fill at its opacity over the chart's card.
+SHOWN = """(hour) => {
+  const cell = document.querySelector(`svg.heatmap rect.cell[data-hour='${hour}']`);
+  const rgb = (text) => text.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const style = getComputedStyle(cell);
+  const card = rgb(getComputedStyle(document.getElementById("heatmap")).backgroundColor);
+  const a = Number(style.fillOpacity);
+  return rgb(style.fill).map((c, i) => (a * c + (1 - a) * card[i]) / 255);
+}"""
+
+
+def shown_lightness(page: Any, hour: int) -> float:
+    """Return the mean of the red, green and blue a cell shows, 0 black to 1 white."""
+    red, green, blue = page.evaluate(SHOWN, hour)
+    return float(red + green + blue) / 3
+
+
 def test_it_rebuilds_then_accepts_a_proposal_on_the_page(
     traffic_page: Any, live_traffic: LiveTraffic
 ) -> None:
@@ -142,6 +159,12 @@ def test_it_rebuilds_then_accepts_a_proposal_on_the_page(
         page.locator("svg.heatmap rect.cell[data-hour='10']").get_attribute("data-rpm-p95") == "40"
     )
     assert page.locator("svg.heatmap rect.cell[data-hour='3']").get_attribute("data-rpm-p95") == "0"
+    # In the dark, an hour without traffic is dark too (it was near-white), a busy one blue.
+    page.emulate_media(color_scheme="dark")
+    assert shown_lightness(page, 3) < 0.2
+    assert shown_lightness(page, 10) > shown_lightness(page, 3)
+    page.emulate_media(color_scheme="light")
+    assert shown_lightness(page, 3) > 0.9
 
     weeknights = page.locator(
         "#proposals tr[data-proposal]", has_text="Monday to Thursday at 22:00"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 from cli.clikit import Live
@@ -37,6 +38,13 @@ def test_it_creates_changes_plans_and_removes_a_deployment(live: Live) -> None:
     events = live.cli("deployments", "events", "big")
     assert events.out.splitlines()[0].split()[:3] == ["AT", "ACTION", "OUTCOME"]
     assert [line.split()[1] for line in events.out.splitlines()[1:]] == ["update", "create"]
+    table = live.cli("audit", "list").out.splitlines()
+    assert table[0].split() == ["AT", "ACTOR", "ACTION", "SUBJECT", "ID", "WHAT"]
+    # Local times, and what changed in a line, not the record's dict.
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  user:alice", table[1]), table[1]
+    assert table[1].endswith("name llama -> big, priority 50 -> 80"), table[1]
+    assert table[2].endswith("new llama"), table[2]
+    assert max(len(line) for line in table) <= 200
     audit = live.cli("audit", "list", "--json")
     assert [r["action"] for r in audit.json()][:2] == ["deployment.update", "deployment.create"]
     assert audit.json()[0]["actor"] == "user:alice"
@@ -50,9 +58,13 @@ def test_it_exits_2_naming_an_unknown_deployment_or_a_bad_field(live: Live) -> N
                  ("schedules", "list", "ghost"), ("proposals", "list", "ghost")):  # fmt: skip
         answered = live.cli(*args)
         assert (answered.code, answered.err.strip()) == (2, "error: no deployment named 'ghost'")
-    bad = live.cli("deployments", "create", "x", *EXTERNAL, "--priority", "500")
+    bad = live.cli("deployments", "create", "x y", *EXTERNAL, "--priority", "500",
+                   "--zone", "Mars/Olympus")  # fmt: skip
     assert bad.code == 2
-    assert bad.err.startswith("error: priority: ")
+    # Every wrong field, one line each.
+    assert [line.split(":")[:2] for line in bad.err.splitlines()] == [
+        ["error", " name"], ["error", " priority"], ["error", " time_zone"]
+    ]  # fmt: skip
     assert live.cli("deployments", "list").out.strip() == "no deployments"  # nothing changed
     assert live.cli("proposals", "show", "99").code == 2
     assert live.cli("insights", "dismiss", "99").code == 2
@@ -203,6 +215,12 @@ def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     with writing(live.store.engine) as connection:
         change_proposal(connection, proposal, {"backtest": json.dumps(tested)})
     said = live.cli("proposals", "show", str(proposal)).out
+    # A fact a line, local times: no dict's repr, no microseconds, no line past a screen.
+    assert re.search(r"^  made: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", said, re.M), said
+    assert "{'" not in said
+    assert "_us" not in said
+    assert max(len(line) for line in said.splitlines()) <= 120
+    assert re.search(r"^  sleep: +\w+ at \d\d:\d\d$", said, re.M), said
     assert "backtest (held out): 1 week(s) of traffic replayed with it" in said
     assert "2 of 40 request(s) would have waited (p50 1.0 s, p99 3.0 s)" in said
     asked = live.cli("proposals", "accept", str(proposal))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -31,6 +32,10 @@ def test_it_defines_runs_and_switches_jobs_on_the_server(live: Live) -> None:
     assert labels == [("cli",)]  # the server ran it, in its database
     history = live.cli("jobs", "history", "note", "--tier", "days", "--json")
     assert [bucket["count"] for bucket in history.json()] == [1]
+    header, row = live.cli("jobs", "runs", "note").out.splitlines()
+    assert header.split() == ["ID", "STARTED", "TRIGGER", "OUTCOME", "MS", "ERROR", "OR", "RESULT"]
+    assert re.match(r"\d+ +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +manual +succeeded ", row), row
+    assert [r["job"] for r in live.cli("jobs", "runs", "note", "--json").json()] == ["note"]
     assert live.cli("jobs", "enable", "note", "off").out.strip() == "note is off"
     note = next(j for j in live.cli("jobs", "list", "--json").json() if j["name"] == "note")
     assert note["enabled"] is False

@@ -207,4 +207,4 @@ def test_the_page_draws_the_week_and_the_proposals(env: Env) -> None:
     assert html.count('data-proposal-action="accept"') == 1
     deployment_page = env.admin.get(f"/deployments/{env.deployment}").text
     assert f'href="/deployments/{env.deployment}/traffic"' in deployment_page
-    assert "1 open proposal(s)" in deployment_page
+    assert "1 open proposal<" in deployment_page

@@ -80,6 +80,20 @@ def test_it_refuses_bad_input_with_400_naming_the_field(
     assert admin.get(f"/api/deployments/{deployment}/schedules").json()["schedules"] == []
 
 
+def test_it_lists_every_wrong_field_of_a_schedule(
+    clients: tuple[TestClient, TestClient, int],
+) -> None:
+    admin, _, deployment = clients
+    path = f"/api/deployments/{deployment}/schedules"
+    body = {"action": "sleep", "days": 0, "time": "24:00", "time_zone": "Mars/Olympus"}
+    refused = admin.post(path, json=body)
+    assert refused.status_code == 400
+    assert [e["field"] for e in refused.json()["errors"]] == ["days", "time", "time_zone"]
+    made = admin.post(path, json={"action": "sleep", "days": 31, "time": "22:00"}).json()
+    changed = admin.patch(f"{path}/{made['id']}", json={"days": 200, "time": "7:5"})
+    assert [e["field"] for e in changed.json()["errors"]] == ["days", "time"]
+
+
 def test_it_answers_422_for_wrong_types_and_404_for_strangers(
     clients: tuple[TestClient, TestClient, int],
 ) -> None:

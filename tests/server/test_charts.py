@@ -85,5 +85,5 @@ def test_a_bar_names_its_time_and_value_on_hover() -> None:
         samples=2,
     )
     svg = traffic_chart([rollup], window="hour", measure="requests", now_us=NOW, zone=BERLIN)
-    assert 'data-tip="Tue 01 Dec 10:30: 7 request(s)"' in svg
+    assert 'data-tip="Tue 01 Dec 10:30: 7 requests"' in svg
     assert 'width="' not in svg.split(">", 1)[0]  # as wide as its card

@@ -306,3 +306,22 @@ def test_a_restore_keeps_a_job_of_a_newer_version_as_written_not_served(store: S
     store.restore_from_attic(Subject.JOB, "other")
     job = store.job("other")
     assert (job.definition, job.served) == (definition, False)
+
+
+def test_it_keeps_what_a_redefinition_replaced_and_restores_it(store: Store) -> None:
+    fill(store)
+    store.define_query(
+        "add", {"label": "string"}, "INSERT INTO items (label) VALUES (upper(:label))", actor="bo"
+    )
+    store.define_job(name="adder", schedule="0 4 * * *", action="query", query="add",
+                     args={"label": "x"}, actor="bo")  # fmt: skip
+    listed = {(e.kind.value, e.name, e.dropped_by, e.why) for e in store.attic()}
+    assert listed == {("job", "adder", "bo", "replaced"), ("query", "add", "bo", "replaced")}
+    # A description left out is kept; the same definition again keeps nothing more.
+    assert store.query("add").description == "adds"
+    store.define_query(
+        "add", {"label": "string"}, "INSERT INTO items (label) VALUES (upper(:label))", actor="bo"
+    )
+    assert len(store.attic()) == 2
+    replaced = next(e for e in store.attic() if e.kind is Subject.QUERY)
+    assert replaced.item["body"] == "INSERT INTO items (label) VALUES (:label)"

@@ -126,7 +126,15 @@ def _error_of(answer: httpx.Response) -> DgxmmError:
     status = answer.status_code
     if status in (400, 422):
         # The API's message already starts with the field where it names one twice.
-        return InvalidInput(field or "", message.removeprefix(f"{field}: ") if field else message)
+        refused = InvalidInput(
+            field or "", message.removeprefix(f"{field}: ") if field else message
+        )
+        refused.errors = tuple(
+            (str(one.get("field") or ""), str(one.get("message") or ""))
+            for one in body.get("errors") or ()
+            if isinstance(one, dict)
+        )
+        return refused
     if status == 404:
         missing = NotFound("", "")
         missing.args = (message,)  # the server's words ("no job named 'nope'"), as they are

@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
@@ -26,8 +27,10 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 import typer
 
 from dgxmm.cli.client import Client
+from dgxmm.cli.help_text import PlainCommand
 from dgxmm.errors import DgxmmError, InvalidInput, NotFound, Unreachable
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE
+from dgxmm.time_units import SECOND_US
 
 if TYPE_CHECKING:
     from dgxmm.store import Store
@@ -42,6 +45,7 @@ __all__ = [
     "exit_code",
     "fail",
     "handles_errors",
+    "local_time",
     "table",
 ]
 
@@ -252,7 +256,7 @@ def command(
         parameters = [*own, *shared]
         run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in parameters}
-        group.command(name)(run)
+        group.command(name, cls=PlainCommand)(run)
         return fn
 
     return register
@@ -272,10 +276,12 @@ def exit_code(error: DgxmmError) -> int:
 
 
 def fail(error: DgxmmError) -> typer.Exit:
-    """Print an error the way the API shapes it, and return the exit to raise."""
-    field = f"{error.field}: " if isinstance(error, InvalidInput) and error.field else ""
-    message = error.message if isinstance(error, InvalidInput) else str(error)
-    typer.echo(f"error: {field}{message}", err=True)
+    """Print an error the way the API shapes it, one line per wrong field; return the exit."""
+    if isinstance(error, InvalidInput):
+        for field, message in error.errors or ((error.field, error.message),):
+            typer.echo(f"error: {field}: {message}" if field else f"error: {message}", err=True)
+    else:
+        typer.echo(f"error: {error}", err=True)
     return typer.Exit(exit_code(error))
 
 
@@ -303,6 +309,20 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], empty: str) 
         "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     )
+
+
+def local_time(value: object) -> str:
+    """Return a time the API gave (ISO text or microseconds) as this machine's wall time."""
+    if value is None:
+        return "-"
+    if isinstance(value, int) and not isinstance(value, bool):
+        moment = datetime.fromtimestamp(value / SECOND_US, UTC)
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value))
+        except ValueError:
+            return str(value)  # not a time after all: shown as it came
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _cell(value: object) -> str:

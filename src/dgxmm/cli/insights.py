@@ -3,12 +3,13 @@ show, accept, dismiss): what the server noticed, who did what, and schedules it 
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated, Any
 
 import typer
 
-from dgxmm.cli.common import Answer, Target, command, table
+from dgxmm.cli.common import Answer, Target, command, local_time, table
 from dgxmm.cli.deployments import DeploymentArgument, deployment_id
 from dgxmm.errors import InvalidInput
 
@@ -70,11 +71,45 @@ def list_audit(
             "/api/audit", "audit", most=limit, actor=actor, subject=subject, action=action
         )["audit"]
     lines = [
-        (r["at"], r["actor"], r["action"], r["subject"], r.get("subject_id"), r.get("detail"))
+        (local_time(r["at"]), r["actor"], r["action"], r["subject"], r.get("subject_id"),
+         change_text(r.get("detail")))
         for r in rows
-    ]
-    headers = ("AT", "ACTOR", "ACTION", "SUBJECT", "ID", "DETAIL")
+    ]  # fmt: skip
+    headers = ("AT", "ACTOR", "ACTION", "SUBJECT", "ID", "WHAT")
     return Answer(value=rows, text=table(headers, lines, "the audit log is empty"))
+
+
+# An audit row's detail is a whole record (a deployment's every field): a table says what
+# changed in a line; --json keeps it all.
+_WIDEST = 80
+
+
+def change_text(detail: object) -> str:
+    """Say an audit row's detail in one short line: what changed, else its keys and values."""
+    if not isinstance(detail, dict) or not detail:
+        return "-"
+    before, after = detail.get("before"), detail.get("after")
+    if isinstance(before, dict) and isinstance(after, dict):
+        changed = [
+            f"{key} {_value(before.get(key))} -> {_value(after.get(key))}"
+            for key in after
+            # When it was changed is the row's own time: the bookkeeping times are left out.
+            if before.get(key) != after.get(key) and not key.endswith("_us")
+        ]
+        text = ", ".join(changed) or "nothing changed"
+    elif isinstance(after, dict):
+        text = f"new {_value(after.get('name', ''))}".rstrip()
+    elif isinstance(before, dict):
+        text = f"was {_value(before.get('name', ''))}".rstrip()
+    else:
+        text = ", ".join(f"{key} {_value(value)}" for key, value in detail.items())
+    return text if len(text) <= _WIDEST else text[: _WIDEST - 3] + "..."
+
+
+def _value(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 ProposalArgument = Annotated[int, typer.Argument(help="The proposal's id.")]
@@ -107,9 +142,36 @@ def show_proposal(where: Target, proposal: ProposalArgument) -> Answer:
     """Show one proposal with its evidence."""
     with where.client() as api:
         row = api.get(f"/api/proposals/{proposal}")
-    lines = [f"{key}: {value}" for key, value in row.items() if key != "backtest"]
-    lines += _backtest_lines(row.get("backtest"))
-    return Answer(value=row, text="\n".join(lines))
+    return Answer(value=row, text="\n".join(proposal_lines(row)))
+
+
+def proposal_lines(row: dict[str, Any]) -> list[str]:
+    """Say a proposal a fact a line, times local; its evidence as the windows it saw."""
+    decided = row.get("decided_at_us")
+    lines = [
+        f"proposal {row['id']} ({row['status']}) for deployment {row['deployment_id']}",
+        f"  sleep:      {_when(row['sleep'])}",
+        f"  wake:       {_when(row['wake'])}",
+        f"  zone:       {row['time_zone']}",
+        f"  why:        {row['description']}",
+        f"  source:     {row['source']}, confidence {row['confidence']:g}",
+        f"  wake lead:  {row.get('wake_lead') or '-'}",
+        f"  made:       {local_time(row.get('created_at_us'))}",
+    ]
+    if decided is not None:
+        lines.append(f"  decided:    {local_time(decided)} by {row.get('decided_by') or '-'}")
+    evidence = row.get("evidence")
+    windows = evidence.get("windows") if isinstance(evidence, dict) else None
+    for window in windows or ():
+        lines.append(
+            f"  window:     {window['start']} to {window['wake']}, {window['hours']} h, idle in "
+            f"{window['weeks_idle']} of {window['weeks_observed']} weeks"
+        )
+    return lines + _backtest_lines(row.get("backtest"))
+
+
+def _when(side: dict[str, Any]) -> str:
+    return f"{side['days_text']} at {side['time']}"
 
 
 def _backtest_lines(backtest: dict[str, Any] | None) -> list[str]:

@@ -8,7 +8,16 @@ from urllib.parse import quote
 
 import typer
 
-from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, json_option, table
+from dgxmm.cli.common import (
+    Answer,
+    Switch,
+    SwitchArgument,
+    Target,
+    command,
+    json_option,
+    local_time,
+    table,
+)
 from dgxmm.clock import from_us
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import Coalesce, Overlap, Tier, read_asked, resolve_zone
@@ -183,7 +192,7 @@ def run(where: Target, name: str) -> Answer:
 
 @command(app, "cancel")
 def cancel(where: Target, run_id: Annotated[int, typer.Argument(help="The run's id.")]) -> Answer:
-    """Cancel a run under way (its id from ``dgxmm jobs history`` or the job's page).
+    """Cancel a run under way (its id from ``dgxmm jobs runs`` or the job's page).
 
     With --offline the request is written into the database: the instance that runs it
     cancels it when it next looks (PostgreSQL, or a SQLite server not writing then).
@@ -198,6 +207,34 @@ def cancel(where: Target, run_id: Annotated[int, typer.Argument(help="The run's 
         asked = row.get("cancel_requested_by")
         text = f"run {run_id} of {row['job']}: cancel asked by {asked} (on {row['instance']})"
     return Answer(value=row, text=text)
+
+
+@command(app, "runs")
+def runs(
+    where: Target,
+    name: str,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="How many.")] = 20,
+) -> Answer:
+    """List a job's runs, newest first: when, why, how it ended (as /api/jobs/runs)."""
+    rows = where.either(
+        lambda store: [r.to_json(full_errors=True) for r in store.runs.page(job=name, limit=limit)],
+        lambda api: api.get("/api/jobs/runs", name=name, limit=limit)["runs"],
+    )
+    lines = [
+        (r["id"], local_time(r["started_at_us"]), r["trigger"], r["outcome"] or "running",
+         r["duration_ms"], _said(r.get("error") or r.get("result")))
+        for r in rows
+    ]  # fmt: skip
+    headers = ("ID", "STARTED", "TRIGGER", "OUTCOME", "MS", "ERROR OR RESULT")
+    return Answer(value=rows, text=table(headers, lines, f"no runs of {name} recorded"))
+
+
+def _said(value: object) -> str | None:
+    """A run's error or result in a table's cell: one line, cut short (--json has it all)."""
+    if value is None:
+        return None
+    text = " ".join(str(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @command(app, "explain")

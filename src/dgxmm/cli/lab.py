@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from dgxmm.cli.common import JsonOption, handles_errors, table
+from dgxmm.cli.help_text import PlainCommand
 from dgxmm.clock import to_us
 from dgxmm.errors import InvalidInput
 from dgxmm.time_units import DAY_US
@@ -31,7 +32,7 @@ __all__ = ["app"]
 app = typer.Typer(help="The savings lab: replays of request traces.", no_args_is_help=True)
 
 
-@app.command("replay")
+@app.command("replay", cls=PlainCommand)
 @handles_errors
 def replay(
     fleet: Annotated[Path, typer.Option("--fleet", help="The fleet file (JSON).")],

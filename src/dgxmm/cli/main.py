@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from dgxmm.cli.common import Answer, JsonOption, Target, command, handles_errors
+from dgxmm.cli.help_text import PlainCommand
 from dgxmm.clock import SystemClock
 from dgxmm.jobs import CronSchedule, resolve_zone
 from dgxmm.places import DEFAULT_DATA_DIR as DEFAULT_DATA
@@ -27,7 +28,7 @@ app = typer.Typer(
 )
 
 
-@app.command("serve")
+@app.command("serve", cls=PlainCommand)
 @handles_errors
 def serve_command(
     data: Annotated[Path, typer.Option("--data", help="The data directory.")] = DEFAULT_DATA,
@@ -107,7 +108,7 @@ cron = typer.Typer(help="Cron expressions.", no_args_is_help=True)
 app.add_typer(cron, name="cron")
 
 
-@cron.command("next")
+@cron.command("next", cls=PlainCommand)
 @handles_errors
 def cron_next(
     expr: Annotated[str, typer.Argument(help="A 5-field cron expression, quoted.")],

@@ -105,15 +105,24 @@ def read_bounds(get_setting: Callable[[str, Any], Any]) -> HoldBounds:
 
 
 def check_bounds(now: HoldBounds, given: dict[str, Any]) -> HoldBounds:
-    """Return ``now`` with the bounds ``given``; ``InvalidInput`` names the one it cannot use."""
+    """Return ``now`` with the bounds ``given``; ``InvalidInput`` names those it cannot use.
+
+    Its ``field`` and ``message`` are the first; its ``errors`` list every one.
+    """
     values: dict[str, Any] = {}
+    refused: list[tuple[str, str]] = []
     for bound in _BOUNDS:
         value = given.get(bound.field, getattr(now, bound.field))
         if not bound.usable(value, most=bound.most):
-            raise InvalidInput(
-                bound.field, f"{value!r} is not {bound.describe()} 0-{int(bound.most)}"
+            refused.append(
+                (bound.field, f"{value!r} is not {bound.describe()} 0-{int(bound.most)}")
             )
-        values[bound.field] = value if bound.whole else float(value)
+        else:
+            values[bound.field] = value if bound.whole else float(value)
+    if refused:
+        error = InvalidInput(*refused[0])
+        error.errors = tuple(refused)
+        raise error
     return HoldBounds(**values)
 
 

@@ -37,6 +37,7 @@ def test_it_answers_400_naming_a_field_it_refuses(client: TestClient) -> None:
         "error": "invalid",
         "field": "priority",
         "message": "101 is out of range 0-100",
+        "errors": [{"field": "priority", "message": "101 is out of range 0-100"}],
     }
     external = {"name": "remote", "model": "m", "backend": "external"}
     missing = client.post("/api/deployments", json=external)
@@ -45,6 +46,24 @@ def test_it_answers_400_naming_a_field_it_refuses(client: TestClient) -> None:
         refused = client.post("/api/deployments", json={**standin("llama"), field: value})
         assert (refused.status_code, refused.json()["field"]) == (400, field)
     assert client.get("/api/deployments").json()["deployments"] == []
+
+
+def test_it_lists_every_wrong_field_of_a_new_deployment_and_a_change(client: TestClient) -> None:
+    keys = {**standin("llama"), "name": "probe y", "priority": 500, "time_zone": "Mars/Olympus"}
+    del keys["model"]
+    response = client.post("/api/deployments", json=keys)
+    assert response.status_code == 400
+    answer = response.json()
+    assert [e["field"] for e in answer["errors"]] == ["model", "name", "priority", "time_zone"]
+    assert (answer["field"], answer["message"]) == ("model", "is required")
+    made = create(client, **standin("llama"))
+    changed = client.patch(
+        f"/api/deployments/{made['id']}",
+        json={"priority": -1, "startup_timeout_s": -5, "memory_gib_awake": 900},
+    )
+    assert changed.status_code == 400
+    fields = [e["field"] for e in changed.json()["errors"]]
+    assert fields == ["memory_gib_awake", "priority", "startup_timeout_s"]
 
 
 def test_it_takes_the_sleep_settings_and_refuses_a_new_level_while_asleep(

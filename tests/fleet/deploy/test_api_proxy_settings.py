@@ -36,6 +36,13 @@ def test_it_refuses_a_bound_naming_the_field_and_changes_nothing(
     assert fleet.store.get_setting(MAX_HELD_SETTING) is None
 
 
+def test_it_lists_every_bound_it_refuses(client: TestClient, fleet: Fleet) -> None:
+    answer = client.put("/api/proxy/settings", json={"max_held": -1, "max_hold_s": 1e9})
+    assert answer.status_code == 400
+    assert [e["field"] for e in answer.json()["errors"]] == ["max_held", "max_hold_s"]
+    assert read_bounds(fleet.store.get_setting).max_held == 1000  # nothing changed
+
+
 def test_a_viewer_reads_but_does_not_set(viewer: TestClient) -> None:
     assert viewer.get("/api/proxy/settings").status_code == 200
     assert viewer.put("/api/proxy/settings", json={"max_held": 5}).status_code == 403

@@ -83,3 +83,8 @@ def test_the_audit_names_and_links_deployments(client: TestClient, fleet: Fleet)
     assert f'<a href="/deployments/{kept.id}">chat</a>' in page
     assert "code (removed)" in page
     assert f"deployment {kept.id}</td>" not in page
+
+
+def test_home_opens_deployments_the_navs_first_page(client: TestClient) -> None:
+    answer = client.get("/", follow_redirects=False)
+    assert (answer.status_code, answer.headers["location"]) == (303, "/deployments")

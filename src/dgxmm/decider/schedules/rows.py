@@ -12,9 +12,10 @@ from sqlalchemy import Connection, Engine, delete, insert, select, update
 from dgxmm.decider.days import ALL_DAYS, describe_days
 from dgxmm.decider.schedules.slots import parse_time
 from dgxmm.decider.tables import deployment_schedules
-from dgxmm.errors import DefinitionError, NotFound
+from dgxmm.errors import DefinitionError, NotFound, ZoneError
 from dgxmm.fleet import AuditAction, DeploymentRepo, EventAction
 from dgxmm.jobs import resolve_zone
+from dgxmm.jobs.keys import Refusals
 from dgxmm.store import reading
 
 __all__ = ["Schedule", "ScheduleAction", "ScheduleRows", "checked_changes"]
@@ -107,35 +108,62 @@ _FIELDS = ("action", "days", "time", "time_zone", "enabled")
 
 
 def checked_changes(keys: dict[str, Any]) -> dict[str, Any]:
-    """Check the given keys of a schedule; return them as column values (DefinitionError)."""
+    """Check the given keys of a schedule; return them as column values.
+
+    Every key is checked: the ``DefinitionError`` raised names the first wrong field and
+    lists each in ``errors``, as a job definition's does.
+    """
+    refusals = Refusals()
+    checked = refusals.check
+    refusals.found.extend(
+        DefinitionError(key, f"{key} is not a field of a schedule")
+        for key in keys
+        if key not in _FIELDS
+    )
     values: dict[str, Any] = {}
-    for key in keys:
-        if key not in _FIELDS:
-            raise DefinitionError(key, f"{key} is not a field of a schedule")
     if "action" in keys:
-        try:
-            values["action"] = ScheduleAction(keys["action"]).value
-        except ValueError:
-            raise DefinitionError(
-                "action", f"{keys['action']!r} is not one of sleep, wake, stop, start"
-            ) from None
+        values["action"] = checked(lambda: _action(keys["action"]))
     if "days" in keys:
-        days = keys["days"]
-        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= ALL_DAYS:
-            raise DefinitionError(
-                "days", f"{days!r} is not a days mask from 1 to 127 (Monday 1 ... Sunday 64)"
-            )
-        values["days"] = days
+        values["days"] = checked(lambda: _days(keys["days"]))
     if "time" in keys:
-        parse_time(keys["time"])
+        checked(lambda: parse_time(keys["time"]))
         values["at_time"] = keys["time"]
     if "time_zone" in keys:
-        values["time_zone"] = resolve_zone(keys["time_zone"], field="time_zone").key
+        values["time_zone"] = checked(lambda: _zone(keys["time_zone"]))
     if "enabled" in keys:
-        if not isinstance(keys["enabled"], bool):
-            raise DefinitionError("enabled", f"{keys['enabled']!r} is not true or false")
-        values["enabled"] = keys["enabled"]
+        values["enabled"] = checked(lambda: _enabled(keys["enabled"]))
+    refusals.raise_any()
     return values
+
+
+def _action(value: Any) -> str:
+    try:
+        return ScheduleAction(value).value
+    except ValueError:
+        raise DefinitionError(
+            "action", f"{value!r} is not one of sleep, wake, stop, start"
+        ) from None
+
+
+def _days(days: Any) -> int:
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= ALL_DAYS:
+        raise DefinitionError(
+            "days", f"{days!r} is not a days mask from 1 to 127 (Monday 1 ... Sunday 64)"
+        )
+    return days
+
+
+def _zone(name: Any) -> str:
+    try:
+        return resolve_zone(name, field="time_zone").key
+    except ZoneError as error:  # a refused field among the others, not a lone error
+        raise DefinitionError("time_zone", error.message) from None
+
+
+def _enabled(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise DefinitionError("enabled", f"{value!r} is not true or false")
+    return value
 
 
 def _row(row: Any) -> Schedule:

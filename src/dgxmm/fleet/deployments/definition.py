@@ -2,7 +2,8 @@
 
 ``check_definition`` takes the keys a person gave (all of them for a new deployment; the
 changed ones merged over the current row for an edit) and returns the column values, or
-raises ``DefinitionError`` naming the first field it cannot use. The GPUs are checked
+raises ``DefinitionError`` naming the first field it cannot use, its ``errors`` listing every
+one (``Refusals``, as a job definition's check). The GPUs are checked
 against the inventory: a deployment that declares a GPU this machine does not have, or more
 memory than the GPU holds, could never start. A ray deployment names no GPU: it asks for
 ``num_gpus`` and Ray gives its actor GPUs on the node the fit check chose; ``backend: ray``
@@ -29,7 +30,7 @@ from dgxmm.fleet.deployments.idle import IdleLadder, parse_idle_policy, parse_wa
 from dgxmm.fleet.placement.cluster import check_ray_address, ray_missing
 from dgxmm.fleet.placement.inventory import GpuInventory, as_finite
 from dgxmm.jobs import resolve_zone
-from dgxmm.jobs.keys import check_name
+from dgxmm.jobs.keys import Refusals, check_name
 from dgxmm.time_units import SECOND_US
 
 __all__ = [
@@ -162,17 +163,24 @@ def columns_of(deployment: Deployment) -> dict[str, Any]:
 
 
 def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[str, Any]:
-    """Return the column values of a definition; ``DefinitionError`` names a field refused."""
-    for key in keys:
-        if key not in FIELDS:
-            raise DefinitionError(key, "is not a deployment field")
-    backend = check_backend(keys.get("backend"))
-    model = _text(keys.get("model"), "model", 200)
+    """Return the column values of a definition; ``DefinitionError`` names the fields refused.
+
+    Every field is checked, so the error raised lists each wrong one in ``errors`` (as a job
+    definition's does); it is the first of them.
+    """
+    refusals = Refusals()
+    checked = refusals.check
+    refusals.found.extend(
+        DefinitionError(key, "is not a deployment field") for key in keys if key not in FIELDS
+    )
+    backend = checked(lambda: check_backend(keys.get("backend")))
+    model = checked(lambda: _text(keys.get("model"), "model", 200))
+    aliases = checked(lambda: _aliases(keys.get("aliases"), model))
     values: dict[str, Any] = {
-        "name": check_name(keys.get("name"), kind="deployment"),
+        "name": checked(lambda: check_name(keys.get("name"), kind="deployment")),
         "model": model,
-        "aliases": json.dumps(_aliases(keys.get("aliases"), model)),
-        "backend": backend.value,
+        "aliases": json.dumps(aliases),
+        "backend": None if backend is None else backend.value,
         "command": None,
         "port": None,
         "environment": None,
@@ -181,36 +189,107 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
         "ray_node": None,
         "num_gpus": None,
     }
+    if backend is not None:
+        _check_runner(keys, backend, values, refusals)
+    gpus = (
+        []
+        if backend is BackendKind.RAY
+        else checked(lambda: _gpus(keys.get("gpus", []), inventory))
+    )
+    awake = checked(lambda: _gib(keys.get("memory_gib_awake", 0.0), "memory_gib_awake"))
+    asleep = checked(lambda: _gib(keys.get("memory_gib_asleep", 0.0), "memory_gib_asleep"))
+    if awake is not None and asleep is not None:
+        checked(lambda: _asleep_within(asleep, awake))
+    if awake is not None:
+        checked(lambda: _fits_each(awake, gpus or [], inventory))
+    values.update(
+        gpus=json.dumps(gpus),
+        memory_gib_awake=awake,
+        memory_gib_asleep=asleep,
+        priority=checked(lambda: _priority(keys.get("priority", DEFAULT_PRIORITY))),
+        time_zone=checked(lambda: _zone(keys.get("time_zone", "UTC"))),
+        startup_timeout_s=checked(
+            lambda: _timeout(
+                keys.get("startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S), "startup_timeout_s"
+            )
+        ),
+        sleep_timeout_s=checked(
+            lambda: _timeout(
+                keys.get("sleep_timeout_s", DEFAULT_SLEEP_TIMEOUT_S), "sleep_timeout_s"
+            )
+        ),
+        sleep_level=checked(lambda: _sleep_level(keys.get("sleep_level", DEFAULT_SLEEP_LEVEL))),
+        wake_on_request=checked(
+            lambda: _flag(keys.get("wake_on_request", True), "wake_on_request")
+        ),
+        max_concurrent_requests=checked(lambda: _limit(keys.get("max_concurrent_requests"))),
+        max_queued_requests=checked(
+            lambda: _whole(
+                _or(keys.get("max_queued_requests"), DEFAULT_MAX_QUEUED),
+                "max_queued_requests",
+                0,
+                _MOST_REQUESTS,
+            )
+        ),
+        loading_progress=checked(
+            lambda: _flag(keys.get("loading_progress", False), "loading_progress")
+        ),
+    )
+    values.update(_idle_columns(keys, refusals))
+    refusals.raise_any()
+    return values
+
+
+def _check_runner(
+    keys: Mapping[str, Any], backend: BackendKind, values: dict[str, Any], refusals: Refusals
+) -> None:
+    """Check how the backend runs the server (command, port, URL, Ray) into ``values``."""
+    checked = refusals.check
     if backend is not BackendKind.RAY:
         for key in _RAY_ONLY:
             if keys.get(key) is not None:
-                raise DefinitionError(key, f"is for backend ray, not {backend.value}")
+                refusals.found.append(
+                    DefinitionError(key, f"is for backend ray, not {backend.value}")
+                )
     if backend in (BackendKind.PROCESS, BackendKind.RAY):
         if keys.get("base_url") is not None:
-            raise DefinitionError(
-                "base_url", f"is for an external server; {backend.value} runs a command"
+            refusals.found.append(
+                DefinitionError(
+                    "base_url", f"is for an external server; {backend.value} runs a command"
+                )
             )
-        values["command"] = json.dumps(_command(keys.get("command")))
+        command = checked(lambda: _command(keys.get("command")))
+        values["command"] = None if command is None else json.dumps(command)
         if backend is BackendKind.PROCESS or keys.get("port") is not None:
-            values["port"] = _port(keys.get("port"))
-        environment = _environment(keys.get("environment"))
+            values["port"] = checked(lambda: _port(keys.get("port")))
+        environment = checked(lambda: _environment(keys.get("environment")))
         values["environment"] = json.dumps(environment) if environment else None
     if backend is BackendKind.RAY:
-        _check_ray(keys, values)
+        checked(lambda: _check_ray(keys, values))
     elif backend is BackendKind.EXTERNAL:
         for key in _PROCESS_ONLY:
             if keys.get(key) not in (None, {}):
-                raise DefinitionError(key, "is for a process; an external server has a base_url")
+                refusals.found.append(
+                    DefinitionError(key, "is for a process; an external server has a base_url")
+                )
         if keys.get("base_url") is None:
-            raise DefinitionError("base_url", "an external deployment needs its server's URL")
-        values["base_url"] = check_base_url(_text(keys.get("base_url"), "base_url", 500))
-    gpus = [] if backend is BackendKind.RAY else _gpus(keys.get("gpus", []), inventory)
-    awake = _gib(keys.get("memory_gib_awake", 0.0), "memory_gib_awake")
-    asleep = _gib(keys.get("memory_gib_asleep", 0.0), "memory_gib_asleep")
+            refusals.found.append(
+                DefinitionError("base_url", "an external deployment needs its server's URL")
+            )
+        else:
+            values["base_url"] = checked(
+                lambda: check_base_url(_text(keys.get("base_url"), "base_url", 500))
+            )
+
+
+def _asleep_within(asleep: float, awake: float) -> None:
     if asleep > awake:
         raise DefinitionError(
             "memory_gib_asleep", f"{asleep:g} GiB is more than it holds awake ({awake:g} GiB)"
         )
+
+
+def _fits_each(awake: float, gpus: list[int], inventory: GpuInventory) -> None:
     for index in gpus:
         gpu = inventory.gpu(index)
         if awake > gpu.memory_gib:
@@ -219,44 +298,24 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
                 f"{awake:g} GiB is more than GPU {index} ({gpu.name}) holds "
                 f"({gpu.memory_gib:g} GiB)",
             )
-    values.update(
-        gpus=json.dumps(gpus),
-        memory_gib_awake=awake,
-        memory_gib_asleep=asleep,
-        priority=_priority(keys.get("priority", DEFAULT_PRIORITY)),
-        time_zone=_zone(keys.get("time_zone", "UTC")),
-        startup_timeout_s=_timeout(
-            keys.get("startup_timeout_s", DEFAULT_STARTUP_TIMEOUT_S), "startup_timeout_s"
-        ),
-        sleep_timeout_s=_timeout(
-            keys.get("sleep_timeout_s", DEFAULT_SLEEP_TIMEOUT_S), "sleep_timeout_s"
-        ),
-        sleep_level=_sleep_level(keys.get("sleep_level", DEFAULT_SLEEP_LEVEL)),
-        wake_on_request=_flag(keys.get("wake_on_request", True), "wake_on_request"),
-        max_concurrent_requests=_limit(keys.get("max_concurrent_requests")),
-        max_queued_requests=_whole(
-            _or(keys.get("max_queued_requests"), DEFAULT_MAX_QUEUED),
-            "max_queued_requests",
-            0,
-            _MOST_REQUESTS,
-        ),
-        loading_progress=_flag(keys.get("loading_progress", False), "loading_progress"),
-    )
-    values.update(_idle_columns(keys))
-    return values
 
 
-def _idle_columns(keys: Mapping[str, Any]) -> dict[str, Any]:
+def _idle_columns(keys: Mapping[str, Any], refusals: Refusals) -> dict[str, Any]:
     """Check the idle ladder, the idle policy and the wake lead into their columns."""
-    ladder = IdleLadder.of_seconds(
-        sleep_after_s=keys.get("idle_sleep_after_s"),
-        deepen_after_s=keys.get("idle_deepen_after_s"),
-        stop_after_s=keys.get("idle_stop_after_s"),
+    checked = refusals.check
+    ladder = checked(
+        lambda: IdleLadder.of_seconds(
+            sleep_after_s=keys.get("idle_sleep_after_s"),
+            deepen_after_s=keys.get("idle_deepen_after_s"),
+            stop_after_s=keys.get("idle_stop_after_s"),
+        )
     )
+    policy = checked(lambda: parse_idle_policy(keys.get("idle_policy")))
+    lead = checked(lambda: parse_wake_lead(keys.get("wake_lead")))
     return {
-        **{f"idle_{key}": value for key, value in _ladder_keys(ladder).items()},
-        "idle_policy": parse_idle_policy(keys.get("idle_policy")).value,
-        "wake_lead": wake_lead_column(parse_wake_lead(keys.get("wake_lead"))),
+        **{f"idle_{key}": value for key, value in _ladder_keys(ladder or IdleLadder()).items()},
+        "idle_policy": None if policy is None else policy.value,
+        "wake_lead": None if lead is None else wake_lead_column(lead),
     }
 
 
@@ -288,6 +347,8 @@ def _check_ray(keys: Mapping[str, Any], values: dict[str, Any]) -> None:
 
 
 def _text(value: Any, field: str, longest: int) -> str:
+    if value is None:
+        raise DefinitionError(field, "is required")
     if not isinstance(value, str) or not value.strip():
         raise DefinitionError(field, f"{value!r} is not a non-empty text")
     if len(value) > longest or not value.isprintable():
@@ -295,7 +356,7 @@ def _text(value: Any, field: str, longest: int) -> str:
     return value
 
 
-def _aliases(value: Any, model: str) -> list[str]:
+def _aliases(value: Any, model: str | None) -> list[str]:
     """Check the other names a request may give as its model (None: none)."""
     if value is None:
         return []

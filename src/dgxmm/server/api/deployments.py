@@ -77,8 +77,10 @@ class CreateDeployment(Body):
     """A new deployment: a process (command, port), an external server (base_url), or a
     command on a Ray cluster (command, ray_address, num_gpus, optionally ray_node)."""
 
-    name: str = Field(max_length=200)
-    model: str = Field(max_length=1000)
+    # Required, but checked by the domain beside every other field (400 listing them all),
+    # not by pydantic alone before it (422 naming only what is missing).
+    name: str | None = Field(default=None, max_length=200)
+    model: str | None = Field(default=None, max_length=1000)
     aliases: Aliases = None
     backend: BackendKind = Field(strict=False)
     command: list[str] | None = None

@@ -43,7 +43,11 @@ class _Known:
 
 
 _KNOWN = {
-    "name": _Known(label="Name", kind="text", hint="letters, digits, - and _"),
+    "name": _Known(
+        label="Name",
+        kind="text",
+        hint="letters, digits, '.', '-' and '_'; not starting with . or -",
+    ),
     "model": _Known(label="Model", kind="text", hint="what the server serves, e.g. org/model-8b"),
     "aliases": _Known(
         label="Aliases",

@@ -20,9 +20,10 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/")
-def home() -> Response:
-    """Start at the job list."""
-    return RedirectResponse("/jobs", status_code=303)
+def home(request: Request) -> Response:
+    """Start at the nav's first page: Deployments where a fleet is served, else the jobs."""
+    services = request.app.state.services
+    return RedirectResponse("/jobs" if services.fleet is None else "/deployments", status_code=303)
 
 
 @router.get("/login")

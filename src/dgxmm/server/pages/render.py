@@ -25,6 +25,7 @@ from dgxmm.decider.schedules.service import FORECAST_ONLY
 from dgxmm.errors import ZoneError
 from dgxmm.jobs import resolve_zone
 from dgxmm.server.deps import identify, services_of
+from dgxmm.server.words import counted
 
 __all__ = ["ZONE_COOKIE", "display_zone", "error_page", "render_page", "templates"]
 
@@ -50,6 +51,7 @@ def _when(context: Context, value: str | None) -> str:
 
 
 templates.env.filters["when"] = _when
+templates.env.filters["counted"] = counted
 
 
 def display_zone(request: Request) -> tuple[str, ZoneInfo]:

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from dgxmm.decider import ScheduleAction
 from dgxmm.decider.days import describe_days
 from dgxmm.decider.schedules.runner import lead_now
 from dgxmm.fleet import Deployment
@@ -43,6 +44,9 @@ SECTION = DeploymentSection(
 )
 
 
+_DOWN = frozenset({ScheduleAction.SLEEP, ScheduleAction.STOP})
+
+
 @router.get("/deployments/{deployment_id}/schedules", response_class=HTMLResponse)
 def schedules_page(
     request: Request,
@@ -71,4 +75,9 @@ def schedules_page(
         ],
         strip=week_strip(rows, zone=display_zone(request)[1], now_us=host.clock.now_us()),
         paused_all=schedules.paused_all(),
+        # A sleep or stop with nothing to undo it lasts until a request through the proxy
+        # wakes the deployment: said on the page, and beside the form while no wake exists.
+        puts_down=any(row.action in _DOWN for row in rows if row.enabled),
+        brings_up=any(row.action not in _DOWN for row in rows if row.enabled),
+        proxy_runs=request.app.state.services.proxy is not None,
     )

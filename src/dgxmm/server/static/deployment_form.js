@@ -17,7 +17,7 @@
       // off or measured as the menu says, else the seconds in the box beside it.
       if (input.value !== "seconds") return input.value;
       const seconds = form.elements[`${name}_seconds`].value.trim();
-      if (!seconds) throw { field: name, message: `${name}: give the seconds (0-900)` };
+      if (!seconds) throw { field: name, message: "give the seconds (0-900)" };
       const number = Number(seconds);
       return Number.isFinite(number) ? number : seconds;
     }
@@ -28,7 +28,7 @@
       const found = {};
       for (const line of text.split("\n").map((l) => l.trim()).filter(Boolean)) {
         const at = line.indexOf("=");
-        if (at < 1) throw { field: name, message: `${name}: ${JSON.stringify(line)} is not NAME=value` };
+        if (at < 1) throw { field: name, message: `${JSON.stringify(line)} is not NAME=value` };
         found[line.slice(0, at)] = line.slice(at + 1);
       }
       return found;
@@ -36,12 +36,15 @@
     if (!text) return null;
     if (kind === "int" || kind === "float") {
       const number = Number(text);
-      // A text that is not a number goes to the API as it is, which names the field.
-      return Number.isFinite(number) ? number : text;
+      if (Number.isFinite(number)) return number;
+      // Refused here, in the form's unit: the API's type check would name the key instead.
+      const unit = name.endsWith("_s") ? " of seconds" : name.includes("gib") ? " of GiB" : "";
+      const what = kind === "int" ? "a whole number" : `a number${unit}`;
+      throw { field: name, message: `${JSON.stringify(text)} is not ${what}` };
     }
     if (kind === "json") {
       try { return JSON.parse(text); } catch (error) {
-        throw { field: name, message: `${name}: not valid JSON (${error.message})` };
+        throw { field: name, message: `not valid JSON (${error.message})` };
       }
     }
     return text;
@@ -74,18 +77,19 @@
       event.preventDefault();
       clearErrors(form);
       const body = {};
-      try {
-        form.querySelectorAll("[data-field]").forEach((field) => {
-          if (field.hidden) return;
-          const name = field.dataset.field;
-          const value = read(field, form);
-          if (form.dataset.id) {
-            if (!same(value, initial[name])) body[name] = value;
-          } else if (value !== null) {
-            body[name] = value;
-          }
-        });
-      } catch (error) { showError(form, error); return; }
+      const refused = []; // every field the form cannot read, shown at once
+      form.querySelectorAll("[data-field]").forEach((field) => {
+        if (field.hidden) return;
+        const name = field.dataset.field;
+        let value;
+        try { value = read(field, form); } catch (error) { refused.push(error); return; }
+        if (form.dataset.id) {
+          if (!same(value, initial[name])) body[name] = value;
+        } else if (value !== null) {
+          body[name] = value;
+        }
+      });
+      if (refused.length) { showError(form, { errors: refused }); return; }
       if (form.dataset.id && backend.value !== "process") {
         // Moving off a process: its process fields go, or the check refuses them.
         for (const name of ["command", "port", "environment"]) {

@@ -89,8 +89,12 @@ function clearErrors(scope) {
   scope.querySelectorAll("[aria-invalid]").forEach((el) => el.removeAttribute("aria-invalid"));
 }
 
+// Every wrong field's message beside it; the focus goes to the first of them on the page, so
+// a keyboard or screen reader lands where the fixing starts.
 function showError(scope, error) {
   for (const one of error.errors || [error]) showFieldError(scope, one);
+  const first = scope.querySelector('[aria-invalid="true"]');
+  if (first) first.focus();
 }
 
 function showFieldError(scope, error) {
@@ -100,7 +104,10 @@ function showFieldError(scope, error) {
   for (const name of names) {
     const slot = scope.querySelector(`[data-error-for="${name}"]`);
     if (slot) {
-      slot.textContent = slot.textContent ? `${slot.textContent}; ${error.message}` : error.message;
+      // Beside its field, under the field's label: the API's "key: " before a message goes.
+      const message = error.message.startsWith(`${field}: `)
+        ? error.message.slice(field.length + 2) : error.message;
+      slot.textContent = slot.textContent ? `${slot.textContent}; ${message}` : message;
       const input = scope.querySelector(`[name="${name}"]`)
         || slot.closest("label")?.querySelector("input, select, textarea");
       if (input) input.setAttribute("aria-invalid", "true");
@@ -308,7 +315,7 @@ function setupJobForm(form) {
     if (timeout) {
       const seconds = Number(timeout);
       if (!Number.isFinite(seconds)) {
-        showError(form, { field: "timeout_ms", message: "timeout: a number of seconds" });
+        showError(form, { field: "timeout_ms", message: `${JSON.stringify(timeout)} is not a number of seconds` });
         return;
       }
       body.timeout_ms = Math.round(seconds * 1000);
@@ -327,15 +334,24 @@ function setupJobForm(form) {
       if (!text) continue;
       const number = Number(text);
       if (!Number.isFinite(number)) {
-        showError(form, { field: key, message: `${key}: a number` });
+        showError(form, { field: key, message: `${JSON.stringify(text)} is not a number` });
         return;
       }
       body[key] = number;
     }
     try {
       await api("POST", "/api/jobs/define", body);
+      sessionStorage.setItem(NOTE, JSON.stringify({ text: `${body.name} defined` }));
       location.href = "/jobs";
-    } catch (error) { showError(form, error); }
+    } catch (error) {
+      // The API's timeout_ms is in milliseconds ("got -5000"); the form's is in seconds.
+      for (const one of error.errors || [error]) {
+        if (one.field === "timeout_ms") {
+          one.message = `${timeout} s is not a positive number of seconds, up to 365 days`;
+        }
+      }
+      showError(form, error);
+    }
   });
 }
 
@@ -355,9 +371,41 @@ function setupQueryForm(form) {
     if (description) body.description = description;
     try {
       await api("POST", "/api/queries/define", body);
-      location.reload();
+      flashAfterReload(`${body.name} defined`);
     } catch (error) { showError(form, error); }
   });
+}
+
+// What a rollback does to each query and job, in words.
+const ROLLBACK_WORDS = {
+  define: "restored: it comes back as it was",
+  replace: "changed back to its definition then",
+  drop: "dropped: to the attic",
+};
+
+function rollbackChanges(count) { return count === 1 ? "1 change" : `${count} changes`; }
+
+// A rollback's preview as a list of what changes, not the API's JSON.
+function showRollback(result) {
+  document.getElementById("store-result").textContent = "";
+  const out = document.getElementById("rollback-preview");
+  out.replaceChildren();
+  const head = document.createElement("p");
+  head.textContent = result.steps.length
+    ? `Back to catalog version ${result.to_version} (now ${result.from_version}): ${rollbackChanges(result.steps.length)}`
+    : `Catalog version ${result.to_version} has the definitions of now: nothing to change.`;
+  const list = document.createElement("ul");
+  list.className = "rollback-steps";
+  for (const step of result.steps) {
+    const item = document.createElement("li");
+    item.dataset.change = step.change;
+    const name = document.createElement("strong");
+    name.textContent = step.name;
+    const off = step.switched_off ? ` (off: ${step.switched_off})` : "";
+    item.append(`${step.kind} `, name, ` ${ROLLBACK_WORDS[step.change] || step.change}${off}`);
+    list.append(item);
+  }
+  out.append(head, list);
 }
 
 function setupStore() {
@@ -392,11 +440,18 @@ function setupStore() {
       clearErrors(rollback);
       const preview = event.submitter && event.submitter.name === "preview";
       const body = { version: Number(rollback.elements.version.value) };
+      document.getElementById("rollback-preview").replaceChildren();
       try {
-        const result = await api("POST", `/api/store/rollback${preview ? "?dry_run=true" : ""}`, body);
-        out.className = "";
-        out.textContent = JSON.stringify(result, null, 2);
-        if (!preview) setTimeout(() => location.reload(), 600);
+        // A rollback is shown before it is done, and asked for, like Drop and Stop.
+        const planned = await api("POST", "/api/store/rollback?dry_run=true", body);
+        showRollback(planned);
+        if (preview || !planned.steps.length) return;
+        const question = `Roll the catalog back to version ${body.version}? `
+          + `${rollbackChanges(planned.steps.length)}, listed below.`;
+        if (!(await confirmAction(question, "Roll back"))) return;
+        const done = await api("POST", "/api/store/rollback", body);
+        flashAfterReload(`Rolled back to version ${done.to_version}: `
+          + `${rollbackChanges(done.steps.length)}, as catalog version ${done.version}`);
       } catch (error) {
         out.textContent = error.message;
         out.className = "error";
@@ -516,15 +571,32 @@ document.addEventListener("change", (event) => {
   location.reload();
 });
 
-// Dark or light: the system's choice (prefers-color-scheme) until the switch picks one.
+// Dark or light: the system's choice (prefers-color-scheme) until the switch picks one. Each
+// click goes round three: the other theme than the system's, the system's own, and back to
+// following the system (so a choice can be undone).
+function themeSaid(theme) { return `theme: ${theme || "as the system"} (change)`; }
+
 document.addEventListener("click", (event) => {
-  if (!event.target.closest("#theme-switch")) return;
+  const button = event.target.closest("#theme-switch");
+  if (!button) return;
   const root = document.documentElement;
-  const dark = root.dataset.theme
-    ? root.dataset.theme === "dark"
-    : window.matchMedia("(prefers-color-scheme: dark)").matches;
-  root.dataset.theme = dark ? "light" : "dark";
-  try { localStorage.setItem("dgxmm-theme", root.dataset.theme); } catch (_) { /* private mode */ }
+  const system = window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  const other = system === "dark" ? "light" : "dark";
+  const now = root.dataset.theme || "";
+  const next = now === "" ? other : now === other ? system : "";
+  try {
+    if (next) localStorage.setItem("dgxmm-theme", next); else localStorage.removeItem("dgxmm-theme");
+  } catch (_) { /* private mode */ }
+  if (next) root.dataset.theme = next; else delete root.dataset.theme;
+  button.title = themeSaid(next);
+  button.setAttribute("aria-label", themeSaid(next));
+});
+document.addEventListener("DOMContentLoaded", () => {
+  const button = document.getElementById("theme-switch");
+  if (!button) return;
+  const said = themeSaid(document.documentElement.dataset.theme || "");
+  button.title = said;
+  button.setAttribute("aria-label", said);
 });
 
 // -- values on hover -------------------------------------------------------------------------

@@ -41,7 +41,7 @@
         try {
           const result = await api("POST", "/api/traffic/rebuild", { deployment_id: deployment, propose: true });
           const run = result.proposals.deployments[0];
-          flashAfterReload(run.note ? `rebuilt; no proposals: ${run.note}` : `rebuilt; ${run.open.length} open proposal(s)`);
+          flashAfterReload(run.note ? `rebuilt; no proposals: ${run.note}` : `rebuilt; ${run.open.length} open proposal${run.open.length === 1 ? "" : "s"}`);
         } catch (error) {
           rebuild.disabled = false;
           flash(error.message, "error");

@@ -17,12 +17,17 @@ from html import escape
 from dgxmm.decider.days import DAY_NAMES, days_in
 from dgxmm.decider.profiles import HourProfile
 from dgxmm.decider.proposals.rows import Proposal
+from dgxmm.server.words import counted
 
 __all__ = ["Interval", "proposal_intervals", "traffic_heatmap"]
 
 _CELL_W, _CELL_H, _LEFT, _TOP = 30, 24, 44, 20
 _WEEK = 7 * 1440
-_LOW, _HIGH = (244, 247, 251), (8, 81, 156)  # no traffic, the busiest hour
+# A cell is the busiest hour's blue at an opacity by its traffic, over the card behind the
+# chart: an hour with none is the card's own colour, light or dark (a fixed light shade was
+# near-white on the dark page).
+_HIGH = "rgb(8,81,156)"
+_LEAST_OPACITY = 0.04
 
 Interval = tuple[int, int]  # minutes of the week, end exclusive
 
@@ -65,10 +70,9 @@ def _boxes(intervals: Sequence[Interval]) -> list[_Box]:
     return boxes
 
 
-def _shade(value: float, peak: float) -> str:
+def _opacity(value: float, peak: float) -> float:
     share = math.sqrt(value / peak) if peak > 0 else 0.0
-    r, g, b = (round(lo + (hi - lo) * share) for lo, hi in zip(_LOW, _HIGH, strict=True))
-    return f"rgb({r},{g},{b})"
+    return round(_LEAST_OPACITY + (1 - _LEAST_OPACITY) * share, 3)
 
 
 def _x(minute_of_day: float) -> float:
@@ -100,7 +104,7 @@ def traffic_heatmap(
     ]
     for hour in range(0, 24, 3):
         parts.append(
-            f'<text x="{_x(hour * 60) + 2:.0f}" y="{_TOP - 6}" font-size="10" '
+            f'<text x="{_x(hour * 60) + 2:.0f}" y="{_TOP - 6}" font-size="11" '
             f'fill="#666">{hour:02d}</text>'
         )
     for day, name in enumerate(DAY_NAMES):
@@ -111,20 +115,22 @@ def traffic_heatmap(
         for hour in range(24):
             cell = by_hour.get(day * 24 + hour)
             observed = cell is not None and cell.observed_minutes > 0
-            fill = (
-                _shade(cell.rpm_p95, peak) if cell is not None and observed else "url(#unobserved)"
+            paint = (
+                f'fill="{_HIGH}" fill-opacity="{_opacity(cell.rpm_p95, peak):g}"'
+                if cell is not None and observed
+                else 'fill="url(#unobserved)"'
             )
             tip = (
                 f"{name} {hour:02d}:00: p95 {cell.rpm_p95:.3g}/min, p50 {cell.rpm_p50:.3g}/min, "
                 f"active {cell.active_share:.0%} of {cell.observed_minutes} min; idle in "
-                f"{cell.idle_weeks} of {cell.observed_weeks} week(s)"
+                f"{cell.idle_weeks} of {counted(cell.observed_weeks, 'week')}"
                 if cell is not None and observed
                 else f"{name} {hour:02d}:00: no data"
             )
             parts.append(
                 f'<rect class="cell" data-hour="{day * 24 + hour}" '
                 f'data-rpm-p95="{cell.rpm_p95 if cell else 0:g}" x="{_x(hour * 60):.0f}" '
-                f'y="{_y(day)}" width="{_CELL_W - 1}" height="{_CELL_H - 1}" fill="{fill}">'
+                f'y="{_y(day)}" width="{_CELL_W - 1}" height="{_CELL_H - 1}" {paint}>'
                 f"<title>{escape(tip)}</title></rect>"
             )
     for box in _boxes(asleep):

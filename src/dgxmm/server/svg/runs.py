@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.clock import from_us
 from dgxmm.jobs import Bucket, Tier
 from dgxmm.server.svg.time_axis import time_axis
+from dgxmm.server.words import counted
 
 __all__ = ["WINDOWS", "runs_chart"]
 
@@ -70,7 +71,7 @@ def runs_chart(name: str, buckets: list[Bucket], tier: Tier, now_us: int, zone: 
         height = plot_h * bar.count / peak
         failed = plot_h * bar.failures / peak
         when = from_us(bar.start_us, zone).strftime(label)
-        tip = f"{when}: {bar.count} run(s), {bar.failures} failed"
+        tip = f"{when}: {counted(bar.count, 'run')}, {bar.failures} failed"
         parts.append(
             f'<g class="bar" data-start="{bar.start_us}" data-count="{bar.count}" '
             f'data-failures="{bar.failures}" data-tip="{escape(tip)}"><title>{tip}</title>'

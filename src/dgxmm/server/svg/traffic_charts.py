@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.clock import from_us
 from dgxmm.fleet import Rollup
 from dgxmm.server.svg.time_axis import time_axis
+from dgxmm.server.words import counted
 from dgxmm.time_units import MINUTE_US
 
 __all__ = ["WINDOWS", "traffic_chart"]
@@ -96,7 +97,7 @@ def traffic_chart(
             continue
         height = plot_h * value / peak
         when = from_us(bucket.start_us, zone).strftime(label)
-        shown = f"{bucket.requests} request(s)" if measure == "requests" else _seconds(value)
+        shown = counted(bucket.requests, "request") if measure == "requests" else _seconds(value)
         parts.append(
             f'<g class="bar" data-start="{bucket.start_us}" data-value="{value:g}" '
             f'data-tip="{escape(when)}: {escape(shown)}">'

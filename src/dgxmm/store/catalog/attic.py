@@ -37,16 +37,19 @@ from dgxmm.store.schema import catalog_attic
 __all__ = [
     "ATTIC_KINDS",
     "DROPPED",
+    "REPLACED",
     "AtticEntry",
     "add_entry",
     "attic_kind",
     "delete_entry",
     "find_entry",
     "keep",
+    "keep_replaced",
     "read_attic",
 ]
 
 DROPPED = "dropped"
+REPLACED = "replaced"  # defined again with another definition: the old one is kept
 _ACTOR_LENGTH = 200  # the columns defined_by and dropped_by
 _WHY_MAX = 2000
 _WHAT = {Subject.QUERY: "saved query", Subject.JOB: "job"}
@@ -121,6 +124,18 @@ def keep(
             why=why,
         )
     )
+
+
+def keep_replaced(
+    connection: Connection,
+    thing: SavedQuery | JobDefinition,
+    *,
+    version: int,
+    actor: str | None,
+    at_us: int,
+) -> None:
+    """Keep the definition a redefinition replaced (a redefinition by mistake is undone)."""
+    keep(connection, thing, version=version, actor=actor, at_us=at_us, why=REPLACED)
 
 
 def read_attic(connection: Connection) -> list[AtticEntry]:

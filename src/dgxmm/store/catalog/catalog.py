@@ -24,7 +24,7 @@ from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.jobs.keys import check_pause_note
 from dgxmm.store.catalog.analysis import analyze
-from dgxmm.store.catalog.attic import DROPPED, keep
+from dgxmm.store.catalog.attic import DROPPED, keep, keep_replaced
 from dgxmm.store.catalog.bounds import MAX_BYTES, MAX_DEPTH, check_text, json_text
 from dgxmm.store.catalog.definitions import (
     JobSpec,
@@ -93,18 +93,30 @@ class Catalog:
         *,
         actor: str | None = None,
     ) -> SavedQuery:
-        """Define or replace a saved query; ``DefinitionError`` when refused."""
+        """Define or replace a saved query; ``DefinitionError`` when refused.
+
+        A description left out keeps the one it had ("" clears it); the definition it
+        replaces goes to the attic, as the Store page says.
+        """
         with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             version = next_version(connection)
-            return self.put_query(
+            before = self.find_query(connection, name) if isinstance(name, str) else None
+            if description is None and before is not None:
+                description = before.description
+            query = self.put_query(
                 connection,
                 version,
                 name=name,
                 params=params,
                 body=body,
-                description=description,
+                description=description or None,
                 actor=actor,
             )
+            if before is not None and query_json(before) != query_json(query):
+                keep_replaced(
+                    connection, before, version=version, actor=actor, at_us=query.defined_at
+                )
+            return query
 
     def put_query(
         self,
@@ -236,9 +248,16 @@ class Catalog:
         """Define or replace a user job; ``DefinitionError`` or ``Forbidden`` when refused."""
         with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             version = next_version(connection)
-            return self.put_job(
+            name = keys.get("name") if isinstance(keys, Mapping) else None
+            before = self.find_job(connection, name) if isinstance(name, str) else None
+            job = self.put_job(
                 connection, version, keys, actor=actor, authorizer=authorizer, lenient=False
             )
+            if before is not None and before.definition != job.definition:
+                keep_replaced(
+                    connection, before, version=version, actor=actor, at_us=job.defined_at
+                )
+            return job
 
     def put_job(
         self,
