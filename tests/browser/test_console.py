@@ -466,6 +466,36 @@ def test_the_insights_and_deployments_lists_update_without_a_reload(
     assert page.evaluate("window.loadedOnce") is True
 
 
+def test_a_change_between_the_render_and_the_first_poll_still_shows(
+    page: Any, console: Console
+) -> None:
+    # The first poll's answer is the page's baseline. Here the change lands just before that
+    # answer is read (the poll is held while it is made): the page was drawn without it, and
+    # the baseline has it already. Seen once in CI under load, as a live update that never came.
+    fleet = console.fleet
+    raised: list[int] = []
+
+    def first_poll(route: Any) -> None:
+        if not raised:
+            made = fleet.insights.raise_insight(
+                InsightKind.INVENTORY, deployment_id=None, severity=Severity.WARNING,
+                message="raised between the render and the first poll",
+            )  # fmt: skip
+            assert made is not None
+            raised.append(made.id)
+        route.continue_()
+
+    page.route("**/api/changes*", first_poll)
+    page.goto("/insights")
+    for _ in range(600):  # the first poll comes just after the page loads
+        if raised:
+            break
+        page.wait_for_timeout(50)
+    assert raised, "the page never polled /api/changes"
+    page.locator(f"tr[data-insight='{raised[0]}']").wait_for(timeout=10_000)
+    page.unroute("**/api/changes*")
+
+
 def test_a_long_result_wraps_instead_of_widening_the_job_list(page: Any, console: Console) -> None:
     store = console.host.store
     store.define_query("unwrapped", {}, "SELECT no_such_column_" + "x" * 200)

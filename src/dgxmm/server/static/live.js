@@ -38,7 +38,9 @@ const live = (function () {
     const answer = await api("GET", `/api/changes?${query}`);
     const first = version === null;
     version = answer.version;
-    if (force || (answer.changed && !first)) await swap();
+    // The first answer is the baseline, read after the page was rendered: a change between
+    // the two is in the baseline but not on the page, so the page is fetched again once.
+    if (force || first || answer.changed) await swap();
   }
 
   // One check at a time: an action's refresh waits for the poll under way, then runs.
