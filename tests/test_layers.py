@@ -16,7 +16,13 @@ import dgxmm
 SRC = Path(dgxmm.__file__).parent
 
 # Outside the layers: imported by any of them, importing only each other.
-FOUNDATION = ("dgxmm.errors", "dgxmm.time_units", "dgxmm.clock", "dgxmm.telemetry")
+FOUNDATION = (
+    "dgxmm.errors",
+    "dgxmm.time_units",
+    "dgxmm.clock",
+    "dgxmm.telemetry",
+    "dgxmm.words",
+)
 # Lowest first: each layer may import the foundation and the layers before it.
 LAYERS = (
     "dgxmm.jobs",

@@ -172,7 +172,7 @@ def test_alerts_purge_deletes_the_log_older_than_30_days(
         result = host.run_now("alerts_purge", timeout=30)
     finally:
         host.stop()
-    assert result.detail == "1 alert message(s) deleted"
+    assert result.detail == "1 alert message deleted"
     assert len(alerts.deliveries.log()) == 1
 
 

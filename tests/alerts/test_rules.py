@@ -71,7 +71,7 @@ def test_it_groups_repeats_then_summarizes_then_resolves(
         ("summary", "job:backup", 3),
         ("resolved", "job:backup", 3),
     ]
-    assert "happened 2 more time(s)" in got[1].body["text"]
+    assert "happened 2 more times" in got[1].body["text"]
     assert got[2].body["text"].startswith("watch: resolved")
     assert all(r.signed for r in got)
     log = alerts.deliveries.log()
@@ -98,7 +98,7 @@ def test_a_resolve_tells_the_repeats_not_yet_told(
         _pass(alerts, clock)
     got = [(r.body["kind"], r.body["subject"]) for r in receiver.requests()]
     assert got == [("firing", "job:a"), ("firing", "job:b"), ("resolved", "job:a")]
-    assert "1 repeat(s) since the last message" in receiver.requests()[2].body["text"]
+    assert "1 repeat since the last message" in receiver.requests()[2].body["text"]
 
 
 def test_a_rule_switched_off_says_nothing(

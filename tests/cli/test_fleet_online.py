@@ -221,11 +221,11 @@ def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     assert "_us" not in said
     assert max(len(line) for line in said.splitlines()) <= 120
     assert re.search(r"^  sleep: +\w+ at \d\d:\d\d$", said, re.M), said
-    assert "backtest (held out): 1 week(s) of traffic replayed with it" in said
-    assert "2 of 40 request(s) would have waited (p50 1.0 s, p99 3.0 s)" in said
+    assert "backtest (held out): 1 week of traffic replayed with it" in said
+    assert "2 of 40 requests would have waited (p50 1.0 s, p99 3.0 s)" in said
     asked = live.cli("proposals", "accept", str(proposal))
     assert asked.code == 2
-    assert asked.err.startswith("error: yes: 2 request(s) would have waited")
+    assert asked.err.startswith("error: yes: 2 requests would have waited")
     assert live.schedules.list(key) == []  # nothing accepted
     accepted = live.cli("proposals", "accept", str(proposal), "--yes", "--json")
     assert accepted.code == 0, accepted.err

@@ -74,10 +74,10 @@ def test_it_runs_store_and_catalog_operations_on_the_server(live: Live, tmp_path
     assert live.cli("jobs", "define", "cp", "--schedule", "0 3 * * *",
                     "--action", "checkpoint").code == 0  # fmt: skip
     exported = live.cli("catalog", "export", str(tmp_path / "catalog.json"))
-    assert exported.out.strip() == f"wrote {tmp_path / 'catalog.json'}: 0 query(ies), 1 job(s)"
+    assert exported.out.strip() == f"wrote {tmp_path / 'catalog.json'}: 0 queries, 1 job"
     assert live.cli("jobs", "drop", "cp").code == 0
     imported = live.cli("catalog", "import", str(tmp_path / "catalog.json"))
-    assert "imported 0 query(ies) and 1 job(s)" in imported.out, imported.err
+    assert "imported 0 queries and 1 job" in imported.out, imported.err
     assert "cp" in [job.name for job in live.store.jobs()]
     dry = live.cli("catalog", "rollback", "0", "--dry-run")
     assert dry.out.splitlines() == ["a rollback to version 0 would change:", "drop job cp"]

@@ -182,7 +182,7 @@ def test_it_exports_and_imports_the_catalog(data: Path, tmp_path: Path) -> None:
     other.mkdir()  # --offline opens a database only in a data directory that exists
     code, out, _ = dgxmm("catalog", "import", str(tmp_path / "catalog.json"), "--data", str(other))
     assert code == 0, out
-    assert "imported 0 query(ies) and 1 job(s)" in out
+    assert "imported 0 queries and 1 job" in out
 
 
 def test_it_creates_tokens_of_a_role(data: Path) -> None:
@@ -264,7 +264,7 @@ def test_it_runs_a_reading_query_counted_under_cli_when_the_store_closes(data: P
     where = ("--data", str(data))
     assert dgxmm("queries", "define", "n", "--body", "SELECT count(*) FROM notes", *where)[0] == 0
     code, out, err = dgxmm("queries", "run", "n", *where)
-    assert (code, out.strip()) == (0, "ran n: 1 statement(s); 0 row(s) changed; 1 row(s) returned")
+    assert (code, out.strip()) == (0, "ran n: 1 statement; 0 rows changed; 1 row returned")
     code, _, err = dgxmm("queries", "run", "n", "--args", "[1]", *where)
     assert (code, err.strip()) == (2, "error: args: expected an object of {parameter: value}")
     with Store.open(data / "dgxmm.db", data_dir=data) as store:  # the sidecar written at close

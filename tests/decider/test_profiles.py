@@ -248,7 +248,7 @@ def test_the_system_job_rebuilds_daily(
     context = RunContext(
         name=job.name, scheduled_at=now, started_at=now, limits=JobLimits(), timer=lambda: 0.0
     )
-    assert job.action(context) == "1 profile(s) rebuilt"
+    assert job.action(context) == "1 profile rebuilt"
     assert profile_service.profile(deployment).built_at == now
 
 

@@ -190,5 +190,5 @@ def test_an_accepted_proposals_weeks_stand_beside_its_backtest_and_a_cold_one_is
     assert second.days == 2  # the week under way, to today
     assert proposals.check_realized(later) == 1
     (insight,) = [i for i in profile_fleet.insights.list() if i.kind is InsightKind.PROPOSAL_COLDER]
-    assert "met 30 cold request(s)" in insight.message
+    assert "met 30 cold requests" in insight.message
     assert proposals.check_realized(later) == 0  # one insight per proposal while it is open

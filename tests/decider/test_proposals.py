@@ -399,7 +399,7 @@ def test_the_system_job_runs_daily_after_the_profiles(
     )
     detail = job.action(context)
     assert isinstance(detail, str)
-    assert detail.startswith("1 open proposal(s) for 1 deployment(s)")
+    assert detail.startswith("1 open proposal for 1 deployment")
     assert _open(proposals, d) == WEEKNIGHTS_BY_RULES
 
 

@@ -196,9 +196,9 @@ def test_it_is_quiet_with_an_idle_sample_and_no_request_ever() -> None:
 @pytest.mark.parametrize(
     ("running", "waiting", "reason"),
     [
-        (0, 3, "0 request(s) running, 3 waiting"),
-        (2, 0, "2 request(s) running, 0 waiting"),
-        (1, 4, "1 request(s) running, 4 waiting"),
+        (0, 3, "0 requests running, 3 waiting"),
+        (2, 0, "2 requests running, 0 waiting"),
+        (1, 4, "1 request running, 4 waiting"),
     ],
     ids=["waiting", "running", "both"],
 )
@@ -216,7 +216,7 @@ def test_a_sample_with_requests_is_not_quiet(running: int, waiting: int, reason:
 def test_requests_held_through_the_proxy_are_not_quiet(gauges: MetricsSample | None) -> None:
     verdict = quiet(held=2, gauges=gauges, last=NOW - 1, knocked=True)
     assert verdict == NotQuiet(
-        traffic=Traffic.HELD, reason="2 request(s) under way through the proxy"
+        traffic=Traffic.HELD, reason="2 requests under way through the proxy"
     )
 
 
@@ -247,7 +247,7 @@ def test_an_asleep_deployment_is_quiet_whatever_its_last_request() -> None:
         (
             sample(waiting=1),
             None,
-            NotQuiet(traffic=Traffic.SERVING, reason="0 request(s) running, 1 waiting"),
+            NotQuiet(traffic=Traffic.SERVING, reason="0 requests running, 1 waiting"),
         ),
     ],
     ids=["quiet-otherwise", "asleep", "busy-says-so-first"],

@@ -100,7 +100,7 @@ def test_it_never_overlaps_a_job_with_itself() -> None:
     skip = scheduler.skips[-1]
     assert skip.reason is SkipReason.OVERLAP
     assert skip.at_us == at("2026-06-01T10:02:00+02:00")
-    assert skip.detail == "3 time(s) while it ran"
+    assert skip.detail == "3 times while it ran"
 
 
 def test_it_skips_times_missed_while_nothing_ticked_without_a_burst() -> None:

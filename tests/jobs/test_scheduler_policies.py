@@ -180,7 +180,7 @@ def test_the_default_overlap_skips_the_times_a_run_covered() -> None:
     assert s.state("q").next_at is None  # nothing planned while it runs, as the spec has it
     s.finish(run.run())
     assert s.start_due(at("2026-10-25T02:25:05+02:00")) == []
-    assert s.skips[-1].detail == "2 time(s) while it ran"
+    assert s.skips[-1].detail == "2 times while it ran"
     assert s.next_run("q") == at("2026-10-25T02:30:00+02:00")
 
 

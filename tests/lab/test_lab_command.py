@@ -41,7 +41,7 @@ def test_it_prints_every_policy_beside_the_oracle(tmp_path: Path) -> None:
     done = run("lab", "replay", "--fleet", fleet, "--trace", trace)
     assert done.code == 0, done.err
     lines = done.out.splitlines()
-    assert "4 requests, 1 deployment(s), 24 h" in lines[0]
+    assert "4 requests, 1 deployment, 24 h" in lines[0]
     assert "the oracle ignores schedules" in lines[0]
     policies = [line.split()[0] for line in lines[2:]]
     assert policies == [

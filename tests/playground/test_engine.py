@@ -171,7 +171,7 @@ def test_it_counts_a_query_run_from_the_page_under_the_playground(engine: Playgr
     status, body = call(
         engine, "POST", "/api/queries/run", {"name": "note", "args": {"label": "p"}}
     )
-    assert (status, body["detail"]) == (200, "2 statement(s); 1 row(s) changed; 0 row(s) returned")
+    assert (status, body["detail"]) == (200, "2 statements; 1 row changed; 0 rows returned")
     _, workload = call(engine, "GET", "/api/workload")
     assert sum(b["count"] for b in workload["playground"]["days"]) == 1
 
@@ -185,4 +185,6 @@ def test_it_imports_only_the_jobs_engine_and_the_standard_library() -> None:
     assert sorted(name for name in loaded if name.split(".")[0] in heavy) == []
     ours = {name.split(".")[1] for name in loaded if name.startswith("dgxmm.")}
     # The foundation's modules are standard library only (the scheduler tells telemetry.py).
-    assert ours <= {"jobs", "playground", "errors", "clock", "time_units", "telemetry"}, ours
+    assert ours <= {"jobs", "playground", "errors", "clock", "time_units", "telemetry", "words"}, (
+        ours
+    )

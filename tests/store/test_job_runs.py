@@ -154,13 +154,13 @@ def test_runs_purge_deletes_the_ended_runs_older_than_the_setting(
     store.runs.claim(stuck, Trigger.SCHEDULE)
     purge = next(job for job in store.system_jobs() if job.name == RUNS_PURGE)
     assert (str(purge.schedule), purge.enabled) == ("10 4 * * *", True)
-    assert purge.action(None) == "deleted 1 run(s) older than 90 days"  # type: ignore[arg-type]
+    assert purge.action(None) == "deleted 1 run older than 90 days"  # type: ignore[arg-type]
     assert sorted(r.scheduled_at for r in store.runs.page()) == [
         stuck.scheduled_at,
         kept.scheduled_at,
     ]
     store.set_setting("jobs.runs_keep_days", 30)
-    assert purge.action(None) == "deleted 1 run(s) older than 30 days"  # type: ignore[arg-type]
+    assert purge.action(None) == "deleted 1 run older than 30 days"  # type: ignore[arg-type]
     store.set_setting("jobs.runs_keep_days", "soon")
     with pytest.raises(InvalidInput) as caught:
         purge.action(None)  # type: ignore[arg-type]

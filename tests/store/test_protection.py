@@ -197,7 +197,7 @@ def test_jobs_may_read_the_fleets_and_deciders_tables(store: Store) -> None:
     )
     store.define_query("fleet_report", None, body)
     store.define_job(name="report", schedule="0 * * * *", action="query", query="fleet_report")
-    assert store.run_job("report", ctx("report")).startswith("1 statement(s)")
+    assert store.run_job("report", ctx("report")).startswith("1 statement;")
 
 
 def test_a_write_into_a_schema_no_backup_carries_is_refused(

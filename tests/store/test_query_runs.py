@@ -51,7 +51,7 @@ def test_it_runs_a_query_job_in_one_transaction_with_its_change_log_row(
         actor="ann",
     )
     detail = items.run_job("adder", ctx("adder"))
-    assert detail == "2 statement(s); 2 row(s) changed; 0 row(s) returned"
+    assert detail == "2 statements; 2 rows changed; 0 rows returned"
     assert rows(items, "SELECT label, n FROM items ORDER BY n") == [("a", 1), ("a", 2)]
     (change,) = items.changes()
     assert (change.job, change.actor, change.at_us) == ("adder", "ann", items.clock.now_us())
@@ -90,7 +90,7 @@ def test_it_binds_arguments_of_every_type(items: Store) -> None:
     )
     args = {"label": "it's", "n": 7, "f": 2, "b": False, "t": "2026-03-29T02:30:00+01:00"}
     items.define_job(name="typed", schedule="* * * * *", action="query", query="typed", args=args)
-    assert items.run_job("typed", ctx("typed")).endswith("1 row(s) returned")
+    assert items.run_job("typed", ctx("typed")).endswith("1 row returned")
 
 
 def test_it_refuses_a_run_whose_arguments_no_longer_match_the_query(items: Store) -> None:
@@ -142,7 +142,7 @@ def test_it_fails_a_run_whose_statement_holds_more_result_bytes_than_its_memory_
         name="read_all", schedule="* * * * *", action="query", query="read_all", memory_limit=5100
     )
     run = ctx("read_all", memory=5100)
-    assert items.run_job("read_all", run).endswith("50 row(s) returned")
+    assert items.run_job("read_all", run).endswith("50 rows returned")
     assert run.live_bytes == 0  # given back when the statement ended
 
 
@@ -163,9 +163,7 @@ def test_it_lets_a_read_only_job_read_and_leaves_no_change_log_row(items: Store)
         connection.exec_driver_sql("INSERT INTO items (label) VALUES ('x'), ('y')")
     items.define_query("count", None, "SELECT count(*) FROM items")
     items.define_job(name="count", schedule="* * * * *", action="query", query="count")
-    assert items.run_job("count", ctx("count")) == (
-        "1 statement(s); 0 row(s) changed; 1 row(s) returned"
-    )
+    assert items.run_job("count", ctx("count")) == ("1 statement; 0 rows changed; 1 row returned")
     assert items.changes() == []
 
 

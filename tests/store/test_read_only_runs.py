@@ -61,7 +61,7 @@ def test_it_shows_each_statement_a_row_committed_before_it(items: Store) -> None
 
     detail = items.run_job("reader", _Between(commit_a_row))
     # The first statement saw one row, the second two: the one committed between them.
-    assert detail == "2 statement(s); 0 row(s) changed; 3 row(s) returned"
+    assert detail == "2 statements; 0 rows changed; 3 rows returned"
     assert rows(items, "SELECT count(*) FROM items") == [(2,)]
 
 

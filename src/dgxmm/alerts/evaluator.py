@@ -24,6 +24,7 @@ from dgxmm.alerts.tables import alert_incidents
 from dgxmm.errors import DgxmmError
 from dgxmm.store import reading, writing
 from dgxmm.time_units import MINUTE_US
+from dgxmm.words import counted
 
 __all__ = ["Evaluator", "Finder"]
 
@@ -164,7 +165,7 @@ class Evaluator:
         if changed != 1 or not summary:
             return 0
         text = (
-            f"{rule.name}: happened {untold} more time(s) since the last message "
+            f"{rule.name}: happened {counted(untold, 'more time')} since the last message "
             f"({occurrences} in all since it began); the latest: {finding.title}"
         )
         self._post(
@@ -188,7 +189,7 @@ class Evaluator:
         if changed != 1:
             return 0  # another instance resolved it first
         untold = int(row.occurrences) - int(row.reported)
-        repeats = f"; {untold} repeat(s) since the last message" if untold > 0 else ""
+        repeats = f"; {counted(untold, 'repeat')} since the last message" if untold > 0 else ""
         text = f"{rule.name}: resolved, no longer holds: {row.title}{repeats}"
         self._post(
             connection,

@@ -30,6 +30,7 @@ from dgxmm.fleet import LOG_TAIL_MARK, AuditAction, AuditSubject, Fleet, Insight
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, Topic, writing
 from dgxmm.time_units import DAY_US
+from dgxmm.words import counted
 
 __all__ = ["Alerts"]
 
@@ -149,7 +150,7 @@ class Alerts:
 
     def _purge(self, ctx: RunContext) -> str:
         deleted = purge_messages(self._store.engine, ctx.started_at - KEEP_DAYS * DAY_US)
-        return f"{deleted} alert message(s) deleted"
+        return f"{counted(deleted, 'alert message')} deleted"
 
     # -- what admins ask --------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import typer
 from dgxmm.cli.common import Answer, Target, command, local_time, table
 from dgxmm.cli.deployments import DeploymentArgument, deployment_id
 from dgxmm.errors import InvalidInput
+from dgxmm.words import counted
 
 __all__ = ["audit_app", "insights_app", "proposals_app"]
 
@@ -179,13 +180,15 @@ def _backtest_lines(backtest: dict[str, Any] | None) -> list[str]:
     if backtest is None:
         return ["backtest: none (too little traffic on record to hold a week out)"]
     kind = "held out" if backtest["held_out"] else "in sample"
-    lines = [f"backtest ({kind}): {len(backtest['weeks'])} week(s) of traffic replayed with it"]
+    lines = [
+        f"backtest ({kind}): {counted(len(backtest['weeks']), 'week')} of traffic replayed with it"
+    ]
     for number, week in enumerate(backtest["weeks"], start=1):
         waited = (
-            f"{week['cold']} of {week['requests']} request(s) would have waited "
+            f"{week['cold']} of {counted(week['requests'], 'request')} would have waited "
             f"(p50 {week['wait_p50_s']:.1f} s, p99 {week['wait_p99_s']:.1f} s)"
             if week["cold"]
-            else f"none of {week['requests']} request(s) would have waited"
+            else f"none of {counted(week['requests'], 'request')} would have waited"
         )
         lines.append(
             f"  week {number}: frees {week['freed_gib_h']:.0f} GiB-h more than the schedules "
@@ -213,12 +216,15 @@ def accept(
         # Only an open one is asked about: the server refuses the others, and says why.
         cold = 0 if tested is None or row["status"] != "open" else int(tested["cold"])
         question = (
-            f"In its backtest, {cold} request(s) would have waited for the deployment to wake. "
+            f"In its backtest, {counted(cold, 'request')} would have waited for the deployment "
+            "to wake. "
             "Accept it anyway?"
         )
         if cold and not yes and not (sys.stdin.isatty() and typer.confirm(question)):
             raise InvalidInput(
-                "yes", f"{cold} request(s) would have waited in its backtest: give --yes to accept"
+                "yes",
+                f"{counted(cold, 'request')} would have waited in its backtest: "
+                "give --yes to accept",
             )
         done = api.post(f"/api/proposals/{proposal}/accept")
     ids = ", ".join(str(s["id"]) for s in done["schedules"])

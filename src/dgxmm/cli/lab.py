@@ -23,6 +23,7 @@ from dgxmm.cli.help_text import PlainCommand
 from dgxmm.clock import to_us
 from dgxmm.errors import InvalidInput
 from dgxmm.time_units import DAY_US
+from dgxmm.words import counted
 
 if TYPE_CHECKING:
     from dgxmm.lab import LabFleet, Ledger
@@ -101,7 +102,8 @@ def replay(
         return
     hours = (end_us - start_us) / 3_600_000_000
     typer.echo(
-        f"{len(requests)} requests, {len(lab_fleet.deployments)} deployment(s), {hours:g} h; "
+        f"{counted(len(requests), 'request')}, "
+        f"{counted(len(lab_fleet.deployments), 'deployment')}, {hours:g} h; "
         "the oracle ignores schedules and the fit between deployments"
     )
     totals = [

@@ -18,6 +18,7 @@ import typer
 
 from dgxmm.cli.common import Answer, Target, command
 from dgxmm.errors import InvalidInput
+from dgxmm.words import counted
 
 __all__ = ["catalog_app", "store_app"]
 
@@ -90,7 +91,7 @@ def backup(where: Target, directory: Path, progress: ProgressOption = None) -> A
     how = value["method"] + (f" ({value['reason']})" if value["reason"] else "")
     text = (
         f"backup {value['sequence']} ({how}) in {value['directory']}: "
-        f"{value['items']} item(s), {value['bytes_written']} bytes"
+        f"{counted(value['items'], 'item')}, {value['bytes_written']} bytes"
     )
     return Answer(value=value, text=text)
 
@@ -116,7 +117,8 @@ def restore(
         body = {"directory": str(directory.absolute()), "target": place}
         with where.client() as api:
             value = api.post("/api/store/restore", body)
-    text = f"restored run {value['sequence']} into {value['target']}: {value['items']} item(s)"
+    items = counted(value["items"], "item")
+    text = f"restored run {value['sequence']} into {value['target']}: {items}"
     return Answer(value=value, text=text)
 
 
@@ -134,7 +136,9 @@ def export(where: Target, path: Path) -> Answer:
         write_atomic(path, json.dumps(document, indent=2).encode() + b"\n", durable=False)
     queries, jobs = len(document.get("queries", [])), len(document.get("jobs", []))
     value = {"path": str(path), "queries": queries, "jobs": jobs}
-    return Answer(value=value, text=f"wrote {path}: {queries} query(ies), {jobs} job(s)")
+    return Answer(
+        value=value, text=f"wrote {path}: {counted(queries, 'query')}, {counted(jobs, 'job')}"
+    )
 
 
 @command(catalog_app, "import")
@@ -159,7 +163,7 @@ def import_(
         with where.client() as api:
             value = api.post("/api/catalog/import", document, replace=replace or None)
     text = (
-        f"imported {value['queries']} query(ies) and {value['jobs']} job(s)"
+        f"imported {counted(value['queries'], 'query')} and {counted(value['jobs'], 'job')}"
         + (f", removed {value['dropped']}" if value["dropped"] else "")
         + f" (catalog version {value['version']})"
     )

@@ -36,6 +36,7 @@ from dgxmm.fleet import DeploymentRepo
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext, resolve_zone
 from dgxmm.store import Store, reading, writing
 from dgxmm.time_units import DAY_US
+from dgxmm.words import counted
 
 __all__ = [
     "MIN_WEEK_MINUTES",
@@ -224,7 +225,7 @@ class ProfileService:
 
     def _run_job(self, context: RunContext) -> str:
         rebuilt = self.rebuild(now_us=context.started_at, context=context)
-        return f"{len(rebuilt)} profile(s) rebuilt"
+        return f"{counted(len(rebuilt), 'profile')} rebuilt"
 
 
 def read_profile(connection: Connection, deployment_id: int, time_zone: str) -> TrafficProfile:

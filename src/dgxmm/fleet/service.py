@@ -42,6 +42,7 @@ from dgxmm.fleet.reattach import reattach
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, Topic, writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
+from dgxmm.words import counted
 
 __all__ = ["METRICS_PURGE", "METRICS_ROLLUP", "Fleet", "LateFinishHook", "RemovalHook"]
 
@@ -273,12 +274,17 @@ class Fleet:
     def _rollup(self, ctx: RunContext) -> str:
         written = self.request_minutes.add(self.activity.take_minutes())
         said = self.metrics.rollup_all(ctx)
-        return f"{said}; {written} minute(s) of proxy requests written" if written else said
+        return (
+            f"{said}; {counted(written, 'minute')} of proxy requests written" if written else said
+        )
 
     def _purge(self, ctx: RunContext) -> str:
         requests = self.request_minutes.purge(ctx.started_at)
         rollups = self.metrics.purge(ctx.started_at)
-        return f"{rollups} rollup(s) and {requests} minute(s) of proxy requests deleted"
+        return (
+            f"{counted(rollups, 'rollup')} and {counted(requests, 'minute')} "
+            "of proxy requests deleted"
+        )
 
     def _note_inventory(self) -> None:
         inventory = self.inventory

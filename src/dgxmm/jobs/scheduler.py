@@ -54,6 +54,7 @@ from dgxmm.jobs.roster import Entry, Roster
 from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
+from dgxmm.words import counted
 
 __all__ = ["Scheduler"]
 
@@ -208,8 +209,9 @@ class Scheduler(Roster):
             return
         if first <= finished:
             passed = 1 + self._count_between(schedule, zone, first, finished)
-            more = "+" if passed >= _OVERLAP_COUNT_CAP else ""
-            detail = f"{passed}{more} time(s) while it ran"
+            # Counting stops at the cap: "1000+ times".
+            said = f"{passed}+ times" if passed >= _OVERLAP_COUNT_CAP else counted(passed, "time")
+            detail = f"{said} while it ran"
             self._skip(result.name, first, SkipReason.OVERLAP, detail, count=passed)
         if entry.queued:  # a gap's next time caught up starts now
             entry.freed_at = finished
@@ -332,7 +334,7 @@ class Scheduler(Roster):
                 job.name,
                 first,
                 SkipReason.OVERLAP,
-                f"{passed} time(s) while {holder} of it was under way",
+                f"{counted(passed, 'time')} while {holder} of it was under way",
                 count=passed,
             )
         self._plan(entry, now)
@@ -363,7 +365,8 @@ class Scheduler(Roster):
             chosen = plan.run[0]
             self._skip(
                 job.name, plan.coalesced[0], SkipReason.MISSED,
-                f"coalesced ({policy.coalesce.value}): {len(plan.coalesced)} time(s) inside its"
+                f"coalesced ({policy.coalesce.value}): {counted(len(plan.coalesced), 'time')}"
+                " inside its"
                 f" catch-up window of {window} run once, as the time {chosen}",
                 count=len(plan.coalesced),
             )  # fmt: skip
@@ -391,7 +394,7 @@ class Scheduler(Roster):
                 passed = self._count_between(job.schedule, zone, freed, now)
                 if passed:
                     first = job.schedule.next_after(freed, zone)
-                    detail = f"{passed} time(s) while it caught up a gap"
+                    detail = f"{counted(passed, 'time')} while it caught up a gap"
                     self._skip(job.name, first, SkipReason.OVERLAP, detail, count=passed)
             if not entry.job.enabled:
                 for time_ in (at, *entry.queued):

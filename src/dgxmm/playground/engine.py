@@ -32,6 +32,7 @@ from dgxmm.jobs import (
 from dgxmm.jobs.keys import check_pause_note
 from dgxmm.playground.catalog import Catalog, JobSpec, SavedQuery, check_args, split_statements
 from dgxmm.time_units import SECOND_US
+from dgxmm.words import counted
 
 __all__ = ["Playground"]
 
@@ -290,7 +291,8 @@ class Playground:
             db.execute("ROLLBACK")
             raise
         return (
-            f"{len(statements)} statement(s); {changed} row(s) changed; {returned} row(s) returned"
+            f"{counted(len(statements), 'statement')}; {counted(changed, 'row')} changed; "
+            f"{counted(returned, 'row')} returned"
         )
 
     def _counted(self, channel: Channel, work: Callable[[], str]) -> str:

@@ -44,6 +44,7 @@ from dgxmm.store import Dialect, InstanceRole, JobDefinition, NotScheduled, Stor
 from dgxmm.store.database import CHANGE_BUSY_MS
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
+from dgxmm.words import counted
 
 __all__ = ["Host", "RowParts", "second_server", "stuck_after"]
 
@@ -357,7 +358,7 @@ class Host:
                 runs, Trigger.SCHEDULE, busy_ms=CHANGE_BUSY_MS, leading=self._lease
             )
         except DgxmmError as error:  # nothing runs without its record
-            log.warning("dgxmm host: could not claim %d run(s): %s", len(runs), error)
+            log.warning("dgxmm host: could not claim %s: %s", counted(len(runs), "run"), error)
             if self._lease and not self.store.presence.holds_lease():
                 self._stand_down("its claims were refused")  # deposed while it slept
             return [(SkipReason.CLAIMED, f"could not claim it: {error}")] * len(runs)

@@ -76,6 +76,7 @@ from dgxmm.store.schema import (
 )
 from dgxmm.store.upkeep import Upkeep, restore
 from dgxmm.store.versions import ChangeVersions, Topic
+from dgxmm.words import counted
 
 __all__ = ["Store", "restore"]
 
@@ -562,8 +563,9 @@ class Store:
 
     def _backup_job(self, directory: Path, check: Callable[[], None]) -> str:
         result = self.upkeep.run_backup(directory, check)
-        return f"run {result.sequence} ({result.method_text}): {result.items} item(s), " + (
-            f"{result.bytes_written} bytes"
+        return (
+            f"run {result.sequence} ({result.method_text}): {counted(result.items, 'item')}, "
+            + (f"{result.bytes_written} bytes")
         )
 
     def _flush_job(self, _ctx: RunContext) -> str:
@@ -572,7 +574,7 @@ class Store:
 
     def _purge_job(self, _ctx: RunContext) -> str:
         keep = keep_days_of(self.get_setting(KEEP_DAYS_SETTING))
-        return f"deleted {self.runs.purge(keep_days=keep)} run(s) older than {keep} days"
+        return f"deleted {counted(self.runs.purge(keep_days=keep), 'run')} older than {keep} days"
 
     def _action_for(self, name: str) -> Any:
         return lambda ctx: self.run_job(name, ctx)

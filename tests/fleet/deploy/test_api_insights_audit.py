@@ -52,5 +52,5 @@ def test_the_host_runs_the_metrics_jobs(host: Host, fleet: Fleet) -> None:
     purged = host.run_now("metrics_purge", timeout=60)
     assert (purged.outcome, purged.detail) == (
         Outcome.SUCCEEDED,
-        "0 rollup(s) and 0 minute(s) of proxy requests deleted",
+        "0 rollups and 0 minutes of proxy requests deleted",
     )

@@ -78,7 +78,7 @@ def test_a_sleeping_deployment_keeps_its_gpus() -> None:
     asleep = ray(1, on=B, gpus=(0, 1), state=S.SLEEPING, num_gpus=2)
     fit = check_node_fit(CLUSTER, [asleep], ray(2, ray_node=B[:8]), S.RUNNING)
     assert not fit.fits
-    assert "0 of 2 GPU(s) free, 1 needed (held by d1)" in fit.reason
+    assert "0 of 2 GPUs free, 1 needed (held by d1)" in fit.reason
 
 
 def test_memory_rules_out_a_node() -> None:
@@ -86,7 +86,7 @@ def test_memory_rules_out_a_node() -> None:
     assert (fit.fits, fit.node) == (True, A)
     fit = check_node_fit(CLUSTER, [], ray(1, awake=90.0), S.RUNNING)
     assert not fit.fits
-    assert "has 0 GPU(s) with 90 GiB, 1 needed" in fit.reason
+    assert "has 0 GPUs with 90 GiB, 1 needed" in fit.reason
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,7 @@ def test_a_full_node_refuses_while_another_has_room(fleet: Fleet, local_ray: Loc
 
     fit = fleet.deployer.fit(pinned.id, S.RUNNING)
     assert not fit.fits
-    assert "0 of 2 GPU(s) free, 1 needed (held by big)" in fit.reason
+    assert "0 of 2 GPUs free, 1 needed (held by big)" in fit.reason
     with pytest.raises(DoesNotFit, match="held by big"):
         fleet.deployer.start(pinned.id, actor="schedule:1", plans=False)
     assert fleet.deployments.get(pinned.id).state is S.STOPPED

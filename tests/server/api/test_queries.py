@@ -79,7 +79,7 @@ def test_it_runs_a_reading_query_and_counts_it_per_channel(
     response = client.post("/api/queries/run", json={"name": "labels", "args": {"n": 5}})
     assert response.status_code == 200, response.text
     assert response.json()["outcome"] == "succeeded"
-    assert response.json()["detail"] == "1 statement(s); 0 row(s) changed; 2 row(s) returned"
+    assert response.json()["detail"] == "1 statement; 0 rows changed; 2 rows returned"
     client.post("/api/queries/run", json={"name": "labels", "args": {"n": 1}, "channel": "cli"})
     store.run_query("labels", {"n": 1}, channel=Channel.CLI)
     assert _channel_count(store, "api") == (1, 0)

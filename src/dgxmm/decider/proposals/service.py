@@ -69,6 +69,7 @@ from dgxmm.fleet import (
 )
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, reading, writing
+from dgxmm.words import counted
 
 # A proposal's backtest as JSON values (``dgxmm.lab.backtest``), or None when none can be made.
 Backtester = Callable[[Proposal], Mapping[str, Any] | None]
@@ -148,8 +149,9 @@ class ProposalService:
         made = sum(len(d.open) for d in run.deployments)
         asked = run.model or f"the rules ({run.model_reason})"
         return (
-            f"{made} open proposal(s) for {len(run.deployments)} deployment(s); decided by "
-            f"{asked}; {raised} accepted proposal(s) colder than predicted"
+            f"{counted(made, 'open proposal')} for "
+            f"{counted(len(run.deployments), 'deployment')}; decided by "
+            f"{asked}; {counted(raised, 'accepted proposal')} colder than predicted"
         )
 
     def realized(
@@ -183,7 +185,7 @@ class ProposalService:
                 severity=Severity.WARNING,
                 message=(
                     f"Proposal {proposal.id} ({proposal.description}): the week from "
-                    f"{week.first_day} met {week.cold} cold request(s), against "
+                    f"{week.first_day} met {counted(week.cold, 'cold request')}, against "
                     f"{week.predicted_cold:.1f} its backtest predicted for a week."
                 ),
                 key=f"proposal-colder:{proposal.id}",

@@ -25,6 +25,7 @@ from dgxmm.decider.schedules.rows import ScheduleAction
 from dgxmm.decider.schedules.slots import DEFER_WINDOW_US, Slot
 from dgxmm.fleet import DeploymentState, MetricsSample, is_policy
 from dgxmm.time_units import MINUTE_US, SECOND_US
+from dgxmm.words import counted
 
 __all__ = [
     "QUIET_US",
@@ -159,13 +160,12 @@ def quiet_verdict(
     if held_through_proxy:
         # Held requests count too, so a sleeping deployment with requests waiting for its
         # wake is not stopped under them.
-        reason = f"{held_through_proxy} request(s) under way through the proxy"
+        reason = f"{counted(held_through_proxy, 'request')} under way through the proxy"
         return NotQuiet(traffic=Traffic.HELD, reason=reason)
     if sample is not None:
         if not sample.is_idle:
-            reason = (
-                f"{sample.requests_running} request(s) running, {sample.requests_waiting} waiting"
-            )
+            running = counted(sample.requests_running, "request")
+            reason = f"{running} running, {sample.requests_waiting} waiting"
             return NotQuiet(traffic=Traffic.SERVING, reason=reason)
         if last_request_at is not None and now_us - last_request_at < QUIET_US:
             reason = (

@@ -56,6 +56,7 @@ from dgxmm.fleet.placement.inventory import Gpu, NvmlReader, read_nvml
 from dgxmm.fleet.service import Fleet
 from dgxmm.store import writing
 from dgxmm.time_units import DAY_US, MINUTE_US
+from dgxmm.words import counted
 
 __all__ = [
     "DEMO_GPUS",
@@ -361,27 +362,29 @@ class Demo:
 
         event(since, EventAction.START, ACTOR, DeploymentState.RUNNING)
         asleep = False
-        counted: dict[tuple[int, int], Minute] = {}
+        minutes: dict[tuple[int, int], Minute] = {}
         for rollup in rows:
             local = from_us(rollup.minute_us, zone)
             if rollup.requests and asleep:
                 event(rollup.minute_us + 2_000_000, EventAction.WAKE, "request",
                       DeploymentState.RUNNING)  # fmt: skip
                 asleep = False
-                counted[(deployment.id, rollup.minute_us)] = Minute(
+                minutes[(deployment.id, rollup.minute_us)] = Minute(
                     requests=rollup.requests, held=1, waits_ms=[2000]
                 )
             elif rollup.requests:
-                counted[(deployment.id, rollup.minute_us)] = Minute(requests=rollup.requests)
+                minutes[(deployment.id, rollup.minute_us)] = Minute(requests=rollup.requests)
             if not asleep and local.hour == 19 and local.minute == 30:
                 event(rollup.minute_us, EventAction.SLEEP, "idle", DeploymentState.SLEEPING)
                 asleep = True
-        fleet.request_minutes.add(counted)
+        fleet.request_minutes.add(minutes)
 
     def _start_all(self) -> None:
         try:
             written = self.write_history(self._fleet.clock.now_us())
-            self._say(f"dgxmm demo: wrote {written} synthetic minute(s) of traffic history")
+            self._say(
+                f"dgxmm demo: wrote {counted(written, 'synthetic minute')} of traffic history"
+            )
             if self._after_history is not None:
                 self._after_history()
         except DgxmmError as error:

@@ -34,6 +34,7 @@ from dgxmm.fleet.placement.fit import (
     Plan,
     eviction_order,
 )
+from dgxmm.words import counted
 
 __all__ = ["check_node_fit", "make_node_plan", "node_holdings"]
 
@@ -89,7 +90,7 @@ def check_node_fit(
         room = min(fitting, key=lambda r: (len(r.free), r.node.node_id))
         return Fit(
             fits=True,
-            reason=f"fits on node {room.node.name}: needs {needed} GPU(s), "
+            reason=f"fits on node {room.node.name}: needs {counted(needed, 'GPU')}, "
             f"{len(room.free)} free there",
             gpus=_gpu_fits(room, target, state),
             node=room.node.node_id,
@@ -124,7 +125,7 @@ def make_node_plan(
             state,
             fit,
             f"on no node would stopping deployments of lower priority than {target.priority} "
-            f"free {needed} GPU(s)",
+            f"free {counted(needed, 'GPU')}",
         )
     _, room, stops = best
     evictions = tuple(Eviction.of(d, EvictionAction.STOP, d.held_gib) for d in stops)
@@ -231,9 +232,10 @@ def _shortage(room: _Room, target: Deployment) -> str:
     if len(room.usable) < needed:
         big = f" with {target.memory_gib_awake:g} GiB" if target.memory_gib_awake else ""
         note = f"; {node.note}" if node.note else ""
-        return f"node {node.name} has {len(room.usable)} GPU(s){big}, {needed} needed{note}"
+        gpus = counted(len(room.usable), "GPU")
+        return f"node {node.name} has {gpus}{big}, {needed} needed{note}"
     holders = sorted({d.name for d in room.held.values()})
     return (
-        f"node {node.name}: {len(room.free)} of {len(room.usable)} GPU(s) free, {needed} "
+        f"node {node.name}: {len(room.free)} of {counted(len(room.usable), 'GPU')} free, {needed} "
         f"needed (held by {', '.join(holders)})"
     )

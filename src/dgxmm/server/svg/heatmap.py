@@ -17,7 +17,7 @@ from html import escape
 from dgxmm.decider.days import DAY_NAMES, days_in
 from dgxmm.decider.profiles import HourProfile
 from dgxmm.decider.proposals.rows import Proposal
-from dgxmm.server.words import counted
+from dgxmm.words import counted
 
 __all__ = ["Interval", "proposal_intervals", "traffic_heatmap"]
 

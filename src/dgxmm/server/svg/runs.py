@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.clock import from_us
 from dgxmm.jobs import Bucket, Tier
 from dgxmm.server.svg.time_axis import time_axis
-from dgxmm.server.words import counted
+from dgxmm.words import counted
 
 __all__ = ["WINDOWS", "runs_chart"]
 

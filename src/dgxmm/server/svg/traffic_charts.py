@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 from dgxmm.clock import from_us
 from dgxmm.fleet import Rollup
 from dgxmm.server.svg.time_axis import time_axis
-from dgxmm.server.words import counted
 from dgxmm.time_units import MINUTE_US
+from dgxmm.words import counted
 
 __all__ = ["WINDOWS", "traffic_chart"]
 

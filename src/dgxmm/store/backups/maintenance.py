@@ -18,6 +18,7 @@ from dgxmm.store.backups import postgresql as backup_pg
 from dgxmm.store.backups import sqlite as sqlite_backup
 from dgxmm.store.backups.directory import BackupResult, Progress, no_progress
 from dgxmm.store.backups.wal import SqliteFiles
+from dgxmm.words import counted
 
 __all__ = ["back_up", "checkpoint", "compact"]
 
@@ -27,8 +28,8 @@ def checkpoint(files: SqliteFiles | None, engine: Engine) -> str:
     if files is not None:
         result = files.checkpoint()
         return (
-            f"copied {result.copied} of {result.frames} WAL frame(s); "
-            f"{result.pages} page(s) changed"
+            f"copied {result.copied} of {counted(result.frames, 'WAL frame')}; "
+            f"{counted(result.pages, 'page')} changed"
         )
     with engine.connect() as connection:
         connection.execution_options(isolation_level="AUTOCOMMIT")

@@ -235,7 +235,8 @@ class Catalog:
         names = list(users)
         if names:
             raise Conflict(
-                f"saved query {name} is used by job(s) {', '.join(names)}: drop or redefine "
+                f"saved query {name} is used by {'job' if len(names) == 1 else 'jobs'} "
+                f"{', '.join(names)}: drop or redefine "
                 "them first"
             )
         self._take_out(connection, version, before, actor=actor, why=why)

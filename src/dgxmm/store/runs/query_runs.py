@@ -44,6 +44,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from dgxmm import words
 from dgxmm.clock import Clock
 from dgxmm.errors import (
     Abandoned,
@@ -109,8 +110,9 @@ class _Tally:
 
     def detail(self) -> str:
         return (
-            f"{self.statements} statement(s); {self.changed} row(s) changed; "
-            f"{self.returned} row(s) returned"
+            f"{words.counted(self.statements, 'statement')}; "
+            f"{words.counted(self.changed, 'row')} changed; "
+            f"{words.counted(self.returned, 'row')} returned"
         )
 
 
