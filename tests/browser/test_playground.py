@@ -188,3 +188,26 @@ def test_it_defines_a_catch_up_and_an_overlap_with_a_preset(playground: Any) -> 
     playground.select_option("#overlap", "cancel_other")
     playground.click("#save")
     playground.locator("tr[data-job=steered]").wait_for()
+
+
+def test_it_leads_back_to_the_console_and_styles_its_tables_as_the_consoles(
+    playground: Any,
+) -> None:
+    # Issue 31, defect 7: the playground was a dead end, with unstyled tables.
+    back = playground.get_by_role("link", name="Back to the console")
+    assert back.get_attribute("href") == "/"
+    for table in ("#jobs", "#channels"):
+        style = playground.locator(table).evaluate(
+            "t => [getComputedStyle(t).borderCollapse, getComputedStyle(t).width]"
+        )
+        assert style[0] == "collapse", table
+        width = playground.locator(table).evaluate(
+            "t => { const p = t.parentElement, s = getComputedStyle(p);"
+            " return p.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }"
+        )
+        assert abs(float(style[1].removesuffix("px")) - width) <= 2, (table, style, width)
+    # On a phone each value in a card keeps its label (the console's cards do the same).
+    labels = playground.locator("#jobs tbody tr").first.evaluate(
+        "tr => [...tr.cells].map(c => c.dataset.label || '')"
+    )
+    assert labels[:6] == ["job", "schedule", "next", "last run", "runs, 2 days", "on"], labels

@@ -112,6 +112,7 @@ async function refresh() {
   document.getElementById("now").textContent = when(listed.now);
   const body = document.querySelector("#jobs tbody");
   body.replaceChildren(...rows.map(jobRow));
+  labelCells(body);
   const queries = (await call("GET", "/api/queries")).queries;
   renderQueries(queries);
   renderChannels(await call("GET", "/api/workload"));
@@ -343,6 +344,16 @@ function renderChannels(workload) {
       text("td", String(sum("failures")), "failures"), text("td", `${sum("total_ms").toFixed(1)} ms`));
     return tr;
   }));
+  labelCells(document.querySelector("#channels tbody"));
+}
+
+// On a phone a table's rows become cards (dgxmm.css), and each cell shows its column's
+// heading as its label, as the console's tables do.
+function labelCells(body) {
+  const headings = [...body.closest("table").tHead.rows[0].cells].map((th) => th.textContent);
+  for (const tr of body.rows) {
+    [...tr.cells].forEach((td, index) => { if (headings[index]) td.dataset.label = headings[index]; });
+  }
 }
 
 // Run a saved query now, with the arguments typed in the job form's box (counted under the
