@@ -56,6 +56,28 @@ def test_it_refuses_restoring_over_itself_and_a_missing_backup(
     assert not (tmp_path / "r.db").exists()
 
 
+def test_a_restore_names_every_wrong_field_at_once(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    # Issue 31, defect 3: a missing backup and a taken target were told one at a time, and
+    # the missing backup (a 422 of a damaged backup) named no field at all.
+    missing = client.post(
+        "/api/store/restore",
+        json={"directory": str(tmp_path / "nothing"), "target": str(tmp_path / "r.db")},
+    )
+    assert missing.status_code == 400, missing.text
+    assert missing.json()["field"] == "directory"
+    assert "holds no dgxmm backup" in missing.json()["message"]
+    both = client.post(
+        "/api/store/restore",
+        json={"directory": str(tmp_path / "nothing"), "target": str(store.path)},
+    )
+    assert both.status_code == 400, both.text
+    assert [e["field"] for e in both.json()["errors"]] == ["directory", "target"]
+    assert "is the store's database" in both.json()["errors"][1]["message"]
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_it_answers_409_and_changes_nothing_while_a_user_job_runs(
     client: TestClient, host: Host, tmp_path: Path
 ) -> None:

@@ -15,14 +15,15 @@ into an ``InvalidInput`` naming the field, so the API and the CLI say which path
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import Engine
 
-from dgxmm.errors import Conflict, InvalidInput
+from dgxmm.errors import BackupError, Conflict, InvalidInput
 from dgxmm.store.backups import postgresql as backup_pg
 from dgxmm.store.backups import sqlite as sqlite_backup
 from dgxmm.store.backups.directory import (
@@ -92,9 +93,17 @@ def restore(
     caller knows which belong to the instance; a backup copies, it never reads them).
     """
     source = Path(directory).expanduser().absolute()
-    place = _read_target(target, live)
-    with path_errors("directory"):
-        kind = read_marker(source).get("kind")
+    # Both fields are checked before either refusal is told, so a person fixes both at once.
+    wrong: list[InvalidInput | Conflict] = []
+    place = _gathered(wrong, lambda: _read_target(target, live))
+    kind = _gathered(wrong, lambda: _marker_kind(source))
+    path: Path | None = None
+    if place is not None and place.path is not None:  # a SQLite file
+        files = {} if live is None else live.files
+        file = place.path
+        path = _gathered(wrong, lambda: check_file_target(file, backup=source, protected=files))
+    _raise_any(wrong)
+    assert place is not None
     if kind in set(Dialect) and kind != place.dialect:
         raise InvalidInput(
             "target",
@@ -103,9 +112,7 @@ def restore(
             + ("SQLite file (sqlite:///<path>)" if kind == Dialect.SQLITE else "PostgreSQL URL"),
         )
     if place.dialect is Dialect.SQLITE:
-        assert place.path is not None
-        files = {} if live is None else live.files
-        path = check_file_target(place.path, backup=source, protected=files)
+        assert path is not None
         with path_errors("directory", path):
             return sqlite_backup.restore_sqlite(source, path, progress, drop_settings=drop_settings)
     with path_errors("directory"):
@@ -116,6 +123,39 @@ def restore(
             live=None if live is None else live.engine,
             drop_settings=drop_settings,
         )
+
+
+_T = TypeVar("_T")
+
+
+def _gathered(wrong: list[InvalidInput | Conflict], check: Callable[[], _T]) -> _T | None:
+    """Return what ``check`` returns, or None when it refused a field (kept in ``wrong``)."""
+    try:
+        return check()
+    except (InvalidInput, Conflict) as error:
+        wrong.append(error)
+        return None
+
+
+def _raise_any(wrong: list[InvalidInput | Conflict]) -> None:
+    """Raise the one refusal as it was; several as one ``InvalidInput`` listing each field."""
+    if len(wrong) == 1:
+        raise wrong[0]
+    if wrong:
+        first = InvalidInput(wrong[0].field or "", wrong[0].message)
+        first.errors = tuple((error.field or "", error.message) for error in wrong)
+        raise first
+
+
+def _marker_kind(source: Path) -> str | None:
+    """Return the kind a backup directory's marker names; a directory that holds no readable
+    backup is the ``directory`` field's error (a person named the wrong place)."""
+    with path_errors("directory"):
+        try:
+            kind = read_marker(source).get("kind")
+        except BackupError as error:
+            raise InvalidInput("directory", str(error)) from error
+    return kind if isinstance(kind, str) else None
 
 
 def _read_target(target: str | Path, live: LiveStore | None) -> Target:
