@@ -4,6 +4,7 @@ runs, the deployment form, a server log followed live, confirmations, dark mode,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -551,3 +552,36 @@ def test_the_savings_page_draws_each_day_on_a_phone_and_in_the_dark(
     page.goto("/savings?from=someday")
     assert page.locator("#savings-refused").inner_text().startswith("from: ")
     assert page.locator("input[name=from]").get_attribute("aria-invalid") == "true"
+
+
+def test_times_say_how_long_ago_or_ahead_they_are(page: Any, console: Console) -> None:
+    # Issue 31: relative times ("3 min ago") beside the absolute ones, kept as the page stays.
+    console.host.store.define_job(name="relative", schedule="0 3 * * *", action="checkpoint")
+    console.host.sync()
+    page.goto("/jobs/relative")
+    upcoming = page.locator("#next-times li time").first
+    assert re.fullmatch(r"in \d+ (min|h)", upcoming.get_attribute("data-ago") or ""), (
+        upcoming.get_attribute("data-ago")
+    )
+    # The absolute time is the element's own text; the words are shown after it by CSS.
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d 03:00:00", upcoming.inner_text())
+    # The live page may swap the list in between: read the words shown once they are there.
+    shown = wait_for(
+        lambda: upcoming.evaluate("t => getComputedStyle(t, '::after').content").strip("'\""),
+        "the words after the time",
+    )
+    assert re.fullmatch(r" · in \d+ (min|h)", shown), shown
+    page.click("text=Run now")
+    ran = page.locator("#job-runs time").first
+    ran.wait_for()
+    wait_for(lambda: (ran.get_attribute("data-ago") or "") == "just now", "a run just now")
+
+
+def test_every_console_page_links_the_api_reference(page: Any) -> None:
+    for path in ("/deployments", "/jobs", "/store"):
+        page.goto(path)
+        link = page.get_by_role("link", name="API reference")
+        assert link.get_attribute("href") == "/api/docs"
+    link.click()
+    page.wait_for_url("**/api/docs")
+    assert page.locator("h1").first.inner_text()

@@ -4,8 +4,10 @@ pause-all switch."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from support import serving
@@ -107,3 +109,22 @@ def test_it_pauses_every_schedule_with_the_switch(page: Any, site: dict[str, Any
     page.uncheck("#paused-all")
     page.wait_for_function("() => !document.getElementById('paused-note')")
     assert site["schedules"].paused_all() is False
+
+
+def test_each_schedule_shows_its_next_run(page: Any, site: dict[str, Any]) -> None:
+    # Issue 31: each schedule's next run on the schedules page, in the display zone.
+    page.goto(f"/deployments/{site['deployment']}/schedules")
+    add(page, "sleep", "22:00", days=[0, 1, 2, 3, 4])
+    row = page.locator("#schedules tbody tr[data-schedule]").first
+    row.wait_for()
+    shown = row.locator("td.next time")
+    at = datetime.fromisoformat(shown.get_attribute("datetime") or "")
+    now = datetime.now(UTC)
+    assert now < at <= now + timedelta(days=4), at  # a weekday's 22:00 is never 4 days away
+    local = at.astimezone(ZoneInfo("Europe/Berlin"))
+    assert (local.hour, local.minute, local.weekday() < 5) == (22, 0, True)
+    assert shown.inner_text() == local.strftime("%Y-%m-%d %H:%M:%S")
+    # Switched off, it has no next run.
+    row.get_by_role("button", name="Switch off").click()
+    page.locator("#schedules tbody tr[data-schedule] td.next", has_text="—").wait_for()
+    assert page.locator("#schedules td.next time").count() == 0

@@ -8,9 +8,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from support import at
 
+from dgxmm.clock import from_us
 from dgxmm.decider.days import ALL_DAYS, mask_of
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction
-from dgxmm.decider.schedules.slots import due_slot, parse_time, slot_on
+from dgxmm.decider.schedules.slots import due_slot, next_slot, parse_time, slot_on
 from dgxmm.decider.schedules.week import WEEK_MINUTES, down_intervals
 from dgxmm.errors import DefinitionError
 
@@ -138,3 +139,38 @@ def test_it_wraps_a_sunday_night_into_monday_morning() -> None:
         [schedule("sleep", mask_of([6]), "20:00"), schedule("wake", mask_of([0]), "06:00")]
     )
     assert intervals == [(0, 6 * 60), (6 * 1440 + 20 * 60, WEEK_MINUTES)]
+
+
+WEEKDAYS = mask_of(range(5))
+
+
+def upcoming(time: str, now: str, days: int = ALL_DAYS, last: str | None = None) -> str | None:
+    slot = next_slot(
+        days=days, time=parse_time(time), zone=BERLIN, now_us=at(now), last_run_day=last
+    )
+    return None if slot is None else from_us(slot.at_us, BERLIN).isoformat()
+
+
+@pytest.mark.parametrize(
+    ("time", "now", "days", "last", "expected"),
+    [
+        # Later today, then tomorrow once today's has passed its late window.
+        ("22:00", "2026-06-03T21:00:00+02:00", ALL_DAYS, None, "2026-06-03T22:00:00+02:00"),
+        ("22:00", "2026-06-03T22:30:00+02:00", ALL_DAYS, None, "2026-06-04T22:00:00+02:00"),
+        # Due but not run yet (5 minutes late): next is now's, not tomorrow's; once run, tomorrow.
+        ("22:00", "2026-06-03T22:05:00+02:00", ALL_DAYS, None, "2026-06-03T22:00:00+02:00"),
+        ("22:00", "2026-06-03T22:05:00+02:00", ALL_DAYS, "2026-06-03", "2026-06-04T22:00:00+02:00"),
+        # Weekdays only, on a Friday night (2026-06-05): Monday's.
+        ("08:00", "2026-06-05T23:00:00+02:00", WEEKDAYS, None, "2026-06-08T08:00:00+02:00"),
+        # Spring forward in Berlin (2026-03-29): 02:30 does not exist, so the gap's end.
+        ("02:30", "2026-03-29T01:00:00+01:00", ALL_DAYS, None, "2026-03-29T03:00:00+02:00"),
+        # A week ahead: Sundays only, seen just after this Sunday's window.
+        ("10:00", "2026-06-07T10:20:00+02:00", mask_of([6]), None, "2026-06-14T10:00:00+02:00"),
+        ("10:00", "2026-06-07T10:20:00+02:00", 0, None, None),
+    ],
+    ids=["later", "tomorrow", "due", "ran", "monday", "gap", "a-week", "no-days"],
+)  # fmt: skip
+def test_the_next_slot_is_the_one_the_runner_acts_on_next(
+    time: str, now: str, days: int, last: str | None, expected: str | None
+) -> None:
+    assert upcoming(time, now, days, last) == expected

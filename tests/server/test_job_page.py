@@ -72,7 +72,10 @@ def test_it_marks_the_next_times_of_a_job_in_its_own_zone(
     assert "moved by a DST gap" in page
     # Shown in the display zone (the server's), and as the job's own wall time beside it.
     wall = '<span class="muted job-wall">2026-03-08 03:00 in America/New_York'
-    assert f"2026-03-08 08:00:00</span> {wall}" in page
+    assert (
+        f'<time datetime="2026-03-08T08:00:00+01:00">2026-03-08 08:00:00</time></span> {wall}'
+        in page
+    )
     listed = client.get("/jobs", headers=HTML).text
     assert '<span class="job-zone">in America/New_York</span>' in listed
 

@@ -29,6 +29,7 @@ __all__ = [
     "Slot",
     "due_slot",
     "local_today",
+    "next_slot",
     "parse_time",
     "slot_on",
 ]
@@ -115,4 +116,26 @@ def due_slot(
             return slot
         if deferred_since is not None and deferred_since >= slot.at_us:
             return slot
+    return None
+
+
+def next_slot(
+    *, days: int, time: tuple[int, int], zone: ZoneInfo, now_us: int, last_run_day: str | None
+) -> Slot | None:
+    """Return the slot the schedule runs next: one due now that has not run yet, else the
+    first to come (within the next eight local days); None when ``days`` names none.
+
+    Shown on the schedules page: "next" is what the runner will act on, by ``due_slot``'s
+    rules, so a slot due but not yet run (late by up to 15 minutes) is next, not tomorrow's.
+    """
+    due = due_slot(days=days, time=time, zone=zone, now_us=now_us, last_run_day=last_run_day)
+    if due is not None:
+        return due
+    today = local_today(now_us, zone)
+    for ahead in range(9):
+        day = today + timedelta(days=ahead)
+        if days & day_bit(day.weekday()):
+            slot = slot_on(day, time, zone)
+            if slot.at_us > now_us:
+                return slot
     return None

@@ -20,6 +20,7 @@ from fastapi.responses import RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from jinja2.runtime import Context
+from markupsafe import Markup
 
 from dgxmm.decider.schedules.service import FORECAST_ONLY
 from dgxmm.errors import ZoneError
@@ -36,8 +37,9 @@ _UTC = ZoneInfo("UTC")
 
 
 @pass_context
-def _when(context: Context, value: str | None) -> str:
-    """Show an ISO time as 'YYYY-MM-DD HH:MM:SS' in the display zone (ISO on hover)."""
+def _when(context: Context, value: str | None) -> str | Markup:
+    """Show an ISO time as 'YYYY-MM-DD HH:MM:SS' in the display zone, in a ``<time>`` whose
+    ``datetime`` the page reads to say how long ago or ahead it is (``static/times.js``)."""
     if not value:
         return "—"
     try:
@@ -47,7 +49,10 @@ def _when(context: Context, value: str | None) -> str:
     zone = context.get("display_zone")
     if moment.tzinfo is not None and isinstance(zone, ZoneInfo):
         moment = moment.astimezone(zone)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    shown = moment.strftime("%Y-%m-%d %H:%M:%S")
+    if moment.tzinfo is None:  # no instant to count from
+        return shown
+    return Markup('<time datetime="{}">{}</time>').format(moment.isoformat(), shown)
 
 
 templates.env.filters["when"] = _when
