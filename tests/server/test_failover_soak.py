@@ -12,7 +12,7 @@ Why 10x and not 60x: a takeover costs about a real second (the standbys try the 
 second), and the new holder catches up the times of the last 30 clock seconds; at 60x a
 second is a clock minute, so minutes would be lost to the fast clock, not to the design.
 
-``DGXMM_SOAK_CYCLES`` (default 3) kills; ``DGXMM_SOAK_SEED`` replays a run's moments.
+``DGXMM_SOAK_CYCLES`` (default 2) kills; ``DGXMM_SOAK_SEED`` replays a run's moments.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def test_every_minute_has_one_run_row_while_holders_are_killed_at_random_moments
     tmp_path: Path, pg_url: str
 ) -> None:
     seed = int(os.environ.get("DGXMM_SOAK_SEED") or random.randrange(1 << 32))
-    cycles = int(os.environ.get("DGXMM_SOAK_CYCLES") or 3)
+    cycles = int(os.environ.get("DGXMM_SOAK_CYCLES") or 2)
     rng = random.Random(seed)
     about = f"(DGXMM_SOAK_SEED={seed})"
     anchor_us = time.time_ns() // 1000 // 1_000_000 * 1_000_000
