@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from store.storekit import FakeTimer, make_items
 from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.jobs import JobRun, Outcome
-from dgxmm.store import KEPT_BYTES, KEPT_ROWS, Store, Trigger
+from dgxmm.store import KEPT_BYTES, KEPT_ROWS, Store, Trigger, restore
 from dgxmm.store.runs.kept_rows import RowKeeper
 from dgxmm.time_units import DAY_US
 
@@ -94,3 +96,20 @@ def test_the_purge_deletes_the_kept_rows_with_their_run(items: Store, clock: Man
     clock.set(at("2026-03-02T10:00:00+00:00") + 91 * DAY_US)
     assert items.runs.purge(keep_days=90) == 1
     assert items.runs.kept_rows(run_id) is None
+
+
+def test_a_backup_carries_the_kept_rows_to_the_restored_store(
+    items: Store, tmp_path: Path, restore_target: str
+) -> None:
+    items.define_query("few", None, "SELECT label FROM items WHERE n < 2 ORDER BY n")
+    items.define_job(name="few", schedule="* * * * *", action="query", query="few")
+    run_id = _run_job(items, "few")
+    items.backup(tmp_path / "bk")
+    restore(tmp_path / "bk", restore_target)
+    restored = Store.open(restore_target, data_dir=tmp_path / "restored-data")
+    try:
+        kept = restored.runs.kept_rows(run_id)
+        assert kept is not None
+        assert kept.rows == (("item 0",), ("item 1",))
+    finally:
+        restored.close()

@@ -17,6 +17,7 @@ from dgxmm.server.pages import login as login
 from dgxmm.server.pages import playground as playground
 from dgxmm.server.pages import queries as queries
 from dgxmm.server.pages import render as render
+from dgxmm.server.pages import runs as runs
 from dgxmm.server.pages import savings as savings
 from dgxmm.server.pages import schedules as schedules
 from dgxmm.server.pages import store as store
@@ -36,6 +37,7 @@ __all__ = [
     "playground",
     "queries",
     "render",
+    "runs",
     "savings",
     "schedules",
     "store",
