@@ -50,6 +50,8 @@ JOBS_ROUTES = Routes(
         pages.jobs.router,
         pages.job.router,  # after /jobs/new
         pages.runs.router,
+        pages.instances.router,
+        pages.tokens.router,
         pages.workload.router,
         pages.queries.router,
         pages.store.router,

@@ -11,6 +11,7 @@ from dgxmm.server.pages import audit as audit
 from dgxmm.server.pages import deployment_form as deployment_form
 from dgxmm.server.pages import deployments as deployments
 from dgxmm.server.pages import insights as insights
+from dgxmm.server.pages import instances as instances
 from dgxmm.server.pages import job as job
 from dgxmm.server.pages import jobs as jobs
 from dgxmm.server.pages import login as login
@@ -21,6 +22,7 @@ from dgxmm.server.pages import runs as runs
 from dgxmm.server.pages import savings as savings
 from dgxmm.server.pages import schedules as schedules
 from dgxmm.server.pages import store as store
+from dgxmm.server.pages import tokens as tokens
 from dgxmm.server.pages import traffic as traffic
 from dgxmm.server.pages import workload as workload
 
@@ -31,6 +33,7 @@ __all__ = [
     "deployment_form",
     "deployments",
     "insights",
+    "instances",
     "job",
     "jobs",
     "login",
@@ -41,6 +44,7 @@ __all__ = [
     "savings",
     "schedules",
     "store",
+    "tokens",
     "traffic",
     "workload",
 ]
