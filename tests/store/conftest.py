@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_cluster import PgCluster
 from store.storekit import Place
 from support import at
 
@@ -27,6 +28,20 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
         return Place(target=str(data_dir / "store.db"), data_dir=data_dir, dialect="sqlite")
     url = request.getfixturevalue("pg_url")
     return Place(target=url, data_dir=data_dir, dialect="postgresql")
+
+
+@pytest.fixture
+def restore_target(place: Place, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new place to restore into: a file path, or an empty PostgreSQL database."""
+    if place.dialect == "sqlite":
+        yield str(tmp_path / "restored" / "store.db")
+        return
+    cluster: PgCluster = request.getfixturevalue("pg_cluster")
+    name = cluster.create_database()
+    try:
+        yield cluster.url(name)
+    finally:
+        cluster.drop_database(name)
 
 
 @pytest.fixture

@@ -20,20 +20,6 @@ from dgxmm.jobs import CronSchedule, JobRun, Outcome
 from dgxmm.store import Store, Subject, restore
 
 
-@pytest.fixture
-def restore_target(place: Place, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A new place to restore into: a file path, or an empty PostgreSQL database."""
-    if place.dialect == "sqlite":
-        yield str(tmp_path / "restored" / "store.db")
-        return
-    cluster: PgCluster = request.getfixturevalue("pg_cluster")
-    name = cluster.create_database()
-    try:
-        yield cluster.url(name)
-    finally:
-        cluster.drop_database(name)
-
-
 def snapshot_tables(target: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every table of every schema, its rows ordered, read from the database at ``target``."""
     engine = sa.create_engine(target if "://" in target else f"sqlite:///{target}")

@@ -28,6 +28,7 @@ OWNERS = {
     "protected_tables": TableOwner.STORE,
     "catalog_attic": TableOwner.STORE,
     "job_runs": TableOwner.STORE,
+    "job_run_rows": TableOwner.STORE,
     "instances": TableOwner.STORE,
     "change_versions": TableOwner.STORE,
     "api_tokens": TableOwner.SERVER,

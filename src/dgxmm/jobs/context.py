@@ -40,6 +40,7 @@ class RunContext:
         "_abandoned",
         "_cancelled_by",
         "_interrupts",
+        "_kept",
         "_live",
         "_lock",
         "_started",
@@ -64,6 +65,16 @@ class RunContext:
         self._abandoned: str | None = None
         self._cancelled_by: str | None = None
         self._interrupts: list[Callable[[], object]] = []
+        self._kept: str | None = None
+
+    @property
+    def kept(self) -> str | None:
+        """What the action kept with its run beyond its detail (a query job's first rows)."""
+        return self._kept
+
+    def keep(self, text: str) -> None:
+        """Keep ``text`` with the run's record (bounded by the action: the engine stores it)."""
+        self._kept = text
 
     def elapsed(self) -> float:
         """Return the seconds since the run started."""

@@ -153,6 +153,7 @@ class RunResult:
     # or the host giving the run up.
     retryable: bool = False
     cancelled_by: str | None = None  # who cancelled it (``Outcome.CANCELLED``)
+    kept: str | None = None  # what the action kept beyond its detail (RunContext.keep)
 
     @property
     def finished_at(self) -> int:
@@ -262,6 +263,7 @@ class JobRun:
             public,
             retryable=retryable,
             cancelled_by=cancelled_by if outcome is Outcome.CANCELLED else None,
+            kept=context.kept,
         )
 
     def cancel(self, by: str) -> bool:
@@ -325,6 +327,7 @@ class JobRun:
         *,
         retryable: bool = False,
         cancelled_by: str | None = None,
+        kept: str | None = None,
     ) -> RunResult:
         return RunResult(
             name=self.job.name,
@@ -339,6 +342,7 @@ class JobRun:
             attempt=self.attempt,
             retryable=retryable,
             cancelled_by=cancelled_by,
+            kept=kept,
         )
 
     def __repr__(self) -> str:

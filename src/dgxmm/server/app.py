@@ -36,6 +36,7 @@ JOBS_ROUTES = Routes(
     name="jobs",
     routers=(
         api.jobs.router,
+        api.runs.router,
         api.instances.router,
         api.queries.router,
         api.store.router,
@@ -48,6 +49,9 @@ JOBS_ROUTES = Routes(
         pages.api_docs.router,
         pages.jobs.router,
         pages.job.router,  # after /jobs/new
+        pages.runs.router,
+        pages.instances.router,
+        pages.tokens.router,
         pages.workload.router,
         pages.queries.router,
         pages.store.router,

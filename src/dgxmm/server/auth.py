@@ -1,8 +1,9 @@
 """Bearer tokens with two roles: ``admin`` (everything) and ``viewer`` (reads only).
 
 A token is 32 random bytes shown once, when it is created; the database keeps only its
-SHA-256. The server's first start writes an admin token to ``<data dir>/admin-token`` (mode
-0600) so that the person who started it, and nobody else on the machine, can read it.
+SHA-256. A token may expire (``expires_at``): from then on it opens nothing, as if revoked.
+The server's first start writes an admin token to ``<data dir>/admin-token`` (mode 0600) so
+that the person who started it, and nobody else on the machine, can read it.
 Browsers send the same token in an HttpOnly, SameSite=Strict cookie set by the login page.
 """
 
@@ -11,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 from pathlib import Path
 
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import ColumnElement, Engine, func, insert, or_, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import InvalidInput
@@ -23,7 +24,7 @@ from dgxmm.server.tables import api_tokens
 from dgxmm.store import reading, writing
 from dgxmm.store.files import make_private_dir, write_atomic
 
-__all__ = ["ADMIN_TOKEN_FILE", "Identity", "Role", "Tokens"]
+__all__ = ["ADMIN_TOKEN_FILE", "Identity", "Role", "TokenRecord", "TokenState", "Tokens"]
 
 _PREFIX = "dgxmm_"
 
@@ -61,17 +62,48 @@ class Identity:
         return self.role is Role.ADMIN
 
 
+class TokenState(Enum):
+    """Whether a token opens anything now."""
+
+    LIVE = "live"
+    EXPIRED = "expired"
+    REVOKED = "revoked"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TokenRecord:
+    """A token as the database has it: never the token itself, which only its maker saw."""
+
+    id: int
+    name: str
+    role: Role
+    created_at: int
+    expires_at: int | None  # None: never
+    revoked_at: int | None
+
+    def state(self, now_us: int) -> TokenState:
+        """Return whether it opens anything at ``now_us``."""
+        if self.revoked_at is not None:
+            return TokenState.REVOKED
+        if self.expires_at is not None and self.expires_at <= now_us:
+            return TokenState.EXPIRED
+        return TokenState.LIVE
+
+
 class Tokens:
-    """Creates, checks and revokes API tokens."""
+    """Creates, checks, lists and revokes API tokens."""
 
     def __init__(self, engine: Engine, clock: Clock) -> None:
         self._engine = engine
         self._clock = clock
 
-    def create(self, role: Role, name: str) -> str:
-        """Create a token and return it; it is never shown again."""
-        if not name or len(name) > 200 or not name.isprintable():
-            raise InvalidInput("name", "a token needs a printable name of 1-200 characters")
+    def create(self, role: Role, name: str, *, expires_at: int | None = None) -> str:
+        """Create a token and return it; it is never shown again.
+
+        ``expires_at``: the instant it stops opening anything (None: never).
+        """
+        if not is_token_name(name):
+            raise InvalidInput("name", NAME_RULE)
         token = _PREFIX + secrets.token_urlsafe(32)
         with writing(self._engine) as connection:
             connection.execute(
@@ -80,9 +112,46 @@ class Tokens:
                     role=role.value,
                     token_hash=_hash(token),
                     created_at=self._clock.now_us(),
+                    expires_at=expires_at,
                 )
             )
         return token
+
+    def list(self) -> list[TokenRecord]:
+        """Return every token ever made, newest first (revoked and expired ones too)."""
+        c = api_tokens.c
+        query = select(c.id, c.name, c.role, c.created_at, c.expires_at, c.revoked_at).order_by(
+            c.id.desc()
+        )
+        with reading(self._engine) as connection:
+            return [
+                TokenRecord(
+                    id=int(row.id),
+                    name=row.name,
+                    role=Role(row.role),
+                    created_at=int(row.created_at),
+                    expires_at=None if row.expires_at is None else int(row.expires_at),
+                    revoked_at=None if row.revoked_at is None else int(row.revoked_at),
+                )
+                for row in connection.execute(query)
+            ]
+
+    def revoke_id(self, token_id: int) -> bool:
+        """Revoke a token by its id (the list's, never the secret); tell whether it was live."""
+        with writing(self._engine) as connection:
+            result = connection.execute(
+                update(api_tokens)
+                .where(api_tokens.c.id == token_id, self._live())
+                .values(revoked_at=self._clock.now_us())
+            )
+        return bool(result.rowcount)
+
+    def _live(self) -> ColumnElement[bool]:
+        """The rows that open something now: not revoked, not expired."""
+        c = api_tokens.c
+        return c.revoked_at.is_(None) & or_(
+            c.expires_at.is_(None), c.expires_at > self._clock.now_us()
+        )
 
     def identify(self, token: str) -> Identity | None:
         """Return who a token belongs to, or None for an unknown or revoked one."""
@@ -91,7 +160,7 @@ class Tokens:
         with reading(self._engine) as connection:
             row = connection.execute(
                 select(api_tokens.c.name, api_tokens.c.role).where(
-                    api_tokens.c.token_hash == _hash(token), api_tokens.c.revoked_at.is_(None)
+                    api_tokens.c.token_hash == _hash(token), self._live()
                 )
             ).first()
         return None if row is None else Identity(name=row.name, role=Role(row.role))
@@ -101,7 +170,7 @@ class Tokens:
         with writing(self._engine) as connection:
             result = connection.execute(
                 update(api_tokens)
-                .where(api_tokens.c.token_hash == _hash(token), api_tokens.c.revoked_at.is_(None))
+                .where(api_tokens.c.token_hash == _hash(token), self._live())
                 .values(revoked_at=self._clock.now_us())
             )
         return bool(result.rowcount)
@@ -113,7 +182,7 @@ class Tokens:
                 connection.execute(
                     select(func.count())
                     .select_from(api_tokens)
-                    .where(api_tokens.c.role == role.value, api_tokens.c.revoked_at.is_(None))
+                    .where(api_tokens.c.role == role.value, self._live())
                 ).scalar_one()
             )
 
@@ -134,6 +203,14 @@ class Tokens:
         make_private_dir(path.parent)
         write_atomic(path, (token + "\n").encode())  # 0600: only its owner may read it
         return path
+
+
+NAME_RULE = "a token needs a printable name of 1-200 characters"
+
+
+def is_token_name(name: object) -> bool:
+    """Tell whether ``name`` may name a token (it is shown in audit rows as ``user:<name>``)."""
+    return isinstance(name, str) and 1 <= len(name) <= 200 and name.isprintable()
 
 
 def _hash(token: str) -> str:

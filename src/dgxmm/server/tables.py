@@ -1,4 +1,4 @@
-"""The server's own tables, on the store's ``metadata`` (migration 0002)."""
+"""The server's own tables, on the store's ``metadata`` (migrations 0002, 0023)."""
 
 from __future__ import annotations
 
@@ -19,5 +19,6 @@ api_tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", BigInteger, nullable=False),
     Column("revoked_at", BigInteger),
+    Column("expires_at", BigInteger),  # NULL: never (migration 0023)
     CheckConstraint("role in ('admin', 'viewer')", name="role"),
 )

@@ -33,6 +33,7 @@ __all__ = [
     "change_log",
     "change_versions",
     "instances",
+    "job_run_rows",
     "job_runs",
     "metadata",
     "protected_tables",
@@ -190,6 +191,16 @@ job_runs = Table(
     ),
     Index("ix_job_runs_job_id", "job", "id"),
     Index("ix_job_runs_unfinished", "finished_at", "instance"),
+)
+
+# The first rows a query job's run returned, kept beside its row in ``job_runs``
+# (``runs/kept_rows.py``): bounded in rows and bytes, deleted with the run by ``runs_purge``.
+# A table of its own, so that a list of runs never reads them.
+job_run_rows = Table(
+    "job_run_rows",
+    metadata,
+    Column("run_id", _Id, primary_key=True, autoincrement=False),  # job_runs.id
+    Column("body", Text, nullable=False),  # JSON: columns, rows, returned, cut
 )
 
 # The dgxmm processes on this database: servers (the ticker's holder and its standbys) and

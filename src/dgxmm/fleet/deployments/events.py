@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, func, insert, select
+from sqlalchemy import Connection, Engine, Row, and_, func, insert, or_, select
 
 from dgxmm.clock import Clock
 from dgxmm.errors import InvalidInput
@@ -282,6 +282,52 @@ class Events:
         )
         with reading(self._engine) as connection:
             return tuple(Event.from_row(row) for row in connection.execute(query))
+
+    def newest(
+        self,
+        *,
+        limit: int,
+        deployment_id: int | None = None,
+        outcomes: frozenset[EventOutcome] | None = None,
+        since_us: int | None = None,
+        until_us: int | None = None,
+        before: tuple[int, int] | None = None,
+    ) -> builtins.list[Event]:
+        """Return the actions that move a server, of every deployment, newest first.
+
+        The Runs page's other half: start, stop, sleep, wake, failed and reattach (a
+        definition's create or update is the audit's). ``since_us`` inclusive, ``until_us``
+        exclusive; ``before``: only events after this (time, id) in the order.
+        """
+        if not 1 <= limit <= 10_000:
+            raise InvalidInput("limit", f"{limit} is out of range 1-10000")
+        c = deployment_events.c
+        query = (
+            select(deployment_events)
+            .where(c.action.in_([a.value for a in _STATE_CHANGES]))
+            .order_by(c.at_us.desc(), c.id.desc())
+            .limit(limit)
+        )
+        if deployment_id is not None:
+            query = query.where(c.deployment_id == deployment_id)
+        if outcomes is not None:
+            query = query.where(c.outcome.in_([o.value for o in outcomes]))
+        if since_us is not None:
+            query = query.where(c.at_us >= since_us)
+        if until_us is not None:
+            query = query.where(c.at_us < until_us)
+        if before is not None:
+            at, event_id = before
+            query = query.where(or_(c.at_us < at, and_(c.at_us == at, c.id < event_id)))
+        with reading(self._engine) as connection:
+            return [Event.from_row(row) for row in connection.execute(query)]
+
+    def get(self, event_id: int) -> Event | None:
+        """Return one event, or None."""
+        query = select(deployment_events).where(deployment_events.c.id == event_id)
+        with reading(self._engine) as connection:
+            row = connection.execute(query).first()
+        return None if row is None else Event.from_row(row)
 
     def list(
         self, deployment_id: int, limit: int = 100, *, before_id: int | None = None

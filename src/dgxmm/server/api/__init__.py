@@ -15,6 +15,7 @@ from dgxmm.server.api import jobs as jobs
 from dgxmm.server.api import proposals as proposals
 from dgxmm.server.api import proxy as proxy
 from dgxmm.server.api import queries as queries
+from dgxmm.server.api import runs as runs
 from dgxmm.server.api import savings as savings
 from dgxmm.server.api import schedules as schedules
 from dgxmm.server.api import store as store
@@ -34,6 +35,7 @@ __all__ = [
     "proposals",
     "proxy",
     "queries",
+    "runs",
     "savings",
     "schedules",
     "store",

@@ -195,6 +195,27 @@ def runs(
     }
 
 
+@router.get("/runs/{run_id}", responses=answers(400, 404))
+def run(run_id: str, host: HostDep, who: Viewer) -> dict[str, Any]:
+    """One run: its record, and the rows a query job's run kept (its first 100, bounded).
+
+    ``rows`` is null for a run that kept none (not a query job, no statement returned rows,
+    or under way); ``rows.cut`` says fewer were kept than returned. A viewer reads errors'
+    public form.
+    """
+    record = host.store.runs.get(_whole(run_id, "id"))
+    if record is None:
+        raise NotFound("run", run_id)
+    row = record.to_json(full_errors=who.is_admin)
+    row["scheduled_at"] = iso(record.scheduled_at, host)
+    row["started_at"] = iso(record.started_at, host)
+    row["finished_at"] = iso(record.finished_at, host)
+    row["late_ms"] = round((record.started_at - record.scheduled_at) / 1000, 3)
+    kept = host.store.runs.kept_rows(record.id)
+    row["rows"] = None if kept is None else kept.to_json()
+    return row
+
+
 @router.post("/runs/{run_id}/cancel", responses=answers(400, 404, 409))
 def cancel(run_id: str, host: HostDep, who: Admin) -> dict[str, Any]:
     """Cancel a run under way: at once when this instance runs it, else when the one running

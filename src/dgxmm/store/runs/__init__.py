@@ -2,8 +2,8 @@
 
 - ``system_jobs`` / ``user_jobs`` / ``overrides``: the built-in jobs, the catalog's jobs as the
   engine schedules them, the system jobs' switches and schedules kept in the database;
-- ``query_runs`` / ``changes``: a query job's run within its effects and limits, and the change
-  log that names it;
+- ``query_runs`` / ``changes`` / ``kept_rows``: a query job's run within its effects and limits,
+  the change log that names it, and the first rows it returned, kept with its run;
 - ``job_runs`` / ``instances`` / ``running``: every run's row (claimed by inserting it), the
   processes on one store and the ticker's lease, the user jobs under way here;
 - ``sidecar``: the workload statistics in a file beside the database.

@@ -41,6 +41,7 @@ from typing import IO, Any
 
 from sqlalchemy import Connection, Engine, case, select, text, update
 
+from dgxmm import __version__
 from dgxmm.clock import Clock
 from dgxmm.store.database import Dialect, guarded, reading, writing
 from dgxmm.store.schema import instances
@@ -134,7 +135,8 @@ class Presence:
         # A standby's watch: the holder's beat as last seen, and when (monotonic s) it was.
         self._watched: tuple[HolderBeat, float] | None = None
         self._role = InstanceRole.PROCESS
-        self.place: dict[str, Any] = {"host": _HOST, "pid": os.getpid()}
+        # Where it runs, and which dgxmm: the Instances page shows a mixed-version fleet.
+        self.place: dict[str, Any] = {"host": _HOST, "pid": os.getpid(), "version": __version__}
 
     # -- this process -------------------------------------------------------------------------
 

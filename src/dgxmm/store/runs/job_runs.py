@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, delete, func, or_, select, text, update
+from sqlalchemy import Connection, Engine, and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from dgxmm.clock import Clock
@@ -32,7 +32,8 @@ from dgxmm.errors import Busy, Conflict, InvalidInput, NotFound
 from dgxmm.jobs import JobKind, JobRun, Outcome, RunResult
 from dgxmm.store.database import Dialect, reading, writing
 from dgxmm.store.runs.instances import Presence
-from dgxmm.store.schema import job_runs
+from dgxmm.store.runs.kept_rows import KeptRows
+from dgxmm.store.schema import job_run_rows, job_runs
 from dgxmm.time_units import DAY_US
 
 __all__ = ["KEEP_DAYS_SETTING", "MAX_RUNS_PAGE", "JobRuns", "RunRecord", "Trigger"]
@@ -223,7 +224,19 @@ class JobRuns:
                     cancelled_by=result.cancelled_by,
                 )
             ).rowcount
+            if changed and result.kept is not None:
+                # Bounded by the action that kept them (``kept_rows.py``), written with the
+                # end so that a run's page never shows rows of a run still under way.
+                connection.execute(insert(job_run_rows).values(run_id=run_id, body=result.kept))
         return bool(changed)
+
+    def kept_rows(self, run_id: int) -> KeptRows | None:
+        """Return the rows a run kept (a query job's first rows), or None."""
+        with reading(self.engine) as connection:
+            body = connection.execute(
+                select(job_run_rows.c.body).where(job_run_rows.c.run_id == run_id)
+            ).scalar()
+        return None if body is None else KeptRows.loads(body)
 
     def request_cancel(self, run_id: int, by: str) -> RunRecord:
         """Ask for a run under way to be cancelled, on behalf of ``by``; return its row.
@@ -334,6 +347,43 @@ class JobRuns:
         with reading(self.engine) as connection:
             return [_record(row._mapping) for row in connection.execute(query)]
 
+    def newest(
+        self,
+        *,
+        limit: int,
+        job: str | None = None,
+        outcomes: frozenset[Outcome | None] | None = None,
+        since_us: int | None = None,
+        until_us: int | None = None,
+        before: tuple[int, int] | None = None,
+    ) -> list[RunRecord]:
+        """Return runs by start, newest first: the Runs page's half of its list.
+
+        ``outcomes``: only runs that ended so (None in it: those under way); ``since_us``
+        inclusive, ``until_us`` exclusive, of the start; ``before``: only runs that come after
+        this (start, id) in the order, the page's cursor.
+        """
+        if not 1 <= limit <= MAX_RUNS_PAGE:
+            raise InvalidInput("limit", f"{limit} is out of range 1-{MAX_RUNS_PAGE}")
+        c = job_runs.c
+        query = select(job_runs).order_by(c.started_at.desc(), c.id.desc()).limit(limit)
+        if job is not None:
+            query = query.where(c.job == job)
+        if outcomes is not None:
+            ended = [o.value for o in outcomes if o is not None]
+            under_way = c.finished_at.is_(None) if None in outcomes else None
+            within = c.outcome.in_(ended)
+            query = query.where(within if under_way is None else or_(within, under_way))
+        if since_us is not None:
+            query = query.where(c.started_at >= since_us)
+        if until_us is not None:
+            query = query.where(c.started_at < until_us)
+        if before is not None:
+            at, run_id = before
+            query = query.where(or_(c.started_at < at, and_(c.started_at == at, c.id < run_id)))
+        with reading(self.engine) as connection:
+            return [_record(row._mapping) for row in connection.execute(query)]
+
     def around(
         self, job: str, at_us: int, group: str | None
     ) -> tuple[list[RunRecord], list[RunRecord]]:
@@ -385,13 +435,18 @@ class JobRuns:
         """Delete the ended runs that started more than ``keep_days`` ago; count them."""
         cutoff = self.clock.now_us() - keep_days * DAY_US
         with writing(self.engine) as connection:
-            return int(
+            deleted = int(
                 connection.execute(
                     delete(job_runs).where(
                         and_(job_runs.c.started_at < cutoff, job_runs.c.finished_at.is_not(None))
                     )
                 ).rowcount
             )
+            # Their kept rows go with them (no foreign key: SQLite enforces none by default).
+            connection.execute(
+                delete(job_run_rows).where(job_run_rows.c.run_id.not_in(select(job_runs.c.id)))
+            )
+            return deleted
 
 
 def keep_days_of(value: object) -> int:

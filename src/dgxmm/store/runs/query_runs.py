@@ -70,6 +70,7 @@ from dgxmm.store.database import (
     transaction_options,
 )
 from dgxmm.store.runs.changes import record_change
+from dgxmm.store.runs.kept_rows import RowKeeper
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["CHUNK_ROWS", "counted", "row_bytes", "run_query_job", "run_saved_query"]
@@ -107,6 +108,7 @@ class _Tally:
     changed: int = 0
     returned: int = 0
     denied: list[str] = field(default_factory=list)
+    keeper: RowKeeper = field(default_factory=RowKeeper)  # the first rows, for the run's page
 
     def detail(self) -> str:
         return (
@@ -170,6 +172,9 @@ def run_query_job(
         except DBAPIError as error:
             cut = lock_wait_ms is not None and lock_wait_ms < BUSY_TIMEOUT_MS
             raise _run_error(error, job.name, ctx, tally, lock_wait_cut=cut) from error
+    kept = tally.keeper.kept()
+    if kept is not None:
+        ctx.keep(kept.dumps())
     return tally.detail()
 
 
@@ -343,7 +348,9 @@ def _execute_all(
         held = 0
         try:
             if result.returns_rows:
+                tally.keeper.start(result.keys())
                 while rows := result.fetchmany(CHUNK_ROWS):
+                    tally.keeper.add(rows)
                     size = sum(row_bytes(row) for row in rows)
                     held += size
                     ctx.charge(size)
