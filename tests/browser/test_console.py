@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import update
 from support import at, serving, standin_keys, wait_for
 
-from dgxmm.decider import ProposalService, ScheduleService
+from dgxmm.decider import ProposalService, ScheduleAction, ScheduleService
 from dgxmm.decider.demo import propose_now
 from dgxmm.fleet import (
     DeploymentState,
@@ -51,6 +51,7 @@ class Console:
     host: Host
     fleet: Fleet
     proposals: ProposalService
+    schedules: ScheduleService
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,10 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     )
     app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES])
     with serving(app) as base:
-        yield Console(base=base, token=token, host=host, fleet=fleet, proposals=proposals)
+        yield Console(
+            base=base, token=token, host=host, fleet=fleet, proposals=proposals,
+            schedules=schedules,
+        )  # fmt: skip
     host.stop()
     for deployment in fleet.deployments.list():
         fleet.deployer.stop(deployment.id, actor="system")
@@ -585,3 +589,55 @@ def test_every_console_page_links_the_api_reference(page: Any) -> None:
     link.click()
     page.wait_for_url("**/api/docs")
     assert page.locator("h1").first.inner_text()
+
+
+def test_audit_store_workload_schedules_and_traffic_update_without_a_reload(
+    page: Any, console: Console
+) -> None:
+    # Issue 31: live updates on these pages too, and their buttons still work once swapped.
+    fleet, store = console.fleet, console.host.store
+    page.goto("/audit")
+    page.evaluate("window.loadedOnce = true")
+    made = fleet.deployments.create(actor="user:live", **standin_keys("livewire"))
+    page.locator("#audit tr", has_text="user:live").first.wait_for()
+    assert page.evaluate("window.loadedOnce") is True
+
+    page.goto("/store")
+    page.evaluate("window.loadedOnce = true")
+    store.define_job(name="to_attic", schedule="0 3 * * *", action="checkpoint")
+    store.drop_job("to_attic")
+    page.locator("#attic tr[data-attic-name=to_attic]").wait_for()
+    page.locator("#journal tr", has_text="to_attic").first.wait_for()
+    assert page.evaluate("window.loadedOnce") is True
+
+    page.goto("/workload")
+    page.evaluate("window.loadedOnce = true")
+    store.define_job(name="charted", schedule="0 3 * * *", action="checkpoint")
+    console.host.sync()
+    console.host.run_now("charted")
+    page.locator("#workload-charts section[data-job=charted]").wait_for()
+    assert page.evaluate("window.loadedOnce") is True
+
+    page.goto(f"/deployments/{made.id}/traffic")
+    page.evaluate("window.loadedOnce = true")
+    before = page.locator("#heatmap").inner_html()
+    schedule = console.schedules.create(
+        made.id, action=ScheduleAction.SLEEP, days=127, time="20:00", actor="user:live"
+    )
+    wait_for(lambda: page.locator("#heatmap").inner_html() != before, "the heat map's sleep")
+    assert page.evaluate("window.loadedOnce") is True
+
+    page.goto(f"/deployments/{made.id}/schedules")
+    page.evaluate("window.loadedOnce = true")
+    second = console.schedules.create(
+        made.id, action=ScheduleAction.WAKE, days=127, time="07:00", actor="user:live"
+    )
+    row = page.locator(f"#schedules tr[data-schedule='{second.id}']")
+    row.wait_for()  # swapped in: its button is handled by the page's delegated listener
+    assert page.evaluate("window.loadedOnce") is True
+    row.get_by_role("button", name="Switch off").click()
+    switched = page.locator(f"#schedules tr[data-schedule='{second.id}'] td[data-label=On]")
+    switched.filter(has_text=re.compile(r"^off")).wait_for()
+    assert not next(s for s in console.schedules.list(made.id) if s.id == second.id).enabled
+    assert schedule.enabled
+    fleet.remove(made.id, actor="user:live")

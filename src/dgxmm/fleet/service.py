@@ -30,7 +30,7 @@ from dgxmm.fleet.deployments.insights import InsightKind, Insights, Severity
 from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
 from dgxmm.fleet.deployments.repo import DeploymentRepo
 from dgxmm.fleet.deployments.request_minutes import RETENTION_DAYS, RequestMinutes
-from dgxmm.fleet.deployments.tables import deployment_events, insights
+from dgxmm.fleet.deployments.tables import audit_log, deployment_events, insights
 from dgxmm.fleet.deployments.tables import deployments as deployments_table
 from dgxmm.fleet.metrics.metrics import Metrics
 from dgxmm.fleet.metrics.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING
@@ -82,6 +82,7 @@ class Fleet:
                 deployments_table.name: Topic.DEPLOYMENTS,
                 deployment_events.name: Topic.DEPLOYMENTS,
                 insights.name: Topic.INSIGHTS,
+                audit_log.name: Topic.AUDIT,
             }
         )
         self.audit = Audit(engine, self.clock)

@@ -68,6 +68,7 @@ from dgxmm.store.runs.sidecar import Sidecar
 from dgxmm.store.runs.system_jobs import SYSTEM_JOB_NAMES, build_system_jobs
 from dgxmm.store.runs.user_jobs import UserJobs, build_user_jobs
 from dgxmm.store.schema import (
+    catalog_attic,
     catalog_jobs,
     catalog_queries,
     job_runs,
@@ -112,7 +113,8 @@ class Store:
         self.versions.watch(
             {
                 table.name: Topic.JOBS
-                for table in (catalog_jobs, catalog_queries, settings, job_runs)
+                # The attic too: removing an entry for good writes only there.
+                for table in (catalog_jobs, catalog_queries, settings, job_runs, catalog_attic)
             }
         )
         # This process's name in the store: on each run it claims, in ``instances``, and

@@ -35,6 +35,9 @@ class Topic(StrEnum):
     DEPLOYMENTS = "deployments"
     INSIGHTS = "insights"
     ALERTS = "alerts"
+    SCHEDULES = "schedules"  # the deployments' schedules (migration 0024)
+    TRAFFIC = "traffic"  # traffic profiles and schedule proposals (the traffic page)
+    AUDIT = "audit"  # the audit trail
 
 
 class ChangeVersions:

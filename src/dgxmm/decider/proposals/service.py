@@ -55,7 +55,7 @@ from dgxmm.decider.proposals.rows import (
 )
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction
 from dgxmm.decider.schedules.service import ScheduleService
-from dgxmm.decider.tables import schedule_proposals
+from dgxmm.decider.tables import schedule_proposals, traffic_profiles
 from dgxmm.errors import Conflict, NotFound
 from dgxmm.fleet import (
     AuditAction,
@@ -68,7 +68,7 @@ from dgxmm.fleet import (
     Severity,
 )
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
-from dgxmm.store import Store, reading, writing
+from dgxmm.store import Store, Topic, reading, writing
 from dgxmm.words import counted
 
 # A proposal's backtest as JSON values (``dgxmm.lab.backtest``), or None when none can be made.
@@ -96,6 +96,10 @@ class ProposalService:
         self._fleet = fleet
         self._schedules = schedules
         self._clock = clock or store.clock
+        # The traffic page updates in place when a profile is rebuilt or a proposal changes.
+        store.versions.watch(
+            {table.name: Topic.TRAFFIC for table in (traffic_profiles, schedule_proposals)}
+        )
         self.profiles = profiles or ProfileService(store, fleet.deployments, clock=self._clock)
         self._feedback = FeedbackModel(store.engine)
         self._proposer = Proposer(store.engine, fleet.deployments, schedules)

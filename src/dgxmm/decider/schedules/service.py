@@ -37,10 +37,11 @@ from dgxmm.decider.idle.runner import IdleOutcome, IdleRunner
 from dgxmm.decider.schedules.pauses import Pauses
 from dgxmm.decider.schedules.rows import Schedule, ScheduleAction, ScheduleRows, checked_changes
 from dgxmm.decider.schedules.runner import PendingRun, ResultKind, ScheduleRunner, SlotRun
+from dgxmm.decider.tables import deployment_schedules
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import AuditAction, AuditSubject, Deployment, Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
-from dgxmm.store import Store, writing
+from dgxmm.store import Store, Topic, writing
 
 __all__ = [
     "FORECAST_ONLY",
@@ -63,6 +64,7 @@ class ScheduleService:
         self._fleet = fleet
         self._clock = clock or store.clock
         self._rows = ScheduleRows(store.engine, fleet.deployments)
+        store.versions.watch({deployment_schedules.name: Topic.SCHEDULES})  # the live pages
         self._pauses = Pauses(store, fleet, self._rows, audit=self._audit_by_system)
         self._runner = ScheduleRunner(store, fleet, self._rows, pauses=self._pauses)
         # The idle policies (issue 25) read the schedules' awake windows, and pause with them.

@@ -459,18 +459,20 @@ function setupStore() {
       }
     });
   }
-  document.querySelectorAll("button[data-attic]").forEach((button) => {
-    button.addEventListener("click", async () => {
-      const row = button.closest("tr[data-attic-name]");
-      const operation = button.dataset.attic;
-      const { atticKind: kind, atticName: name, atticId: id } = row.dataset;
-      if (operation === "remove" && !await confirmAction(`Remove ${kind} ${name} from the attic for good?`, "Remove")) return;
-      if (operation === "restore" && !await confirmAction(`Restore ${kind} ${name}? It is defined again as it was when it was dropped.`, "Restore")) return;
-      try {
-        const result = await api("POST", `/api/attic/${operation}`, { kind, name, id: Number(id) });
-        flashAfterReload(result.switched_off ? `restored ${name}, ${result.switched_off}` : `${operation}d ${kind} ${name}`);
-      } catch (error) { flash(error.message, "error"); }
-    });
+  // Delegated: the attic is live (static/live.js swaps it), and a swapped row's own listener
+  // would be gone.
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest("#attic button[data-attic]");
+    if (!button) return;
+    const row = button.closest("tr[data-attic-name]");
+    const operation = button.dataset.attic;
+    const { atticKind: kind, atticName: name, atticId: id } = row.dataset;
+    if (operation === "remove" && !await confirmAction(`Remove ${kind} ${name} from the attic for good?`, "Remove")) return;
+    if (operation === "restore" && !await confirmAction(`Restore ${kind} ${name}? It is defined again as it was when it was dropped.`, "Restore")) return;
+    try {
+      const result = await api("POST", `/api/attic/${operation}`, { kind, name, id: Number(id) });
+      flashAfterReload(result.switched_off ? `restored ${name}, ${result.switched_off}` : `${operation}d ${kind} ${name}`);
+    } catch (error) { flash(error.message, "error"); }
   });
 }
 
@@ -513,8 +515,10 @@ document.addEventListener("DOMContentLoaded", () => {
 function setupSchedules(table) {
   const deployment = table.dataset.deployment;
   const base = `/api/deployments/${deployment}/schedules`;
-  table.addEventListener("click", async (event) => {
-    const row = event.target.closest("tr[data-schedule]");
+  // Delegated: the table is live (static/live.js swaps it), and a swapped table's own
+  // listener would be gone.
+  document.addEventListener("click", async (event) => {
+    const row = event.target.closest("#schedules tr[data-schedule]");
     if (!row) return;
     const id = row.dataset.schedule;
     try {

@@ -8,8 +8,10 @@
     if (!page) return;
     const deployment = Number(page.dataset.deployment);
 
-    document.getElementById("proposals").addEventListener("click", async (event) => {
-      const button = event.target.closest("button[data-proposal-action]");
+    // Delegated: the proposals are live (static/live.js swaps them), and a swapped table's
+    // own listener would be gone.
+    document.addEventListener("click", async (event) => {
+      const button = event.target.closest("#proposals button[data-proposal-action]");
       if (!button) return;
       const row = button.closest("tr[data-proposal]");
       const action = button.dataset.proposalAction;
