@@ -110,3 +110,35 @@ def test_the_proxy_page_fits_a_phone_in_the_dark(page: Any) -> None:
     page.goto("/proxy")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") != "rgb(255, 255, 255)"
+
+
+def test_a_model_check_on_a_deployments_page_shows_the_answer_and_its_speed(
+    page: Any, served: Served
+) -> None:
+    made = served.fleet.deployments.create(actor="user:a", **standin_keys("checked"))
+    served.fleet.deployer.start(made.id, actor="user:a")
+    try:
+        page.goto(f"/deployments/{made.id}")
+        page.locator("#check-prompt").focus()
+        page.keyboard.press("Control+A")
+        page.keyboard.type("Say hello")
+        page.locator("#check-send").focus()
+        page.keyboard.press("Enter")
+        page.locator("#check-result:not([hidden])").wait_for()
+        assert page.locator("#check-answer").inner_text().strip() != ""
+        assert page.locator("#check-first").inner_text().endswith(" ms")
+        assert "token" in page.locator("#check-speed").inner_text()
+        assert page.locator("#check-route").inner_text().startswith("straight to the server")
+        page.fill("#check-max-tokens", "0")
+        page.click("#check-send")
+        page.locator("[data-error-for=max_tokens]:not(:empty)").wait_for()
+        page.set_viewport_size({"width": 390, "height": 800})
+        page.emulate_media(color_scheme="dark")
+        page.goto(f"/deployments/{made.id}")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        served.fleet.deployer.stop(made.id, actor="user:a")
+    page.goto(f"/deployments/{made.id}")
+    page.click("#check-send")
+    page.locator("[data-error-for=form]:not(:empty)").wait_for()
+    assert "is stopped" in page.locator("[data-error-for=form]").inner_text()
