@@ -98,6 +98,16 @@ def test_the_runs_page_lists_both_kinds_filters_by_keyboard_and_opens_a_run(
     assert "2 rows, all kept" in page.locator("#run-rows-note").inner_text()
 
 
+def test_the_newest_page_shows_a_new_run_without_a_reload(page: Any, served: Served) -> None:
+    store = served.host.store
+    store.define_job(name="fresh", schedule="0 3 * * *", action="checkpoint")
+    served.host.sync()
+    page.goto("/runs?job=fresh")
+    assert page.locator("#runs tbody tr[data-run]").count() == 0
+    served.host.run_now("fresh")
+    page.locator("#runs tbody tr[data-run]").first.wait_for()
+
+
 def test_the_runs_pages_fit_a_phone_in_the_dark(page: Any, served: Served) -> None:
     store = served.host.store
     store.define_query("wide", None, "SELECT 'a rather long value to see wrap' AS a, 2 AS b")

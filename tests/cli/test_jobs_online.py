@@ -102,6 +102,10 @@ def test_it_creates_and_revokes_tokens_on_the_server(live: Live) -> None:
     again = live.cli("token", "revoke", token)
     assert again.code == 2
     assert live.cli("token", "create", "--role", "root").code == 2
+    expiring = live.cli("token", "create", "--name", "week", "--expires-in-days", "7")
+    row = next(r for r in Tokens(live.store.engine, live.store.clock).list() if r.name == "week")
+    assert (expiring.code, row.expires_at is not None) == (0, True)
+    assert live.cli("token", "create", "--expires-in-days", "0").code == 2
 
 
 def test_it_explains_a_time_on_the_server_and_refuses_a_bad_one(live: Live) -> None:

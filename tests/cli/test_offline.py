@@ -194,6 +194,11 @@ def test_it_creates_tokens_of_a_role(data: Path) -> None:
     code, _, err = dgxmm("token", "create", "--role", "root", "--data", str(data))
     assert code == 2
     assert "role" in err
+    code, _, err = dgxmm("token", "create", "--expires-in-days", "4000", "--data", str(data))
+    assert code == 2
+    assert "expires_in_days" in err
+    code, out, _ = dgxmm("token", "create", "--expires-in-days", "30", "--data", str(data))
+    assert (code, out.strip().startswith("dgxmm_")) == (0, True)
 
 
 def test_it_refuses_a_query_that_writes_the_audit_log_or_the_tokens(data: Path) -> None:

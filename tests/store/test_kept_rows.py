@@ -113,3 +113,26 @@ def test_a_backup_carries_the_kept_rows_to_the_restored_store(
         assert kept.rows == (("item 0",), ("item 1",))
     finally:
         restored.close()
+
+
+def test_newest_reads_runs_by_start_with_the_runs_pages_filters(
+    items: Store, clock: ManualClock
+) -> None:
+    items.define_query("few", None, "SELECT label FROM items WHERE n < 2")
+    items.define_job(name="few", schedule="* * * * *", action="query", query="few")
+    items.define_job(name="cp", schedule="* * * * *", action="checkpoint")
+    first = _run_job(items, "few")
+    clock.advance(60_000_000)
+    second = _run_job(items, "cp")
+    third = _run_job(items, "few")  # the same start as the one before: the id orders them
+    assert [r.id for r in items.runs.newest(limit=10)] == [third, second, first]
+    assert [r.id for r in items.runs.newest(limit=10, job="few")] == [third, first]
+    after = items.runs.get(second)
+    assert after is not None
+    page = items.runs.newest(limit=10, before=(after.started_at, after.id))
+    assert [r.id for r in page] == [first]
+    since = items.runs.newest(limit=10, since_us=after.started_at)
+    assert [r.id for r in since] == [third, second]
+    assert items.runs.newest(limit=10, outcomes=frozenset({None})) == []
+    done = items.runs.newest(limit=10, outcomes=frozenset({Outcome.SUCCEEDED}))
+    assert len(done) == 3

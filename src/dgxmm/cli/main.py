@@ -144,17 +144,34 @@ def token_create(
         "viewer"
     ),
     name: Annotated[str | None, typer.Option("--name", help="Who it is for.")] = None,
+    expires_in_days: Annotated[
+        int | None,
+        typer.Option("--expires-in-days", help="Whole days until it expires (default: never)."),
+    ] = None,
 ) -> Answer:
     """Create a token and print it (it is shown only this once)."""
+    from dgxmm.errors import InvalidInput
+    from dgxmm.server.api.tokens import MAX_EXPIRY_DAYS
     from dgxmm.server.auth import Role, Tokens
+    from dgxmm.time_units import DAY_US
 
     chosen = Role.named(role)  # refuses a role that is not admin or viewer
+    if expires_in_days is not None and not 1 <= expires_in_days <= MAX_EXPIRY_DAYS:
+        raise InvalidInput(
+            "expires_in_days",
+            f"{expires_in_days} is not a whole number of days from 1 to {MAX_EXPIRY_DAYS}",
+        )
     if where.offline:
         with where.store() as store:
-            created = Tokens(store.engine, store.clock).create(chosen, name or chosen.value)
+            expires = (
+                None if expires_in_days is None else store.clock.now_us() + expires_in_days * DAY_US
+            )
+            created = Tokens(store.engine, store.clock).create(
+                chosen, name or chosen.value, expires_at=expires
+            )
     else:
         with where.client() as api:
-            body = {"role": chosen.value, "name": name}
+            body = {"role": chosen.value, "name": name, "expires_in_days": expires_in_days}
             created = api.post("/api/tokens", body)["token"]
     return Answer(value={"token": created, "role": chosen.value}, text=created)
 

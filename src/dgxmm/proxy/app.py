@@ -93,7 +93,7 @@ class ProxyApp:
     ) -> None:
         self._fleet = fleet
         self._give_back_memory = give_back_memory
-        self.stats = stats or ProxyStats()
+        self.stats = stats or ProxyStats(fleet.clock)
         self._upstream = upstream or Upstream()
         self._monotonic = monotonic
         self._table = RouteTable(

@@ -2,7 +2,9 @@
 how long they were held, refusals.
 
 Thread-safe counters the proxy moves and ``/metrics`` reads through ``snapshot``; the hold
-time is a histogram with Prometheus' cumulative buckets.
+time is a histogram with Prometheus' cumulative buckets. Refusals are also kept per minute
+for the last hour (``recent_refusals``): the console's Proxy page says what was refused
+lately, which a count since the process started cannot.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from dgxmm.clock import Clock, SystemClock
 from dgxmm.proxy.replies import Refusal
+from dgxmm.time_units import MINUTE_US
 
-__all__ = ["HOLD_BUCKETS_S", "ProxyStats", "StatsSnapshot"]
+__all__ = ["HOLD_BUCKETS_S", "RECENT_MINUTES", "ProxyStats", "StatsSnapshot"]
 
+RECENT_MINUTES = 60  # how far back recent_refusals reaches
 HOLD_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
 
@@ -36,8 +41,10 @@ class StatsSnapshot:
 class ProxyStats:
     """Counters of the proxy, moved by its requests; ``snapshot`` for ``/metrics``."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock = clock or SystemClock()
         self._lock = threading.Lock()
+        self._by_minute: dict[int, dict[str, int]] = {}  # minute -> Refusal value -> count
         self._held: dict[str, int] = {}
         self._held_bytes: dict[str, int] = {}
         self._held_total: dict[str, int] = {}
@@ -73,8 +80,24 @@ class ProxyStats:
 
     def refused(self, refusal: Refusal) -> None:
         """Count a request answered with a refusal."""
+        minute = self._clock.now_us() // MINUTE_US
         with self._lock:
             self._refused[refusal.value] = self._refused.get(refusal.value, 0) + 1
+            counts = self._by_minute.setdefault(minute, {})
+            counts[refusal.value] = counts.get(refusal.value, 0) + 1
+            for old in [m for m in self._by_minute if m <= minute - RECENT_MINUTES]:
+                del self._by_minute[old]
+
+    def recent_refusals(self) -> dict[str, int]:
+        """Return the refusals of the last hour (this minute and the 59 before), by reason."""
+        since = self._clock.now_us() // MINUTE_US - RECENT_MINUTES
+        totals: dict[str, int] = {}
+        with self._lock:
+            for minute, counts in self._by_minute.items():
+                if minute > since:
+                    for reason, count in counts.items():
+                        totals[reason] = totals.get(reason, 0) + count
+        return totals
 
     def forwarded(self, name: str) -> None:
         """Count a request passed on to its deployment's server."""

@@ -71,6 +71,7 @@ FLEET_ROUTES = Routes(
         pages.insights.router,
         pages.savings.router,
         pages.audit.router,
+        pages.proxy.router,
     ),
     needs=("fleet",),
 )

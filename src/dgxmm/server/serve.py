@@ -233,6 +233,11 @@ def _serve(
             proposals=proposals,
             metrics=metrics,
             proxy=proxy.app.stats if proxy is not None else None,
+            proxy_url=(
+                local_url(options.proxy_host, options.proxy_port)
+                if options.proxy_port is not None
+                else None
+            ),
             alerts=alerts,
         ),
         [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES, ALERT_ROUTES],

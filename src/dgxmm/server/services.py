@@ -31,4 +31,5 @@ class Services:
     # What /metrics serves; give the same one to the fleet and the host as their telemetry.
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     proxy: ProxyStats | None = None  # the proxy's numbers, when it serves (for /metrics)
+    proxy_url: str | None = None  # where this server's proxy listens (a model check's way)
     alerts: Alerts | None = None  # channels, rules and the delivery log (admins)

@@ -46,3 +46,13 @@ def test_it_lists_every_bound_it_refuses(client: TestClient, fleet: Fleet) -> No
 def test_a_viewer_reads_but_does_not_set(viewer: TestClient) -> None:
     assert viewer.get("/api/proxy/settings").status_code == 200
     assert viewer.put("/api/proxy/settings", json={"max_held": 5}).status_code == 403
+
+
+def test_a_text_where_a_number_goes_is_named_beside_the_other_wrong_ones(
+    client: TestClient, fleet: Fleet
+) -> None:
+    # The console's form sends what was typed: "soon" is refused beside the -1, not alone.
+    answer = client.put("/api/proxy/settings", json={"max_held": -1, "max_hold_s": "soon"})
+    assert answer.status_code == 400
+    assert [e["field"] for e in answer.json()["errors"]] == ["max_held", "max_hold_s"]
+    assert read_bounds(fleet.store.get_setting).max_held == 1000

@@ -128,3 +128,16 @@ def test_a_viewer_reads_the_public_error_of_a_run(client: TestClient, viewer: Te
     assert "NOT NULL" in client.get(f"/api/jobs/runs/{row['id']}").json()["error"]
     assert "NOT NULL" not in viewer.get(f"/api/jobs/runs/{row['id']}").json()["error"]
     assert "NOT NULL" not in str(viewer.get("/api/runs", params={"job": "boom"}).json())
+
+
+def test_an_app_without_the_fleet_lists_job_runs_and_its_page_polls_known_topics(
+    client: TestClient, host: Host
+) -> None:
+    define(client, name="cp", schedule="0 3 * * *", action="checkpoint")
+    client.post("/api/jobs/run", json={"name": "cp"})
+    rows = client.get("/api/runs", params={"job": "cp"}).json()["runs"]
+    assert [(r["source"], r["name"]) for r in rows] == [("job", "cp")]
+    page = client.get("/runs", headers={"Accept": "text/html"})
+    assert page.status_code == 200
+    assert 'data-live="jobs,deployments"' in page.text
+    assert client.get("/api/changes", params={"topics": "jobs,deployments"}).status_code == 200

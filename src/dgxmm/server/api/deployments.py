@@ -22,9 +22,19 @@ from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
 from dgxmm.server.auth import Identity
 from dgxmm.server.bodies import Body
-from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, QueryInstant, Viewer
+from dgxmm.server.deps import (
+    Admin,
+    FleetDep,
+    HostDep,
+    PathId,
+    QueryId,
+    QueryInstant,
+    ServicesDep,
+    Viewer,
+)
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
+from dgxmm.server.model_check import MAX_PROMPT, CheckKind, ModelCheck, run_check
 from dgxmm.server.openapi import answers
 from dgxmm.server.paging import (
     CursorQuery,
@@ -389,3 +399,30 @@ def download_log(deployment_id: PathId, fleet: FleetDep, _: Admin) -> Response:
     if not path.exists():
         return Response("", media_type="text/plain; charset=utf-8")
     return FileResponse(path, media_type="text/plain; charset=utf-8", filename=f"{name}.log")
+
+
+# -- a model check (issue 31): one chat or completion, its answer and its speed ---------------
+
+
+class CheckBody(Body):
+    """``{kind, prompt, max_tokens?}``: what to send (``server/model_check.py``)."""
+
+    kind: CheckKind = Field(default=CheckKind.CHAT, strict=False)
+    prompt: str = Field(max_length=MAX_PROMPT * 4)  # its own check names the bound
+    max_tokens: int = 64
+
+
+@router.post("/{deployment_id}/check", responses=answers(400, 404, 409, 502))
+def check_deployment(
+    deployment_id: PathId, body: CheckBody, services: ServicesDep, _: Admin
+) -> dict[str, Any]:
+    """Send one chat or completion to a running deployment and answer its reply and speed.
+
+    Through the proxy when one runs in this server, else straight to the server; never wakes
+    anything (409 with the state). A failing or silent server answers 502 saying which.
+    """
+    fleet = services.fleet
+    assert fleet is not None
+    check = ModelCheck(kind=body.kind, prompt=body.prompt, max_tokens=body.max_tokens)
+    deployment = fleet.deployments.get(deployment_id)
+    return run_check(deployment, check, proxy_url=services.proxy_url).to_json()

@@ -2,14 +2,16 @@
 
 They are the store settings ``proxy.max_held``, ``proxy.max_hold_s``, ``proxy.max_held_bytes``
 and ``proxy.max_held_bytes_total``; the proxy reads them again within a second. A value it
-cannot use answers 400 naming the field and changes nothing.
+cannot use answers 400 naming the field and changes nothing; every such field is named in
+``errors``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
+from pydantic import Field
 
 from dgxmm.proxy import bound_settings, check_bounds, read_bounds
 from dgxmm.server.bodies import Body
@@ -21,13 +23,18 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api/proxy", tags=["proxy"])
 
 
+# A text is taken too, and refused by ``check_bounds`` beside every other wrong bound (400
+# naming each), rather than by pydantic alone before them (422 naming only the texts).
+Bound = int | float | Annotated[str, Field(max_length=100)] | None
+
+
 class BoundsBody(Body):
     """The hold's bounds; a key left out keeps its value."""
 
-    max_held: int | None = None
-    max_hold_s: float | None = None
-    max_held_bytes: int | None = None
-    max_held_bytes_total: int | None = None
+    max_held: Bound = None
+    max_hold_s: Bound = None
+    max_held_bytes: Bound = None
+    max_held_bytes_total: Bound = None
 
 
 @router.get("/settings")

@@ -16,6 +16,7 @@ from dgxmm.server.pages import job as job
 from dgxmm.server.pages import jobs as jobs
 from dgxmm.server.pages import login as login
 from dgxmm.server.pages import playground as playground
+from dgxmm.server.pages import proxy as proxy
 from dgxmm.server.pages import queries as queries
 from dgxmm.server.pages import render as render
 from dgxmm.server.pages import runs as runs
@@ -38,6 +39,7 @@ __all__ = [
     "jobs",
     "login",
     "playground",
+    "proxy",
     "queries",
     "render",
     "runs",

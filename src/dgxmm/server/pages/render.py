@@ -105,6 +105,7 @@ def _render(
         server_zone=host.time_zone.key,
         page=template.removesuffix(".html"),
         has_alerts=services_of(request).alerts is not None,
+        has_fleet=services_of(request).fleet is not None,  # the fleet's pages in the nav
         # Said on every page while on: the decider records what it would do, and does none.
         forecast_only=host.store.get_setting(FORECAST_ONLY, False) is True,
     )

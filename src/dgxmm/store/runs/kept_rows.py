@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from dgxmm.errors import StoreError
+from dgxmm.jobs import RunContext
 
 __all__ = ["KEPT_BYTES", "KEPT_ROWS", "KeptRows", "RowKeeper"]
 
@@ -102,6 +103,12 @@ class RowKeeper:
                 return
             self._rows.append(kept)
             self._bytes += size
+
+    def keep_in(self, ctx: RunContext) -> None:
+        """Hand what was kept to the run, which stores it with its record (if any was)."""
+        kept = self.kept()
+        if kept is not None:
+            ctx.keep(kept.dumps())
 
     def kept(self) -> KeptRows | None:
         """Return what was kept, or None when no statement returned rows."""

@@ -172,9 +172,7 @@ def run_query_job(
         except DBAPIError as error:
             cut = lock_wait_ms is not None and lock_wait_ms < BUSY_TIMEOUT_MS
             raise _run_error(error, job.name, ctx, tally, lock_wait_cut=cut) from error
-    kept = tally.keeper.kept()
-    if kept is not None:
-        ctx.keep(kept.dumps())
+    tally.keeper.keep_in(ctx)
     return tally.detail()
 
 
