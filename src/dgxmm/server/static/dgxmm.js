@@ -231,131 +231,7 @@ document.addEventListener("submit", async (event) => {
   }
 });
 
-// -- the job form ----------------------------------------------------------------------------
-
-function setupJobForm(form) {
-  const schedule = form.elements.schedule;
-  const preview = document.getElementById("preview");
-  const showFor = () => {
-    const action = form.querySelector('input[name="action"]:checked').value;
-    form.querySelectorAll("[data-show-for]").forEach((el) => {
-      el.hidden = el.dataset.showFor !== action;
-    });
-  };
-  form.querySelectorAll('input[name="action"]').forEach((el) => el.addEventListener("change", showFor));
-  showFor();
-
-  const zone = form.elements.time_zone;
-  let timer = null;
-  const refresh = async () => {
-    const text = schedule.value.trim();
-    if (!text) { preview.textContent = ""; return; }
-    const place = zone.value.trim();
-    const where = place ? `&zone=${encodeURIComponent(place)}` : "";
-    try {
-      const data = await api("GET", `/api/jobs/preview?n=5&schedule=${encodeURIComponent(text)}${where}`);
-      preview.replaceChildren();
-      const head = document.createElement("p");
-      head.textContent = `${data.description} (${data.zone}); next:`;
-      const list = document.createElement("ol");
-      for (const t of data.times) {
-        const item = document.createElement("li");
-        item.textContent = t.at.replace("T", " ") + (t.moved ? " (moved by a DST gap)" : "");
-        list.append(item);
-      }
-      preview.append(head, list);
-      preview.className = "preview";
-    } catch (error) {
-      preview.textContent = error.message;
-      preview.className = "preview error";
-    }
-  };
-  schedule.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
-  zone.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
-  document.getElementById("presets").addEventListener("change", (event) => {
-    if (event.target.value) { schedule.value = event.target.value; refresh(); }
-  });
-  document.getElementById("zone-presets").addEventListener("change", (event) => {
-    if (event.target.value) { zone.value = event.target.value; refresh(); }
-  });
-  document.getElementById("catchup-presets").addEventListener("change", (event) => {
-    if (!event.target.value) return;
-    const [span, how] = event.target.value.split(",");
-    form.elements.catchup_window_s.value = span;
-    form.elements.coalesce.value = how;
-  });
-  document.getElementById("retry-presets").addEventListener("change", (event) => {
-    if (!event.target.value) return;
-    const [count, first, most] = event.target.value.split(",");
-    form.elements.retries.value = count;
-    form.elements.retry_backoff_s.value = first;
-    form.elements.retry_backoff_max_s.value = most;
-  });
-  refresh();
-
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    clearErrors(form);
-    const action = form.querySelector('input[name="action"]:checked').value;
-    const body = { name: form.elements.name.value.trim(), schedule: schedule.value.trim(), action };
-    body.enabled = form.elements.enabled.checked;
-    if (action === "query") {
-      body.query = form.elements.query.value;
-      const text = form.elements.args.value.trim();
-      if (text) {
-        try { body.args = JSON.parse(text); } catch (error) {
-          showError(form, { field: "args", message: `args: not valid JSON (${error.message})` });
-          return;
-        }
-      }
-    } else if (action === "backup") {
-      body.path = form.elements.path.value.trim();
-    }
-    const timeout = form.elements.timeout.value.trim();
-    if (timeout) {
-      const seconds = Number(timeout);
-      if (!Number.isFinite(seconds)) {
-        showError(form, { field: "timeout_ms", message: `${JSON.stringify(timeout)} is not a number of seconds` });
-        return;
-      }
-      body.timeout_ms = Math.round(seconds * 1000);
-    }
-    const description = form.elements.description.value.trim();
-    if (description) body.description = description;
-    const place = zone.value.trim();
-    if (place) body.time_zone = place;
-    // A job kept off keeps the note of why (it goes when the job is switched on).
-    if (!body.enabled && form.elements.pause_note.value) body.pause_note = form.elements.pause_note.value;
-    for (const key of ["coalesce", "overlap"]) {
-      if (form.elements[key].value) body[key] = form.elements[key].value;
-    }
-    for (const key of ["retries", "retry_backoff_s", "retry_backoff_max_s", "catchup_window_s"]) {
-      const text = form.elements[key].value.trim();
-      if (!text) continue;
-      const number = Number(text);
-      if (!Number.isFinite(number)) {
-        showError(form, { field: key, message: `${JSON.stringify(text)} is not a number` });
-        return;
-      }
-      body[key] = number;
-    }
-    try {
-      await api("POST", "/api/jobs/define", body);
-      sessionStorage.setItem(NOTE, JSON.stringify({ text: `${body.name} defined` }));
-      location.href = "/jobs";
-    } catch (error) {
-      // The API's timeout_ms is in milliseconds ("got -5000"); the form's is in seconds.
-      for (const one of error.errors || [error]) {
-        if (one.field === "timeout_ms") {
-          one.message = `${timeout} s is not a positive number of seconds, up to 365 days`;
-        }
-      }
-      showError(form, error);
-    }
-  });
-}
-
-// -- saved queries and the store ---------------------------------------------------------------
+// -- saved queries and a job's explain box ------------------------------------------------------
 
 function setupQueryForm(form) {
   form.addEventListener("submit", async (event) => {
@@ -373,106 +249,6 @@ function setupQueryForm(form) {
       await api("POST", "/api/queries/define", body);
       flashAfterReload(`${body.name} defined`);
     } catch (error) { showError(form, error); }
-  });
-}
-
-// What a rollback does to each query and job, in words.
-const ROLLBACK_WORDS = {
-  define: "restored: it comes back as it was",
-  replace: "changed back to its definition then",
-  drop: "dropped: to the attic",
-};
-
-function rollbackChanges(count) { return count === 1 ? "1 change" : `${count} changes`; }
-
-// A rollback's preview as a list of what changes, not the API's JSON.
-function showRollback(result) {
-  document.getElementById("store-result").textContent = "";
-  const out = document.getElementById("rollback-preview");
-  out.replaceChildren();
-  const head = document.createElement("p");
-  head.textContent = result.steps.length
-    ? `Back to catalog version ${result.to_version} (now ${result.from_version}): ${rollbackChanges(result.steps.length)}`
-    : `Catalog version ${result.to_version} has the definitions of now: nothing to change.`;
-  const list = document.createElement("ul");
-  list.className = "rollback-steps";
-  for (const step of result.steps) {
-    const item = document.createElement("li");
-    item.dataset.change = step.change;
-    const name = document.createElement("strong");
-    name.textContent = step.name;
-    const off = step.switched_off ? ` (off: ${step.switched_off})` : "";
-    item.append(`${step.kind} `, name, ` ${ROLLBACK_WORDS[step.change] || step.change}${off}`);
-    list.append(item);
-  }
-  out.append(head, list);
-}
-
-function setupStore() {
-  const out = document.getElementById("store-result");
-  const run = async (operation, body, scope) => {
-    if (scope) clearErrors(scope);
-    out.textContent = `${operation}…`;
-    out.className = "";
-    try {
-      const result = await api("POST", `/api/store/${operation}`, body);
-      out.textContent = JSON.stringify(result, null, 2);
-    } catch (error) {
-      out.textContent = error.message;
-      out.className = "error";
-      if (scope) showError(scope, error);
-    }
-  };
-  document.querySelectorAll("button[data-store]").forEach((button) => {
-    button.addEventListener("click", () => run(button.dataset.store));
-  });
-  document.querySelectorAll("form[data-store]").forEach((form) => {
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      const body = Object.fromEntries(new FormData(form).entries());
-      run(form.dataset.store, body, form);
-    });
-  });
-  const rollback = document.getElementById("rollback-form");
-  if (rollback) {
-    rollback.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      clearErrors(rollback);
-      const preview = event.submitter && event.submitter.name === "preview";
-      const body = { version: Number(rollback.elements.version.value) };
-      document.getElementById("rollback-preview").replaceChildren();
-      try {
-        // A rollback is shown before it is done, and asked for, like Drop and Stop.
-        const planned = await api("POST", "/api/store/rollback?dry_run=true", body);
-        showRollback(planned);
-        if (preview || !planned.steps.length) return;
-        const question = `Roll the catalog back to version ${body.version}? `
-          + `${rollbackChanges(planned.steps.length)}, listed below.`;
-        if (!(await confirmAction(question, "Roll back"))) return;
-        const done = await api("POST", "/api/store/rollback", body);
-        flashAfterReload(`Rolled back to version ${done.to_version}: `
-          + `${rollbackChanges(done.steps.length)}, as catalog version ${done.version}`);
-      } catch (error) {
-        out.textContent = error.message;
-        out.className = "error";
-        showError(rollback, error);
-      }
-    });
-  }
-  // Delegated: the attic is live (static/live.js swaps it), and a swapped row's own listener
-  // would be gone.
-  document.addEventListener("click", async (event) => {
-    const button = event.target.closest("#attic button[data-attic]");
-    if (!button) return;
-    const row = button.closest("tr[data-attic-name]");
-    const operation = button.dataset.attic;
-    const { atticKind: kind, atticName: name, atticId: id } = row.dataset;
-    if (operation === "remove" && !await confirmAction(`Remove ${kind} ${name} from the attic for good?`, "Remove")) return;
-    if (operation === "restore" && !await confirmAction(`Restore ${kind} ${name}? It is defined again as it was when it was dropped.`, "Restore")) return;
-    try {
-      const result = await api("POST", `/api/attic/${operation}`, { kind, name, id: Number(id) });
-      flashAfterReload(result.switched_off ? `restored ${name}, ${result.switched_off}` : `${operation}d ${kind} ${name}`);
-    } catch (error) { flash(error.message, "error"); }
   });
 }
 
@@ -501,13 +277,10 @@ function setupExplain(form) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  const jobForm = document.getElementById("job-form");
-  if (jobForm) setupJobForm(jobForm);
   const explain = document.getElementById("explain-form");
   if (explain) setupExplain(explain);
   const queryForm = document.getElementById("query-form");
   if (queryForm) setupQueryForm(queryForm);
-  if (document.getElementById("store-result")) setupStore();
 });
 
 // -- a deployment's schedules ----------------------------------------------------------------
