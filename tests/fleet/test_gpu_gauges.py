@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from dgxmm.clock import ManualClock
-from dgxmm.fleet.placement.gauges import GpuGauges, GpuMeter, read_gauges
+from dgxmm.fleet import GpuGauges, GpuMeter, read_gauges
 from dgxmm.time_units import SECOND_US
 
 GIB = 1024**3

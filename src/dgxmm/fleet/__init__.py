@@ -89,6 +89,11 @@ from dgxmm.fleet.placement.fit import Fit as Fit
 from dgxmm.fleet.placement.fit import GpuFit as GpuFit
 from dgxmm.fleet.placement.fit import Holding as Holding
 from dgxmm.fleet.placement.fit import Plan as Plan
+from dgxmm.fleet.placement.gauges import GaugeReader as GaugeReader
+from dgxmm.fleet.placement.gauges import GpuGauge as GpuGauge
+from dgxmm.fleet.placement.gauges import GpuGauges as GpuGauges
+from dgxmm.fleet.placement.gauges import GpuMeter as GpuMeter
+from dgxmm.fleet.placement.gauges import read_gauges as read_gauges
 from dgxmm.fleet.placement.inventory import Gpu as Gpu
 from dgxmm.fleet.placement.inventory import GpuInventory as GpuInventory
 from dgxmm.fleet.placement.inventory import InventorySource as InventorySource
@@ -135,9 +140,13 @@ __all__ = [
     "ExternalBackend",
     "Fit",
     "Fleet",
+    "GaugeReader",
     "Gpu",
     "GpuFit",
+    "GpuGauge",
+    "GpuGauges",
     "GpuInventory",
+    "GpuMeter",
     "Health",
     "HealthCheck",
     "Holding",
@@ -183,6 +192,7 @@ __all__ = [
     "parse_idle_policy",
     "parse_wake_lead",
     "prepare_demo_gpus",
+    "read_gauges",
     "read_log",
     "read_nvml",
     "sample_from_text",

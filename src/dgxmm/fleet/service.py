@@ -36,6 +36,7 @@ from dgxmm.fleet.metrics.metrics import Metrics
 from dgxmm.fleet.metrics.rollups import DEFAULT_RETENTION_DAYS, RETENTION_SETTING
 from dgxmm.fleet.placement.cluster import RayCluster, RayNode
 from dgxmm.fleet.placement.fit import Holding, gpu_holdings
+from dgxmm.fleet.placement.gauges import GaugeReader, GpuMeter, read_gauges
 from dgxmm.fleet.placement.inventory import Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.placement.nodes import node_holdings
 from dgxmm.fleet.reattach import reattach
@@ -70,10 +71,13 @@ class Fleet:
         stop_grace_s: float = 30.0,
         telemetry: Telemetry = NO_TELEMETRY,
         ray_clusters: Iterable[RayCluster] = (),
+        gauge_reader: GaugeReader = read_gauges,
     ) -> None:
         self.store = store
         self.telemetry = telemetry  # told what the fleet and the decider above it did
         self.inventory = inventory
+        # The GPUs as measured (NVML), shown beside what the deployments declare.
+        self.gauges = GpuMeter(clock or store.clock, gauge_reader)
         self.clock = clock or store.clock
         self.data_dir = data_dir or store.data_dir
         engine = store.engine
