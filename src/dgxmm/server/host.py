@@ -546,6 +546,8 @@ def _changed(
     more on sorting them than on everything else it does (issue 28).
     """
     fresh = {job.name: job for job in found}
+    if fresh.keys() == names and names <= by_name.keys():  # replaced only: the order holds
+        return by_name | fresh
     order = [name for name in by_name if name not in names or name in fresh]
     for name in sorted(fresh.keys() - by_name.keys()):
         bisect.insort(order, name)
