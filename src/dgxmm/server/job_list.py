@@ -7,6 +7,7 @@ user job its action, arguments and effects.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Callable
 from contextlib import suppress
@@ -21,7 +22,7 @@ from dgxmm.jobs.keys import check_time_zone
 from dgxmm.server.host import Host, RowParts
 from dgxmm.store import JobDefinition
 
-__all__ = ["Listed", "is_failing", "iso", "job_row", "job_rows"]
+__all__ = ["Listed", "is_failing", "iso", "job_page", "job_row", "job_rows"]
 
 
 def iso(at_us: int | None, host: Host, zone: ZoneInfo | None = None) -> str | None:
@@ -48,7 +49,36 @@ class Listed:
 Pick = Callable[[list[Listed]], list[str]]
 
 
-def job_rows(host: Host, *, full_errors: bool, pick: Pick | None = None) -> list[dict[str, Any]]:
+def job_page(host: Host, after: tuple[int, str] | None, size: int | None) -> tuple[list[str], Any]:
+    """Return the names of an unfiltered page of ``size`` jobs (None: all) after ``after``, and
+    the key of its last job when more follow (else None), in the list's order: system jobs,
+    then user jobs, each by name (the key: ``(0 or 1, name)``).
+
+    Found by bisection in the names the host keeps in order: a page costs its rows, not a
+    pass over every job (10,000 jobs, issue 28).
+    """
+    with host.lock:
+        system = sorted(host.scheduler.system_names())
+    user = list(host.definitions_by_name())  # in name order already
+    if size is None:
+        size = len(system) + len(user)
+    kind, name = after if after is not None else (0, "")
+    if kind == 0:
+        start = 0 if after is None else bisect.bisect_right(system, name)
+        keys = [(0, n) for n in system[start : start + size]]
+        keys += [(1, n) for n in user[: size - len(keys)]]
+        remaining = len(system) - start + len(user)
+    else:
+        start = bisect.bisect_right(user, name)
+        keys = [(1, n) for n in user[start : start + size]]
+        remaining = len(user) - start
+    last = keys[-1] if keys and remaining > size else None
+    return [n for _, n in keys], last
+
+
+def job_rows(
+    host: Host, *, full_errors: bool, pick: Pick | None = None, names: list[str] | None = None
+) -> list[dict[str, Any]]:
     """Return every job's row: system jobs first, then user jobs by name.
 
     ``full_errors`` (for admins) shows a failed run's whole error; otherwise its public form,
@@ -60,7 +90,9 @@ def job_rows(host: Host, *, full_errors: bool, pick: Pick | None = None) -> list
     definitions = host.definitions_by_name()
     with host.lock:
         system = {name: host.scheduler.get(name) for name in host.scheduler.system_names()}
-    if pick is None:
+    if names is not None:  # a page already picked (``job_page``)
+        order = [name for name in names if name in system or name in definitions]
+    elif pick is None:
         order = [*system, *definitions]
     else:
         order = pick(
