@@ -143,7 +143,8 @@ def _rows(
 
 def job_row(host: Host, name: str, *, full_errors: bool) -> dict[str, Any]:
     """Return one job's row (``NotFound``); only that row is built."""
-    if name not in host.definitions_by_name():
+    definitions = host.definitions_by_name()  # once: each read asks the catalog's version
+    if name not in definitions:
         with host.lock:
             state = _state(host, name)
         if state is None or state.job.kind is not JobKind.SYSTEM:
@@ -152,7 +153,6 @@ def job_row(host: Host, name: str, *, full_errors: bool) -> dict[str, Any]:
     # than the define itself (issue 28).
     with host.lock:
         system = {n: host.scheduler.get(n) for n in host.scheduler.system_names() if n == name}
-    definitions = host.definitions_by_name()
     now = host.clock.now_us()
     return _rows(
         host, [name], definitions=definitions, system=system, now=now, full_errors=full_errors

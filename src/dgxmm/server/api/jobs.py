@@ -26,7 +26,7 @@ from dgxmm.server.paging import (
 from dgxmm.server.run_cancels import cancel_run
 from dgxmm.store import JobAction
 
-__all__ = ["router"]
+__all__ = ["page_key", "router"]
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -67,7 +67,7 @@ def list_jobs(
     paged = size is not None or after is not None
     filtered = kind is not None or action is not None or on is not None or failed is not None
     if paged and not filtered:  # the console's and the CLI's walk: found by bisection
-        names, next_key = job_page(host, _page_key(after), size)
+        names, next_key = job_page(host, page_key(after), size)
         rows = job_rows(host, full_errors=who.is_admin, names=names)
     else:
         rows = job_rows(host, full_errors=who.is_admin, pick=pick if filtered else None)
@@ -82,7 +82,7 @@ def list_jobs(
     return Response(orjson.dumps(body), media_type="application/json")
 
 
-def _page_key(after: Any) -> tuple[int, str] | None:
+def page_key(after: Any) -> tuple[int, str] | None:
     """Return a jobs cursor's key, ``(0 or 1, name)`` (``InvalidInput`` naming ``cursor``)."""
     if after is None:
         return None
