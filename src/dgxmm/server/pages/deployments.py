@@ -140,7 +140,7 @@ def deployments_page(
     ]
     page, last = page_after(shown, by_name, after, size)
     kept = {"limit": limit, "state": wanted.value if wanted else None, "node": node}
-    gpus = fleet.gpus()
+    gpus = fleet.gpus(everything)  # one read of the deployments for the whole page
     return render_page(
         request,
         "deployments.html",
@@ -157,7 +157,7 @@ def deployments_page(
         inventory=fleet.inventory,
         ray_nodes=[
             {"node": ray_node, "gpus": [_gpu(gpu, held) for gpu, held in gpus_of_node]}
-            for ray_node, gpus_of_node in fleet.ray_nodes()
+            for ray_node, gpus_of_node in fleet.ray_nodes(everything)
         ],
     )
 
