@@ -110,13 +110,15 @@ def test_the_jobs_by_name_stay_in_name_order_as_they_change(
     for name in ("a", "b", "c", "d"):
         store.define_job(name=name, schedule="0 3 * * *", action="checkpoint")
     host = Host(store, time_zone="UTC", clock=clock)
-    assert list(host.definitions_by_name()) == ["a", "b", "c", "d"]
+    assert host.definitions_in_order()[1] == ["a", "b", "c", "d"]
     for name in changes:
         if name in ("c",):
             store.drop_job(name)
         else:
             store.define_job(name=name, schedule="0 4 * * *", action="checkpoint")
     expected = sorted({"a", "b", "c", "d", *added} - ({"c"} if "c" in changes else set()))
-    by_name = host.definitions_by_name()
-    assert list(by_name) == expected
+    by_name, names = host.definitions_in_order()
+    assert names == expected
+    assert sorted(by_name) == expected
+    assert [job.name for job in host.definitions()] == expected
     assert all(by_name[name].definition["schedule"] == "0 4 * * *" for name in added)

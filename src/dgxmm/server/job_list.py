@@ -59,7 +59,7 @@ def job_page(host: Host, after: tuple[int, str] | None, size: int | None) -> tup
     """
     with host.lock:
         system = sorted(host.scheduler.system_names())
-    user = list(host.definitions_by_name())  # in name order already
+    _, user = host.definitions_in_order()
     if size is None:
         size = len(system) + len(user)
     kind, name = after if after is not None else (0, "")
@@ -87,13 +87,13 @@ def job_rows(
     those rows are built, so a page costs its rows whatever the number of jobs.
     """
     now = host.clock.now_us()
-    definitions = host.definitions_by_name()
+    definitions, in_order = host.definitions_in_order()
     with host.lock:
         system = {name: host.scheduler.get(name) for name in host.scheduler.system_names()}
     if names is not None:  # a page already picked (``job_page``)
         order = [name for name in names if name in system or name in definitions]
     elif pick is None:
-        order = [*system, *definitions]
+        order = [*system, *in_order]
     else:
         order = pick(
             [
@@ -104,10 +104,10 @@ def job_rows(
                 Listed(
                     name=name,
                     kind=JobKind.USER,
-                    action=job.definition.get("action"),
-                    enabled=job.enabled,
+                    action=definitions[name].definition.get("action"),
+                    enabled=definitions[name].enabled,
                 )
-                for name, job in definitions.items()
+                for name in in_order
             ]
         )
     return _rows(
