@@ -489,3 +489,21 @@ def test_it_forgoes_a_run_another_process_claimed_without_counting_it() -> None:
     assert scheduler.stats.last_run("a") is None
     with pytest.raises(Conflict):
         scheduler.forgo(run, at("2026-06-01T10:01:01+02:00"))
+
+
+def test_it_names_its_system_jobs_in_the_order_added_as_user_jobs_come_and_go() -> None:
+    scheduler = Scheduler("UTC", WorkloadStats(), timer=Timer())
+    schedule = CronSchedule.parse("0 3 * * *")
+
+    def job(name: str, kind: JobKind) -> Job:
+        return Job(name, kind, schedule, lambda _context: None)
+
+    scheduler.add(job("zeta", JobKind.SYSTEM))
+    scheduler.add(job("mine", JobKind.USER))
+    scheduler.add(job("alpha", JobKind.SYSTEM))
+    scheduler.sync_user_jobs([job("other", JobKind.USER)])  # "mine" goes
+    scheduler.replace(job("zeta", JobKind.SYSTEM))
+    with pytest.raises(Conflict):
+        scheduler.remove("alpha")
+    assert scheduler.system_names() == ["zeta", "alpha"]
+    assert [j.name for j in scheduler.jobs()] == ["zeta", "alpha", "other"]

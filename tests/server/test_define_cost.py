@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from dgxmm.clock import ManualClock
-from dgxmm.server import Host
+from dgxmm.server import Host, job_list
 from dgxmm.server.job_list import job_row, job_rows
 from dgxmm.store import Store
 
@@ -73,3 +73,52 @@ def test_the_jobs_read_change_by_change_equal_a_whole_read(
         ]
         assert host.definitions() == fresh.definitions()
         assert job_rows(host, full_errors=True) == job_rows(fresh, full_errors=True)
+
+
+def test_one_jobs_row_is_built_without_listing_every_job(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A define answers its job's row: listing every job to pick it cost more than the define
+    # at 10,000 jobs (benchmarks/server.py).
+    for i in range(20):
+        store.define_job(name=f"j{i:02}", schedule="0 3 * * *", action="checkpoint")
+    host = Host(store, time_zone="UTC", clock=clock)
+    host.tick()
+    listed: list[object] = []
+    real = job_list.Listed
+
+    def counted(**keys: object) -> object:
+        listed.append(keys)
+        return real(**keys)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(job_list, "Listed", counted)
+    assert job_row(host, "j07", full_errors=True)["name"] == "j07"
+    assert listed == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "added"),
+    [
+        pytest.param(["b"], [], id="one-replaced"),
+        pytest.param(["aa", "zz", "0"], ["aa", "zz", "0"], id="added-first-middle-last"),
+        pytest.param(["c", "cc"], ["cc"], id="one-dropped-one-added"),
+    ],
+)
+def test_the_jobs_by_name_stay_in_name_order_as_they_change(
+    store: Store, clock: ManualClock, changes: list[str], added: list[str]
+) -> None:
+    for name in ("a", "b", "c", "d"):
+        store.define_job(name=name, schedule="0 3 * * *", action="checkpoint")
+    host = Host(store, time_zone="UTC", clock=clock)
+    assert host.definitions_in_order()[1] == ["a", "b", "c", "d"]
+    for name in changes:
+        if name in ("c",):
+            store.drop_job(name)
+        else:
+            store.define_job(name=name, schedule="0 4 * * *", action="checkpoint")
+    expected = sorted({"a", "b", "c", "d", *added} - ({"c"} if "c" in changes else set()))
+    by_name, names = host.definitions_in_order()
+    assert names == expected
+    assert sorted(by_name) == expected
+    assert [job.name for job in host.definitions()] == expected
+    assert all(by_name[name].definition["schedule"] == "0 4 * * *" for name in added)

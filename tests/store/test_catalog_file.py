@@ -294,3 +294,37 @@ def test_it_keeps_a_newer_job_whose_query_is_no_name_a_query_can_have(store: Sto
     store.define_query("q", None, "SELECT 1")
     store.drop_query("q")  # no job holds it: the odd text is no query's name
     assert store.queries() == []
+
+
+def test_it_imports_more_jobs_than_one_query_reads_replacing_those_there(store: Store) -> None:
+    # 1,200 names cross the chunks the import reads the existing jobs in (500 names a query).
+    for i in range(0, 1200, 100):
+        store.define_job(name=f"j{i:04d}", schedule="0 1 * * *", action="checkpoint")
+    document = store.export_catalog()
+    document["jobs"] = [
+        {"name": f"j{i:04d}", "schedule": "0 2 * * *", "action": "checkpoint"} for i in range(1200)
+    ]
+    since = store.journal()[-1].version
+    result = store.import_catalog(document)
+    assert result.jobs == 1200
+    jobs = store.jobs()
+    assert len(jobs) == 1200
+    assert {job.definition["schedule"] for job in jobs} == {"0 2 * * *"}
+    changes = [(e.name, e.change.value) for e in store.journal(after_version=since)]
+    assert len(changes) == 1200
+    assert changes[0] == ("j0000", "replace")
+    assert changes[1] == ("j0001", "define")
+
+
+def test_it_keeps_the_last_of_two_entries_of_one_name_as_a_replacement(store: Store) -> None:
+    document = store.export_catalog()
+    document["jobs"] = [
+        {"name": "twice", "schedule": "0 1 * * *", "action": "checkpoint"},
+        {"name": "twice", "schedule": "0 2 * * *", "action": "checkpoint"},
+    ]
+    store.import_catalog(document)
+    [job] = store.jobs()
+    assert job.definition["schedule"] == "0 2 * * *"
+    entries = [e for e in store.journal() if e.name == "twice"]
+    assert [e.change.value for e in entries] == ["define", "replace"]
+    assert entries[1].before["definition"]["schedule"] == "0 1 * * *"

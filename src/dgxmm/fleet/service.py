@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from sqlalchemy import Connection, delete
@@ -231,17 +231,27 @@ class Fleet:
             ),
         ]
 
-    def gpus(self) -> list[tuple[Gpu, list[Holding]]]:
-        """Return each GPU of the inventory with what each deployment holds on it now."""
-        held = gpu_holdings(self.inventory, self.deployments.list())
+    def gpus(self, everyone: Sequence[Deployment] | None = None) -> list[tuple[Gpu, list[Holding]]]:
+        """Return each GPU of the inventory with what each deployment holds on it now.
+
+        ``everyone``: the deployments the caller read already (a page with 1,000 of them
+        would otherwise read them once per view).
+        """
+        held = gpu_holdings(
+            self.inventory, self.deployments.list() if everyone is None else everyone
+        )
         return [(gpu, held.get(gpu.index, [])) for gpu in self.inventory.gpus]
 
-    def ray_nodes(self) -> list[tuple[RayNode, list[tuple[Gpu, list[Holding]]]]]:
+    def ray_nodes(
+        self, everyone: Sequence[Deployment] | None = None
+    ) -> list[tuple[RayNode, list[tuple[Gpu, list[Holding]]]]]:
         """Return the nodes of the Ray clusters the deployments use, each GPU with its holders.
 
         A cluster that cannot be reached is left out (its deployments' health says why).
+        ``everyone``: the deployments the caller read already.
         """
-        everyone = self.deployments.list()
+        if everyone is None:
+            everyone = self.deployments.list()
         addresses = sorted({d.ray_address for d in everyone if d.ray_address is not None})
         found = []
         for address in addresses:

@@ -87,6 +87,9 @@ class Roster:
         if stats is not None:
             stats.time_zone = self.time_zone  # day buckets start at this zone's midnight
         self._entries: dict[str, Entry] = {}
+        # Kept as they are added (a system job is never removed, no job changes its kind):
+        # every job list asks for them, and a scan of 10,000 entries cost most of a page.
+        self._system: list[str] = []
         self._heap: list[tuple[int, int, int, Entry]] = []
         self._seq = 0
         self._unplanned: dict[str, Entry] = {}
@@ -107,6 +110,8 @@ class Roster:
         entry.run = next((r for r in self._running.values() if r.job.name == job.name), None)
         self._entries[job.name] = entry
         self._unplanned[job.name] = entry
+        if job.kind is JobKind.SYSTEM:
+            self._system.append(job.name)
 
     def remove(self, name: str) -> None:
         """Remove a user job; a run under way goes on and is recorded when it finishes."""
@@ -139,7 +144,7 @@ class Roster:
 
     def system_names(self) -> list[str]:
         """Return the system jobs' names, in the order they were added."""
-        return [name for name, e in self._entries.items() if e.job.kind is JobKind.SYSTEM]
+        return list(self._system)
 
     def get(self, name: str) -> Job:
         """Return a job by name; raise ``NotFound``."""

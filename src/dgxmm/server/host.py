@@ -16,6 +16,7 @@ up claims nothing (the claim is fenced on its lease) and stands by at its next s
 
 from __future__ import annotations
 
+import bisect
 import logging
 import queue
 import threading
@@ -134,7 +135,7 @@ class Host:
         for job in [*store.system_jobs(), *extra]:
             self.scheduler.add(job)
         self._catalog_version: int | None = None
-        self._definitions: tuple[int, dict[str, JobDefinition]] | None = None
+        self._definitions: tuple[int, dict[str, JobDefinition], list[str]] | None = None
         # Kept here, with the store they come from, by (name, version): a new version of a job
         # is a new key, and another store's job of the same name is another host's.
         self.row_parts: dict[tuple[str, int], RowParts] = {}
@@ -294,27 +295,34 @@ class Host:
         return self.collect()
 
     def definitions(self) -> list[JobDefinition]:
-        """Return the catalog's user jobs, read again only when the catalog version moved."""
-        return list(self.definitions_by_name().values())
+        """Return the catalog's user jobs by name, read again only when the catalog moved."""
+        by_name, names = self.definitions_in_order()
+        return [by_name[name] for name in names]
 
     def definitions_by_name(self) -> dict[str, JobDefinition]:
-        """Return the catalog's user jobs by name, in name order (do not change it)."""
+        """Return the catalog's user jobs by name, in no order (do not change it)."""
+        return self.definitions_in_order()[0]
+
+    def definitions_in_order(self) -> tuple[dict[str, JobDefinition], list[str]]:
+        """Return the catalog's user jobs by name and their names in order, one snapshot
+        (do not change them).
+
+        After a change only the jobs the journal names are read, and the order is kept by
+        bisection rather than sorted again: a define at 10,000 jobs costs what it does at 100.
+        """
         version = self.store.catalog_version()
         cached = self._definitions
         if cached is not None and cached[0] == version:
-            return cached[1]
-        names = None if cached is None else self.store.changed_jobs(cached[0], version)
-        if cached is None or names is None:
+            return cached[1], cached[2]
+        changed = None if cached is None else self.store.changed_jobs(cached[0], version)
+        if cached is None or changed is None:
             # Read after the version: a change in between is seen at the next call.
             by_name = {job.name: job for job in self.store.jobs()}
+            names = sorted(by_name)
         else:  # only the jobs that changed, read by name
-            by_name = dict(cached[1])
-            for name in names:
-                by_name.pop(name, None)
-            by_name.update((job.name, job) for job in self.store.jobs_named(names))
-            by_name = dict(sorted(by_name.items()))
-        self._definitions = (version, by_name)
-        return by_name
+            by_name, names = _changed(cached[1], cached[2], changed, self.store.jobs_named(changed))
+        self._definitions = (version, by_name, names)
+        return by_name, names
 
     # -- on demand ----------------------------------------------------------------------------
 
@@ -539,3 +547,28 @@ class Host:
                 pulse(now)
             except Exception:  # one failing pulse must not stop the others, or the ticks
                 log.exception("dgxmm host: a pulse failed; pulsing on")
+
+
+def _changed(
+    by_name: dict[str, JobDefinition],
+    names: list[str],
+    changed: set[str],
+    found: list[JobDefinition],
+) -> tuple[dict[str, JobDefinition], list[str]]:
+    """Return copies of ``by_name`` and of ``names`` (in order) with the jobs ``changed`` as
+    ``found`` has them (a changed job not found was dropped).
+
+    Copies, since a caller may still hold the previous ones; each copy is one C-level pass,
+    and the order is kept by bisection instead of sorting every job again (issue 28).
+    """
+    fresh = {job.name: job for job in found}
+    by_name = by_name | fresh
+    names = list(names)
+    for name in changed - fresh.keys():
+        if by_name.pop(name, None) is not None:
+            del names[bisect.bisect_left(names, name)]
+    for name in fresh:
+        at = bisect.bisect_left(names, name)
+        if at == len(names) or names[at] != name:
+            names.insert(at, name)
+    return by_name, names

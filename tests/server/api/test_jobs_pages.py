@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dgxmm.jobs import Outcome
 from dgxmm.server import Host, job_list
+from dgxmm.server.paging import make_cursor
 
 _SETTINGS = settings(
     max_examples=15,
@@ -175,3 +176,37 @@ def test_a_page_builds_only_its_own_rows(
     built.clear()
     assert client.post("/api/jobs/enable", json={"name": "cp07", "enabled": False}).is_success
     assert built == ["cp07"]  # the answer's one row, not the whole list
+
+
+def test_an_unfiltered_page_is_found_without_listing_every_job(
+    client: TestClient, host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The console's and the CLI's walk: at 10,000 jobs, listing them all for a page of 100
+    # cost most of the answer (benchmarks/server.py).
+    for i in range(12):
+        host.store.define_job(name=f"cp{i:02}", schedule="0 3 * * *", action="checkpoint")
+    whole = names(client.get("/api/jobs").json()["jobs"])
+    listed: list[object] = []
+    real = job_list.Listed
+
+    def counted(**keys: Any) -> Any:
+        listed.append(keys)
+        return real(**keys)
+
+    monkeypatch.setattr(job_list, "Listed", counted)
+    paged = walk(client, 4)
+    assert listed == []
+    assert sorted(paged) == sorted(whole)
+    assert paged[-12:] == [f"cp{i:02}" for i in range(12)]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [[2, "x"], "x", [0], [True, "x"], [1, 5], {"k": 1}],
+    ids=["kind-two", "text", "no-name", "kind-bool", "name-number", "object"],
+)
+def test_it_refuses_a_jobs_cursor_of_another_shape_naming_it(client: TestClient, key: Any) -> None:
+    cursor = make_cursor("jobs", key)
+    answer = client.get("/api/jobs", params={"cursor": cursor, "limit": 2})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["field"] == "cursor"

@@ -47,7 +47,7 @@ from dgxmm.server.paging import (
 from dgxmm.server.redaction import deployment_shown_to, event_shown_to
 from dgxmm.time_units import DAY_US
 
-__all__ = ["deployment_json", "router"]
+__all__ = ["by_name", "deployment_json", "on_node", "router"]
 
 router = APIRouter(prefix="/api/deployments", tags=["deployments"])
 
@@ -158,7 +158,8 @@ class ActionBody(Body):
     plan: bool | None = None
 
 
-def _by_name(deployment: Deployment) -> str:
+def by_name(deployment: Deployment) -> str:
+    """Return the key the deployments are listed and paged by."""
     return deployment.name
 
 
@@ -209,7 +210,7 @@ def list_deployments(
         for d in fleet.deployments.list()
         if (state is None or d.state is state) and (node is None or on_node(d, node))
     ]
-    page, last = page_after(shown, _by_name, after, size)
+    page, last = page_after(shown, by_name, after, size)
     return {
         "deployments": [deployment_json(d, host, who) for d in page],
         "next_cursor": None if last is None else make_cursor("deployments", last),

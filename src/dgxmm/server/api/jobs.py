@@ -12,7 +12,7 @@ from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import CronSchedule, JobKind, Tier, read_asked, resolve_zone
 from dgxmm.server.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
 from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.job_list import Listed, is_failing, iso, job_row, job_rows
+from dgxmm.server.job_list import Listed, is_failing, iso, job_page, job_row, job_rows
 from dgxmm.server.openapi import answers
 from dgxmm.server.paging import (
     CursorQuery,
@@ -26,7 +26,7 @@ from dgxmm.server.paging import (
 from dgxmm.server.run_cancels import cancel_run
 from dgxmm.store import JobAction
 
-__all__ = ["router"]
+__all__ = ["page_key", "router"]
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -66,7 +66,11 @@ def list_jobs(
 
     paged = size is not None or after is not None
     filtered = kind is not None or action is not None or on is not None or failed is not None
-    rows = job_rows(host, full_errors=who.is_admin, pick=pick if paged or filtered else None)
+    if paged and not filtered:  # the console's and the CLI's walk: found by bisection
+        names, next_key = job_page(host, page_key(after), size)
+        rows = job_rows(host, full_errors=who.is_admin, names=names)
+    else:
+        rows = job_rows(host, full_errors=who.is_admin, pick=pick if filtered else None)
     # The rows are plain JSON values already: orjson writes them directly. FastAPI's generic
     # encoder took three times as long as building the rows, with 1,000 jobs.
     body = {
@@ -76,6 +80,21 @@ def list_jobs(
         "next_cursor": None if next_key is None else make_cursor("jobs", next_key),
     }
     return Response(orjson.dumps(body), media_type="application/json")
+
+
+def page_key(after: Any) -> tuple[int, str] | None:
+    """Return a jobs cursor's key, ``(0 or 1, name)`` (``InvalidInput`` naming ``cursor``)."""
+    if after is None:
+        return None
+    if (
+        not isinstance(after, list)
+        or len(after) != 2  # a kind and a name
+        or after[0] not in (0, 1)
+        or isinstance(after[0], bool)
+        or not isinstance(after[1], str)
+    ):
+        raise InvalidInput("cursor", "is not a cursor of jobs: pass next_cursor as given")
+    return (after[0], after[1])
 
 
 def _job_key(job: Listed) -> tuple[int, str]:

@@ -12,18 +12,38 @@ profile's link) is a template of ``server/templates`` included with ``deployment
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
 from dgxmm.errors import InvalidInput
-from dgxmm.fleet import MAX_LEAD_US, BackendKind, Deployment, Fleet, LeadKind, WakeLead
+from dgxmm.fleet import (
+    MAX_LEAD_US,
+    BackendKind,
+    Deployment,
+    DeploymentState,
+    Fleet,
+    Gpu,
+    Holding,
+    LeadKind,
+    WakeLead,
+)
 from dgxmm.fleet.demo.demo import synthetic_note
+from dgxmm.server.api.deployments import by_name, on_node
 from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep, identify
 from dgxmm.server.host import Host
 from dgxmm.server.job_list import iso
 from dgxmm.server.pages.render import display_zone, render_page
+from dgxmm.server.paging import (
+    CursorQuery,
+    LimitQuery,
+    make_cursor,
+    page_after,
+    read_cursor,
+    read_limit,
+)
 from dgxmm.server.redaction import deployment_shown_to, event_shown_to
 from dgxmm.server.svg.gpu_bars import gpu_bar
 from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
@@ -92,30 +112,80 @@ def _wake_times(fleet: Fleet, deployment_id: int) -> list[dict[str, Any]]:
 
 
 @router.get("/deployments", response_class=HTMLResponse)
-def deployments_page(request: Request, fleet: FleetDep, host: HostDep) -> Response:
-    """Every deployment: its state, the GPU memory it holds, its last request, its actions."""
-    gpus = fleet.gpus()
+def deployments_page(
+    request: Request,
+    fleet: FleetDep,
+    host: HostDep,
+    *,
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
+    state: Annotated[str | None, Query(max_length=20)] = None,
+    node: Annotated[str | None, Query(max_length=200)] = None,
+) -> Response:
+    """The deployments by name, 100 a page (as ``GET /api/deployments`` pages them), with
+    filters by state and node; each GPU's memory with its largest holders."""
+    size = read_limit(limit)
+    after = read_cursor(cursor, "deployments")
+    if after is not None and not isinstance(after, str):
+        raise InvalidInput("cursor", "is not a cursor of deployments: pass next_cursor as given")
+    # A filter form sends an empty field for "any".
+    wanted = _state(state or None)
+    node = node or None
     who = identify(request)
+    everything = fleet.deployments.list()
+    shown = [
+        d
+        for d in everything
+        if (wanted is None or d.state is wanted) and (node is None or on_node(d, node))
+    ]
+    page, last = page_after(shown, by_name, after, size)
+    kept = {"limit": limit, "state": wanted.value if wanted else None, "node": node}
+    gpus = fleet.gpus(everything)  # one read of the deployments for the whole page
     return render_page(
         request,
         "deployments.html",
-        rows=[_row(deployment_shown_to(d, who), host) for d in fleet.deployments.list()],
-        gpus=[
-            {"gpu": gpu, "held": sum(h.gib for h in held), "svg": gpu_bar(gpu, held)}
-            for gpu, held in gpus
-        ],
+        rows=[_row(deployment_shown_to(d, who), host) for d in page],
+        total=len(everything),
+        matching=len(shown),
+        paged=cursor is not None,
+        next_href=None if last is None else _href(kept, make_cursor("deployments", last)),
+        first_href=_href(kept, None),
+        states=[s.value for s in DeploymentState],
+        state=kept["state"],
+        node=node,
+        gpus=[_gpu(gpu, held) for gpu, held in gpus],
         inventory=fleet.inventory,
         ray_nodes=[
-            {
-                "node": node,
-                "gpus": [
-                    {"gpu": gpu, "held": sum(h.gib for h in held), "svg": gpu_bar(gpu, held)}
-                    for gpu, held in gpus_of_node
-                ],
-            }
-            for node, gpus_of_node in fleet.ray_nodes()
+            {"node": ray_node, "gpus": [_gpu(gpu, held) for gpu, held in gpus_of_node]}
+            for ray_node, gpus_of_node in fleet.ray_nodes(everything)
         ],
     )
+
+
+def _state(text: str | None) -> DeploymentState | None:
+    if text is None:
+        return None
+    try:
+        return DeploymentState(text)
+    except ValueError:
+        names = ", ".join(s.value for s in DeploymentState)
+        raise InvalidInput("state", f"{text!r} is not one of {names}") from None
+
+
+def _href(kept: dict[str, str | None], cursor: str | None) -> str:
+    """Return the page's URL with its filters kept and this cursor."""
+    asked = {key: value for key, value in {**kept, "cursor": cursor}.items() if value}
+    return "/deployments" + (f"?{urlencode(asked)}" if asked else "")
+
+
+def _gpu(gpu: Gpu, held: list[Holding]) -> dict[str, Any]:
+    """One GPU's bar: its largest holders, the others as one remainder (``svg/gpu_bars``)."""
+    return {
+        "gpu": gpu,
+        "held": sum(h.gib for h in held),
+        "count": len(held),
+        "svg": gpu_bar(gpu, held),
+    }
 
 
 @router.get("/deployments/{deployment_id}", response_class=HTMLResponse)

@@ -5,15 +5,18 @@ from __future__ import annotations
 import functools
 import json
 from typing import Any
+from urllib.parse import urlencode
 from zoneinfo import available_timezones
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.errors import NotFound
+from dgxmm.server.api.jobs import page_key
 from dgxmm.server.deps import HostDep, identify
-from dgxmm.server.job_list import job_rows
+from dgxmm.server.job_list import job_page, job_rows
 from dgxmm.server.pages.render import render_page
+from dgxmm.server.paging import CursorQuery, LimitQuery, make_cursor, read_cursor, read_limit
 
 __all__ = ["router"]
 
@@ -68,11 +71,27 @@ def _zone_names() -> list[str]:
 
 
 @router.get("/jobs", response_class=HTMLResponse)
-def jobs_page(request: Request, host: HostDep) -> Response:
-    """Scheduled jobs: every job, the system jobs first."""
+def jobs_page(
+    request: Request, host: HostDep, *, limit: LimitQuery = None, cursor: CursorQuery = None
+) -> Response:
+    """Scheduled jobs, the system jobs first, then the user jobs by name: 100 a page, paged
+    with a cursor as ``GET /api/jobs?limit=`` pages them (found by bisection, ``job_page``)."""
     who = identify(request)
-    rows = job_rows(host, full_errors=who is not None and who.is_admin)
-    return render_page(request, "jobs.html", jobs=rows)
+    size = read_limit(limit)
+    names, last = job_page(host, page_key(read_cursor(cursor, "jobs")), size)
+    rows = job_rows(host, full_errors=who is not None and who.is_admin, names=names)
+    kept = {"limit": limit} if limit else {}
+    next_href = None
+    if last is not None:
+        next_href = "/jobs?" + urlencode({**kept, "cursor": make_cursor("jobs", list(last))})
+    return render_page(
+        request,
+        "jobs.html",
+        jobs=rows,
+        paged=cursor is not None,
+        next_href=next_href,
+        first_href="/jobs" + (f"?{urlencode(kept)}" if kept else ""),
+    )
 
 
 @router.get("/jobs/new", response_class=HTMLResponse)

@@ -37,6 +37,7 @@ from dgxmm.errors import DefinitionError, InvalidInput
 from dgxmm.store.catalog.attic import add_entry, read_attic
 from dgxmm.store.catalog.catalog import Catalog
 from dgxmm.store.catalog.effects import Authorizer
+from dgxmm.store.catalog.job_writes import JobWrites
 from dgxmm.store.catalog.journal import current_version, next_version
 from dgxmm.store.database import CHANGE_BUSY_MS, reading, writing
 from dgxmm.store.files import write_atomic
@@ -130,11 +131,14 @@ def import_catalog(
                     description=entry.get("description"),
                     actor=actor,
                 )
+        writes = JobWrites(found=catalog.found_jobs(connection, job_names))
         for index, entry in enumerate(jobs):
             with _entry(f"jobs[{index}]"):
                 catalog.put_job(
-                    connection, version, entry, actor=actor, authorizer=authorizer, lenient=True
-                )
+                    connection, version, entry, actor=actor, authorizer=authorizer,
+                    lenient=True, writes=writes,
+                )  # fmt: skip
+        writes.flush(connection)
         if replace:
             for query in catalog.queries_in(connection):
                 if query not in query_names:
