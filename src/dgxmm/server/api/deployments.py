@@ -17,7 +17,15 @@ from fastapi.responses import FileResponse, Response
 from pydantic import Field
 
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.fleet import BackendKind, Deployment, DeploymentState, Fleet, IdlePolicy, read_log
+from dgxmm.fleet import (
+    BackendKind,
+    Deployment,
+    DeploymentState,
+    Fleet,
+    GpuGauge,
+    IdlePolicy,
+    read_log,
+)
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
 from dgxmm.server.auth import Identity
@@ -211,10 +219,14 @@ def list_deployments(
         if (state is None or d.state is state) and (node is None or on_node(d, node))
     ]
     page, last = page_after(shown, by_name, after, size)
+    gauges = fleet.gauges.read()
     return {
         "deployments": [deployment_json(d, host, who) for d in page],
         "next_cursor": None if last is None else make_cursor("deployments", last),
         "inventory": {"source": fleet.inventory.source.value, "note": fleet.inventory.note},
+        # Beside what the deployments declare, what NVML measures now; None: not measured,
+        # and ``measured_note`` says why.
+        "measured_note": gauges.error,
         "gpus": [
             {
                 "index": gpu.index,
@@ -230,6 +242,7 @@ def list_deployments(
                     }
                     for h in holdings
                 ],
+                "measured": _measured(gauges.of(gpu.index)),
             }
             for gpu, holdings in fleet.gpus()
         ],
@@ -251,6 +264,17 @@ def list_deployments(
             }
             for node, gpus in fleet.ray_nodes()
         ],
+    }
+
+
+def _measured(gauge: GpuGauge | None) -> dict[str, float | None] | None:
+    """A GPU as NVML measures it, beside what is declared; None where it was not measured."""
+    if gauge is None:
+        return None
+    return {
+        "memory_used_gib": gauge.memory_used_gib,
+        "utilization_pct": gauge.utilization_pct,
+        "temperature_c": gauge.temperature_c,
     }
 
 

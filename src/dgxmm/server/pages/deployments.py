@@ -26,6 +26,7 @@ from dgxmm.fleet import (
     DeploymentState,
     Fleet,
     Gpu,
+    GpuGauge,
     Holding,
     LeadKind,
     WakeLead,
@@ -141,6 +142,7 @@ def deployments_page(
     page, last = page_after(shown, by_name, after, size)
     kept = {"limit": limit, "state": wanted.value if wanted else None, "node": node}
     gpus = fleet.gpus(everything)  # one read of the deployments for the whole page
+    gauges = fleet.gauges.read()  # this machine's GPUs as NVML measures them, if it can
     return render_page(
         request,
         "deployments.html",
@@ -153,7 +155,8 @@ def deployments_page(
         states=[s.value for s in DeploymentState],
         state=kept["state"],
         node=node,
-        gpus=[_gpu(gpu, held) for gpu, held in gpus],
+        gpus=[_gpu(gpu, held, gauges.of(gpu.index)) for gpu, held in gpus],
+        measured_note=gauges.error,
         inventory=fleet.inventory,
         ray_nodes=[
             {"node": ray_node, "gpus": [_gpu(gpu, held) for gpu, held in gpus_of_node]}
@@ -178,13 +181,15 @@ def _href(kept: dict[str, str | None], cursor: str | None) -> str:
     return "/deployments" + (f"?{urlencode(asked)}" if asked else "")
 
 
-def _gpu(gpu: Gpu, held: list[Holding]) -> dict[str, Any]:
-    """One GPU's bar: its largest holders, the others as one remainder (``svg/gpu_bars``)."""
+def _gpu(gpu: Gpu, held: list[Holding], measured: GpuGauge | None = None) -> dict[str, Any]:
+    """One GPU's bar: its largest holders, the others as one remainder (``svg/gpu_bars``),
+    and beside what they declare, what NVML measures on it (a Ray node's GPUs: not here)."""
     return {
         "gpu": gpu,
         "held": sum(h.gib for h in held),
         "count": len(held),
         "svg": gpu_bar(gpu, held),
+        "measured": measured,
     }
 
 
