@@ -16,7 +16,6 @@ up claims nothing (the claim is fenced on its lease) and stands by at its next s
 
 from __future__ import annotations
 
-import bisect
 import logging
 import queue
 import threading
@@ -40,6 +39,13 @@ from dgxmm.jobs import (
     Timer,
     resolve_zone,
 )
+from dgxmm.server.definitions import CatalogJobs
+from dgxmm.server.lease import (
+    LEASE_TRY_SECONDS,
+    TAKEOVER_CATCHUP_US,
+    second_server,
+    stuck_after,
+)
 from dgxmm.server.run_cancels import apply_cancels
 from dgxmm.store import Dialect, InstanceRole, JobDefinition, NotScheduled, Store, Trigger
 from dgxmm.store.database import CHANGE_BUSY_MS
@@ -47,7 +53,7 @@ from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
 from dgxmm.words import counted
 
-__all__ = ["Host", "RowParts", "second_server", "stuck_after"]
+__all__ = ["Host", "RowParts"]
 
 # The parts of a user job's row in the job list that follow from its definition alone, its
 # parsed schedule and the zone it is read in (``server/job_list.py``).
@@ -55,35 +61,11 @@ RowParts = tuple[dict[str, Any], CronSchedule | None, ZoneInfo]
 
 log = logging.getLogger(__name__)
 
-# A standby tries the ticker's lease this often: a dead holder is replaced within about it.
-LEASE_TRY_SECONDS = 1.0
-# At a takeover, times due this long before it are still run (if nobody claimed them).
-TAKEOVER_CATCHUP_US = 30 * SECOND_US
-# A holder whose beat has not moved for this many ticks (and at least this many seconds) is
-# stuck: a slow tick (a claim waits at most 2 s for a lock, a sync reads the catalog) beats
-# late, never this late, and the floor keeps a short tick from deposing on a hiccup.
-STUCK_TICKS = 4
-STUCK_MIN_SECONDS = 10.0
-
-
-def stuck_after(tick_seconds: float) -> float:
-    """Return how long (real seconds) a holder's beat may stand still before it is deposed."""
-    return max(STUCK_MIN_SECONDS, STUCK_TICKS * tick_seconds)
-
 
 @dataclass(slots=True)
 class _Waiter:
     done: threading.Event = field(default_factory=threading.Event)
     result: RunResult | None = None
-
-
-def second_server(store: Store) -> Conflict:
-    """The refusal of a second server on one SQLite database (SQLite serves one instance)."""
-    return Conflict(
-        f"another dgxmm serve is running on {store.path}; stop it first "
-        "(several instances on one database need PostgreSQL)",
-        field="database",
-    )
 
 
 class Host:
@@ -135,7 +117,7 @@ class Host:
         for job in [*store.system_jobs(), *extra]:
             self.scheduler.add(job)
         self._catalog_version: int | None = None
-        self._definitions: tuple[int, dict[str, JobDefinition], list[str]] | None = None
+        self._catalog_jobs = CatalogJobs(store)  # the user jobs' definitions, kept by version
         # Kept here, with the store they come from, by (name, version): a new version of a job
         # is a new key, and another store's job of the same name is another host's.
         self.row_parts: dict[tuple[str, int], RowParts] = {}
@@ -305,24 +287,8 @@ class Host:
 
     def definitions_in_order(self) -> tuple[dict[str, JobDefinition], list[str]]:
         """Return the catalog's user jobs by name and their names in order, one snapshot
-        (do not change them).
-
-        After a change only the jobs the journal names are read, and the order is kept by
-        bisection rather than sorted again: a define at 10,000 jobs costs what it does at 100.
-        """
-        version = self.store.catalog_version()
-        cached = self._definitions
-        if cached is not None and cached[0] == version:
-            return cached[1], cached[2]
-        changed = None if cached is None else self.store.changed_jobs(cached[0], version)
-        if cached is None or changed is None:
-            # Read after the version: a change in between is seen at the next call.
-            by_name = {job.name: job for job in self.store.jobs()}
-            names = sorted(by_name)
-        else:  # only the jobs that changed, read by name
-            by_name, names = _changed(cached[1], cached[2], changed, self.store.jobs_named(changed))
-        self._definitions = (version, by_name, names)
-        return by_name, names
+        (do not change them; ``definitions.py`` keeps them)."""
+        return self._catalog_jobs.in_order()
 
     # -- on demand ----------------------------------------------------------------------------
 
@@ -547,28 +513,3 @@ class Host:
                 pulse(now)
             except Exception:  # one failing pulse must not stop the others, or the ticks
                 log.exception("dgxmm host: a pulse failed; pulsing on")
-
-
-def _changed(
-    by_name: dict[str, JobDefinition],
-    names: list[str],
-    changed: set[str],
-    found: list[JobDefinition],
-) -> tuple[dict[str, JobDefinition], list[str]]:
-    """Return copies of ``by_name`` and of ``names`` (in order) with the jobs ``changed`` as
-    ``found`` has them (a changed job not found was dropped).
-
-    Copies, since a caller may still hold the previous ones; each copy is one C-level pass,
-    and the order is kept by bisection instead of sorting every job again (issue 28).
-    """
-    fresh = {job.name: job for job in found}
-    by_name = by_name | fresh
-    names = list(names)
-    for name in changed - fresh.keys():
-        if by_name.pop(name, None) is not None:
-            del names[bisect.bisect_left(names, name)]
-    for name in fresh:
-        at = bisect.bisect_left(names, name)
-        if at == len(names) or names[at] != name:
-            names.insert(at, name)
-    return by_name, names

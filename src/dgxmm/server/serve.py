@@ -42,7 +42,8 @@ from dgxmm.server.app import (
     create_app,
 )
 from dgxmm.server.auth import Tokens
-from dgxmm.server.host import Host, second_server
+from dgxmm.server.host import Host
+from dgxmm.server.lease import second_server
 from dgxmm.server.redaction import public_text
 from dgxmm.server.services import Services
 from dgxmm.server.telemetry import ServerMetrics

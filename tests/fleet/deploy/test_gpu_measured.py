@@ -34,7 +34,7 @@ def fleet(make_fleet: Callable[..., Fleet], reading: GpuGauges) -> Fleet:
 def test_the_page_and_the_api_show_the_measured_beside_the_declared(
     client: TestClient, fleet: Fleet, reading: GpuGauges
 ) -> None:
-    fleet.deployments.create(actor="user:a", **standin("chat", gpus=[0], awake=40.0))
+    fleet.deployments.create(actor="user:a", **standin("chat", gpus=(0,), awake=40.0))
     page = client.get("/deployments", headers=HTML).text
     listed = client.get("/api/deployments").json()
     first = listed["gpus"][0]
