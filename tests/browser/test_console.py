@@ -21,6 +21,8 @@ from dgxmm.fleet import (
     EventOutcome,
     Fleet,
     Gpu,
+    GpuGauge,
+    GpuGauges,
     GpuInventory,
     InsightKind,
     InventorySource,
@@ -61,7 +63,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     inventory = GpuInventory(
         gpus=(Gpu(index=0, name="H100", memory_gib=80.0),), source=InventorySource.CONFIGURATION
     )
-    fleet = Fleet(store, inventory=inventory, stop_grace_s=5.0)
+    # The GPU as NVML would measure it (this machine has none): drawn beside the declared.
+    measured = GpuGauges(
+        gauges=(GpuGauge(index=0, memory_used_gib=61.0, utilization_pct=35, temperature_c=54),)
+    )
+    fleet = Fleet(store, inventory=inventory, stop_grace_s=5.0, gauge_reader=lambda: measured)
     schedules = ScheduleService(store, fleet)
     proposals = ProposalService(store, fleet, schedules)
     tokens = Tokens(store.engine, store.clock)
@@ -641,3 +647,23 @@ def test_audit_store_workload_schedules_and_traffic_update_without_a_reload(
     assert not next(s for s in console.schedules.list(made.id) if s.id == second.id).enabled
     assert schedule.enabled
     fleet.remove(made.id, actor="user:live")
+
+
+def test_the_gpus_as_measured_stand_beside_the_declared_on_a_phone_and_in_the_dark(
+    page: Any,
+) -> None:
+    # Issue 31, "GPUs as measured": NVML's reading beside the bar of what is declared.
+    for width, scheme in ((1280, "light"), (390, "dark")):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.emulate_media(color_scheme=scheme)
+        page.goto("/deployments")
+        shown = page.locator("#gpus .gpu[data-gpu='0'] .gpu-measured")
+        assert shown.inner_text() == "measured: 61.0 GiB used · 35 % busy · 54 °C"
+        assert shown.is_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        # Readable: its colour is not the page's background.
+        colours = shown.evaluate(
+            "el => [getComputedStyle(el).color, getComputedStyle(document.body).backgroundColor]"
+        )
+        assert colours[0] != colours[1], colours
+    assert page.locator("#gpu-measured-note").count() == 0
