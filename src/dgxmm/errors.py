@@ -32,6 +32,8 @@ import it, so that one hierarchy serves all of them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class DgxmmError(Exception):
     """The root of every error dgxmm raises on purpose.
@@ -56,6 +58,14 @@ class InvalidInput(DgxmmError, ValueError):
         self.field = field
         self.message = message
         self.errors: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def every(cls, wrong: Sequence[tuple[str, str]]) -> InvalidInput:
+        """Return one refusal of every wrong field in ``wrong`` (``(field, message)``, at
+        least one): the first as its ``field`` and ``message``, all of them as ``errors``."""
+        first = cls(*wrong[0])
+        first.errors = tuple(wrong)
+        return first
 
 
 class CronError(InvalidInput):

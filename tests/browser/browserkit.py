@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dgxmm.server import Host
 from dgxmm.store import Store
@@ -16,3 +17,12 @@ class Live:
     token: str
     host: Host
     store: Store
+
+
+def log_in(page: Any, token: str, then: str | None = None) -> None:
+    """Log ``page`` in through the login form with ``token``; wait until it is on ``then``
+    (``/login?next=``), or on the page a login lands on without one (``/jobs``)."""
+    page.goto("/login" if then is None else f"/login?next={then}")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**{then or '/jobs'}")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser.browserkit import Live
+from browser.browserkit import Live, log_in
 from support import need, serving
 
 from dgxmm.server import Host, Role, Services, Tokens, create_app
@@ -49,9 +49,6 @@ def page(browser: object, live: Live) -> Iterator[object]:
     context = browser.new_context(base_url=live.base)  # type: ignore[attr-defined]
     opened = context.new_page()
     opened.set_default_timeout(15_000)
-    opened.goto("/login")
-    opened.fill("#token", live.token)
-    opened.click("button[type=submit]")
-    opened.wait_for_url("**/jobs")
+    log_in(opened, live.token)
     yield opened
     context.close()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from alerts.alertkit import KEY, Receiver
+from browser.browserkit import log_in
 from support import serving, wait_for
 
 from dgxmm.alerts import Alerts, SendPolicy
@@ -52,10 +53,7 @@ def alerts_page(browser: Any, live_alerts: LiveAlerts) -> Iterator[Any]:
     context = browser.new_context(base_url=live_alerts.base)
     opened = context.new_page()
     opened.set_default_timeout(30_000)
-    opened.goto("/login?next=/alerts")
-    opened.fill("#token", live_alerts.token)
-    opened.click("button[type=submit]")
-    opened.wait_for_url("**/alerts")
+    log_in(opened, live_alerts.token, "/alerts")
     yield opened
     context.close()
 

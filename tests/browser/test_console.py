@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from browser.browserkit import log_in
 from sqlalchemy import update
 from support import at, serving, standin_keys, wait_for
 
@@ -102,10 +103,7 @@ def page(browser: Any, console: Console) -> Iterator[Any]:
     opened.set_default_timeout(30_000)
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.goto("/login?next=/deployments")
-    opened.fill("#token", console.token)
-    opened.click("button[type=submit]")
-    opened.wait_for_url("**/deployments")
+    log_in(opened, console.token, "/deployments")
     yield opened
     context.close()
     assert errors == []  # no page had a script error

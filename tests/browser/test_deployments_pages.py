@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser.browserkit import log_in
 from support import free_port, serving
 
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
@@ -53,10 +54,7 @@ def fleet_page(browser: Any, live_fleet: LiveFleet) -> Iterator[Any]:
     context = browser.new_context(base_url=live_fleet.base)
     opened = context.new_page()
     opened.set_default_timeout(60_000)
-    opened.goto("/login?next=/deployments")
-    opened.fill("#token", live_fleet.token)
-    opened.click("button[type=submit]")
-    opened.wait_for_url("**/deployments")
+    log_in(opened, live_fleet.token, "/deployments")
     yield opened
     context.close()
 

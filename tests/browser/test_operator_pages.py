@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser.browserkit import Live
+from browser.browserkit import Live, log_in
 from support import serving
 
 from dgxmm.server import Host, Role, Services, Tokens, create_app
@@ -34,10 +34,7 @@ def leased_page(browser: Any, leased: Live) -> Iterator[Any]:
     context = browser.new_context(base_url=leased.base)
     opened = context.new_page()
     opened.set_default_timeout(15_000)
-    opened.goto("/login")
-    opened.fill("#token", leased.token)
-    opened.click("button[type=submit]")
-    opened.wait_for_url("**/jobs")
+    log_in(opened, leased.token)
     yield opened
     context.close()
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from browser.browserkit import log_in
 from support import serving, standin_keys, wait_for
 
 from dgxmm.fleet import DeploymentState, Fleet, Gpu, GpuInventory, InventorySource
@@ -56,10 +57,7 @@ def page(browser: Any, served: Served) -> Iterator[Any]:
     opened.set_default_timeout(30_000)
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.goto("/login?next=/proxy")
-    opened.fill("#token", served.token)
-    opened.click("button[type=submit]")
-    opened.wait_for_url("**/proxy")
+    log_in(opened, served.token, "/proxy")
     yield opened
     context.close()
     assert errors == []

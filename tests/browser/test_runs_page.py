@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from browser.browserkit import log_in
 from support import serving, standin_keys
 
 from dgxmm.fleet import EventAction, EventOutcome, Fleet, Gpu, GpuInventory, InventorySource
@@ -50,10 +51,7 @@ def page(browser: Any, served: Served) -> Iterator[Any]:
     opened.set_default_timeout(30_000)
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.goto("/login?next=/runs")
-    opened.fill("#token", served.token)
-    opened.click("button[type=submit]")
-    opened.wait_for_url("**/runs")
+    log_in(opened, served.token, "/runs")
     yield opened
     context.close()
     assert errors == []

@@ -10,6 +10,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from browser.browserkit import log_in
 from support import serving
 
 from dgxmm.decider.schedules.service import ScheduleService
@@ -46,10 +47,7 @@ def page(browser: Any, site: dict[str, Any]) -> Iterator[Any]:
     context = browser.new_context(base_url=site["base"])
     opened = context.new_page()
     opened.set_default_timeout(15_000)
-    opened.goto("/login")
-    opened.fill("#token", site["token"])
-    opened.click("button[type=submit]")
-    opened.wait_for_url("**/jobs")
+    log_in(opened, site["token"])
     yield opened
     context.close()
 

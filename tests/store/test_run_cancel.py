@@ -5,13 +5,11 @@ and rolled back, a backup's partial run removed with its chain kept, the run rec
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from pg_cluster import PgCluster
-from store.storekit import Place, make_items, rows
+from store.storekit import make_items, rows
 from support import at
 
 from dgxmm.clock import ManualClock
@@ -124,20 +122,6 @@ class CancelledAt(RunContext):
         if self.calls == self.n:
             self.cancel("user:alice")
         super().check()
-
-
-@pytest.fixture
-def restore_target(place: Place, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A new place to restore into: a file path, or an empty PostgreSQL database."""
-    if place.dialect == "sqlite":
-        yield str(tmp_path / "restored" / "store.db")
-        return
-    cluster: PgCluster = request.getfixturevalue("pg_cluster")
-    name = cluster.create_database()
-    try:
-        yield cluster.url(name)
-    finally:
-        cluster.drop_database(name)
 
 
 def labels(target: str) -> list[str]:

@@ -120,9 +120,7 @@ def check_bounds(now: HoldBounds, given: dict[str, Any]) -> HoldBounds:
         else:
             values[bound.field] = value if bound.whole else float(value)
     if refused:
-        error = InvalidInput(*refused[0])
-        error.errors = tuple(refused)
-        raise error
+        raise InvalidInput.every(refused)
     return HoldBounds(**values)
 
 

@@ -75,9 +75,7 @@ class ModelCheck:
         if not 1 <= self.max_tokens <= MAX_TOKENS:
             wrong.append(("max_tokens", f"{self.max_tokens} is not from 1 to {MAX_TOKENS}"))
         if wrong:
-            first = InvalidInput(*wrong[0])
-            first.errors = tuple(wrong)
-            raise first
+            raise InvalidInput.every(wrong)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -107,7 +107,7 @@ def read_filter(
     if job is not None and len(job) > 200:
         errors.append(InvalidInput("job", "a job name is 1-200 characters"))
     if errors:
-        raise _several(errors)
+        raise InvalidInput.every([(error.field, error.message) for error in errors])
     return RunFilter(
         status=status,
         job=job or None,
@@ -115,10 +115,3 @@ def read_filter(
         since_us=times["since"],
         until_us=times["until"],
     )
-
-
-def _several(errors: list[InvalidInput]) -> InvalidInput:
-    """Return the first refusal, its ``errors`` naming every wrong field (as the jobs API)."""
-    first = errors[0]
-    first.errors = tuple((error.field, error.message) for error in errors)
-    return first

@@ -114,8 +114,6 @@ def _checked(body: NewToken) -> tuple[Role, str, int | None]:
             ("expires_in_days", f"{days} is not a whole number of days from 1 to {MAX_EXPIRY_DAYS}")
         )
     if wrong:
-        first = InvalidInput(*wrong[0])
-        first.errors = tuple(wrong)
-        raise first
+        raise InvalidInput.every(wrong)
     assert role is not None
     return role, name, days

@@ -142,9 +142,7 @@ def _raise_any(wrong: list[InvalidInput | Conflict]) -> None:
     if len(wrong) == 1:
         raise wrong[0]
     if wrong:
-        first = InvalidInput(wrong[0].field or "", wrong[0].message)
-        first.errors = tuple((error.field or "", error.message) for error in wrong)
-        raise first
+        raise InvalidInput.every([(error.field or "", error.message) for error in wrong])
 
 
 def _marker_kind(source: Path) -> str | None:
