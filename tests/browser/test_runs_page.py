@@ -130,3 +130,34 @@ def test_a_wrong_filter_is_named(page: Any) -> None:
     answer = page.goto("/runs?since=yesterday")
     assert answer.status == 400
     assert "From: " in page.locator("#runs-wrong [data-error-for=since]").inner_text()
+
+
+def test_a_poll_that_finds_nothing_new_leaves_the_table_alone(page: Any, served: Served) -> None:
+    # The relative times write data-ago into the table, so the served copy and the one on the
+    # page differ by those words alone: that is no change, and the table must not be swapped
+    # (a swap would drop whatever a person was pointing at or tabbing through).
+    store = served.host.store
+    store.define_job(name="still", schedule="0 3 * * *", action="checkpoint")
+    served.host.sync()
+    served.host.run_now("still")
+    page.goto("/runs?job=still")
+    page.evaluate("document.getElementById('runs').dataset.marked = 'yes'")
+    page.evaluate("live.refresh()")
+    assert page.evaluate("document.getElementById('runs').dataset.marked") == "yes"
+
+
+def test_a_swap_keeps_the_keyboards_place(page: Any, served: Served) -> None:
+    store = served.host.store
+    store.define_job(name="focused", schedule="0 3 * * *", action="checkpoint")
+    served.host.sync()
+    served.host.run_now("focused")
+    page.goto("/runs?job=focused")
+    first = page.locator("#runs tbody tr[data-run] a").first
+    href = first.get_attribute("href")
+    first.focus()
+    served.host.run_now("focused")  # a new row on top: the table really changes
+    page.evaluate("live.refresh()")
+    assert page.locator("#runs tbody tr[data-run]").count() == 2
+    assert page.evaluate("document.activeElement.getAttribute('href')") == href
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**{href}")

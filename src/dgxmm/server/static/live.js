@@ -16,6 +16,30 @@ const live = (function () {
     return active && region.contains(active) && active.matches(typed);
   }
 
+  // The region as the server drew it: times.js writes its relative words into data-ago,
+  // which the fresh copy lacks, and those words alone are no change worth a swap.
+  function served(region) {
+    const copy = region.cloneNode(true);
+    copy.querySelectorAll("[data-ago]").forEach((el) => el.removeAttribute("data-ago"));
+    return copy.innerHTML;
+  }
+
+  // Where the keyboard is inside a region, as a way to find the same control in its fresh
+  // copy: its id, or else its link or its field's name within the row it sits in.
+  function place(region) {
+    const active = document.activeElement;
+    if (!active || active === document.body || !region.contains(active)) return null;
+    if (active.id) return (fresh) => fresh.querySelector(`#${CSS.escape(active.id)}`);
+    const row = active.closest("[data-run], [data-job], [data-id], [data-name], tr[id]");
+    const rowKey = row && row !== region ? [...row.attributes].find((a) => a.name === "id" ||
+      ["data-run", "data-job", "data-id", "data-name"].includes(a.name)) : null;
+    const own = ["href", "name", "data-action"].find((name) => active.hasAttribute(name));
+    if (!own) return null;
+    const control = `${active.localName}[${own}="${CSS.escape(active.getAttribute(own))}"]`;
+    const scope = rowKey ? `[${rowKey.name}="${CSS.escape(rowKey.value)}"] ` : "";
+    return (fresh) => fresh.querySelector(scope + control);
+  }
+
   async function swap() {
     const response = await fetch(location.href, {
       credentials: "same-origin", headers: { Accept: "text/html" },
@@ -26,7 +50,13 @@ const live = (function () {
       const next = fresh.getElementById(region.id);
       // A region someone is typing into, or whose action is under way, waits for the next poll.
       if (!next || isTyping(region) || region.querySelector("[aria-busy=true]")) return;
-      if (next.innerHTML !== region.innerHTML) region.replaceWith(document.adoptNode(next));
+      if (next.innerHTML === served(region)) return;
+      const find = place(region);
+      const adopted = document.adoptNode(next);
+      region.replaceWith(adopted);
+      // A person tabbing through a table that changed keeps their place in it.
+      const again = find && find(adopted);
+      if (again) again.focus({ preventScroll: true });
     });
     document.dispatchEvent(new CustomEvent("dgxmm:swapped"));
   }
