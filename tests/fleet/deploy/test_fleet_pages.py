@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -11,7 +15,7 @@ from fastapi.testclient import TestClient
 from fleet.deploy.deploykit import standin
 
 from dgxmm.clock import ManualClock
-from dgxmm.fleet import Fleet, InsightKind, Severity
+from dgxmm.fleet import AuditAction, AuditSubject, Fleet, InsightKind, Severity
 from dgxmm.server import (
     FLEET_ROUTES,
     DeploymentSection,
@@ -135,3 +139,51 @@ def test_the_insights_and_audit_pages_list_what_happened(client: TestClient, fle
     assert 'data-action="deployment.create"' in audit
     assert "user:a" in audit
     assert 'data-action="deployment.create"' not in client.get("/audit?actor=user:z").text
+
+
+def test_the_audit_page_pages_by_cursor_each_row_once(
+    client: TestClient, fleet: Fleet, clock: ManualClock
+) -> None:
+    for number in range(130):
+        fleet.audit.record(
+            actor="user:a", action=AuditAction.DEPLOYMENT_START,
+            subject=AuditSubject.DEPLOYMENT, subject_id=number,
+        )  # fmt: skip
+        clock.advance(1_000_000)
+    first = client.get("/audit").text
+    assert 'data-live="audit"' in first  # the newest page follows new rows
+    assert 'id="newest-page"' not in first
+    older = re.search(r'id="audit-pager" data-live>\s*<a href="([^"]+)" id="older-page"', first)
+    assert older is not None
+    second = client.get(html.unescape(older.group(1))).text
+    assert 'data-live="audit"' not in second  # an older page stays as it was read
+    assert 'id="newest-page"' in second
+    assert 'id="older-page"' not in second
+    shown = [int(n) for page in (first, second) for n in re.findall(r'data-audit="(\d+)"', page)]
+    assert len(shown) == len(set(shown)) == 130
+    assert shown == sorted(shown, reverse=True)
+
+
+def test_the_audit_page_filters_by_time_and_names_every_wrong_field(
+    client: TestClient, fleet: Fleet, clock: ManualClock
+) -> None:
+    fleet.audit.record(
+        actor="user:a", action=AuditAction.DEPLOYMENT_START,
+        subject=AuditSubject.DEPLOYMENT, subject_id=1,
+    )  # fmt: skip
+    clock.advance(3_600_000_000)
+    fleet.audit.record(
+        actor="user:b", action=AuditAction.DEPLOYMENT_STOP,
+        subject=AuditSubject.DEPLOYMENT, subject_id=1,
+    )  # fmt: skip
+    recent = datetime.fromtimestamp(clock.now_us() / 1e6 - 1800, ZoneInfo("Europe/Berlin"))
+    wall = recent.strftime("%Y-%m-%dT%H:%M:%S")  # a wall time in the server's zone
+    since = client.get("/audit", params={"since": wall}).text
+    assert re.findall(r'data-action="([^"]+)"', since) == ["deployment.stop"]
+    until = client.get("/audit", params={"until": wall}).text
+    assert re.findall(r'data-action="([^"]+)"', until) == ["deployment.start"]
+    wrong = client.get("/audit", params={"since": "yesterday", "subject": "planet"})
+    assert wrong.status_code == 400
+    assert 'data-error-for="since">From: ' in wrong.text
+    assert 'data-error-for="subject">Subject: ' in wrong.text
+    assert 'data-live="audit"' not in wrong.text
