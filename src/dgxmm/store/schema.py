@@ -191,6 +191,9 @@ job_runs = Table(
     ),
     Index("ix_job_runs_job_id", "job", "id"),
     Index("ix_job_runs_unfinished", "finished_at", "instance"),
+    # The Runs page's order, newest first, of every job and of one (migration 0025).
+    Index("ix_job_runs_started", "started_at", "id"),
+    Index("ix_job_runs_job_started", "job", "started_at", "id"),
 )
 
 # The first rows a query job's run returned, kept beside its row in ``job_runs``

@@ -111,6 +111,7 @@ deployment_events = Table(
     # NULL for the schedule runner's own events (deferrals, skips) and rows written before.
     Column("state", String(20)),
     Index("ix_deployment_events_deployment_at", "deployment_id", "at_us"),
+    Index("ix_deployment_events_at", "at_us", "id"),  # the Runs page's order (migration 0025)
 )
 
 audit_log = Table(
