@@ -318,3 +318,44 @@ def test_a_jobs_page_cancels_a_run_under_way_after_asking(page: Any, live: Live)
     (run,) = live.store.runs.page(job="forever")
     assert run.cancelled_by is not None
     assert run.cancelled_by.startswith("user:")
+
+
+def test_a_run_fetches_its_own_row_alone_and_a_row_on_another_page_nothing(
+    page: Any, live: Live
+) -> None:
+    for name in ("cp", "other", "zz"):
+        live.store.define_job(name=name, schedule="0 3 * * *", action="checkpoint")
+    live.host.sync()
+    with live.host.lock:
+        shown = len(live.host.scheduler.system_names()) + 2  # the system jobs, cp, other
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    # The first poll is a baseline: the page is fetched once more, whole (live.js).
+    page.add_init_script(
+        "document.addEventListener('dgxmm:swapped', () => {"
+        " window.swaps = (window.swaps || 0) + 1; })"
+    )
+    page.goto(f"/jobs?limit={shown}")  # zz is on the next page
+    page.wait_for_function("window.swaps >= 1")
+    page.evaluate("""() => {
+        document.getElementById('jobs').kept = true;
+        document.querySelector('tr[data-job=other]').kept = true;
+    }""")
+    fetched.clear()
+    live.host.run_now("cp")
+    page.locator("tr[data-job=cp] .last").get_by_text("succeeded").wait_for()
+    # Not swapped whole: the table, and the row that did not move, are the same elements.
+    assert page.evaluate("document.getElementById('jobs').kept") is True, fetched
+    assert page.evaluate("document.querySelector('tr[data-job=other]').kept") is True
+    pages = [url for url in fetched if "/jobs?" in url]
+    assert pages, fetched
+    assert all("row=cp" in url and "row=other" not in url for url in pages), pages
+    fetched.clear()
+
+    def names_zz(response: Any) -> bool:
+        return "/api/changes" in response.url and '"zz"' in response.text()
+
+    with page.expect_response(names_zz):
+        live.host.run_now("zz")
+    page.wait_for_timeout(300)  # room for a fetch, were one to follow the poll
+    assert [url for url in fetched if "/jobs?" in url] == []

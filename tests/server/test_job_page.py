@@ -145,3 +145,22 @@ def test_it_offers_an_admin_a_cancel_for_a_run_under_way_and_shows_who_cancelled
         '<span class="outcome cancelled">cancelled</span> <span class="muted">by user:alice</span>'
         in page
     )
+
+
+def test_the_job_list_draws_the_rows_asked_for_by_name_alone(
+    client: TestClient, host: Host
+) -> None:
+    for name in ("a", "b", "c"):
+        host.store.define_job(name=name, schedule="0 3 * * *", action="checkpoint")
+    host.sync()
+    page = client.get("/jobs", params={"row": ["c", "a", "gone"]}, headers=HTML)
+    assert page.status_code == 200
+    # Drawn as the list draws them (one way to draw a row); a name that is no job is left out.
+    assert re.findall(r'<tr data-job="([^"]+)"', page.text) == ["c", "a"]
+    whole = client.get("/jobs", headers=HTML).text
+    row_a = re.search(r'<tr data-job="a".*?</tr>', whole, re.S)
+    assert row_a is not None
+    assert row_a.group(0) in page.text
+    too_many = client.get("/jobs", params={"row": [f"j{i}" for i in range(101)]}, headers=HTML)
+    assert too_many.status_code == 400
+    assert "at most 100 rows" in too_many.text

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from sqlalchemy import event, insert
+from sqlalchemy import event, func, insert, select
+from store.storekit import FakeTimer
 
 from dgxmm.errors import DefinitionError
-from dgxmm.store import Store, Topic, writing
-from dgxmm.store.schema import settings
+from dgxmm.jobs import JobRun
+from dgxmm.store import Store, Topic, Trigger, versions, writing
+from dgxmm.store.schema import change_keys, settings
 
 
 def jobs_version(store: Store) -> int:
@@ -74,3 +76,68 @@ def test_a_read_is_one_query_whatever_the_topics(store: Store) -> None:
     queries = [s for s in statements if not s.startswith(("BEGIN", "COMMIT", "ROLLBACK"))]
     assert len(queries) == 1
     assert "change_versions" in queries[0]
+
+
+def note_and_fail(store: Store) -> None:
+    with writing(store.engine) as connection:
+        store.versions.note(connection, Topic.JOBS, "ghost")
+        raise RuntimeError("rolled back")
+
+
+def run_once(store: Store, name: str) -> None:
+    """Claim and finish a run of ``name`` as the host does."""
+    job = next(j for j in store.user_jobs().jobs if j.name == name)
+    now = store.clock.now_us()
+    run = JobRun(job, scheduled_at=now, started_at=now, timer=FakeTimer())
+    run_id = store.runs.claim(run, Trigger.MANUAL)
+    assert run_id is not None
+    assert store.runs.finish(run_id, run.run())
+
+
+def test_a_run_names_its_job_and_a_define_names_nothing(store: Store) -> None:
+    store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    store.define_job(name="other", schedule="0 3 * * *", action="checkpoint")
+    before = jobs_version(store)
+    run_once(store, "cp")
+    after = jobs_version(store)
+    assert after == before + 2  # the claim and the finish, each its own version
+    assert store.versions.keys_since(Topic.JOBS, before, after) == frozenset({"cp"})
+    assert store.versions.keys_since(Topic.JOBS, after, after) == frozenset()
+    store.define_job(name="late", schedule="0 4 * * *", action="checkpoint")
+    run_once(store, "other")
+    # A define may add a row or move the order: a page behind it is fetched whole.
+    assert store.versions.keys_since(Topic.JOBS, before, jobs_version(store)) is None
+    since_define = store.versions.keys_since(Topic.JOBS, after + 1, jobs_version(store))
+    assert since_define == frozenset({"other"})
+
+
+def test_a_rolled_back_note_leaves_nothing(store: Store) -> None:
+    before = jobs_version(store)
+    with pytest.raises(RuntimeError):
+        note_and_fail(store)
+    assert jobs_version(store) == before
+    with writing(store.engine) as connection:
+        store.versions.note(connection, Topic.JOBS, "real")
+        store.versions.note(connection, Topic.JOBS, "real")  # twice in one change is once
+    assert jobs_version(store) == before + 1
+    assert store.versions.keys_since(Topic.JOBS, before, before + 1) == frozenset({"real"})
+
+
+def test_too_many_keys_or_too_old_a_version_is_fetched_whole(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = jobs_version(store)
+    with writing(store.engine) as connection:
+        for i in range(versions.MOST_KEYS + 1):
+            store.versions.note(connection, Topic.JOBS, f"job{i}")
+    assert store.versions.keys_since(Topic.JOBS, before, before + 1) is None
+    monkeypatch.setattr(versions, "KEPT_VERSIONS", 10)
+    for i in range(25):
+        with writing(store.engine) as connection:
+            store.versions.note(connection, Topic.JOBS, f"again{i}")
+    now = jobs_version(store)
+    assert store.versions.keys_since(Topic.JOBS, now - 11, now) is None  # past the window
+    assert store.versions.keys_since(Topic.JOBS, now - 2, now) == frozenset({"again23", "again24"})
+    with writing(store.engine) as connection:  # the older ones were forgotten as it went
+        kept = connection.execute(select(func.count()).select_from(change_keys)).scalar_one()
+    assert kept <= 20

@@ -31,6 +31,7 @@ OWNERS = {
     "job_run_rows": TableOwner.STORE,
     "instances": TableOwner.STORE,
     "change_versions": TableOwner.STORE,
+    "change_keys": TableOwner.STORE,
     "api_tokens": TableOwner.SERVER,
     "deployments": TableOwner.FLEET,
     "deployment_events": TableOwner.FLEET,

@@ -46,6 +46,7 @@ from dgxmm.server.lease import (
     second_server,
     stuck_after,
 )
+from dgxmm.server.moves import Moves
 from dgxmm.server.run_cancels import apply_cancels
 from dgxmm.store import Dialect, InstanceRole, JobDefinition, NotScheduled, Store, Trigger
 from dgxmm.store.database import CHANGE_BUSY_MS
@@ -131,7 +132,7 @@ class Host:
         self._planned = False  # the scheduler had its first (planning) tick
         # Moves whenever this host's job list changed in memory (runs started or taken back,
         # skips, a sync): with the store's counter, the jobs topic of ``GET /api/changes``.
-        self.changes = 0
+        self.moves = Moves()
         # This host's first tick: a time before it that no run records was not ticked here.
         self.ticking_since: int | None = None
 
@@ -202,8 +203,13 @@ class Host:
             skips = self.scheduler.skips
             last_skip = skips[-1] if skips else None
             due = self.scheduler.start_due(at)
-            if due or (skips[-1] if skips else None) is not last_skip:
-                self.changes += 1
+            skipped = []
+            for record in reversed(skips):  # the skips of this tick, newest first
+                if record is last_skip:
+                    break
+                skipped.append(record.name)
+            if due or skipped:
+                self.moves.moved([run.name for run in due] + skipped)
             # Claimed in the store before they start, in one transaction: another process
             # that claimed the same time runs it, and this one gives it back untouched.
             for run, refused in zip(due, self._claim(due), strict=True):
@@ -246,7 +252,7 @@ class Host:
                 self._finish(result)
                 taken.append(result)
             if taken:
-                self.changes += 1
+                self.moves.moved([result.name for result in taken])
         return taken
 
     def sync(self, *, force: bool = False) -> None:
@@ -267,7 +273,7 @@ class Host:
                 kept = [n for n in self.not_scheduled if n.name not in names]
                 self.not_scheduled = kept + list(found.not_scheduled)
             self._catalog_version = version
-            self.changes += 1
+            self.moves.moved(None)
 
     def wait_idle(self, timeout: float = 30.0) -> list[RunResult]:
         """Wait for the runs under way to finish, take them back, and return them."""

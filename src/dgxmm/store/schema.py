@@ -30,6 +30,7 @@ __all__ = [
     "catalog_jobs",
     "catalog_journal",
     "catalog_queries",
+    "change_keys",
     "change_log",
     "change_versions",
     "instances",
@@ -119,6 +120,16 @@ change_versions = Table(
     metadata,
     Column("topic", String(32), primary_key=True),
     Column("version", BigInteger, nullable=False),
+)
+
+# Which rows a topic's change touched, by the version it made (``store/versions.py``): a live
+# page fetches those rows alone. A window of the newest versions is kept (migration 0026).
+change_keys = Table(
+    "change_keys",
+    metadata,
+    Column("topic", String(32), primary_key=True),
+    Column("version", BigInteger, primary_key=True),
+    Column("key", String(200), primary_key=True),
 )
 
 change_log = Table(

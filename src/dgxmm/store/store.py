@@ -127,7 +127,13 @@ class Store:
             instance=self.instance,
             database_path=self.path,
         )
-        self.runs = JobRuns(engine, dialect=self.dialect, clock=clock, presence=self.presence)
+        self.runs = JobRuns(
+            engine,
+            dialect=self.dialect,
+            clock=clock,
+            presence=self.presence,
+            versions=self.versions,
+        )
         with reading(engine) as connection:
             self.store_id = str(connection.execute(select(store_state.c.store_id)).scalar_one())
             # Recorded by the migrations, so every process refuses the same writes.

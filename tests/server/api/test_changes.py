@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import event
 
 from dgxmm.server import Host
+from dgxmm.time_units import MINUTE_US
 
 
 def version(client: TestClient, since: str | None = None) -> dict[str, object]:
@@ -22,7 +25,7 @@ def test_it_says_unchanged_until_a_job_runs(client: TestClient, host: Host) -> N
     first = version(client)
     assert first["changed"] is True  # nothing seen yet
     again = version(client, str(first["version"]))
-    assert again == {**first, "changed": False}
+    assert again == {**first, "changed": False, "keys": {"jobs": []}}
     host.run_now("cp")
     after = version(client, str(first["version"]))
     assert after["changed"] is True
@@ -68,3 +71,51 @@ def test_it_says_changed_after_a_define_on_the_store(client: TestClient, host: H
     host.store.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
     after = version(client, str(first["version"]))
     assert after["changed"] is True
+
+
+def test_it_names_the_jobs_whose_runs_moved_and_none_after_a_define(
+    client: TestClient, host: Host
+) -> None:
+    for name in ("cp", "other"):
+        host.store.define_job(name=name, schedule="0 3 * * *", action="checkpoint")
+    host.sync()
+    first = str(version(client)["version"])
+    host.run_now("cp")  # its claim and its end in the store, its start and end in the host
+    after = version(client, first)
+    assert after["keys"] == {"jobs": ["cp"]}
+    host.store.define_job(name="late", schedule="0 4 * * *", action="checkpoint")
+    host.sync()
+    # A define may add a row or move the order: the page is fetched whole.
+    assert version(client, first)["keys"] == {"jobs": None}
+    later = str(version(client)["version"])
+    host.run_now("other")
+    assert version(client, later)["keys"] == {"jobs": ["other"]}
+
+
+def test_a_tick_names_the_jobs_it_started_or_skipped(client: TestClient, host: Host) -> None:
+    host.store.define_job(name="cp", schedule="* * * * *", action="checkpoint")
+    host.store.define_job(name="idle", schedule="0 3 * * *", action="checkpoint")
+    host.sync()
+    now = host.clock.now_us()
+    host.tick(now)  # plans
+    first = str(version(client)["version"])
+    host.tick(now + 5 * MINUTE_US)  # cp's missed times are skipped, its latest one runs
+    host.wait_idle()
+    moved = version(client, first)["keys"]["jobs"]  # type: ignore[index]
+    assert "cp" in moved
+    assert "idle" not in moved  # nor any job that did not move
+    assert set(moved) <= {"cp", *host.scheduler.system_names()}
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(since=st.text(max_size=60))
+def test_any_since_is_answered_and_never_names_rows_it_cannot_know(
+    client: TestClient, since: str
+) -> None:
+    answer = client.get("/api/changes", params={"topics": "jobs,deployments", "since": since})
+    assert answer.status_code == 200, answer.text
+    keys = answer.json()["keys"]
+    assert set(keys) == {"jobs", "deployments"}
+    assert keys["deployments"] in (None, [])  # nothing names a deployment's rows

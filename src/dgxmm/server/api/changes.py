@@ -11,6 +11,12 @@ same on every instance), and for ``jobs`` also this instance's host counter (run
 taken back, skips, which live in its memory). One query by primary key, whatever the number
 of jobs or deployments. A count over a window (a job's runs in the last hour) is not a change
 by itself: it is shown afresh with the topic's next change.
+
+With ``since``, the answer's ``keys`` also says which rows moved, per topic: for ``jobs``, the
+names of the jobs whose runs started, ended or were skipped (from the store's
+``change_keys`` and the host's moves). A page fetches those rows alone. A topic's keys are
+null when one of its changes named no rows (a define may add a row or move the order), or
+``since`` is too far behind: the page is then fetched whole.
 """
 
 from __future__ import annotations
@@ -48,8 +54,39 @@ def versions(services: Services, names: list[str]) -> dict[str, str]:
     counters = services.host.store.versions.read(topics)
     found = {topic.value: str(counters[topic]) for topic in topics}
     if Topic.JOBS in counters:
-        found[Topic.JOBS.value] += f"-{services.host.changes}"
+        found[Topic.JOBS.value] += f"-{services.host.moves.count}"
     return found
+
+
+def moved_keys(
+    services: Services, names: list[str], since: str, found: dict[str, str]
+) -> dict[str, list[str] | None]:
+    """Return, per topic, the rows that moved from ``since`` to ``found`` (None: unknown)."""
+    unknown: dict[str, list[str] | None] = dict.fromkeys(names)
+    seen = since.split(".")
+    if len(seen) != len(names):
+        return unknown  # a version of other topics: nothing to compare
+    keys: dict[str, list[str] | None] = {}
+    for name, was in zip(names, seen, strict=True):
+        then, now = _counters(was), _counters(found[name])
+        if then is None or now is None or len(then) != len(now):
+            keys[name] = None
+            continue
+        topic = Topic(name)
+        moved = services.host.store.versions.keys_since(topic, then[0], now[0])
+        if moved is not None and topic is Topic.JOBS:
+            in_memory = services.host.moves.keys_since(then[1])
+            moved = None if in_memory is None else moved | in_memory
+        keys[name] = None if moved is None else sorted(moved)
+    return keys
+
+
+def _counters(version: str) -> tuple[int, ...] | None:
+    """Read a topic's version ("12", or "12-3" for jobs); None for one that is not."""
+    parts = version.split("-")
+    if not all(part.isascii() and part.isdigit() and len(part) < 19 for part in parts):
+        return None
+    return tuple(int(part) for part in parts)
 
 
 @router.get("", responses=answers(400))
@@ -59,10 +96,14 @@ def changes(
     topics: Annotated[str, Query(max_length=200)] = "jobs",
     since: Annotated[str | None, Query(max_length=200)] = None,
 ) -> dict[str, Any]:
-    """The topics' version, and whether it differs from ``since`` (the last one seen)."""
+    """The topics' version, whether it differs from ``since`` (the last one seen), and with
+    ``since`` the rows that moved (``keys``, per topic; null: fetch the page whole)."""
     names = [name.strip() for name in topics.split(",") if name.strip()]
     if not names:
         raise InvalidInput("topics", "name at least one of " + ", ".join(TOPICS))
     found = versions(services, names)
     version = ".".join(found[name] for name in names)
-    return {"version": version, "changed": since != version, "topics": found}
+    answer: dict[str, Any] = {"version": version, "changed": since != version, "topics": found}
+    if since is not None:
+        answer["keys"] = moved_keys(services, names, since, found)
+    return answer

@@ -51,7 +51,10 @@ def audit_page(
             request, "audit.html", rows=[], forbidden=True, filters={}, subjects=[], wrong={}
         )
     filters = {
-        "subject": subject or "", "actor": actor or "", "since": since or "", "until": until or ""
+        "subject": subject or "",
+        "actor": actor or "",
+        "since": since or "",
+        "until": until or "",
     }
     rows: list[AuditEntry] = []
     wrong: dict[str, str] = {}

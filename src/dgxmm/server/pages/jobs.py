@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 from zoneinfo import available_timezones
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.errors import NotFound
+from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.server.api.jobs import page_key
 from dgxmm.server.deps import HostDep, identify
 from dgxmm.server.job_list import job_page, job_rows
@@ -70,15 +70,33 @@ def _zone_names() -> list[str]:
     return sorted(available_timezones())
 
 
+# The rows a live page asks for by name at most (``static/live.js``): a page's worth.
+MOST_ROWS = 100
+
+
 @router.get("/jobs", response_class=HTMLResponse)
 def jobs_page(
-    request: Request, host: HostDep, *, limit: LimitQuery = None, cursor: CursorQuery = None
+    request: Request,
+    host: HostDep,
+    *,
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
+    row: Annotated[list[str] | None, Query(max_length=200)] = None,
 ) -> Response:
     """Scheduled jobs, the system jobs first, then the user jobs by name: 100 a page, paged
-    with a cursor as ``GET /api/jobs?limit=`` pages them (found by bisection, ``job_page``)."""
+    with a cursor as ``GET /api/jobs?limit=`` pages them (found by bisection, ``job_page``).
+
+    ``row`` (repeated) draws those jobs' rows alone, as the page draws them: a live page
+    whose poll named the jobs that moved fetches their rows this way.
+    """
     who = identify(request)
-    size = read_limit(limit)
-    names, last = job_page(host, page_key(read_cursor(cursor, "jobs")), size)
+    if row is not None:
+        if len(row) > MOST_ROWS:
+            raise InvalidInput("row", f"at most {MOST_ROWS} rows at once, got {len(row)}")
+        names, last = row, None
+    else:
+        size = read_limit(limit)
+        names, last = job_page(host, page_key(read_cursor(cursor, "jobs")), size)
     rows = job_rows(host, full_errors=who is not None and who.is_admin, names=names)
     kept = {"limit": limit} if limit else {}
     next_href = None

@@ -2,6 +2,12 @@
 // /api/changes every two seconds; when a topic changed it fetches itself again and swaps
 // each element marked data-live (matched by id) for its fresh copy. The server renders the
 // page as before, so there is one way to draw a row, and a row is never drawn twice.
+//
+// When the poll names the rows that moved (its "keys": the jobs whose runs started, ended or
+// were skipped), and every live region of the page says it changes only by its rows
+// (data-live-rows="job": its rows are [data-job]; empty: it has none that move), only the
+// moved rows shown here are fetched, by name (?row=a&row=b), and swapped one by one. A row
+// not on this page costs nothing at all.
 "use strict";
 
 const live = (function () {
@@ -9,6 +15,7 @@ const live = (function () {
   const topics = document.body.dataset.live || "";
   let version = null;
   let running = null;
+  let behind = false;  // a region was left as it was (someone typing): swap it next time
 
   function isTyping(region) {
     const active = document.activeElement;
@@ -16,12 +23,17 @@ const live = (function () {
     return active && region.contains(active) && active.matches(typed);
   }
 
-  // The region as the server drew it: times.js writes its relative words into data-ago,
-  // which the fresh copy lacks, and those words alone are no change worth a swap.
-  function served(region) {
-    const copy = region.cloneNode(true);
-    copy.querySelectorAll("[data-ago]").forEach((el) => el.removeAttribute("data-ago"));
-    return copy.innerHTML;
+  function waits(region) {
+    // A region someone is typing into, or whose action is under way, waits for the next poll.
+    return isTyping(region) || region.querySelector("[aria-busy=true]") !== null;
+  }
+
+  // A region or a row as the server drew it: times.js writes its relative words into
+  // data-ago, which the fresh copy lacks, and those words alone are no change worth a swap.
+  function served(element) {
+    const copy = element.cloneNode(true);
+    [copy, ...copy.querySelectorAll("[data-ago]")].forEach((el) => el.removeAttribute("data-ago"));
+    return copy.outerHTML;
   }
 
   // Where the keyboard is inside a region, as a way to find the same control in its fresh
@@ -37,27 +49,81 @@ const live = (function () {
     if (!own) return null;
     const control = `${active.localName}[${own}="${CSS.escape(active.getAttribute(own))}"]`;
     const scope = rowKey ? `[${rowKey.name}="${CSS.escape(rowKey.value)}"] ` : "";
-    return (fresh) => fresh.querySelector(scope + control);
+    return (fresh) => fresh.matches(scope + control) ? fresh : fresh.querySelector(scope + control);
+  }
+
+  // Put ``next`` where ``old`` is, unless it is the same; keep the keyboard's place.
+  function replace(old, next) {
+    if (next.outerHTML === served(old)) return;
+    const find = place(old);
+    const adopted = document.adoptNode(next);
+    old.replaceWith(adopted);
+    // A person tabbing through a table that changed keeps their place in it.
+    const again = find && find(adopted);
+    if (again) again.focus({ preventScroll: true });
+  }
+
+  async function fetchPage(url) {
+    const response = await fetch(url, {
+      credentials: "same-origin", headers: { Accept: "text/html" },
+    });
+    if (!response.ok || !response.headers.get("content-type").startsWith("text/html")) {
+      return null;
+    }
+    return new DOMParser().parseFromString(await response.text(), "text/html");
   }
 
   async function swap() {
-    const response = await fetch(location.href, {
-      credentials: "same-origin", headers: { Accept: "text/html" },
-    });
-    if (!response.ok || !response.headers.get("content-type").startsWith("text/html")) return;
-    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    const fresh = await fetchPage(location.href);
+    if (!fresh) return;
+    behind = false;
     document.querySelectorAll("[data-live][id]").forEach((region) => {
       const next = fresh.getElementById(region.id);
-      // A region someone is typing into, or whose action is under way, waits for the next poll.
-      if (!next || isTyping(region) || region.querySelector("[aria-busy=true]")) return;
-      if (next.innerHTML === served(region)) return;
-      const find = place(region);
-      const adopted = document.adoptNode(next);
-      region.replaceWith(adopted);
-      // A person tabbing through a table that changed keeps their place in it.
-      const again = find && find(adopted);
-      if (again) again.focus({ preventScroll: true });
+      if (!next) return;
+      if (waits(region)) {
+        behind = true;
+        return;
+      }
+      replace(region, next);
     });
+    document.dispatchEvent(new CustomEvent("dgxmm:swapped"));
+  }
+
+  // The moved rows' names, or null when some topic's are unknown or a region is not by rows.
+  function movedKeys(answer) {
+    const keys = answer.keys || {};
+    const named = topics.split(",").map((topic) => keys[topic]);
+    if (named.some((list) => !Array.isArray(list))) return null;
+    const regions = [...document.querySelectorAll("[data-live][id]")];
+    if (regions.some((region) => !region.hasAttribute("data-live-rows"))) return null;
+    return new Set(named.flat());
+  }
+
+  async function swapRows(moved) {
+    const shown = [];  // [attribute, key, row]
+    document.querySelectorAll("[data-live][data-live-rows]").forEach((region) => {
+      const attribute = region.dataset.liveRows;
+      if (!attribute) return;
+      region.querySelectorAll(`[data-${attribute}]`).forEach((row) => {
+        const key = row.getAttribute(`data-${attribute}`);
+        if (moved.has(key)) shown.push([attribute, key, row]);
+      });
+    });
+    if (!shown.length) return;  // nothing shown here moved: nothing to fetch
+    const url = new URL(location.href);
+    url.searchParams.delete("row");
+    shown.forEach(([, key]) => url.searchParams.append("row", key));
+    const fresh = await fetchPage(url);
+    if (!fresh) return;
+    for (const [attribute, key, row] of shown) {
+      const next = fresh.querySelector(`[data-${attribute}="${CSS.escape(key)}"]`);
+      if (!next) return swap();  // a row gone from the page: draw it whole
+      if (waits(row)) {
+        behind = true;
+        continue;
+      }
+      replace(row, next);
+    }
     document.dispatchEvent(new CustomEvent("dgxmm:swapped"));
   }
 
@@ -70,7 +136,10 @@ const live = (function () {
     version = answer.version;
     // The first answer is the baseline, read after the page was rendered: a change between
     // the two is in the baseline but not on the page, so the page is fetched again once.
-    if (force || first || answer.changed) await swap();
+    if (force || first || behind) return swap();
+    if (!answer.changed) return;
+    const moved = movedKeys(answer);
+    return moved === null ? swap() : swapRows(moved);
   }
 
   // One check at a time: an action's refresh waits for the poll under way, then runs.

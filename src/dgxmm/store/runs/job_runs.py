@@ -34,6 +34,7 @@ from dgxmm.store.database import Dialect, reading, writing
 from dgxmm.store.runs.instances import Presence
 from dgxmm.store.runs.kept_rows import KeptRows
 from dgxmm.store.schema import job_run_rows, job_runs
+from dgxmm.store.versions import ChangeVersions, Topic
 from dgxmm.time_units import DAY_US
 
 __all__ = ["KEEP_DAYS_SETTING", "MAX_RUNS_PAGE", "JobRuns", "RunRecord", "Trigger"]
@@ -108,13 +109,21 @@ class JobRuns:
     """The ``job_runs`` table of one store, written in the name of one instance."""
 
     def __init__(
-        self, engine: Engine, *, dialect: Dialect, clock: Clock, presence: Presence
+        self,
+        engine: Engine,
+        *,
+        dialect: Dialect,
+        clock: Clock,
+        presence: Presence,
+        versions: ChangeVersions,
     ) -> None:
         self.engine = engine
         self.dialect = dialect
         self.clock = clock
         self.presence = presence
         self.instance = presence.instance
+        # Each write names the job it touched, so a live job list fetches that row alone.
+        self.versions = versions
 
     def claim(self, run: JobRun, trigger: Trigger, *, busy_ms: int | None = None) -> int | None:
         """Insert the run's row; return its id, or None when another process claimed its time.
@@ -207,12 +216,15 @@ class JobRuns:
             .returning(job_runs.c.id)
         )
         found = connection.execute(statement).scalar()
-        return None if found is None else int(found)
+        if found is None:
+            return None
+        self.versions.note(connection, Topic.JOBS, run.job.name)
+        return int(found)
 
     def finish(self, run_id: int, result: RunResult) -> bool:
         """Record how a run ended; tell whether this was the first word on it."""
         with writing(self.engine) as connection:
-            changed = connection.execute(
+            job = connection.execute(
                 update(job_runs)
                 .where(job_runs.c.id == run_id, job_runs.c.finished_at.is_(None))
                 .values(
@@ -223,12 +235,15 @@ class JobRuns:
                     result=result.detail,
                     cancelled_by=result.cancelled_by,
                 )
-            ).rowcount
-            if changed and result.kept is not None:
+                .returning(job_runs.c.job)
+            ).scalar()
+            if job is not None:
+                self.versions.note(connection, Topic.JOBS, str(job))
+            if job is not None and result.kept is not None:
                 # Bounded by the action that kept them (``kept_rows.py``), written with the
                 # end so that a run's page never shows rows of a run still under way.
                 connection.execute(insert(job_run_rows).values(run_id=run_id, body=result.kept))
-        return bool(changed)
+        return job is not None
 
     def kept_rows(self, run_id: int) -> KeptRows | None:
         """Return the rows a run kept (a query job's first rows), or None."""
@@ -245,7 +260,7 @@ class JobRuns:
         first asker stands. The instance running it cancels it when it next looks.
         """
         with writing(self.engine) as connection:
-            connection.execute(
+            job = connection.execute(
                 update(job_runs)
                 .where(
                     job_runs.c.id == run_id,
@@ -253,7 +268,10 @@ class JobRuns:
                     job_runs.c.cancel_requested_by.is_(None),
                 )
                 .values(cancel_requested_by=by)
-            )
+                .returning(job_runs.c.job)
+            ).scalar()
+            if job is not None:
+                self.versions.note(connection, Topic.JOBS, job)
         return self.cancellable(run_id)
 
     def cancellable(self, run_id: int) -> RunRecord:
@@ -310,7 +328,7 @@ class JobRuns:
     def abandon_lost(self, connection: Connection, instance: str, *, at_us: int) -> int:
         """Record every run of a lost ``instance`` still under way as abandoned; count them."""
         reason = f"abandoned: instance {instance} was lost"
-        return int(
+        jobs = (
             connection.execute(
                 update(job_runs)
                 .where(job_runs.c.instance == instance, job_runs.c.finished_at.is_(None))
@@ -322,8 +340,14 @@ class JobRuns:
                     error=reason,
                     public_error=reason,
                 )
-            ).rowcount
+                .returning(job_runs.c.job)
+            )
+            .scalars()
+            .all()
         )
+        for job in set(jobs):
+            self.versions.note(connection, Topic.JOBS, job)
+        return len(jobs)
 
     def get(self, run_id: int) -> RunRecord | None:
         """Return one run, or None."""
