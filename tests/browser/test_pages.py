@@ -359,3 +359,22 @@ def test_a_run_fetches_its_own_row_alone_and_a_row_on_another_page_nothing(
         live.host.run_now("zz")
     page.wait_for_timeout(300)  # room for a fetch, were one to follow the poll
     assert [url for url in fetched if "/jobs?" in url] == []
+
+
+def test_a_change_held_back_while_someone_types_shows_once_they_stop(page: Any, live: Live) -> None:
+    page.add_init_script(
+        "document.addEventListener('dgxmm:swapped', () => {"
+        " window.swaps = (window.swaps || 0) + 1; })"
+    )
+    page.goto("/jobs")
+    page.wait_for_function("window.swaps >= 1")  # the baseline
+    field = page.locator("tr[data-kind=system] form[data-action=schedule] input").first
+    field.click()
+    field.type("*/5")
+    live.store.define_job(name="fresh", schedule="0 3 * * *", action="checkpoint")
+    page.wait_for_function("window.swaps >= 2")  # the poll that saw it, held back
+    assert page.locator("tr[data-job=fresh]").count() == 0
+    assert field.input_value() == "*/5"  # what was typed is not swept away
+    field.fill("")
+    page.locator("h1").click()  # done typing; no change follows
+    page.locator("tr[data-job=fresh]").wait_for()
