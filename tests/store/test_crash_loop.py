@@ -6,7 +6,7 @@ opens the store again, commits a small change, takes an incremental backup into 
 chain and restores it into a new database, which must equal the live one table by table
 (and pass ``PRAGMA integrity_check`` on SQLite).
 
-``DGXMM_SOAK_CYCLES`` sets the cycles per database (10 by default); ``DGXMM_SOAK_SEED``
+``DGXMM_SOAK_CYCLES`` sets the cycles per database (5 by default); ``DGXMM_SOAK_SEED``
 replays a run's choices (actions, delays, the commits). The kills land at times, so a replay
 repeats the choices, not every moment.
 """
@@ -31,7 +31,7 @@ from store.storekit import Place, make_items, table_contents
 
 from dgxmm.store import Store, restore
 
-CYCLES = int(os.environ.get("DGXMM_SOAK_CYCLES", "10"))
+CYCLES = int(os.environ.get("DGXMM_SOAK_CYCLES", "5"))
 ACTIONS = ("write", "backup", "checkpoint")
 _CHILD_START_S = 120.0  # a shared, loaded machine: generous, only a bound
 
