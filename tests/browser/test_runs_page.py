@@ -132,26 +132,26 @@ def test_a_wrong_filter_is_named(page: Any) -> None:
     assert "From: " in page.locator("#runs-wrong [data-error-for=since]").inner_text()
 
 
+def open_runs_of(page: Any, served: Served, name: str) -> None:
+    """Define a checkpoint job, run it once, and open the runs page filtered to it."""
+    served.host.store.define_job(name=name, schedule="0 3 * * *", action="checkpoint")
+    served.host.sync()
+    served.host.run_now(name)
+    page.goto(f"/runs?job={name}")
+
+
 def test_a_poll_that_finds_nothing_new_leaves_the_table_alone(page: Any, served: Served) -> None:
     # The relative times write data-ago into the table, so the served copy and the one on the
     # page differ by those words alone: that is no change, and the table must not be swapped
     # (a swap would drop whatever a person was pointing at or tabbing through).
-    store = served.host.store
-    store.define_job(name="still", schedule="0 3 * * *", action="checkpoint")
-    served.host.sync()
-    served.host.run_now("still")
-    page.goto("/runs?job=still")
+    open_runs_of(page, served, "still")
     page.evaluate("document.getElementById('runs').kept = true")  # on this element alone
     page.evaluate("live.refresh()")
     assert page.evaluate("document.getElementById('runs').kept") is True
 
 
 def test_a_swap_keeps_the_keyboards_place(page: Any, served: Served) -> None:
-    store = served.host.store
-    store.define_job(name="focused", schedule="0 3 * * *", action="checkpoint")
-    served.host.sync()
-    served.host.run_now("focused")
-    page.goto("/runs?job=focused")
+    open_runs_of(page, served, "focused")
     first = page.locator("#runs tbody tr[data-run] a").first
     href = first.get_attribute("href")
     first.focus()

@@ -35,6 +35,7 @@ __all__ = [
     "read_id_cursor",
     "read_instant",
     "read_limit",
+    "read_span",
 ]
 
 MAX_LIMIT = 1000
@@ -106,6 +107,21 @@ def read_instant(text: str, field: str, zone: ZoneInfo) -> int:
     if isinstance(asked, datetime):
         return to_us(asked.replace(tzinfo=zone))
     return asked
+
+
+def read_span(
+    zone: ZoneInfo, since: str | None, until: str | None, wrong: list[tuple[str, str]]
+) -> tuple[int | None, int | None]:
+    """Read a filter's ``since`` and ``until`` (wall times of ``zone`` without an offset);
+    a wrong one is added to ``wrong`` as (field, message), so a form names every one."""
+    read: dict[str, int | None] = {"since": None, "until": None}
+    for field, text in (("since", since), ("until", until)):
+        if text:
+            try:
+                read[field] = read_instant(text, field, zone)
+            except InvalidInput as error:
+                wrong.append((error.field, error.message))
+    return read["since"], read["until"]
 
 
 def page_after(

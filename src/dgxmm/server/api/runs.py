@@ -19,8 +19,8 @@ from dgxmm.server.paging import (
     LimitQuery,
     make_cursor,
     read_cursor,
-    read_instant,
     read_limit,
+    read_span,
 )
 from dgxmm.server.run_list import RunFilter, RunStatus, list_runs, read_run_key
 
@@ -90,28 +90,22 @@ def read_filter(
     until: str | None,
 ) -> RunFilter:
     """Read the list's filters from text, every wrong one named in one refusal."""
-    errors: list[InvalidInput] = []
+    wrong: list[tuple[str, str]] = []
     deployment_id: int | None = None
     if deployment:
         if deployment.isascii() and deployment.isdigit() and 1 <= int(deployment) < 2**63:
             deployment_id = int(deployment)
         else:
-            errors.append(InvalidInput("deployment", f"{deployment[:40]!r} is not a deployment id"))
-    times: dict[str, int | None] = {"since": None, "until": None}
-    for field, text in (("since", since), ("until", until)):
-        if text:
-            try:
-                times[field] = read_instant(text, field, zone)
-            except InvalidInput as error:
-                errors.append(error)
+            wrong.append(("deployment", f"{deployment[:40]!r} is not a deployment id"))
+    since_us, until_us = read_span(zone, since, until, wrong)
     if job is not None and len(job) > 200:
-        errors.append(InvalidInput("job", "a job name is 1-200 characters"))
-    if errors:
-        raise InvalidInput.every([(error.field, error.message) for error in errors])
+        wrong.append(("job", "a job name is 1-200 characters"))
+    if wrong:
+        raise InvalidInput.every(wrong)
     return RunFilter(
         status=status,
         job=job or None,
         deployment=deployment_id,
-        since_us=times["since"],
-        until_us=times["until"],
+        since_us=since_us,
+        until_us=until_us,
     )

@@ -20,7 +20,7 @@ from dgxmm.fleet import AuditEntry, AuditSubject
 from dgxmm.server.deps import FleetDep, HostDep, identify
 from dgxmm.server.job_list import iso
 from dgxmm.server.pages.render import display_zone, render_page
-from dgxmm.server.paging import CursorQuery, make_cursor, read_id_cursor, read_instant
+from dgxmm.server.paging import CursorQuery, make_cursor, read_id_cursor, read_span
 
 __all__ = ["router"]
 
@@ -113,22 +113,16 @@ def _filter(
 ) -> _Filter:
     """Read the form's filters, every wrong one named in one refusal."""
     _, zone = display_zone(request)
-    errors: list[tuple[str, str]] = []
+    wrong: list[tuple[str, str]] = []
     chosen = None
     try:
         chosen = _subject(subject)
     except InvalidInput as error:
-        errors.append((error.field, error.message))
-    times: dict[str, int | None] = {"since": None, "until": None}
-    for field, text in (("since", since), ("until", until)):
-        if text:
-            try:
-                times[field] = read_instant(text, field, zone)
-            except InvalidInput as error:
-                errors.append((error.field, error.message))
-    if errors:
-        raise InvalidInput.every(errors)
-    return _Filter(subject=chosen, since_us=times["since"], until_us=times["until"])
+        wrong.append((error.field, error.message))
+    since_us, until_us = read_span(zone, since, until, wrong)
+    if wrong:
+        raise InvalidInput.every(wrong)
+    return _Filter(subject=chosen, since_us=since_us, until_us=until_us)
 
 
 def _link(row: AuditEntry, names: dict[str, str]) -> dict[str, str] | None:
