@@ -195,3 +195,14 @@ def test_any_text_parses_or_is_refused_with_invalid_input(text: str) -> None:
         refused = ""
         assert all(series.name for series in page.series)
     assert refused == "" or refused.startswith("metrics line ")
+
+
+@given(series_strategy, st.booleans())
+def test_a_line_reads_the_same_with_blanks_inside_its_braces(series: Series, comma: bool) -> None:
+    # Plain lines take a quicker reading than lines with blanks or escapes in their labels;
+    # both must give the same series.
+    line = render(Series(name=series.name, labels=series.labels, value=series.value), " ", comma)
+    spaced = line.replace("{", "{ ", 1) if series.labels else line  # a blank: the careful way
+    (plain,) = parse_exposition(line).series
+    (careful,) = parse_exposition(spaced).series
+    assert same(plain, careful), (line, spaced)

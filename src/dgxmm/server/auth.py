@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from pathlib import Path
 
-from sqlalchemy import ColumnElement, Engine, func, insert, or_, select, update
+from sqlalchemy import Engine, bindparam, func, insert, or_, select, update
 
 from dgxmm.clock import Clock
 from dgxmm.errors import InvalidInput
@@ -27,6 +27,15 @@ from dgxmm.store.files import make_private_dir, write_atomic
 __all__ = ["ADMIN_TOKEN_FILE", "Identity", "Role", "TokenRecord", "TokenState", "Tokens"]
 
 _PREFIX = "dgxmm_"
+# The rows that open something at ``now_us``: not revoked, not expired.
+_LIVE = api_tokens.c.revoked_at.is_(None) & or_(
+    api_tokens.c.expires_at.is_(None), api_tokens.c.expires_at > bindparam("now_us")
+)
+# Every request asks it: one statement, built once, its values bound at each call (building
+# the statement cost more than the query it runs, issue 28).
+_IDENTIFY = select(api_tokens.c.name, api_tokens.c.role).where(
+    api_tokens.c.token_hash == bindparam("token_hash"), _LIVE
+)
 
 
 class Role(StrEnum):
@@ -138,20 +147,13 @@ class Tokens:
 
     def revoke_id(self, token_id: int) -> bool:
         """Revoke a token by its id (the list's, never the secret); tell whether it was live."""
+        now = self._clock.now_us()
         with writing(self._engine) as connection:
             result = connection.execute(
-                update(api_tokens)
-                .where(api_tokens.c.id == token_id, self._live())
-                .values(revoked_at=self._clock.now_us())
+                update(api_tokens).where(api_tokens.c.id == token_id, _LIVE).values(revoked_at=now),
+                {"now_us": now},
             )
         return bool(result.rowcount)
-
-    def _live(self) -> ColumnElement[bool]:
-        """The rows that open something now: not revoked, not expired."""
-        c = api_tokens.c
-        return c.revoked_at.is_(None) & or_(
-            c.expires_at.is_(None), c.expires_at > self._clock.now_us()
-        )
 
     def identify(self, token: str) -> Identity | None:
         """Return who a token belongs to, or None for an unknown or revoked one."""
@@ -159,19 +161,19 @@ class Tokens:
             return None
         with reading(self._engine) as connection:
             row = connection.execute(
-                select(api_tokens.c.name, api_tokens.c.role).where(
-                    api_tokens.c.token_hash == _hash(token), self._live()
-                )
+                _IDENTIFY, {"token_hash": _hash(token), "now_us": self._clock.now_us()}
             ).first()
         return None if row is None else Identity(name=row.name, role=Role(row.role))
 
     def revoke(self, token: str) -> bool:
         """Revoke a token; tell whether it was live."""
+        now = self._clock.now_us()
         with writing(self._engine) as connection:
             result = connection.execute(
                 update(api_tokens)
-                .where(api_tokens.c.token_hash == _hash(token), self._live())
-                .values(revoked_at=self._clock.now_us())
+                .where(api_tokens.c.token_hash == _hash(token), _LIVE)
+                .values(revoked_at=now),
+                {"now_us": now},
             )
         return bool(result.rowcount)
 
@@ -182,7 +184,8 @@ class Tokens:
                 connection.execute(
                     select(func.count())
                     .select_from(api_tokens)
-                    .where(api_tokens.c.role == role.value, self._live())
+                    .where(api_tokens.c.role == role.value, _LIVE),
+                    {"now_us": self._clock.now_us()},
                 ).scalar_one()
             )
 

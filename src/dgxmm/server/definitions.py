@@ -27,17 +27,19 @@ class CatalogJobs:
         """Return the user jobs by name and their names in order, one snapshot (do not
         change them: the next call may hand out the same ones)."""
         store = self._store
-        version = store.catalog_version()
         cached = self._kept
-        if cached is not None and cached[0] == version:
-            return cached[1], cached[2]
-        changed = None if cached is None else store.changed_jobs(cached[0], version)
-        if cached is None or changed is None:
-            # Read after the version: a change in between is seen at the next call.
-            by_name = {job.name: job for job in store.jobs()}
-            names = sorted(by_name)
-        else:  # only the jobs that changed, read by name
-            by_name, names = _changed(cached[1], cached[2], changed, store.jobs_named(changed))
+        if cached is not None:
+            changes = store.job_changes(cached[0])  # the version and what changed: one read
+            if changes.version == cached[0]:
+                return cached[1], cached[2]
+            if changes.names is not None:  # only the jobs that changed
+                by_name, names = _changed(cached[1], cached[2], changes.names, changes.jobs)
+                self._kept = (changes.version, by_name, names)
+                return by_name, names
+        # Read after the version: a change in between is seen at the next call.
+        version = store.catalog_version()
+        by_name = {job.name: job for job in store.jobs()}
+        names = sorted(by_name)
         self._kept = (version, by_name, names)
         return by_name, names
 

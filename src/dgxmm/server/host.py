@@ -257,19 +257,26 @@ class Host:
 
     def sync(self, *, force: bool = False) -> None:
         """Give the scheduler the catalog's user jobs when the catalog changed."""
-        version = self.store.catalog_version()
-        if not force and version == self._catalog_version:
+        before = self._catalog_version
+        # The version and the jobs changed since, in one read: every request and tick looks,
+        # and a define then costs one transaction here, not three (issue 28).
+        changes = None if force or before is None else self.store.job_changes(before)
+        if changes is not None and changes.version == before:
             return
         with self.lock:
-            before = self._catalog_version
-            names = None
-            if not force and before is not None:
-                names = self.store.changed_jobs(before, version)
-            if names is None:  # the whole catalog, read again
+            if self._catalog_version != before:  # another sync moved on meanwhile
+                before = self._catalog_version
+                changes = None if force or before is None else self.store.job_changes(before)
+            if changes is None or changes.names is None:  # the whole catalog, read again
+                # Read before the jobs: a change in between is seen at the next sync.
+                version = self.store.catalog_version()
                 found = self.store.sync(self.scheduler)
                 self.not_scheduled = list(found.not_scheduled)
+            elif changes.version == before:
+                return
             else:  # only the jobs that changed: a define costs the same at any size
-                found = self.store.sync_jobs(self.scheduler, names)
+                version, names = changes.version, changes.names
+                found = self.store.sync_jobs(self.scheduler, names, changes.jobs)
                 kept = [n for n in self.not_scheduled if n.name not in names]
                 self.not_scheduled = kept + list(found.not_scheduled)
             self._catalog_version = version

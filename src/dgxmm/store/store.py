@@ -45,14 +45,13 @@ from dgxmm.store.catalog.file import ImportResult, export_catalog, import_catalo
 from dgxmm.store.catalog.journal import (
     JournalEntry,
     Subject,
-    changed_jobs,
     current_version,
     read_journal,
     read_setting,
     write_setting,
 )
 from dgxmm.store.catalog.protection import read_protected
-from dgxmm.store.catalog.records import JobDefinition, SavedQuery
+from dgxmm.store.catalog.records import JobChanges, JobDefinition, SavedQuery
 from dgxmm.store.catalog.revival import Restored, remove_entry, restore_entry
 from dgxmm.store.catalog.rollback import RollbackResult, roll_back
 from dgxmm.store.database import CHANGE_BUSY_MS, Target, reading, writing
@@ -439,22 +438,18 @@ class Store:
         scheduler.refresh_overrides()
         return found
 
-    def changed_jobs(self, after: int, upto: int) -> set[str] | None:
-        """Return the user jobs changed between two catalog versions, or None when the whole
-        catalog is to be read again (something else changed, or many jobs did)."""
-        with reading(self.engine) as connection:
-            return changed_jobs(connection, after, upto)
+    def job_changes(self, after: int) -> JobChanges:
+        """Return the user jobs changed since catalog version ``after`` and the version now,
+        in one snapshot (``names`` None: read the whole catalog again)."""
+        return self.catalog.job_changes(after)
 
-    def jobs_named(self, names: Iterable[str]) -> list[JobDefinition]:
-        """Return the user jobs of these names that exist, by name."""
-        return self.catalog.jobs_named(names)
-
-    def sync_jobs(self, scheduler: Scheduler, names: set[str]) -> UserJobs:
-        """Give ``scheduler`` these user jobs as the database has them now (the others
-        stay as they are): a define costs the same whatever the number of jobs."""
-        found = build_user_jobs(
-            self.jobs_named(names), spec_of=self.catalog.spec, action_for=self._action_for
-        )
+    def sync_jobs(
+        self, scheduler: Scheduler, names: set[str], jobs: list[JobDefinition]
+    ) -> UserJobs:
+        """Give ``scheduler`` the user jobs ``names`` as ``jobs`` has them (a name missing
+        there was dropped; the others stay as they are): a define costs the same whatever the
+        number of jobs."""
+        found = build_user_jobs(jobs, spec_of=self.catalog.spec, action_for=self._action_for)
         scheduler.sync_some_user_jobs(names, found.jobs)
         return found
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, event, func, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, event, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import UpdateBase
 
@@ -33,6 +33,13 @@ from dgxmm.store.schema import change_keys, change_versions
 __all__ = ["ChangeVersions", "Topic"]
 
 _BUMPED = "dgxmm_bumped_topics"  # connection.info: each topic bumped now, its new version
+# Built once: a statement built at every change cost more than running it (issue 28).
+_BUMP = (
+    update(change_versions)
+    .where(change_versions.c.topic == bindparam("b_topic"))
+    .values(version=change_versions.c.version + 1)
+    .returning(change_versions.c.version)
+)
 
 # The newest versions of a topic whose keys are kept; a page further behind fetches whole.
 KEPT_VERSIONS = 2_000
@@ -130,14 +137,8 @@ class ChangeVersions:
         """Move ``topic``'s counter once in this transaction; return the version it made."""
         bumped: dict[Topic, int] = connection.info.setdefault(_BUMPED, {})
         if topic not in bumped:  # once per transaction is enough: the counter only has to move
-            bumped[topic] = int(
-                connection.execute(
-                    update(change_versions)
-                    .where(change_versions.c.topic == topic.value)
-                    .values(version=change_versions.c.version + 1)
-                    .returning(change_versions.c.version)
-                ).scalar_one()
-            )
+            found = connection.execute(_BUMP, {"b_topic": topic.value}).scalar_one()
+            bumped[topic] = int(found)
         return bumped[topic]
 
 

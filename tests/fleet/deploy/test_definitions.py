@@ -9,6 +9,7 @@ from fleet.deploy.deploykit import standin
 
 from dgxmm.errors import Conflict, DefinitionError, NotFound
 from dgxmm.fleet import AuditAction, BackendKind, DeploymentState, EventAction, Fleet
+from dgxmm.store import writing
 
 
 def external(name: str = "remote", **extra: Any) -> dict[str, Any]:
@@ -225,3 +226,18 @@ def test_switching_the_backend_drops_the_other_backends_fields(fleet: Fleet) -> 
         None,
         "https://models.internal/llama",
     )
+
+
+def test_a_list_shows_every_change_since_the_last_list(fleet: Fleet) -> None:
+    # The list parses only the rows that changed since the one before: a change made by any
+    # write, even one that leaves updated_at as it was, is seen at the next list.
+    first = fleet.deployments.create(actor="user:alice", **external("first"))
+    fleet.deployments.create(actor="user:alice", **external("second", base_url="http://10.0.0.8"))
+    assert [d.last_request_at for d in fleet.deployments.list()] == [None, None]
+    with writing(fleet.deployments.engine) as connection:
+        fleet.deployments.note_requests(connection, {first.id: 1_000})
+    listed = fleet.deployments.list()
+    assert [(d.name, d.last_request_at) for d in listed] == [("first", 1_000), ("second", None)]
+    fleet.deployments.update(listed[1].id, actor="user:alice", priority=70)
+    assert [d.priority for d in fleet.deployments.list()] == [50, 70]
+    assert fleet.deployments.list() == [fleet.deployments.get(d.id) for d in listed]

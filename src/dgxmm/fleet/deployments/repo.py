@@ -38,6 +38,8 @@ from dgxmm.store import Dialect, reading, writing
 
 __all__ = ["KEEP", "DeploymentRepo", "Keep"]
 
+_LIST = select(deployments).order_by(deployments.c.name)
+
 
 class Keep(Enum):
     """A typed "leave it as it is", for a field that may also be set to None."""
@@ -63,6 +65,9 @@ class DeploymentRepo:
         self._inventory = inventory
         self._events = events
         self._audit = audit
+        # The deployments the last ``list`` read, by their row's values: a row read again
+        # unchanged gives the same (frozen) deployment instead of being parsed again.
+        self._listed: dict[tuple[Any, ...], Deployment] = {}
 
     @property
     def engine(self) -> Engine:
@@ -102,8 +107,17 @@ class DeploymentRepo:
     def list(self) -> builtins.list[Deployment]:
         """Return every deployment, by name."""
         with reading(self._engine) as connection:
-            rows = connection.execute(select(deployments).order_by(deployments.c.name))
-            return [Deployment.from_row(row) for row in rows]
+            rows = connection.execute(_LIST).all()
+        # The idle pulse lists every deployment each second, and the pages, the runner and the
+        # metrics pass do too: at 1,000 deployments, parsing each row again (JSON columns,
+        # enums, a frozen dataclass of forty fields) was most of the Deployments page's time
+        # (issue 28). Only the rows that changed since the last list are parsed.
+        before, listed = self._listed, {}
+        for row in rows:
+            values = tuple(row)
+            listed[values] = before.get(values) or Deployment.from_row(row)
+        self._listed = listed
+        return builtins.list(listed.values())
 
     def names(self) -> dict[int, str]:
         """Return every deployment's name by its id (one narrow query)."""

@@ -26,6 +26,18 @@ _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
 _SPECIAL = {"+inf": math.inf, "inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _UNESCAPE = {"\\": "\\", '"': '"', "n": "\n"}
+# The shape nearly every line of a model server's page has: labels without blanks or escapes,
+# blanks, a value, nothing after it. A regular expression reads it in one call; any other line
+# goes through the careful reading below, which gives the same answer for these. The scrapes
+# of a thousand deployments run on the serving interpreter, and reading their pages character
+# by character was a third of a scrape's CPU there (issue 28).
+_PLAIN_LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"'
+_PLAIN_SAMPLE = re.compile(
+    r"([a-zA-Z_:][a-zA-Z0-9_:]*)"
+    rf"(?:\{{((?:{_PLAIN_LABEL}(?:,{_PLAIN_LABEL})*,?)?)\}})?"
+    r"[ \t]+([^\s#]+)"
+)
+_PLAIN_LABELS = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\]*)"')
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +94,14 @@ class _Malformed(Exception):
 
 
 def _parse_sample(line: str) -> Series:
+    plain = _PLAIN_SAMPLE.fullmatch(line)
+    if plain is not None:
+        name, written, value = plain.groups()
+        return Series(
+            name=name,
+            labels=tuple(_PLAIN_LABELS.findall(written)) if written else (),
+            value=_parse_value(value),
+        )
     match = _METRIC_NAME.match(line)
     if match is None:
         raise _Malformed("no metric name at the start")

@@ -18,7 +18,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine, bindparam, select
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
@@ -45,6 +45,8 @@ from dgxmm.store.catalog.journal import (
     INSERT_ENTRY,
     Change,
     Subject,
+    changed_jobs,
+    current_version,
     dump,
     entry_row,
     next_version,
@@ -53,6 +55,7 @@ from dgxmm.store.catalog.journal import (
 from dgxmm.store.catalog.params import ParamType, check_params
 from dgxmm.store.catalog.protection import ProtectedTable, write_refusal
 from dgxmm.store.catalog.records import (
+    JobChanges,
     JobDefinition,
     SavedQuery,
     definition_text,
@@ -68,6 +71,9 @@ __all__ = ["Catalog"]
 _DESCRIPTION_MAX = 2000
 _NAMES_PER_QUERY = 500  # under SQLite's and PostgreSQL's limits on bound parameters
 _ITEM_DEPTH = MAX_DEPTH + 2  # an attic item: {"definition": {key: value}, "effects": [...]}
+_JOBS_NAMED = select(catalog_jobs).where(
+    catalog_jobs.c.name.in_(bindparam("names", expanding=True))
+)
 
 
 class Catalog:
@@ -378,24 +384,27 @@ class Catalog:
             rows = connection.execute(select(catalog_jobs).order_by(catalog_jobs.c.name))
             return [self._job_from_row(row) for row in rows]
 
-    def jobs_named(self, names: Iterable[str]) -> list[JobDefinition]:
-        """Return the user jobs of these names that exist, by name (one query)."""
-        wanted = sorted(names)
-        if not wanted:
-            return []
-        query = select(catalog_jobs).where(catalog_jobs.c.name.in_(wanted))
+    def job_changes(self, after: int) -> JobChanges:
+        """Return the user jobs changed since version ``after``, in one read transaction.
+
+        One snapshot for the version, the journal and the jobs: a host that follows the
+        catalog after each define reads it once, not once for each (issue 28).
+        """
         with reading(self._engine) as connection:
-            rows = connection.execute(query.order_by(catalog_jobs.c.name))
-            return [self._job_from_row(row) for row in rows]
+            version = current_version(connection)
+            names = changed_jobs(connection, after, version)
+            found = self.found_jobs(connection, names) if names else {}
+        return JobChanges(version=version, names=names, jobs=[found[n] for n in sorted(found)])
 
     def found_jobs(self, connection: Connection, names: Iterable[str]) -> dict[str, JobDefinition]:
         """Return the user jobs of these names that exist, by name, inside the caller's change."""
         wanted = sorted(names)
         found: dict[str, JobDefinition] = {}
         for start in range(0, len(wanted), _NAMES_PER_QUERY):
-            chunk = wanted[start : start + _NAMES_PER_QUERY]
-            query = select(catalog_jobs).where(catalog_jobs.c.name.in_(chunk))
-            found.update((row.name, self._job_from_row(row)) for row in connection.execute(query))
+            rows = connection.execute(
+                _JOBS_NAMED, {"names": wanted[start : start + _NAMES_PER_QUERY]}
+            )
+            found.update((row.name, self._job_from_row(row)) for row in rows)
         return found
 
     def jobs_in(self, connection: Connection) -> list[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from dgxmm.store.schema import catalog_journal, settings, store_state
 
@@ -42,8 +42,21 @@ __all__ = [
 ]
 
 # One statement, each row its parameters: building a statement per row cost more than
-# running it (an import of 10,000 jobs, issue 28).
+# running it (an import of 10,000 jobs, issue 28). The version's statements are built once
+# too: every change and every host's look at the catalog run them.
 INSERT_ENTRY = catalog_journal.insert()
+_CURRENT_VERSION = select(store_state.c.catalog_version)
+_NEXT_VERSION = update(store_state).values(catalog_version=store_state.c.catalog_version + 1)
+# Past this many changed jobs a host reads the whole catalog again rather than job by job.
+MOST_CHANGED_JOBS = 500
+_CHANGED = (
+    select(catalog_journal.c.version, catalog_journal.c.subject, catalog_journal.c.name)
+    .where(
+        catalog_journal.c.version > bindparam("after"),
+        catalog_journal.c.version <= bindparam("upto"),
+    )
+    .limit(MOST_CHANGED_JOBS + 1)
+)
 
 
 class Subject(Enum):
@@ -103,11 +116,7 @@ def dump(value: Any) -> str:
 
 def current_version(connection: Connection) -> int:
     """Return the catalog version."""
-    return int(connection.execute(select(store_state.c.catalog_version)).scalar_one())
-
-
-# Past this many changed jobs a host reads the whole catalog again rather than job by job.
-MOST_CHANGED_JOBS = 500
+    return int(connection.execute(_CURRENT_VERSION).scalar_one())
 
 
 def changed_jobs(connection: Connection, after: int, upto: int) -> set[str] | None:
@@ -119,11 +128,7 @@ def changed_jobs(connection: Connection, after: int, upto: int) -> set[str] | No
     """
     if upto <= after:
         return set()
-    rows = connection.execute(
-        select(catalog_journal.c.version, catalog_journal.c.subject, catalog_journal.c.name)
-        .where(catalog_journal.c.version > after, catalog_journal.c.version <= upto)
-        .limit(MOST_CHANGED_JOBS + 1)
-    ).all()
+    rows = connection.execute(_CHANGED, {"after": after, "upto": upto}).all()
     if len(rows) > MOST_CHANGED_JOBS or {row.version for row in rows} != set(
         range(after + 1, upto + 1)
     ):
@@ -135,9 +140,7 @@ def changed_jobs(connection: Connection, after: int, upto: int) -> set[str] | No
 
 def next_version(connection: Connection) -> int:
     """Take the next catalog version inside the caller's write transaction."""
-    connection.execute(
-        update(store_state).values(catalog_version=store_state.c.catalog_version + 1)
-    )
+    connection.execute(_NEXT_VERSION)
     return current_version(connection)
 
 

@@ -11,6 +11,7 @@ from dgxmm.store.catalog.effects import Request, effects_to_json
 from dgxmm.store.catalog.params import ParamType
 
 __all__ = [
+    "JobChanges",
     "JobDefinition",
     "SavedQuery",
     "definition_text",
@@ -97,6 +98,20 @@ class JobDefinition:
             "defined_by": self.defined_by,
             "defined_at": self.defined_at,
         }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobChanges:
+    """The user jobs changed since a catalog version, read in one snapshot.
+
+    ``names``: the jobs changed, dropped ones too; None when the whole catalog is to be read
+    again (something else changed, or many jobs did). ``jobs``: those of ``names`` that
+    exist, by name.
+    """
+
+    version: int  # the catalog's version in that snapshot
+    names: set[str] | None
+    jobs: list[JobDefinition]
 
 
 def query_from_row(row: Any) -> SavedQuery:
