@@ -20,7 +20,7 @@ FIGURES = (
     "a define at 40 jobs",
     "GET /api/jobs?limit=100, 4 clients, a job running (p99)",
     "GET /api/jobs unpaged, 46 of 46 user jobs listed (p99)",
-    "GET /api/changes, 3 clients every 2 s, jobs running (p99)",
+    "GET /api/changes, 3 clients every 2 s, a metrics pass (p99)",
     "the Deployments page, 5 deployments (p99)",
     "schedule_runner pass, 5 deployments with a schedule",
     "metrics_rollup pass, scraping 5 deployments",

@@ -13,6 +13,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
 from dgxmm.fleet import Fleet, HttpTimeouts
 from dgxmm.fleet.deployments.tables import metric_rollups
+from dgxmm.fleet.metrics import metrics as metrics_module
 from dgxmm.fleet.metrics.rollups import RETENTION_SETTING
 from dgxmm.store import writing
 
@@ -143,3 +144,30 @@ def test_it_samples_the_others_while_one_target_hangs(
     assert fleet.deployments.get(hung.id).state.value == "running"  # unreadable, not failed
     [insight] = fleet.insights.list()
     assert (insight.kind, insight.deployment_id) == ("metrics_unreadable", hung.id)
+
+
+def test_hung_servers_beyond_the_moving_scrapes_hold_up_no_healthy_one(
+    make_fleet: Callable[..., Fleet], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One scrape moving at a time: each hung server is found stuck and a thread starts in its
+    # place. Without that, the healthy servers queued behind four hung ones (1 s each) would
+    # still wait at the pass's 3 s deadline and count as unreadable.
+    monkeypatch.setattr(metrics_module, "MOVING_SCRAPES", 1)
+    fleet = make_fleet(http_timeouts=HttpTimeouts(connect_s=2.0, probe_s=5.0, metrics_s=1.0))
+    hung = [
+        fleet.deployments.create(
+            actor="user:a", **standin(f"hung{n}", "--silent-metrics", awake=10.0)
+        )
+        for n in range(4)
+    ]
+    fine = [
+        fleet.deployments.create(actor="user:a", **standin(f"well{n}", awake=10.0))
+        for n in range(2)
+    ]
+    for deployment in (*hung, *fine):  # by name, the hung ones come first in the queue
+        fleet.deployer.start(deployment.id, actor="user:a")
+    clock.set(at("2026-06-01T10:00:05+00:00"))
+    assert fleet.metrics.rollup_all() == "2 sampled, 4 unreadable"
+    minute = at("2026-06-01T10:00:00+00:00")
+    for sampled in fine:
+        assert [r.samples for r in fleet.metrics.rollups(sampled.id, minute, 2**62)] == [1]

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass
 from enum import Enum
@@ -62,9 +63,16 @@ log = logging.getLogger(__name__)
 _SAMPLED = (DeploymentState.RUNNING, DeploymentState.SLEEPING)
 
 OnGone = Callable[[Deployment, str], None]
-# Scrapes at once. More than the hung servers a fleet is likely to have at one time, so the
-# healthy ones are never left waiting for a free thread behind them.
+# Scrapes at once, at most. More than the hung servers a fleet is likely to have at one time,
+# so the healthy ones are never left waiting for a free thread behind them.
 SCRAPE_WORKERS = 256
+# Scrapes moving at once: enough for a short pass, few enough that a request served beside
+# the pass waits for the GIL milliseconds, not seconds. Hundreds of runnable scrape threads
+# stalled every request for the whole pass (1.5 s at 1,000 deployments; benchmarks/README.md).
+MOVING_SCRAPES = 16
+# A scrape still waiting after this is taken for a slow or hung server: another thread starts
+# in its place, so the healthy servers behind it never wait for its timeout.
+STUCK_S = 0.1
 
 
 class _Scrape(Enum):
@@ -381,22 +389,39 @@ class Metrics:
         work = deque(targets)
         results: dict[int, _Scraped] = {}
         go = threading.Event()
+        # When each thread's scrape under way began (0.0: between two); one slot per thread.
+        began = [0.0] * SCRAPE_WORKERS
 
-        def scrape_queued() -> None:
+        def scrape_queued(slot: int) -> None:
             go.wait()
             while True:
                 try:
                     deployment = work.popleft()
                 except IndexError:
                     return
+                began[slot] = time.monotonic()
                 results[deployment.id] = self._scrape(deployment)
+                began[slot] = 0.0
+
+        loops: list[Future[None]] = []
+
+        def add(count: int) -> None:
+            for _ in range(max(0, min(count, SCRAPE_WORKERS - len(loops), len(work)))):
+                loops.append(self._pool.submit(scrape_queued, len(loops)))
 
         deadline_s = self._backends.timeouts.scrape_deadline_s
-        loops = [self._pool.submit(scrape_queued) for _ in range(min(SCRAPE_WORKERS, len(work)))]
-        # Every thread is handed its loop before any starts: threads scraping while this one
-        # still submits starve it of the GIL (seconds, with hundreds of them).
+        deadline = time.monotonic() + deadline_s
+        add(MOVING_SCRAPES)
+        # Every first thread is handed its loop before any starts: threads scraping while
+        # this one still submits starve it of the GIL.
         go.set()
-        wait_all(loops, timeout=deadline_s)
+        while (left := deadline - time.monotonic()) > 0:
+            _, waiting = wait_all(loops, timeout=min(STUCK_S, left))
+            if not waiting:
+                break
+            now = time.monotonic()
+            stuck = sum(1 for at in began if at and now - at > STUCK_S)
+            add(MOVING_SCRAPES - (len(waiting) - stuck))  # a thread for each stuck one
         never = list(work)
         work.clear()  # past the deadline: what no thread took yet waits for the next pass
         with self._lock:
