@@ -26,7 +26,8 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from alembic.util.exc import CommandError
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Table, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
@@ -75,6 +76,10 @@ class Dialect(StrEnum):
     def sqlglot(self) -> str:
         """The dialect's name in sqlglot."""
         return "sqlite" if self is Dialect.SQLITE else "postgres"
+
+    def insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
+        """The dialect's INSERT into ``table``, the one that takes ``on_conflict_do_nothing``."""
+        return postgresql.insert(table) if self is Dialect.POSTGRESQL else sqlite.insert(table)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

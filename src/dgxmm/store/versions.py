@@ -24,10 +24,9 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, delete, event, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import UpdateBase
 
-from dgxmm.store.database import reading
+from dgxmm.store.database import Dialect, reading
 from dgxmm.store.schema import change_keys, change_versions
 
 __all__ = ["ChangeVersions", "Topic"]
@@ -86,9 +85,9 @@ class ChangeVersions:
     def note(self, connection: Connection, topic: Topic, key: str) -> None:
         """Say that this transaction's change of ``topic`` touched the row named ``key``."""
         version = self._bump(connection, topic)
-        insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
         connection.execute(
-            insert(change_keys)
+            Dialect(connection.dialect.name)
+            .insert(change_keys)
             .values(topic=topic.value, version=version, key=key[:200])
             .on_conflict_do_nothing()
         )

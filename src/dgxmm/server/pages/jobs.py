@@ -17,6 +17,7 @@ from dgxmm.server.deps import HostDep, identify
 from dgxmm.server.job_list import job_page, job_rows
 from dgxmm.server.pages.render import render_page
 from dgxmm.server.paging import CursorQuery, LimitQuery, make_cursor, read_cursor, read_limit
+from dgxmm.store.versions import MOST_KEYS  # the most rows a poll names (``static/live.js``)
 
 __all__ = ["router"]
 
@@ -70,10 +71,6 @@ def _zone_names() -> list[str]:
     return sorted(available_timezones())
 
 
-# The rows a live page asks for by name at most (``static/live.js``): a page's worth.
-MOST_ROWS = 100
-
-
 @router.get("/jobs", response_class=HTMLResponse)
 def jobs_page(
     request: Request,
@@ -91,8 +88,8 @@ def jobs_page(
     """
     who = identify(request)
     if row is not None:
-        if len(row) > MOST_ROWS:
-            raise InvalidInput("row", f"at most {MOST_ROWS} rows at once, got {len(row)}")
+        if len(row) > MOST_KEYS:
+            raise InvalidInput("row", f"at most {MOST_KEYS} rows at once, got {len(row)}")
         names, last = row, None
     else:
         size = read_limit(limit)

@@ -25,7 +25,6 @@ from enum import Enum
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, delete, func, insert, or_, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from dgxmm.clock import Clock
 from dgxmm.errors import Busy, Conflict, InvalidInput, NotFound
@@ -198,9 +197,8 @@ class JobRuns:
             )
 
     def _insert(self, connection: Connection, run: JobRun, trigger: Trigger) -> int | None:
-        insert = postgresql.insert if self.dialect is Dialect.POSTGRESQL else sqlite.insert
         statement = (
-            insert(job_runs)
+            self.dialect.insert(job_runs)
             .values(
                 job=run.job.name,
                 kind=run.job.kind.value,
