@@ -10,8 +10,8 @@ and each statement sees the data as it is when that statement starts.
 
 Limits reach every statement:
 
-- the timeout as the statement's deadline: SQLite checks it in a progress handler (every
-  1,000 virtual-machine steps) and interrupts the statement; PostgreSQL gets
+- the timeout as the statement's deadline: on SQLite a watching thread interrupts the
+  statement when the run's time is up (within ``_WATCH_S``); PostgreSQL gets
   ``SET LOCAL statement_timeout`` with the time left before each statement; and as the
   longest wait for SQLite's write lock (the busy timeout of a writing run's BEGIN IMMEDIATE);
 - a cancel (``RunContext.cancel``: an admin's, or a newer time of a ``cancel_other`` job) as
@@ -76,7 +76,6 @@ from dgxmm.time_units import SECOND_US
 __all__ = ["CHUNK_ROWS", "counted", "row_bytes", "run_query_job", "run_saved_query"]
 
 CHUNK_ROWS = 500
-_PROGRESS_STEPS = 1000
 _WATCH_S = 0.1
 _PG_TIMEOUT_MAX_MS = 2**31 - 1
 _ALLOWED_SQLITE_ACTIONS = frozenset(
@@ -384,19 +383,33 @@ def _sqlite_guard(
             tally.denied.append(f"action {action} ({arg1})")
         return sqlite3.SQLITE_DENY
 
-    def past_deadline() -> int:
-        remaining = ctx.remaining()
-        return 1 if remaining is not None and remaining <= 0 else 0
+    stop = threading.Event()
+
+    def watch() -> None:
+        # From its own thread, so that the statement runs with the GIL released from start to
+        # end: a progress handler is Python called every few thousand steps, and each call
+        # took the GIL back, which held every request of the server ~5 ms per hand-off while
+        # a long query job ran (issue 28). Past the deadline it interrupts again at each wake:
+        # SQLite forgets an interrupt that found no statement running.
+        while True:
+            remaining = ctx.remaining()
+            if remaining is not None and remaining <= 0:
+                raw.interrupt()
+                remaining = None
+            if stop.wait(_WATCH_S if remaining is None else min(_WATCH_S, remaining)):
+                return
 
     raw.set_authorizer(authorize)
-    raw.set_progress_handler(past_deadline, _PROGRESS_STEPS)
+    watcher = threading.Thread(target=watch, name=f"dgxmm-watch-{ctx.name}", daemon=True)
+    watcher.start()
     ctx.add_interrupt(raw.interrupt)  # a cancel stops the statement at once, a lock wait too
     try:
         yield
     finally:
         ctx.remove_interrupt(raw.interrupt)
+        stop.set()
+        watcher.join()
         raw.set_authorizer(None)
-        raw.set_progress_handler(None, 0)
 
 
 @contextmanager
