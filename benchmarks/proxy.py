@@ -45,7 +45,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,9 @@ import uvloop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from http_load import connect  # noqa: E402
+
 STANDIN = (sys.executable, "-m", "dgxmm.standin")
 CHAT = {"model": "bench-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
 SLOW = {"model": "bench-slow", "messages": [{"role": "user", "content": "hi"}], "stream": True}
@@ -182,52 +184,7 @@ def _cpu_s(pid: int) -> float:
     return total / 1e9
 
 
-# -- the load: a lean HTTP/1.1 client ---------------------------------------------------------
-
-
-class _Connection(asyncio.Protocol):
-    """One kept-alive client connection; one request at a time."""
-
-    def __init__(self) -> None:
-        self.parser = httptools.HttpResponseParser(self)
-        self.transport: Any = None
-        self.done: asyncio.Future[int] | None = None
-        self.first_body: float | None = None
-        self.on_first_body: Callable[[], None] | None = None
-        self.open = True
-
-    def connection_made(self, transport: Any) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as error:
-            self._fail(error)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.open = False
-        self._fail(ConnectionError("closed"))
-
-    def on_body(self, body: bytes) -> None:
-        if self.first_body is None:
-            self.first_body = time.perf_counter()
-            if self.on_first_body is not None:
-                self.on_first_body()
-
-    def on_message_complete(self) -> None:
-        if self.done is not None and not self.done.done():
-            self.done.set_result(self.parser.get_status_code())
-
-    def _fail(self, error: Exception) -> None:
-        if self.done is not None and not self.done.done():
-            self.done.set_exception(error)
-
-    async def request(self, data: bytes) -> int:
-        self.done = asyncio.get_running_loop().create_future()
-        self.first_body = None
-        self.transport.write(data)
-        return await self.done
+# -- the load: a lean HTTP/1.1 client (http_load.py's connections) ----------------------------
 
 
 def _request(url: str, body: dict[str, Any]) -> bytes:
@@ -238,16 +195,10 @@ def _request(url: str, body: dict[str, Any]) -> bytes:
             + str(len(encoded)).encode() + b"\r\n\r\n" + encoded)  # fmt: skip
 
 
-async def _connect(url: str) -> _Connection:
-    host, port = url.removeprefix("http://").split(":")
-    _, connection = await asyncio.get_running_loop().create_connection(_Connection, host, int(port))
-    return connection
-
-
 async def _open_loop(url: str, rate: float, seconds: float) -> dict[str, Any]:
     """Send chat completions at ``rate`` per second for ``seconds``; latencies from the plan."""
     request = _request(url, CHAT)
-    idle = [await _connect(url) for _ in range(16)]
+    idle = [await connect(url) for _ in range(16)]
     for connection in idle:  # warm the target's own connections too
         await connection.request(request)
     latencies: list[float] = []
@@ -256,7 +207,7 @@ async def _open_loop(url: str, rate: float, seconds: float) -> dict[str, Any]:
 
     async def one(planned: float) -> None:
         nonlocal errors, last
-        connection = idle.pop() if idle else await _connect(url)
+        connection = idle.pop() if idle else await connect(url)
         try:
             status = await connection.request(request)
         except (ConnectionError, OSError, httptools.HttpParserError):
@@ -294,7 +245,7 @@ async def _first_bytes(url: str, count: int) -> list[float]:
     """Time to the first body byte of streamed completions, one at a time, kept alive."""
     body = {**CHAT, "stream": True, "max_tokens": 4}
     request = _request(url, body)
-    connection = await _connect(url)
+    connection = await connect(url)
     times: list[float] = []
     for i in range(count + 10):
         began = time.perf_counter()
@@ -311,7 +262,7 @@ async def _gone_clients(url: str, slow: str, clients: int) -> float:
     """Start ``clients`` slow streams, close each after its first chunk; return the seconds
     until the server runs none (its own gauge)."""
     request = _request(url, SLOW)
-    connections = [await _connect(url) for _ in range(clients)]
+    connections = [await connect(url) for _ in range(clients)]
     firsts: list[asyncio.Future[None]] = []
     loop = asyncio.get_running_loop()
     for connection in connections:

@@ -9,7 +9,8 @@ page, as ``benchmarks/rollups.py`` does). The only addition to the app is one ro
 answer: the floor is the same bytes through the same server stack, measured in the same run,
 so the ratio says what the endpoint's own work costs over serving its answer.
 
-The load runs in a separate process (threads with keep-alive connections). Printed, one line
+The load runs in a separate process (``http_load.py``: kept-alive connections on one event
+loop; a paced request's latency counts from its planned time). Printed, one line
 per figure: the figure, its floor, the ratio and the issue's goal with ``ok`` or ``MISSED``:
 
 - 1,000 one-at-a-time defines (``POST /api/jobs/define``) on the fresh server: total;
@@ -26,6 +27,7 @@ per figure: the figure, its floor, the ratio and the issue's goal with ``ok`` or
 ``--small`` runs every figure with tiny counts (the smoke test in ``tests/`` does).
 
     .venv/bin/python benchmarks/server.py [--jobs 10000] [--deployments 1000] [--small]
+        [--figures defines,import,lists,changes,deployments,passes]
 """
 
 from __future__ import annotations
@@ -57,40 +59,6 @@ from fastapi import FastAPI, Request, Response  # at module level: the floor's a
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
-# Closed loop (``interval`` 0: each thread sends its next request once answered) or paced
-# (each thread sends one request every ``interval`` seconds for ``seconds``).
-LOAD = r"""
-import json, sys, threading, time
-import httpx
-url, token, total, threads, interval, seconds = sys.argv[1:7]
-total, threads, interval, seconds = int(total), int(threads), float(interval), float(seconds)
-latencies, errors = [], []
-lock = threading.Lock()
-def worker(n, offset):
-    with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
-        if interval:
-            time.sleep(offset)
-            end = time.monotonic() + seconds
-        sent = 0
-        while (time.monotonic() < end) if interval else (sent < n):
-            started = time.perf_counter()
-            response = client.get(url)
-            took = time.perf_counter() - started
-            sent += 1
-            with lock:
-                (latencies if response.status_code == 200 else errors).append(took)
-            if interval:
-                time.sleep(max(0.0, interval - took))
-pool = [threading.Thread(target=worker, args=(total // threads, interval * i / threads))
-        for i in range(threads)]
-for t in pool: t.start()
-for t in pool: t.join()
-latencies.sort()
-def pct(p): return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000
-print(json.dumps({"requests": len(latencies), "errors": len(errors),
-                  "p50_ms": pct(0.50), "p99_ms": pct(0.99)}))
-"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -239,11 +207,11 @@ def serve_with_floor(data: Path, port: int) -> None:
 def load(
     url: str, token: str, *, total: int, threads: int, interval: float = 0.0, seconds: float = 0.0
 ) -> dict[str, float]:
+    """Run ``http_load.py`` in a process of its own: ``threads`` kept-alive connections."""
     done = subprocess.run(
         [
             sys.executable,
-            "-c",
-            LOAD,
+            str(ROOT / "benchmarks" / "http_load.py"),
             url,
             token,
             str(total),
@@ -351,14 +319,40 @@ def p50(row: dict[str, float], floor: dict[str, float]) -> None:
     print(f"    p50 {row['p50_ms']:.2f} ms, its floor's {floor['p50_ms']:.2f} ms", flush=True)
 
 
-def measure(bench: Bench, counts: Counts, data: Path) -> None:
-    """Every figure, in order; prints one line each."""
+FIGURES = ("defines", "import", "lists", "changes", "deployments", "passes")
+
+
+def measure(bench: Bench, counts: Counts, data: Path, figures: tuple[str, ...] = FIGURES) -> None:
+    """The chosen figures, in order; prints one line each.
+
+    The import runs whatever is chosen (it makes the 10,000 jobs the later figures need), and
+    one define at least (the job the pollers' toggle switches).
+    """
     commit_s = commit_seconds(data, max(20, counts.defines // 10))
     print(f"context: a one-row SQLite commit (WAL, flushed) on this disk: {commit_s * 1000:.2f} ms")
     print(f"{'figure':<58}{'measured':>14}{'floor':>14}{'ratio':>9}  {'goal':<24}")
-    # Defines, one at a time, on the fresh server.
+    defines = counts.defines if "defines" in figures else 1
+    first = measure_defines(bench, defines, show="defines" in figures)
+    measure_import(bench, counts, show="import" in figures)
+    jobs_total = counts.jobs + defines + 1  # and long_query
+    if "defines" in figures:
+        measure_later_defines(bench, counts, first)
+        jobs_total += counts.later_defines
+    with long_job_running(bench), jobs_changing(bench):
+        if "lists" in figures:
+            measure_lists(bench, counts, jobs_total)
+        if "changes" in figures:
+            measure_changes(bench, counts)
+    if "deployments" in figures:
+        measure_page(bench, counts)
+    if "passes" in figures:
+        measure_passes(bench, counts)
+
+
+def measure_defines(bench: Bench, count: int, *, show: bool) -> list[float]:
+    """Define ``count`` jobs one at a time on the fresh server; return each define's time."""
     took = []
-    for i in range(counts.defines):
+    for i in range(count):
         spec = {
             "name": f"def{i:05d}",
             "schedule": f"{i % 60} {i % 24} 1 1 *",
@@ -366,29 +360,36 @@ def measure(bench: Bench, counts: Counts, data: Path) -> None:
         }
         seconds, response = bench.timed_post("/api/jobs/define", spec)
         took.append(seconds)
+    if not show:
+        return took
     floor_url = bench.floor("define.json", response.content)
     floor_took = []
-    for _ in range(counts.defines):
+    for _ in range(count):
         started = time.perf_counter()
         bench.client.post(floor_url, json=spec)
         floor_took.append(time.perf_counter() - started)
     total, floor_total = sum(took), sum(floor_took)
     line(
-        f"{counts.defines} defines one at a time (total)",
+        f"{count} defines one at a time (total)",
         f"{total:.2f} s",
         f"{floor_total:.2f} s",
         total / floor_total,
         "< 10 s",
         total < 10,
     )
-    first = took[: max(1, counts.later_defines)]
-    # A catalog import of the jobs, as one document.
+    return took
+
+
+def measure_import(bench: Bench, counts: Counts, *, show: bool) -> None:
+    """Import the jobs as one catalog document."""
     document = bench.client.get("/api/catalog").json()
     document["jobs"] = [
         {"name": f"imp{i:05d}", "schedule": f"{i % 60} {i % 24} 2 1 *", "action": "checkpoint"}
         for i in range(counts.jobs)
     ]
     seconds, response = bench.timed_post("/api/catalog/import", document)
+    if not show:
+        return
     floor_url = bench.floor("import.json", response.content)
     started = time.perf_counter()
     bench.client.post(floor_url, json=document)
@@ -401,7 +402,11 @@ def measure(bench: Bench, counts: Counts, data: Path) -> None:
         "< 10 s",
         seconds < 10,
     )
-    # Defines once the jobs are in: as fast as the first ones?
+
+
+def measure_later_defines(bench: Bench, counts: Counts, took: list[float]) -> None:
+    """Defines once the jobs are in: as fast as the first ones?"""
+    first = took[: max(1, counts.later_defines)]
     later = [
         bench.timed_post(
             "/api/jobs/define",
@@ -410,76 +415,85 @@ def measure(bench: Bench, counts: Counts, data: Path) -> None:
         for i in range(counts.later_defines)
     ]
     line(
-        f"a define at {counts.jobs + counts.defines} jobs (median of {len(later)})",
+        f"a define at {counts.jobs + len(took)} jobs (median of {len(later)})",
         f"{median_ms(later):.1f} ms",
         f"{median_ms(first):.1f} ms",
         median(later, first),
         "as fast as the first",
         median_ms(later) < 1.5 * median_ms(first),
     )
-    jobs_total = counts.jobs + counts.defines + counts.later_defines + 1  # and long_query
-    with long_job_running(bench), jobs_changing(bench):
-        # A page of jobs, 4 clients.
-        body = bench.client.get("/api/jobs?limit=100").content
-        bench.load("/api/jobs?limit=100", total=max(8, counts.requests // 10), threads=1)
-        busy = bench.load("/api/jobs?limit=100", total=counts.requests, threads=4)
-        floor = bench.load(bench.floor("jobs100.json", body), total=counts.requests, threads=4)
-        line(
-            "GET /api/jobs?limit=100, 4 clients, a job running (p99)",
-            f"{busy['p99_ms']:.1f} ms",
-            f"{floor['p99_ms']:.1f} ms",
-            busy["p99_ms"] / floor["p99_ms"],
-            "< 50 ms",
-            busy["p99_ms"] < 50,
+
+
+def measure_lists(bench: Bench, counts: Counts, jobs_total: int) -> None:
+    """A page of jobs with 4 clients, and the unpaged list, while a job runs."""
+    body = bench.client.get("/api/jobs?limit=100").content
+    bench.load("/api/jobs?limit=100", total=max(8, counts.requests // 10), threads=1)
+    busy = bench.load("/api/jobs?limit=100", total=counts.requests, threads=4)
+    floor = bench.load(bench.floor("jobs100.json", body), total=counts.requests, threads=4)
+    line(
+        "GET /api/jobs?limit=100, 4 clients, a job running (p99)",
+        f"{busy['p99_ms']:.1f} ms",
+        f"{floor['p99_ms']:.1f} ms",
+        busy["p99_ms"] / floor["p99_ms"],
+        "< 50 ms",
+        busy["p99_ms"] < 50,
+    )
+    p50(busy, floor)
+    # Unpaged: every job, slower.
+    whole = bench.client.get("/api/jobs")
+    listed = {job["name"] for job in whole.json()["jobs"] if job["kind"] == "user"}
+    unpaged = bench.load("/api/jobs", total=counts.unpaged_requests, threads=1)
+    floor = bench.load(
+        bench.floor("jobs.json", whole.content), total=counts.unpaged_requests, threads=1
+    )
+    correct = len(listed) == jobs_total
+    line(
+        f"GET /api/jobs unpaged, {len(listed)} of {jobs_total} user jobs listed (p99)",
+        f"{unpaged['p99_ms']:.1f} ms",
+        f"{floor['p99_ms']:.1f} ms",
+        unpaged["p99_ms"] / floor["p99_ms"],
+        "every job listed",
+        correct,
+    )
+    p50(unpaged, floor)
+
+
+def measure_changes(bench: Bench, counts: Counts) -> None:
+    """The console's poll: 50 clients every 2 s, while jobs run and change.
+
+    A metrics_rollup pass runs inside each window, for the endpoint and for its floor alike:
+    left to its minute it fell in about one window in two, and the p99 was then a lottery.
+    """
+    body = bench.client.get("/api/changes?topics=jobs").content
+    with bench.pass_inside(counts.poll_seconds):
+        polls = bench.load(
+            "/api/changes?topics=jobs",
+            total=0,
+            threads=counts.pollers,
+            interval=2.0,
+            seconds=counts.poll_seconds,
         )
-        p50(busy, floor)
-        # Unpaged: every job, slower.
-        whole = bench.client.get("/api/jobs")
-        listed = {job["name"] for job in whole.json()["jobs"] if job["kind"] == "user"}
-        unpaged = bench.load("/api/jobs", total=counts.unpaged_requests, threads=1)
+    with bench.pass_inside(counts.poll_seconds):
         floor = bench.load(
-            bench.floor("jobs.json", whole.content), total=counts.unpaged_requests, threads=1
+            bench.floor("changes.json", body),
+            total=0,
+            threads=counts.pollers,
+            interval=2.0,
+            seconds=counts.poll_seconds,
         )
-        correct = len(listed) == jobs_total
-        line(
-            f"GET /api/jobs unpaged, {len(listed)} of {jobs_total} user jobs listed (p99)",
-            f"{unpaged['p99_ms']:.1f} ms",
-            f"{floor['p99_ms']:.1f} ms",
-            unpaged["p99_ms"] / floor["p99_ms"],
-            "every job listed",
-            correct,
-        )
-        p50(unpaged, floor)
-        # The console's poll: 50 clients every 2 s. A metrics_rollup pass runs inside each
-        # window, for the endpoint and for its floor alike: left to its minute it fell in
-        # about one window in two, and the p99 was then a lottery.
-        body = bench.client.get("/api/changes?topics=jobs").content
-        with bench.pass_inside(counts.poll_seconds):
-            polls = bench.load(
-                "/api/changes?topics=jobs",
-                total=0,
-                threads=counts.pollers,
-                interval=2.0,
-                seconds=counts.poll_seconds,
-            )
-        with bench.pass_inside(counts.poll_seconds):
-            floor = bench.load(
-                bench.floor("changes.json", body),
-                total=0,
-                threads=counts.pollers,
-                interval=2.0,
-                seconds=counts.poll_seconds,
-            )
-        line(
-            f"GET /api/changes, {counts.pollers} clients every 2 s, a metrics pass (p99)",
-            f"{polls['p99_ms']:.2f} ms",
-            f"{floor['p99_ms']:.2f} ms",
-            polls["p99_ms"] / floor["p99_ms"],
-            "< 5 ms",
-            polls["p99_ms"] < 5,
-        )
-        p50(polls, floor)
-    # The Deployments page.
+    line(
+        f"GET /api/changes, {counts.pollers} clients every 2 s, a metrics pass (p99)",
+        f"{polls['p99_ms']:.2f} ms",
+        f"{floor['p99_ms']:.2f} ms",
+        polls["p99_ms"] / floor["p99_ms"],
+        "< 5 ms",
+        polls["p99_ms"] < 5,
+    )
+    p50(polls, floor)
+
+
+def measure_page(bench: Bench, counts: Counts) -> None:
+    """The Deployments page, one viewer at a time."""
     page = bench.client.get("/deployments")
     if page.status_code != 200:
         raise SystemExit(f"/deployments: {page.status_code}")
@@ -496,7 +510,10 @@ def measure(bench: Bench, counts: Counts, data: Path) -> None:
         shown["p99_ms"] < 300,
     )
     p50(shown, floor)
-    # The passes, as the host runs them (after the minute's own, if one is under way).
+
+
+def measure_passes(bench: Bench, counts: Counts) -> None:
+    """The passes, as the host runs them (after the minute's own, if one is under way)."""
     bench.run_job("schedule_runner")
     runner_s = bench.run_job("schedule_runner")
     line(
@@ -569,11 +586,19 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="tiny counts: a smoke run")
     parser.add_argument("--jobs", type=int, help="jobs imported (default 10,000)")
     parser.add_argument("--deployments", type=int, help="deployments (default 1,000)")
+    parser.add_argument(
+        "--figures",
+        default=",".join(FIGURES),
+        help=f"which figures, comma-separated (default all: {','.join(FIGURES)})",
+    )
     parser.add_argument("--serve", nargs=2, metavar=("DATA", "PORT"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve:  # the server process
         serve_with_floor(Path(options.serve[0]), int(options.serve[1]))
         return
+    figures = tuple(name.strip() for name in options.figures.split(",") if name.strip())
+    if unknown := set(figures) - set(FIGURES):
+        parser.error(f"--figures: {', '.join(sorted(unknown))} is not one of {', '.join(FIGURES)}")
     counts = SMALL if options.small else FULL
     counts = Counts(
         **{
@@ -607,7 +632,7 @@ def main() -> None:
                 if not said:
                     raise SystemExit("the server did not start:\n" + server.stdout.read())
             print(f"dgxmm serve on 127.0.0.1:{port}, SQLite; {counts}", flush=True)
-            measure(Bench(f"http://127.0.0.1:{port}", token, data), counts, data)
+            measure(Bench(f"http://127.0.0.1:{port}", token, data), counts, data, figures)
         finally:
             server.send_signal(signal.SIGINT)
             server.communicate(timeout=120)
