@@ -147,3 +147,48 @@ def test_it_serves_the_proxy_on_its_own_loopback_port(tmp_path: Path) -> None:
     finally:
         output = stop(process)
     assert "dgxmm: stopped" in output  # the proxy stopped first, cleanly
+
+
+def _children(pid: int) -> dict[int, str]:
+    """Return the processes whose parent is ``pid``, with their command lines."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue  # it ended while we looked
+        if parent == pid:
+            found[int(entry.name)] = command
+    return found
+
+
+def test_its_page_reader_is_a_child_that_ends_when_it_is_killed(tmp_path: Path) -> None:
+    """The metrics pass's pages are read by a child process: kill -9 of dgxmm leaves none."""
+    process, _ = serve(tmp_path / "data")
+    try:
+        readers = wait_for(
+            lambda: [
+                pid
+                for pid, command in _children(process.pid).items()
+                if "dgxmm.fleet.backends.page_process" in command
+            ],
+            "the page reader",
+            timeout_s=30,
+        )
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+    [reader] = readers
+    # Its stdin closed with its parent: it ends on its own (reaped by init, as an orphan).
+    wait_for(lambda: not Path(f"/proc/{reader}").exists() or _is_zombie(reader),
+             "the page reader to end", timeout_s=30)  # fmt: skip
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True

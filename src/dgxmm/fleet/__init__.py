@@ -27,6 +27,7 @@ from dgxmm.fleet.backends import ExternalBackend as ExternalBackend
 from dgxmm.fleet.backends import Health as Health
 from dgxmm.fleet.backends import HealthCheck as HealthCheck
 from dgxmm.fleet.backends import HttpTimeouts as HttpTimeouts
+from dgxmm.fleet.backends import PageProcess as PageProcess
 from dgxmm.fleet.backends import ProcessBackend as ProcessBackend
 from dgxmm.fleet.backends import ProcessSpec as ProcessSpec
 from dgxmm.fleet.backends import RayBackend as RayBackend
@@ -167,6 +168,7 @@ __all__ = [
     "MetricsSample",
     "NvmlReader",
     "NvmlReading",
+    "PageProcess",
     "Placement",
     "Plan",
     "ProcessBackend",

@@ -20,6 +20,7 @@ from sqlalchemy import Connection, delete
 from dgxmm.clock import Clock
 from dgxmm.errors import DgxmmError
 from dgxmm.fleet.activity import RequestActivity
+from dgxmm.fleet.backends.pages import Pages
 from dgxmm.fleet.backends.protocol import BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployer import Deployer
@@ -72,6 +73,7 @@ class Fleet:
         telemetry: Telemetry = NO_TELEMETRY,
         ray_clusters: Iterable[RayCluster] = (),
         gauge_reader: GaugeReader = read_gauges,
+        pages: Pages | None = None,
     ) -> None:
         self.store = store
         self.telemetry = telemetry  # told what the fleet and the decider above it did
@@ -101,6 +103,7 @@ class Fleet:
             timeouts=http_timeouts or HttpTimeouts(),
             stop_grace_s=stop_grace_s,
             ray_clusters=ray_clusters,
+            pages=pages,
         )
         self.metrics = Metrics(
             engine,

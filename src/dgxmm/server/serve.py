@@ -5,7 +5,7 @@ on its own thread, before the app listens; it stops first.
 
 Ctrl-C (SIGINT) or SIGTERM stops uvicorn; then the host stops ticking, gives up the runs
 under way with a reason, the fleet closes its connections (model servers keep running; the
-demo's stand-ins are stopped), and the store flushes its statistics and closes.
+demo's stand-ins are stopped) and its page reader, and the store flushes its statistics and closes.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy, InvalidInput
-from dgxmm.fleet import Demo, Fleet, discover_inventory, prepare_demo_gpus
+from dgxmm.fleet import Demo, Fleet, PageProcess, discover_inventory, prepare_demo_gpus
 from dgxmm.fleet.demo.demo import DEMO_RAY_NODES
 from dgxmm.fleet.demo.local_cluster import LocalCluster
 from dgxmm.fleet.placement.cluster import ray_missing
@@ -192,7 +192,11 @@ def _serve(
     say: Callable[[str], None],
 ) -> None:
     metrics = ServerMetrics()  # the fleet, the schedule runner and the host count into it
-    fleet = Fleet(store, inventory=discover_inventory(data_dir), telemetry=metrics)
+    # The servers' /metrics and /health, read for every pass, by a child process: their
+    # HTTP and parsing would otherwise hold the API's requests behind the GIL during a pass.
+    pages = PageProcess()
+    pages.start()
+    fleet = Fleet(store, inventory=discover_inventory(data_dir), telemetry=metrics, pages=pages)
     schedules = ScheduleService(store, fleet)
     proposals = ProposalService(
         store, fleet, schedules, backtest=proposal_backtester(fleet, schedules)
@@ -311,6 +315,7 @@ def _serve(
         alerts.stop()  # a send under way ends within its timeout
         schedules.close()  # scheduled actions under way finish on their threads
         fleet.close()
+        pages.close()
         try:
             store.close()
         except Busy as error:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
 
 import httpx
 import pytest
@@ -11,13 +14,24 @@ from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
-from dgxmm.fleet import Fleet, HttpTimeouts
+from dgxmm.fleet import Fleet, HttpTimeouts, PageProcess
 from dgxmm.fleet.deployments.tables import metric_rollups
 from dgxmm.fleet.metrics import metrics as metrics_module
 from dgxmm.fleet.metrics.rollups import RETENTION_SETTING
 from dgxmm.store import writing
 
 MINUTE = 60_000_000
+
+
+@pytest.fixture(params=["inline", "process"])
+def pages(request: pytest.FixtureRequest) -> Iterator[PageProcess | None]:
+    """Who reads the pages of a pass: the pass's own threads, or a child (as ``serve``'s)."""
+    if request.param == "inline":
+        yield None
+        return
+    reader = PageProcess()
+    yield reader
+    reader.close()
 
 
 def chat(url: str, n: int) -> None:
@@ -30,8 +44,9 @@ def chat(url: str, n: int) -> None:
 
 
 def test_it_rolls_up_the_requests_completed_since_the_last_sample(
-    fleet: Fleet, clock: ManualClock
+    make_fleet: Callable[..., Fleet], clock: ManualClock, pages: PageProcess | None
 ) -> None:
+    fleet = make_fleet(pages=pages)
     created = fleet.deployments.create(actor="user:a", **standin("llama", "--latency", "50"))
     fleet.deployer.start(created.id, actor="user:a")
     clock.set(at("2026-06-01T10:00:05+00:00"))
@@ -123,9 +138,11 @@ def test_the_fleet_gives_the_host_its_two_system_jobs(fleet: Fleet) -> None:
 
 
 def test_it_samples_the_others_while_one_target_hangs(
-    make_fleet: Callable[..., Fleet], clock: ManualClock
+    make_fleet: Callable[..., Fleet], clock: ManualClock, pages: PageProcess | None
 ) -> None:
-    fleet = make_fleet(http_timeouts=HttpTimeouts(connect_s=2.0, probe_s=5.0, metrics_s=1.0))
+    fleet = make_fleet(
+        http_timeouts=HttpTimeouts(connect_s=2.0, probe_s=5.0, metrics_s=1.0), pages=pages
+    )
     hung = fleet.deployments.create(
         actor="user:a", **standin("hung", "--silent-metrics", awake=20.0)
     )
@@ -147,13 +164,18 @@ def test_it_samples_the_others_while_one_target_hangs(
 
 
 def test_hung_servers_beyond_the_moving_scrapes_hold_up_no_healthy_one(
-    make_fleet: Callable[..., Fleet], clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+    make_fleet: Callable[..., Fleet],
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    pages: PageProcess | None,
 ) -> None:
     # One scrape moving at a time: each hung server is found stuck and a thread starts in its
     # place. Without that, the healthy servers queued behind four hung ones (1 s each) would
     # still wait at the pass's 3 s deadline and count as unreadable.
     monkeypatch.setattr(metrics_module, "MOVING_SCRAPES", 1)
-    fleet = make_fleet(http_timeouts=HttpTimeouts(connect_s=2.0, probe_s=5.0, metrics_s=1.0))
+    fleet = make_fleet(
+        http_timeouts=HttpTimeouts(connect_s=2.0, probe_s=5.0, metrics_s=1.0), pages=pages
+    )
     hung = [
         fleet.deployments.create(
             actor="user:a", **standin(f"hung{n}", "--silent-metrics", awake=10.0)
@@ -171,3 +193,39 @@ def test_hung_servers_beyond_the_moving_scrapes_hold_up_no_healthy_one(
     minute = at("2026-06-01T10:00:00+00:00")
     for sampled in fine:
         assert [r.samples for r in fleet.metrics.rollups(sampled.id, minute, 2**62)] == [1]
+
+
+def test_a_pass_with_a_page_process_reads_no_page_in_this_interpreter(
+    make_fleet: Callable[..., Fleet], clock: ManualClock, pages: PageProcess | None
+) -> None:
+    """The pass's HTTP and parsing run in the child: no request sent, no page parsed here.
+
+    Counted, not timed: the calls on any of this process's threads during the pass. Inline,
+    each server costs one of each; that work held the API's requests behind the GIL.
+    """
+    fleet = make_fleet(pages=pages)
+    created = [
+        fleet.deployments.create(actor="user:a", **standin(f"m{n}", awake=10.0)) for n in range(2)
+    ]
+    for deployment in created:
+        fleet.deployer.start(deployment.id, actor="user:a")
+    calls: list[str] = []
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        code = frame.f_code
+        if event == "call" and (
+            code.co_name == "parse_exposition"
+            or (code.co_name == "send" and code.co_filename.endswith("httpx/_client.py"))
+        ):
+            calls.append(code.co_name)
+
+    clock.set(at("2026-06-01T10:00:05+00:00"))
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        assert fleet.metrics.rollup_all() == "2 sampled"
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    expected = [] if pages is not None else ["parse_exposition", "send"] * 2
+    assert sorted(calls) == sorted(expected)

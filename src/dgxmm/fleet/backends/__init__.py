@@ -5,11 +5,18 @@
 - ``process`` / ``external``: a server dgxmm launches and owns, or one already running.
 - ``ray`` / ``ray_actor``: a server a named Ray actor launches on a node of a cluster.
 - ``client``: vLLM's HTTP surface, through httpx; ``pidfile``: finding our processes again.
+- ``pages`` / ``page_process``: the pages every metrics pass reads (``/metrics``, ``/health``),
+  read in the calling thread or by a child process.
 """
 
 from dgxmm.fleet.backends.client import ModelServerClient as ModelServerClient
 from dgxmm.fleet.backends.external import ExternalBackend as ExternalBackend
 from dgxmm.fleet.backends.external import check_base_url as check_base_url
+from dgxmm.fleet.backends.page_process import PageProcess as PageProcess
+from dgxmm.fleet.backends.pages import InlinePages as InlinePages
+from dgxmm.fleet.backends.pages import Page as Page
+from dgxmm.fleet.backends.pages import PageRequest as PageRequest
+from dgxmm.fleet.backends.pages import Pages as Pages
 from dgxmm.fleet.backends.pidfile import PidRecord as PidRecord
 from dgxmm.fleet.backends.pidfile import read_pid_file as read_pid_file
 from dgxmm.fleet.backends.process import PORT_PLACEHOLDER as PORT_PLACEHOLDER
@@ -38,7 +45,12 @@ __all__ = [
     "Health",
     "HealthCheck",
     "HttpTimeouts",
+    "InlinePages",
     "ModelServerClient",
+    "Page",
+    "PageProcess",
+    "PageRequest",
+    "Pages",
     "PidRecord",
     "ProcessBackend",
     "ProcessSpec",

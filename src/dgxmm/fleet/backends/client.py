@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, InvalidInput, ServerGone, TimedOut
+from dgxmm.fleet.backends.pages import (
+    Failure,
+    InlinePages,
+    Page,
+    PageRequest,
+    Pages,
+    describe,
+    excerpt,
+    tls_context,
+)
 from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts
 from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, sample_from_text
 
@@ -65,8 +75,10 @@ class ModelServerClient:
         server: str,
         timeouts: HttpTimeouts,
         transport: httpx.BaseTransport | None = None,
+        pages: Pages | None = None,
     ) -> None:
         self._server = server
+        self._base_url = base_url.rstrip("/")
         self._timeouts = timeouts
         # trust_env=False: a model server is addressed directly; a proxy picked up from the
         # environment would turn "connection refused" into a proxy's 502.
@@ -76,19 +88,22 @@ class ModelServerClient:
             trust_env=False,
             follow_redirects=False,
             timeout=self._timeout(timeouts.probe_s),
+            verify=tls_context(),
         )
+        # GET /health and GET /metrics, the pages every metrics pass reads of every server:
+        # in this thread by default, or by the fleet's page reader (pages.py says why).
+        self._pages = pages or InlinePages(self._client)
 
     def check_health(self) -> HealthCheck:
         """Ask ``GET /health``; report what was seen, never raise for a server that is down."""
         timeout = self._timeouts.probe_s
-        try:
-            response = self._client.get("/health", timeout=self._timeout(timeout))
-        except httpx.TimeoutException:
+        page = self._read("/health", timeout, metrics=False)
+        if page.failure is Failure.TIMEOUT:
             return HealthCheck(health=Health.UNREACHABLE, detail=f"no answer within {timeout:g} s")
-        except httpx.TransportError as err:
-            return HealthCheck(health=Health.UNREACHABLE, detail=_describe(err))
-        status = f"{response.status_code} {response.reason_phrase}".strip()
-        if response.status_code == 200:
+        if page.failure is not None:
+            return HealthCheck(health=Health.UNREACHABLE, detail=page.detail)
+        status = f"{page.status} {page.reason}".strip()
+        if page.status == 200:
             return HealthCheck(health=Health.HEALTHY, detail=status)
         return HealthCheck(health=Health.UNHEALTHY, detail=status)
 
@@ -173,7 +188,7 @@ class ModelServerClient:
         if not isinstance(value, bool):
             raise BackendError(
                 f'{what} on {self._server}: expected {{"is_sleeping": true|false}}, '
-                f"got {_excerpt(response.text)}"
+                f"got {excerpt(response.text)}"
             )
         return value
 
@@ -197,7 +212,7 @@ class ModelServerClient:
         if not isinstance(choices, list) or not choices:
             raise BackendError(
                 f"{what} on {self._server}: expected a chat completion with a choice, "
-                f"got {_excerpt(response.text)}"
+                f"got {excerpt(response.text)}"
             )
 
     def served_models(self) -> list[str]:
@@ -212,7 +227,7 @@ class ModelServerClient:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise BackendError(
                 f"{what} on {self._server}: expected an OpenAI model list, "
-                f"got {_excerpt(response.text)}"
+                f"got {excerpt(response.text)}"
             )
         return names
 
@@ -225,12 +240,32 @@ class ModelServerClient:
 
     def sample(self, clock: Clock) -> MetricsSample:
         """Fetch ``/metrics`` and read it as a sample taken when the page arrived."""
-        text = self.fetch_metrics()
+        what = "metrics (GET /metrics)"
+        timeout = self._timeouts.metrics_s
+        page = self._read("/metrics", timeout, metrics=True)
         taken_at_us = clock.now_us()
-        try:
-            return sample_from_text(text, taken_at_us=taken_at_us)
-        except InvalidInput as err:
-            raise BackendError(f"metrics (GET /metrics) on {self._server}: {err}") from err
+        if page.failure is Failure.CONNECT:
+            raise ServerGone(f"{what} on {self._server}: {page.detail}; the server is gone")
+        if page.failure is Failure.TIMEOUT:
+            raise TimedOut(f"{what} on {self._server}: no answer within {timeout:.3g} s")
+        if page.failure is not None:
+            raise BackendError(f"{what} on {self._server}: {page.detail}")
+        if not page.is_success:
+            raise BackendError(
+                f"{what} on {self._server}: answered {page.status} {page.reason}: {page.excerpt}"
+            )
+        if page.sample is None:
+            raise BackendError(f"{what} on {self._server}: {page.invalid}")
+        return replace(page.sample, taken_at_us=taken_at_us)
+
+    def _read(self, path: str, timeout_s: float, *, metrics: bool) -> Page:
+        request = PageRequest(
+            url=self._base_url + path,
+            connect_s=self._timeouts.connect_s,
+            timeout_s=timeout_s,
+            metrics=metrics,
+        )
+        return self._pages.read(request)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -254,20 +289,20 @@ class ModelServerClient:
             )
         except httpx.ConnectError as err:
             raise ServerGone(
-                f"{what} on {self._server}: {_describe(err)}; the server is gone"
+                f"{what} on {self._server}: {describe(err)}; the server is gone"
             ) from err
         except httpx.TimeoutException as err:
             raise TimedOut(
                 f"{what} on {self._server}: no answer within {limit_s or timeout_s:.3g} s"
             ) from err
         except httpx.TransportError as err:
-            raise BackendError(f"{what} on {self._server}: {_describe(err)}") from err
+            raise BackendError(f"{what} on {self._server}: {describe(err)}") from err
         if response.is_success:
             return response
         hint = _DEV_MODE_HINT if response.status_code == 404 and path != "/metrics" else ""
         raise BackendError(
             f"{what} on {self._server}: answered {response.status_code} "
-            f"{response.reason_phrase}{hint}: {_excerpt(response.text)}"
+            f"{response.reason_phrase}{hint}: {excerpt(response.text)}"
         )
 
     def _timeout(self, seconds: float) -> httpx.Timeout:
@@ -292,17 +327,3 @@ class _Deadline:
 def _within(limit_s: float, timeout_s: float | None) -> float:
     """Return a request's own limit, or less when the action has less left."""
     return limit_s if timeout_s is None else min(limit_s, timeout_s)
-
-
-def _describe(err: httpx.TransportError) -> str:
-    text = str(err) or type(err).__name__
-    if "refused" in text.lower():
-        return "connection refused"
-    return text
-
-
-def _excerpt(text: str) -> str:
-    text = text.strip()
-    if not text:
-        return "(empty body)"
-    return repr(text if len(text) <= 200 else text[:197] + "...")

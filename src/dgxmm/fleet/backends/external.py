@@ -16,6 +16,7 @@ import httpx
 from dgxmm.clock import Clock
 from dgxmm.errors import DefinitionError
 from dgxmm.fleet.backends.client import ModelServerClient
+from dgxmm.fleet.backends.pages import Pages
 from dgxmm.fleet.backends.protocol import BackendKind, HealthCheck, HttpTimeouts, StopOutcome
 from dgxmm.fleet.metrics.sample import MetricsSample
 
@@ -47,6 +48,7 @@ class ExternalBackend:
         timeouts: HttpTimeouts | None = None,
         clock: Clock,
         transport: httpx.BaseTransport | None = None,
+        pages: Pages | None = None,
     ) -> None:
         self.name = name
         self._base_url = check_base_url(base_url)
@@ -56,6 +58,7 @@ class ExternalBackend:
             server=str(self),
             timeouts=timeouts or HttpTimeouts(),
             transport=transport,
+            pages=pages,
         )
 
     def __str__(self) -> str:

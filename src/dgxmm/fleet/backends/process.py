@@ -25,6 +25,7 @@ import httpx
 from dgxmm.clock import Clock, from_us
 from dgxmm.errors import BackendError, Conflict, DefinitionError, ServerGone
 from dgxmm.fleet.backends.client import ModelServerClient
+from dgxmm.fleet.backends.pages import Pages
 from dgxmm.fleet.backends.pidfile import (
     PidRecord,
     boot_id,
@@ -100,6 +101,7 @@ class ProcessBackend:
         stop_grace_s: float = 30.0,
         clock: Clock,
         transport: httpx.BaseTransport | None = None,
+        pages: Pages | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
@@ -111,6 +113,7 @@ class ProcessBackend:
             server=str(self),
             timeouts=timeouts or HttpTimeouts(),
             transport=transport,
+            pages=pages,
         )
         self._lock = threading.RLock()
         self._record: PidRecord | None = None

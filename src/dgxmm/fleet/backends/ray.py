@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, Conflict, DefinitionError, ServerGone
 from dgxmm.fleet.backends.client import ModelServerClient
+from dgxmm.fleet.backends.pages import Pages
 from dgxmm.fleet.backends.protocol import (
     BackendKind,
     Health,
@@ -81,6 +82,7 @@ class RayBackend:
         timeouts: HttpTimeouts | None = None,
         stop_grace_s: float = 30.0,
         clock: Clock,
+        pages: Pages | None = None,
     ) -> None:
         self.name = name
         self.actor = actor
@@ -89,6 +91,7 @@ class RayBackend:
         self._cluster = cluster
         self._timeouts = timeouts or HttpTimeouts()
         self._clock = clock
+        self._pages = pages
         self._handle: Any = None
         self._info: dict[str, Any] | None = None
         self._client: ModelServerClient | None = None
@@ -267,7 +270,7 @@ class RayBackend:
         if self._client is not None:
             self._client.close()
         self._client = ModelServerClient(
-            str(info["url"]), server=str(self), timeouts=self._timeouts
+            str(info["url"]), server=str(self), timeouts=self._timeouts, pages=self._pages
         )
 
     def _forget(self) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dgxmm.clock import Clock
 from dgxmm.fleet.backends.external import ExternalBackend
+from dgxmm.fleet.backends.pages import Pages
 from dgxmm.fleet.backends.process import ProcessBackend, ProcessSpec
 from dgxmm.fleet.backends.protocol import Backend, BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.ray import RayBackend, RaySpec, actor_name
@@ -44,8 +45,10 @@ class Backends:
         timeouts: HttpTimeouts,
         stop_grace_s: float = 30.0,
         ray_clusters: Iterable[RayCluster] = (),
+        pages: Pages | None = None,
     ) -> None:
         self._data_dir = data_dir
+        self._pages = pages  # who reads /metrics and /health (None: each client, inline)
         # Two dgxmm on one Ray cluster must not take each other's actors.
         self._instance = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:10]
         self._clusters = {cluster.address: cluster for cluster in ray_clusters}
@@ -135,6 +138,7 @@ class Backends:
                 base_url=deployment.base_url,
                 timeouts=self._timeouts,
                 clock=self._clock,
+                pages=self._pages,
             )
         assert deployment.command is not None
         if deployment.backend is BackendKind.RAY:
@@ -154,6 +158,7 @@ class Backends:
                 timeouts=self._timeouts,
                 stop_grace_s=self._stop_grace_s,
                 clock=self._clock,
+                pages=self._pages,
             )
         assert deployment.port is not None
         environment = dict(deployment.environment)
@@ -167,6 +172,7 @@ class Backends:
             timeouts=self._timeouts,
             stop_grace_s=self._stop_grace_s,
             clock=self._clock,
+            pages=self._pages,
         )
 
 
