@@ -8,13 +8,16 @@ ends with its parent's pipe, a child that died is replaced, and a hung page hold
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
@@ -223,3 +226,20 @@ def test_the_child_ends_when_its_reader_closes(server: str) -> None:
     assert child.returncode == 0  # it ended on its own: its stdin closed
     closed = reader.read(ask(f"{server}/ok/health", metrics=False))
     assert closed == Page(failure=Failure.TRANSPORT, detail="the page reader is closed")
+
+
+def test_a_line_that_is_no_answer_is_passed_over(
+    server: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A child that prints something else on its stdout (a library's print) still answers."""
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho "hello from a library"\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    reader = PageProcess(python=str(python))
+    try:
+        with caplog.at_level(logging.WARNING, logger="dgxmm.fleet.backends.page_process"):
+            assert reader.read(ask(f"{server}/ok/metrics")).status == 200
+        assert "no answer" in caplog.text
+        assert "hello from a library" in caplog.text
+    finally:
+        reader.close()

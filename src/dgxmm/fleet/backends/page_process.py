@@ -130,11 +130,16 @@ class PageProcess:
         """Hand each answer to the thread waiting for it, until the child's stdout ends."""
         assert child.stdout is not None
         for line in child.stdout:
-            found = json.loads(line)
+            try:
+                found = json.loads(line)
+                number, page = found["id"], Page.from_json(found["page"])
+            except (ValueError, KeyError, TypeError) as error:  # not an answer: say, go on
+                log.warning("the page reader wrote a line that is no answer (%s): %r", error, line)
+                continue
             with self._lock:
-                waiting = self._waiting.pop(found["id"], None)
+                waiting = self._waiting.pop(number, None)
             if waiting is not None:  # else its reader gave up waiting
-                waiting[1].set_result(Page.from_json(found["page"]))
+                waiting[1].set_result(page)
         child.wait()
         with self._lock:
             for pipe in (child.stdout, child.stdin):
