@@ -42,6 +42,7 @@ from dgxmm.server.app import (
     create_app,
 )
 from dgxmm.server.auth import Tokens
+from dgxmm.server.heap import Heap
 from dgxmm.server.host import Host
 from dgxmm.server.lease import second_server
 from dgxmm.server.redaction import public_text
@@ -268,6 +269,10 @@ def _serve(
     )
     if demo is not None:
         demo.start()
+    # Everything is loaded: what lives now is frozen, so that no full collection walks it
+    # again (server/heap.py: they paused every request for hundreds of ms).
+    heap = Heap()
+    heap.start()
     url = local_url(options.host, options.port)
     announced: list[bytes] = []
 
@@ -316,6 +321,7 @@ def _serve(
         schedules.close()  # scheduled actions under way finish on their threads
         fleet.close()
         pages.close()
+        heap.stop()
         try:
             store.close()
         except Busy as error:
