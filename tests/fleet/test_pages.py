@@ -218,12 +218,17 @@ def test_a_child_that_died_is_replaced_and_what_it_held_fails(server: str) -> No
 
 
 def test_the_child_ends_when_its_reader_closes(server: str) -> None:
+    """At once, though a page it reads hangs: nobody waits for that page any more."""
     reader = PageProcess()
     assert reader.read(ask(f"{server}/ok/health", metrics=False)).status == 200
     child = reader._child
     assert child is not None
-    reader.close()
-    assert child.returncode == 0  # it ended on its own: its stdin closed
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        held = pool.submit(reader.read, ask(f"{server}/hang/metrics", timeout_s=20.0))
+        time.sleep(0.5)  # the page is asked of the child
+        reader.close()
+        assert child.returncode == 0  # it ended on its own, not killed: its stdin closed
+        assert held.result(timeout=10).failure is Failure.TRANSPORT
     closed = reader.read(ask(f"{server}/ok/health", metrics=False))
     assert closed == Page(failure=Failure.TRANSPORT, detail="the page reader is closed")
 

@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -212,4 +213,9 @@ def main() -> None:
     with contextlib.suppress(KeyboardInterrupt):
         for line in sys.stdin.buffer:
             reader.ask(json.loads(line))
+    # Nobody waits for the pages still being read: end now, not when their timeouts pass
+    # (an interpreter's exit would join the pool's threads).
     reader.close()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    os._exit(0)
