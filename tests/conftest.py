@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from pg_cluster import PgCluster, find_pg_bin
-from support import StandinProcess, need
+from support import StandinProcess, copy_migrated, migrate_template, need, new_store_id
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +42,42 @@ def pg_url(pg_cluster: PgCluster) -> Iterator[str]:
         yield pg_cluster.url(name)
     finally:
         pg_cluster.drop_database(name)
+
+
+@pytest.fixture
+def pg_store_url(pg_cluster: PgCluster, pg_template: str) -> Iterator[str]:
+    """The URL of a fresh database, migrated: a copy of ``pg_template`` with its own store id.
+
+    What ``Store.open`` makes of an empty database, without running every migration again."""
+    name = pg_cluster.create_database(template=pg_template)
+    try:
+        with pg_cluster.connect(name) as conn:
+            conn.execute("UPDATE store_state SET store_id = %s", (new_store_id(),))
+        yield pg_cluster.url(name)
+    finally:
+        pg_cluster.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A database of the session's cluster, migrated once, that ``pg_store_url`` copies."""
+    name = pg_cluster.create_database()
+    migrate_template(pg_cluster.url(name), tmp_path_factory.mktemp("pg-template"))
+    return name
+
+
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database migrated once per session (per xdist worker), for ``fresh_db``."""
+    path = tmp_path_factory.mktemp("migrated") / "template.db"
+    migrate_template(path)
+    return path
+
+
+@pytest.fixture
+def fresh_db(tmp_path: Path, migrated_template: Path) -> Path:
+    """``tmp_path / "dgxmm.db"``: a new SQLite database, migrated (a copy of the template)."""
+    return copy_migrated(migrated_template, tmp_path / "dgxmm.db")
 
 
 @pytest.fixture

@@ -108,11 +108,12 @@ class PgCluster:
             host=str(self.socket_dir), user=self.user, dbname=database, autocommit=True
         )
 
-    def create_database(self) -> str:
-        """Create a fresh, empty database and return its name."""
+    def create_database(self, template: str | None = None) -> str:
+        """Create a fresh database (empty, or a copy of ``template``) and return its name."""
         name = f"t_{uuid.uuid4().hex[:16]}"
+        copied = f' TEMPLATE "{template}"' if template else ""
         with self.connect() as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copied}')
         return name
 
     def drop_database(self, name: str) -> None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -23,6 +26,8 @@ import pytest
 
 from dgxmm.clock import to_us
 from dgxmm.fleet.metrics.prometheus import parse_exposition
+from dgxmm.store.files import DIR_MODE, FILE_MODE
+from dgxmm.store.opening import open_database
 
 IN_CI = os.environ.get("CI") == "true"
 
@@ -162,6 +167,33 @@ def standin_keys(
         "startup_timeout_s": timeout,
         **more,
     }
+
+
+def migrate_template(target: str | Path, data_dir: Path | None = None) -> None:
+    """Migrate a new database (a SQLite path, a PostgreSQL URL) as ``Store.open`` would."""
+    open_database(target, data_dir).dispose()
+
+
+def new_store_id() -> str:
+    """Return a store id as the first migration draws one, for a copy of a template."""
+    return uuid.uuid4().hex
+
+
+def copy_migrated(template: Path, path: Path) -> Path:
+    """Copy a template of ``migrate_template`` to ``path``, a new database of its own.
+
+    What ``Store.open`` makes of a new file, without running every migration again (a quarter
+    of a second each time): the copy gets its own ``store_id``, as a fresh migration draws
+    one, and the store's own modes. The template's dirty-page log is not copied: a new file
+    has none."""
+    path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    assert not path.exists(), f"{path} exists: a copy is only for a new database"
+    shutil.copyfile(template, path)
+    path.chmod(FILE_MODE)
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE store_state SET store_id = ?", (new_store_id(),))
+    connection.close()
+    return path
 
 
 T = TypeVar("T")

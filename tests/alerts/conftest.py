@@ -28,8 +28,8 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def store(tmp_path: Path, clock: ManualClock) -> Iterator[Store]:
-    opened = Store.open(tmp_path / "dgxmm.db", clock=clock)
+def store(fresh_db: Path, clock: ManualClock) -> Iterator[Store]:
+    opened = Store.open(fresh_db, clock=clock)
     yield opened
     try:
         opened.close()

@@ -24,8 +24,8 @@ from dgxmm.store import Store
 
 
 @pytest.fixture
-def live_store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(tmp_path / "dgxmm.db")
+def live_store(fresh_db: Path) -> Iterator[Store]:
+    opened = Store.open(fresh_db)
     yield opened
     try:
         opened.close()

@@ -32,8 +32,8 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
-    store = Store.open(tmp_path / "dgxmm.db")
+def live(fresh_db: Path) -> Iterator[Live]:
+    store = Store.open(fresh_db)
     tokens = Tokens(store.engine, store.clock)
     token = tokens.create(Role.ADMIN, "alice")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2)

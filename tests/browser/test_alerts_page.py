@@ -27,8 +27,8 @@ class LiveAlerts:
 
 
 @pytest.fixture
-def live_alerts(tmp_path: Path) -> Iterator[LiveAlerts]:
-    store = Store.open(tmp_path / "dgxmm.db")
+def live_alerts(fresh_db: Path) -> Iterator[LiveAlerts]:
+    store = Store.open(fresh_db)
     fleet = Fleet(store, inventory=GpuInventory(gpus=(), source=InventorySource.CONFIGURATION))
     alerts = Alerts(store, fleet, key=KEY, policy=SendPolicy(timeout_s=2.0), poll_seconds=0.05)
     tokens = Tokens(store.engine, store.clock)

@@ -28,8 +28,8 @@ class LiveFleet:
 
 
 @pytest.fixture
-def live_fleet(tmp_path: Path) -> Iterator[LiveFleet]:
-    store = Store.open(tmp_path / "dgxmm.db")
+def live_fleet(fresh_db: Path) -> Iterator[LiveFleet]:
+    store = Store.open(fresh_db)
     inventory = GpuInventory(
         gpus=(Gpu(index=0, name="H100", memory_gib=80.0),),
         source=InventorySource.CONFIGURATION,

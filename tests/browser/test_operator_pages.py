@@ -16,9 +16,9 @@ from dgxmm.store import Store
 
 
 @pytest.fixture
-def leased(tmp_path: Path) -> Iterator[Live]:
+def leased(fresh_db: Path) -> Iterator[Live]:
     """A server as ``dgxmm serve`` runs one: its host takes the store's ticker lease."""
-    store = Store.open(tmp_path / "dgxmm.db")
+    store = Store.open(fresh_db)
     tokens = Tokens(store.engine, store.clock)
     token = tokens.create(Role.ADMIN, "alice")
     host = Host(store, time_zone="Europe/Berlin", tick_seconds=0.2, lease=True)

@@ -20,8 +20,8 @@ from dgxmm.store import Store
 
 
 @pytest.fixture
-def site(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    store = Store.open(tmp_path / "dgxmm.db")
+def site(fresh_db: Path) -> Iterator[dict[str, Any]]:
+    store = Store.open(fresh_db)
     inventory = GpuInventory(gpus=(Gpu(index=0, name="H100", memory_gib=80.0),),
                              source=InventorySource.CONFIGURATION)  # fmt: skip
     fleet = Fleet(store, inventory=inventory)

@@ -78,9 +78,9 @@ def _backtest(proposal: Proposal) -> dict[str, Any]:
 
 
 @pytest.fixture
-def live_traffic(tmp_path: Path) -> Iterator[LiveTraffic]:
+def live_traffic(fresh_db: Path) -> Iterator[LiveTraffic]:
     clock = ManualClock(at(NOW))
-    store = Store.open(tmp_path / "dgxmm.db", clock=clock)
+    store = Store.open(fresh_db, clock=clock)
     fleet = Fleet(
         store,
         inventory=GpuInventory(

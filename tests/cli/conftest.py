@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from cli.clikit import Live
-from support import serving
+from support import copy_migrated, serving
 
 from dgxmm.alerts import Alerts, SendPolicy
 from dgxmm.decider.proposals.service import ProposalService
@@ -28,10 +28,10 @@ from dgxmm.store import Store
 
 
 @pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
+def live(tmp_path: Path, migrated_template: Path) -> Iterator[Live]:
     data = tmp_path / "data"
     data.mkdir()
-    store = Store.open(data / "dgxmm.db", data_dir=data)
+    store = Store.open(copy_migrated(migrated_template, data / "dgxmm.db"), data_dir=data)
     with store.engine.begin() as connection:
         connection.exec_driver_sql("CREATE TABLE notes (id INTEGER PRIMARY KEY, label TEXT)")
     inventory = GpuInventory(

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import at
+from support import at, copy_migrated
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.profiles import ProfileService
@@ -30,10 +30,13 @@ PROFILE_NOW = "2026-06-01T00:00:00+00:00"  # a Monday
     ]
 )
 def profile_target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the test's store lives: a SQLite file, or a fresh PostgreSQL database."""
+    """Where the test's store lives: a new SQLite file, or a fresh PostgreSQL database.
+
+    Either is migrated already: a copy of the session's template (``tests/conftest.py``)."""
     if request.param == "sqlite":
-        return str(tmp_path / "data" / "store.db")
-    url: str = request.getfixturevalue("pg_url")
+        template: Path = request.getfixturevalue("migrated_template")
+        return str(copy_migrated(template, tmp_path / "data" / "store.db"))
+    url: str = request.getfixturevalue("pg_store_url")
     return url
 
 

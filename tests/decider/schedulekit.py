@@ -29,10 +29,11 @@ START = "2026-06-03T12:00:00+02:00"
 class Kit:
     """One test's store, fleet and schedule service, and helpers to drive them."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, db: Path | None = None) -> None:
+        """Open the store at ``db`` (the ``fresh_db`` fixture's), else a new file in tmp_path."""
         self.tmp_path = tmp_path
         self.clock = ManualClock(at(START))
-        self.store = Store.open(tmp_path / "dgxmm.db", clock=self.clock)
+        self.store = Store.open(db or tmp_path / "dgxmm.db", clock=self.clock)
         self.inventory = GpuInventory(
             gpus=(Gpu(index=0, name="H100", memory_gib=80.0),),
             source=InventorySource.CONFIGURATION,
@@ -101,7 +102,7 @@ class Kit:
 
 
 @pytest.fixture
-def kit(tmp_path: Path) -> Iterator[Kit]:
-    made = Kit(tmp_path)
+def kit(tmp_path: Path, fresh_db: Path) -> Iterator[Kit]:
+    made = Kit(tmp_path, fresh_db)
     yield made
     made.close()

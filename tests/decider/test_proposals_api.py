@@ -35,9 +35,9 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
+def env(fresh_db: Path) -> Iterator[Env]:
     clock = ManualClock(at("2026-06-01T00:00:00+00:00"))
-    store = Store.open(tmp_path / "dgxmm.db", clock=clock)
+    store = Store.open(fresh_db, clock=clock)
     fleet = Fleet(
         store,
         inventory=GpuInventory(

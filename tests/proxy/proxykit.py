@@ -63,8 +63,8 @@ def one_reply(sock: socket.socket) -> bytes:
 class ProxyKit(Kit):
     """A kit whose fleet is fronted by a proxy at ``url``."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        super().__init__(tmp_path)
+    def __init__(self, tmp_path: Path, db: Path | None = None) -> None:
+        super().__init__(tmp_path, db)
         self.proxy = ProxyApp(self.fleet, refresh_s=0.2)
         self.proxy_url = ""
 
@@ -130,8 +130,8 @@ class ProxyKit(Kit):
 
 
 @pytest.fixture
-def proxied(tmp_path: Path) -> Iterator[ProxyKit]:
-    made = ProxyKit(tmp_path)
+def proxied(tmp_path: Path, fresh_db: Path) -> Iterator[ProxyKit]:
+    made = ProxyKit(tmp_path, fresh_db)
     try:
         # As ProxyServer serves it: the peer's address is the socket's (forwarded headers are
         # the proxy's to pass on, not uvicorn's to believe).

@@ -42,8 +42,8 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def store(tmp_path: Path, clock: ManualClock) -> Iterator[Store]:
-    opened = Store.open(tmp_path / "dgxmm.db", clock=clock)
+def store(fresh_db: Path, clock: ManualClock) -> Iterator[Store]:
+    opened = Store.open(fresh_db, clock=clock)
     with opened.engine.begin() as connection:
         connection.exec_driver_sql(
             "CREATE TABLE notes (id INTEGER PRIMARY KEY, label TEXT NOT NULL)"

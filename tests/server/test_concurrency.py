@@ -30,8 +30,8 @@ def ten_seconds(context: RunContext) -> str:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, str, Host]]:
-    store = Store.open(tmp_path / "dgxmm.db")
+def served(fresh_db: Path) -> Iterator[tuple[str, str, Host]]:
+    store = Store.open(fresh_db)
     tokens = Tokens(store.engine, store.clock)
     token = tokens.create(Role.ADMIN, "load")
     for i in range(50):

@@ -21,8 +21,8 @@ from dgxmm.store import Store
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(tmp_path / "dgxmm.db", data_dir=tmp_path)
+def store(tmp_path: Path, fresh_db: Path) -> Iterator[Store]:
+    opened = Store.open(fresh_db, data_dir=tmp_path)
     yield opened
     opened.close()
 

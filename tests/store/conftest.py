@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pg_cluster import PgCluster
 from store.storekit import Place
-from support import at
+from support import at, copy_migrated
 
 from dgxmm.clock import ManualClock
 from dgxmm.store import Store
@@ -22,11 +22,19 @@ from dgxmm.store import Store
     ]
 )
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    """Where the test's store lives: a SQLite file, or a fresh PostgreSQL database."""
+    """Where the test's store lives: a SQLite file, or a fresh PostgreSQL database.
+
+    For a test that takes ``store``, a new database migrated already (a copy of the session's
+    template: what ``Store.open`` makes of a new one); for the others, no file yet or an empty
+    database, which the test opens itself."""
     data_dir = tmp_path / "data"
+    migrated = "store" in request.fixturenames
     if request.param == "sqlite":
-        return Place(target=str(data_dir / "store.db"), data_dir=data_dir, dialect="sqlite")
-    url = request.getfixturevalue("pg_url")
+        target = data_dir / "store.db"
+        if migrated:
+            copy_migrated(request.getfixturevalue("migrated_template"), target)
+        return Place(target=str(target), data_dir=data_dir, dialect="sqlite")
+    url = request.getfixturevalue("pg_store_url" if migrated else "pg_url")
     return Place(target=url, data_dir=data_dir, dialect="postgresql")
 
 

@@ -50,8 +50,8 @@ def ray_cluster(local_ray: LocalCluster) -> RayCluster:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store.open(tmp_path / "dgxmm.db", clock=ManualClock(at("2026-06-01T10:00:30+00:00")))
+def store(fresh_db: Path) -> Iterator[Store]:
+    opened = Store.open(fresh_db, clock=ManualClock(at("2026-06-01T10:00:30+00:00")))
     yield opened
     try:
         opened.close()
