@@ -248,3 +248,10 @@ def test_a_line_that_is_no_answer_is_passed_over(
         assert "hello from a library" in caplog.text
     finally:
         reader.close()
+
+
+def test_a_page_the_child_cannot_even_ask_is_answered_at_once(process: PageProcess) -> None:
+    """An error httpx raises before any request (not a transport error) is still an answer."""
+    page = process.read(ask("http://[::1/metrics", timeout_s=20.0))
+    assert page.failure is Failure.TRANSPORT
+    assert page.detail.startswith("InvalidURL:")

@@ -173,8 +173,7 @@ class _Reader:
         self._clients: dict[str, InlinePages] = {}
         self._clients_lock = threading.Lock()
         # One client per server, as in the parent (each ModelServerClient has its own): one
-        # client for all of them keeps every server's connection in one pool, which httpx
-        # searches at every request.
+        # for all would share httpx's bound of 100 connections a client among every server.
         self._pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="page")
 
     def ask(self, asked: dict[str, Any]) -> None:
@@ -190,7 +189,10 @@ class _Reader:
             timeout_s=asked["timeout_s"],
             metrics=asked["metrics"],
         )
-        page = self._pages_of(request.url).read(request)
+        try:
+            page = self._pages_of(request.url).read(request)
+        except Exception as error:  # an answer is owed: the parent waits for it
+            page = Page(failure=Failure.TRANSPORT, detail=f"{type(error).__name__}: {error}")
         line = json.dumps({"id": asked["id"], "page": page.to_json()}).encode() + b"\n"
         with self._out_lock, contextlib.suppress(OSError, ValueError):  # the parent left
             self._out.write(line)
