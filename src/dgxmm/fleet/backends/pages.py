@@ -7,7 +7,7 @@ health checks, whoever read it. Two read them:
 
 - ``InlinePages``, in the calling thread, through the client's own httpx client (where
   tests give a mock transport); every ``Fleet`` by default;
-- ``PageProcess`` (``page_process.py``), in a child process of its own, on one event loop;
+- ``PageProcess`` (``page_process.py``), in a child process of its own, on its threads;
   ``dgxmm serve``'s fleet. A pass reads a thousand pages a minute: in the serving
   interpreter, that HTTP and parsing held every request of the API behind the GIL for the
   length of the pass (issue 28: ``GET /api/changes`` answered in 4 ms at the median and
