@@ -7,6 +7,8 @@ Counted, not timed: which objects a full collection would walk (those in a gener
 from __future__ import annotations
 
 import gc
+import threading
+import time
 import weakref
 from collections.abc import Iterator
 
@@ -66,3 +68,36 @@ def test_a_frozen_cycle_that_became_garbage_is_freed_once_the_heap_grew(heap: He
     wait_for(lambda: heap.refreshes > refreshes, "a refresh")
     assert gone() is None
     assert not walked(grown)
+
+
+class _SlowToGo:
+    """Garbage whose finalizer keeps the collector busy (marked collecting) for half a second."""
+
+    def __init__(self, inside: threading.Event) -> None:
+        self.inside = inside
+        self.me = self  # a cycle: only a collection frees it
+
+    def __del__(self) -> None:
+        self.inside.set()
+        time.sleep(0.5)
+
+
+def test_a_refresh_asked_while_another_collection_runs_still_collects(heap: Heap) -> None:
+    """A collection asked while another thread's runs does nothing, and says nothing of it."""
+    first, second = _Node(), _Node()
+    first.other, second.other = second, first
+    gone = weakref.ref(first)
+    heap.start()
+    del first, second  # a frozen cycle, garbage now
+    inside = threading.Event()
+    _SlowToGo(inside)
+
+    def refresh() -> None:
+        assert inside.wait(10)
+        heap._refresh()  # as the heap's thread would, had a full collection just ended
+
+    refresher = threading.Thread(target=refresh)
+    refresher.start()
+    gc.collect()  # finds the slow one: its finalizer runs while the refresh asks for its own
+    refresher.join()
+    assert gone() is None

@@ -16,7 +16,10 @@ freezes what is left: one long pause each time the heap doubles, and leaked cycl
 hold more than the live heap itself.
 
 The work is done on a thread of its own, woken by the collector's callback: a collection
-asked from inside a callback does nothing (the collector is still marked as collecting).
+asked from inside a callback does nothing (the collector is still marked as collecting). So
+does one asked while another thread's collection is under way, and says nothing of it: a
+refresh knows its collection ran when the callback hears it end on the refreshing thread, and
+asks again until it does.
 """
 
 from __future__ import annotations
@@ -24,11 +27,14 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 from typing import Any
 
 __all__ = ["Heap"]
 
 log = logging.getLogger(__name__)
+
+_TRIES = 500  # a refresh's collection asked again at most this often, 10 ms apart
 
 
 class Heap:
@@ -43,14 +49,17 @@ class Heap:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._baseline = 0  # frozen objects just after everything was last collected
+        self._tending = threading.RLock()  # a freeze never falls inside a refresh
+        self._collector = 0  # the thread whose refresh collects now (its ident)
+        self._collected = False  # that collection ran (the callback heard it end)
         self.refreshes = 0  # full refreshes since start
 
     def start(self) -> None:
         """Collect once, freeze what is left, and freeze again after every full collection."""
         if self._thread is not None:
             return
+        gc.callbacks.append(self._noticed)  # first: the refresh hears its collection end
         self._refresh()
-        gc.callbacks.append(self._noticed)
         self._thread = threading.Thread(target=self._tend, name="dgxmm-heap", daemon=True)
         self._thread.start()
 
@@ -66,7 +75,11 @@ class Heap:
         gc.unfreeze()
 
     def _noticed(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "stop" and info["generation"] == 2:
+        if phase != "stop" or info["generation"] != 2:
+            return
+        if threading.get_ident() == self._collector:
+            self._collected = True  # a refresh's own: it freezes what is left itself
+        else:
             self._after_full.set()
 
     def _tend(self) -> None:
@@ -75,14 +88,26 @@ class Heap:
             self._after_full.clear()
             if self._stopping.is_set():
                 return
-            gc.freeze()
-            if gc.get_freeze_count() > max(self._least, self._growth * self._baseline):
-                self._refresh()
+            with self._tending:
+                gc.freeze()
+                if gc.get_freeze_count() > max(self._least, self._growth * self._baseline):
+                    self._refresh()
 
     def _refresh(self) -> None:
         """Collect everything, frozen or not, once; freeze what is left."""
+        with self._tending:
+            self._collect_all()
+
+    def _collect_all(self) -> None:
+        self._collector, self._collected = threading.get_ident(), False
         gc.unfreeze()
         found = gc.collect()
+        for _ in range(_TRIES):
+            if self._collected:
+                break
+            time.sleep(0.01)  # another thread's collection was under way: ours did nothing
+            found = gc.collect()
+        self._collector = 0
         gc.freeze()
         self._baseline = gc.get_freeze_count()
         self.refreshes += 1
