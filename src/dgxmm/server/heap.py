@@ -96,19 +96,16 @@ class Heap:
     def _refresh(self) -> None:
         """Collect everything, frozen or not, once; freeze what is left."""
         with self._tending:
-            self._collect_all()
-
-    def _collect_all(self) -> None:
-        self._collector, self._collected = threading.get_ident(), False
-        gc.unfreeze()
-        found = gc.collect()
-        for _ in range(_TRIES):
-            if self._collected:
-                break
-            time.sleep(0.01)  # another thread's collection was under way: ours did nothing
+            self._collector, self._collected = threading.get_ident(), False
+            gc.unfreeze()
             found = gc.collect()
-        self._collector = 0
-        gc.freeze()
-        self._baseline = gc.get_freeze_count()
-        self.refreshes += 1
+            for _ in range(_TRIES):
+                if self._collected:
+                    break
+                time.sleep(0.01)  # another thread's collection was under way: ours did nothing
+                found = gc.collect()
+            self._collector = 0
+            gc.freeze()
+            self._baseline = gc.get_freeze_count()
+            self.refreshes += 1
         log.info("dgxmm heap: %d objects frozen, %d unreachable collected", self._baseline, found)

@@ -24,6 +24,7 @@ from dgxmm.fleet.backends.pages import (
     Pages,
     describe,
     excerpt,
+    http_timeout,
     tls_context,
 )
 from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts
@@ -87,7 +88,7 @@ class ModelServerClient:
             transport=transport,
             trust_env=False,
             follow_redirects=False,
-            timeout=self._timeout(timeouts.probe_s),
+            timeout=http_timeout(timeouts.probe_s, timeouts.connect_s),
             verify=tls_context(),
         )
         # GET /health and GET /metrics, the pages every metrics pass reads of every server:
@@ -284,9 +285,8 @@ class ModelServerClient:
     ) -> httpx.Response:
         """Send one request; ``limit_s`` is the action's own timeout, named when it passes."""
         try:
-            response = self._client.request(
-                method, path, params=params, json=json, timeout=self._timeout(timeout_s)
-            )
+            timeout = http_timeout(timeout_s, self._timeouts.connect_s)
+            response = self._client.request(method, path, params=params, json=json, timeout=timeout)
         except httpx.ConnectError as err:
             raise ServerGone(
                 f"{what} on {self._server}: {describe(err)}; the server is gone"
@@ -304,9 +304,6 @@ class ModelServerClient:
             f"{what} on {self._server}: answered {response.status_code} "
             f"{response.reason_phrase}{hint}: {excerpt(response.text)}"
         )
-
-    def _timeout(self, seconds: float) -> httpx.Timeout:
-        return httpx.Timeout(seconds, connect=min(seconds, self._timeouts.connect_s))
 
 
 class _Deadline:

@@ -37,6 +37,7 @@ __all__ = [
     "Pages",
     "describe",
     "excerpt",
+    "http_timeout",
     "page_of_error",
     "page_of_response",
     "tls_context",
@@ -138,7 +139,8 @@ class InlinePages:
     def read(self, request: PageRequest) -> Page:
         """Read the page with the client; say what came back."""
         try:
-            response = self._client.get(request.url, timeout=timeout_of(request))
+            timeout = http_timeout(request.timeout_s, request.connect_s)
+            response = self._client.get(request.url, timeout=timeout)
         except httpx.TransportError as error:
             return page_of_error(error)
         return page_of_response(
@@ -158,9 +160,10 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)
 
 
-def timeout_of(request: PageRequest) -> httpx.Timeout:
-    """Return httpx's timeout for a request: ``timeout_s`` each step, ``connect_s`` to connect."""
-    return httpx.Timeout(request.timeout_s, connect=min(request.timeout_s, request.connect_s))
+def http_timeout(seconds: float, connect_s: float) -> httpx.Timeout:
+    """Return httpx's timeout for a request to a model server: ``seconds`` each step, and at
+    most ``connect_s`` of them to connect."""
+    return httpx.Timeout(seconds, connect=min(seconds, connect_s))
 
 
 def page_of_error(error: httpx.TransportError) -> Page:
