@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 
 import httpx
+from sqlalchemy import event
 from decider.schedulekit import Kit
 from proxy.proxykit import ProxyKit, chat_body
 from proxy.proxykit import proxied as proxied  # noqa: PLC0414  (the fixture, by its own name)
@@ -289,3 +290,37 @@ def test_a_deepening_that_does_not_fit_is_skipped_and_evicts_nothing(proxied: Pr
     assert kit.state(blocker) == "running"  # never evicted
     assert kit.events(deep)[-1][:3] == ("sleep", "idle", "skipped")
     assert pulse(kit, T0 + 602 * S) == []  # refused: tried again only later
+
+
+def test_a_pulse_reads_the_deployments_again_only_when_they_changed(proxied: ProxyKit) -> None:
+    """At 1,000 deployments a pulse that read them all each second held the server ~40 ms a
+    second (issue 28): with nothing changed, a pulse asks the change versions and nothing else,
+    and a change is seen at the next pulse."""
+    kit = proxied
+    plain = kit.deployment("plain")  # no idle policy: never looked at
+    sleepy = kit.deployment("sleepy", idle_sleep_after_s=300)
+    statements: list[str] = []
+
+    def count(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        if statement.split()[0].upper() not in ("BEGIN", "COMMIT", "ROLLBACK"):
+            statements.append(statement)
+
+    def runner_pulse(now: int) -> list[IdleOutcome]:
+        kit.clock.set(now)
+        return [f.result(timeout=120) for f in kit.schedules.idle.pulse(now)]
+
+    event.listen(kit.store.engine, "before_cursor_execute", count)
+    try:
+        assert runner_pulse(T0 + 10 * S) == []
+        statements.clear()
+        assert runner_pulse(T0 + 11 * S) == []
+        (asked,) = statements
+        assert "change_versions" in asked
+        # A person gives the plain one a ladder: the next pulse reads it and steps both.
+        kit.fleet.deployments.update(plain, "user:alice", idle_sleep_after_s=300)
+        statements.clear()
+        assert runner_pulse(T0 + 300 * S) == [IdleOutcome.DONE, IdleOutcome.DONE]
+        assert any("FROM deployments" in statement for statement in statements)
+    finally:
+        event.remove(kit.store.engine, "before_cursor_execute", count)
+    assert kit.state(plain) == kit.state(sleepy) == "sleeping"
