@@ -8,10 +8,10 @@ from __future__ import annotations
 import threading
 
 import httpx
-from sqlalchemy import event
 from decider.schedulekit import Kit
 from proxy.proxykit import ProxyKit, chat_body
 from proxy.proxykit import proxied as proxied  # noqa: PLC0414  (the fixture, by its own name)
+from sqlalchemy import event
 from support import at, wait_for
 
 from dgxmm.decider.days import ALL_DAYS
@@ -302,7 +302,7 @@ def test_a_pulse_reads_the_deployments_again_only_when_they_changed(proxied: Pro
     statements: list[str] = []
 
     def count(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
-        if statement.split()[0].upper() not in ("BEGIN", "COMMIT", "ROLLBACK"):
+        if statement.split(maxsplit=1)[0].upper() not in ("BEGIN", "COMMIT", "ROLLBACK"):
             statements.append(statement)
 
     def runner_pulse(now: int) -> list[IdleOutcome]:

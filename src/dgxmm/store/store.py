@@ -557,6 +557,7 @@ class Store:
 
         if not self.upkeep.close(let_go):
             return
+        self.versions.close()
         event.listen(self.engine, "checkout", _refuse_closed)
         self.engine.dispose()
         if self.files is not None:

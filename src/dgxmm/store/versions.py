@@ -10,6 +10,13 @@ the same counters, read with one query by primary key.
 Each layer says which of its tables a topic watches (``watch``); statements written as raw
 SQL text are not seen, and none of the watched tables is written that way.
 
+The counters are also kept in memory (``latest``), so that the poll asks the database
+nothing: a thread of the process reads them every ``KEEP_S`` once someone asked, and at once
+after each commit of this process that bumped one. Kept counters are only ever values read
+from the database, never ahead of it; ``latest`` says None (read them) while this process's
+own commit is not yet among them, so a change is seen by the next poll on this instance, and
+another instance's (or the CLI's) within ``KEEP_S``.
+
 A change may also say which rows it touched (``note``: a job's name, in the same
 transaction), in ``change_keys`` under the version it made. ``keys_since`` answers the rows
 that moved between two versions when every version in between named its rows, and None when
@@ -19,6 +26,9 @@ versions are older than the window kept. A page then fetches the rows alone.
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
@@ -29,7 +39,9 @@ from sqlalchemy.sql.dml import UpdateBase
 from dgxmm.store.database import Dialect, reading
 from dgxmm.store.schema import change_keys, change_versions
 
-__all__ = ["ChangeVersions", "Topic"]
+__all__ = ["KEEP_S", "ChangeVersions", "Topic"]
+
+log = logging.getLogger(__name__)
 
 _BUMPED = "dgxmm_bumped_topics"  # connection.info: each topic bumped now, its new version
 # Built once: a statement built at every change cost more than running it (issue 28).
@@ -44,6 +56,11 @@ _BUMP = (
 KEPT_VERSIONS = 2_000
 # More rows than this moved: fetching them one by one saves nothing over the whole page.
 MOST_KEYS = 100
+# Another process's change reaches the kept counters within this (a page polls every 2 s).
+KEEP_S = 0.5
+_STALE_S = 4 * KEEP_S  # kept counters older than this are not trusted (the keeper is stuck)
+_CAUGHT_UP_S = 0.002  # how soon the keeper looks again for this process's commit to land
+_GIVE_UP_S = 2.0  # a commit of ours not seen by then failed: stop waiting for it
 
 
 class Topic(StrEnum):
@@ -65,8 +82,18 @@ class ChangeVersions:
         self._engine = engine
         self._tables: dict[str, Topic] = {}
         event.listen(engine, "after_execute", self._after_execute)
-        for name in ("commit", "rollback", "rollback_savepoint"):
+        event.listen(engine, "commit", self._committing)
+        for name in ("rollback", "rollback_savepoint"):
             event.listen(engine, name, _forget)
+        # Kept in memory (``latest``): the counters as last read, the read's time, and this
+        # process's commits not yet seen among them (topic: (version, when committed)).
+        self._lock = threading.Lock()
+        self._kept: dict[Topic, int] = {}
+        self._kept_at = float("-inf")
+        self._expected: dict[Topic, tuple[int, float]] = {}
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._keeper: threading.Thread | None = None
 
     def watch(self, tables: Mapping[str, Topic]) -> None:
         """Bump a topic at every write to each of these tables (by table name)."""
@@ -80,7 +107,80 @@ class ChangeVersions:
         )
         with reading(self._engine) as connection:
             found = {Topic(row.topic): int(row.version) for row in connection.execute(query)}
-        return {topic: found.get(topic, 0) for topic in wanted}
+        counters = {topic: found.get(topic, 0) for topic in wanted}
+        self._keep(counters)
+        return counters
+
+    def latest(self, topics: Iterable[Topic]) -> dict[Topic, int] | None:
+        """Return each topic's counter as kept in memory, asking the database nothing; None
+        when they may be behind (a commit of this process not yet among them, or no fresh
+        read): then ``read``. The first call starts the thread that keeps them."""
+        wanted = list(topics)
+        with self._lock:
+            if self._keeper is None and not self._stopping.is_set():
+                self._keeper = threading.Thread(
+                    target=self._keep_reading, name="dgxmm-versions", daemon=True
+                )
+                self._keeper.start()
+            if time.monotonic() - self._kept_at > _STALE_S:
+                return None
+            kept = self._kept
+            for topic in wanted:
+                expected = self._expected.get(topic)
+                if expected is not None and expected[0] > kept.get(topic, 0):
+                    return None
+            return {topic: kept.get(topic, 0) for topic in wanted}
+
+    def close(self) -> None:
+        """Stop the thread that keeps the counters (``latest`` then answers None)."""
+        self._stopping.set()
+        self._wake.set()
+        with self._lock:
+            keeper, self._keeper = self._keeper, None
+            self._kept_at = float("-inf")
+        if keeper is not None and keeper is not threading.current_thread():
+            keeper.join(timeout=10)
+
+    def _keep(self, counters: Mapping[Topic, int]) -> None:
+        """Take counters just read; forget the commits of ours they include."""
+        with self._lock:
+            for topic, version in counters.items():
+                if version > self._kept.get(topic, 0):
+                    self._kept = {**self._kept, topic: version}  # readers hold the old dict
+                expected = self._expected.get(topic)
+                if expected is not None and expected[0] <= version:
+                    del self._expected[topic]
+
+    def _keep_reading(self) -> None:
+        while not self._stopping.is_set():
+            started = time.monotonic()
+            try:
+                self.read(Topic)
+                with self._lock:
+                    self._kept_at = started
+            except Exception:  # the database is away: latest() says None until it is back
+                log.warning("dgxmm versions: could not read the change versions", exc_info=True)
+            with self._lock:
+                now = time.monotonic()
+                for topic, (_, at) in list(self._expected.items()):
+                    if now - at > _GIVE_UP_S:  # its commit failed: nothing will show it
+                        del self._expected[topic]
+                waiting = bool(self._expected)
+            self._wake.wait(_CAUGHT_UP_S if waiting else KEEP_S)
+            self._wake.clear()
+
+    def _committing(self, connection: Connection) -> None:
+        """A transaction that bumped topics commits: the keeper reads them once it landed."""
+        bumped: dict[Topic, int] | None = connection.info.pop(_BUMPED, None)
+        if not bumped:
+            return
+        now = time.monotonic()
+        with self._lock:
+            for topic, version in bumped.items():
+                expected = self._expected.get(topic)
+                if expected is None or expected[0] < version:
+                    self._expected[topic] = (version, now)
+        self._wake.set()
 
     def note(self, connection: Connection, topic: Topic, key: str) -> None:
         """Say that this transaction's change of ``topic`` touched the row named ``key``."""

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
+from support import wait_for
 
 from dgxmm.server import Host
+from dgxmm.store import Topic, writing
+from dgxmm.store.versions import KEEP_S
 from dgxmm.time_units import MINUTE_US
 
 
@@ -53,17 +58,41 @@ def test_it_answers_from_the_counters_with_one_query_whatever_the_jobs(
     statements: list[str] = []
 
     def count(*args: object) -> None:
-        statements.append(str(args[2]))
+        if threading.current_thread().name != "dgxmm-versions":  # the keeper's own reads
+            statements.append(str(args[2]))
 
     event.listen(host.store.engine, "before_cursor_execute", count)
     try:
-        version(client)
+        version(client)  # the first poll reads, and starts keeping the counters
+        queries = [s for s in statements if not s.startswith(("BEGIN", "COMMIT", "ROLLBACK"))]
+        others = [s for s in queries if "api_tokens" not in s]  # but the viewer's token
+        assert len(others) == 1
+        assert "change_versions" in others[0]
+        wait_for(lambda: host.store.versions.latest([Topic.JOBS]) is not None, "kept counters")
+        statements.clear()
+        first = version(client)
+        again = version(client, str(first["version"]))
+        assert again == {**first, "changed": False, "keys": {"jobs": []}}
+        assert statements == []  # kept: neither the counters nor the token are asked
     finally:
         event.remove(host.store.engine, "before_cursor_execute", count)
-    queries = [s for s in statements if not s.startswith(("BEGIN", "COMMIT", "ROLLBACK"))]
-    others = [s for s in queries if "api_tokens" not in s]  # but the viewer's token
-    assert len(others) == 1
-    assert "change_versions" in others[0]
+
+
+def test_a_change_of_another_process_is_seen_within_the_keepers_interval(
+    client: TestClient, host: Host
+) -> None:
+    first = version(client)
+    wait_for(lambda: host.store.versions.latest([Topic.JOBS]) is not None, "kept counters")
+    # Another process (the CLI, another instance) bumps the counter behind this one's back.
+    with writing(host.store.engine) as connection:
+        connection.exec_driver_sql(
+            "UPDATE change_versions SET version = version + 1 WHERE topic = 'jobs'"
+        )
+    wait_for(
+        lambda: version(client, str(first["version"]))["changed"] is True,
+        "the other process's change",
+        timeout_s=10 * KEEP_S,
+    )
 
 
 def test_it_says_changed_after_a_define_on_the_store(client: TestClient, host: Host) -> None:

@@ -8,9 +8,13 @@ answer's ``changed`` is true does it fetch itself again and swap the parts marke
 The answer renders nothing: each topic's version is the store's change counter
 (``store/versions.py``, bumped in the transaction of every change to the topic's tables, the
 same on every instance), and for ``jobs`` also this instance's host counter (runs started and
-taken back, skips, which live in its memory). One query by primary key, whatever the number
-of jobs or deployments. A count over a window (a job's runs in the last hour) is not a change
-by itself: it is shown afresh with the topic's next change.
+taken back, skips, which live in its memory). Both are kept in memory as things change
+(``ChangeVersions.latest``): an unchanged answer asks the database nothing and runs on the
+event loop, with no hop to a worker thread (issue 28: under load each hop waited for a CPU
+and for the interpreter's lock). Only when the kept counters may be behind, or ``since``
+differs (the rows that moved are read), is the database asked, on a worker thread. A count
+over a window (a job's runs in the last hour) is not a change by itself: it is shown afresh
+with the topic's next change.
 
 With ``since``, the answer's ``keys`` also says which rows moved, per topic: for ``jobs``, the
 names of the jobs whose runs started, ended or were skipped (from the store's
@@ -24,6 +28,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
 
 from dgxmm.errors import InvalidInput
 from dgxmm.server.deps import ServicesDep, Viewer
@@ -48,10 +53,16 @@ def _topics(names: list[str]) -> list[Topic]:
     return topics
 
 
-def versions(services: Services, names: list[str]) -> dict[str, str]:
-    """Return each topic's version (``InvalidInput`` for a topic that is not one)."""
+def versions(services: Services, names: list[str], *, kept: bool = False) -> dict[str, str] | None:
+    """Return each topic's version (``InvalidInput`` for a topic that is not one).
+
+    ``kept``: from the counters kept in memory, or None when they may be behind.
+    """
     topics = _topics(names)
-    counters = services.host.store.versions.read(topics)
+    store_versions = services.host.store.versions
+    counters = store_versions.latest(topics) if kept else store_versions.read(topics)
+    if counters is None:
+        return None
     found = {topic.value: str(counters[topic]) for topic in topics}
     if Topic.JOBS in counters:
         found[Topic.JOBS.value] += f"-{services.host.moves.count}"
@@ -90,7 +101,7 @@ def _counters(version: str) -> tuple[int, ...] | None:
 
 
 @router.get("", responses=answers(400))
-def changes(
+async def changes(
     services: ServicesDep,
     _: Viewer,
     topics: Annotated[str, Query(max_length=200)] = "jobs",
@@ -101,9 +112,26 @@ def changes(
     names = [name.strip() for name in topics.split(",") if name.strip()]
     if not names:
         raise InvalidInput("topics", "name at least one of " + ", ".join(TOPICS))
-    found = versions(services, names)
+    found = versions(services, names, kept=True)
+    if found is not None:
+        answer = _answer(names, found, since)
+        if since is None or not answer["changed"]:
+            if since is not None:
+                answer["keys"] = {name: [] for name in names}  # nothing moved
+            return answer
+    return await run_in_threadpool(_asked, services, names, since)
+
+
+def _answer(names: list[str], found: dict[str, str], since: str | None) -> dict[str, Any]:
     version = ".".join(found[name] for name in names)
-    answer: dict[str, Any] = {"version": version, "changed": since != version, "topics": found}
+    return {"version": version, "changed": since != version, "topics": found}
+
+
+def _asked(services: Services, names: list[str], since: str | None) -> dict[str, Any]:
+    """The answer from the database, on a worker thread."""
+    found = versions(services, names)
+    assert found is not None  # read from the database: never None
+    answer = _answer(names, found, since)
     if since is not None:
         answer["keys"] = moved_keys(services, names, since, found)
     return answer
