@@ -6,9 +6,12 @@ import stat
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+from support import wait_for
 
-from dgxmm.server import Host, Services, Tokens, create_app
-from dgxmm.server.auth import ADMIN_TOKEN_FILE
+from dgxmm.clock import ManualClock
+from dgxmm.server import Host, Role, Services, Tokens, create_app
+from dgxmm.server.auth import ADMIN_TOKEN_FILE, RECHECK_S
+from dgxmm.store import Store
 
 
 def test_it_refuses_requests_without_a_valid_token(host: Host, tokens: Tokens) -> None:
@@ -90,3 +93,30 @@ def test_it_refuses_a_wrong_login_token(host: Host, tokens: Tokens) -> None:
         assert response.status_code == 303
         assert "error=" in response.headers["location"]
         assert "set-cookie" not in response.headers
+
+
+def test_a_token_revoked_by_another_process_stops_opening_within_the_recheck(
+    client: TestClient, store: Store, admin_token: str
+) -> None:
+    assert client.get("/api/changes").status_code == 200  # found live: remembered
+    # Another process on the same database (the CLI, another instance) revokes it.
+    assert Tokens(store.engine, store.clock).revoke(admin_token)
+    wait_for(
+        lambda: client.get("/api/changes").status_code == 401,
+        "the revoked token to be refused",
+        timeout_s=10 * RECHECK_S,
+    )
+
+
+def test_a_remembered_token_is_refused_the_moment_it_expires(
+    host: Host, tokens: Tokens, clock: ManualClock
+) -> None:
+    expires = clock.now_us() + 60 * 1_000_000
+    token = tokens.create(Role.VIEWER, "brief", expires_at=expires)
+    with TestClient(create_app(Services(host=host, tokens=tokens))) as made:
+        made.headers["Authorization"] = f"Bearer {token}"
+        assert made.get("/api/changes").status_code == 200
+        assert tokens.known(token) is not None  # remembered...
+        clock.set(expires)
+        assert tokens.known(token) is None  # ...but not past its expiry
+        assert made.get("/api/changes").status_code == 401

@@ -5,12 +5,20 @@ SHA-256. A token may expire (``expires_at``): from then on it opens nothing, as 
 The server's first start writes an admin token to ``<data dir>/admin-token`` (mode 0600) so
 that the person who started it, and nobody else on the machine, can read it.
 Browsers send the same token in an HttpOnly, SameSite=Strict cookie set by the login page.
+
+A token found live is remembered for ``RECHECK_S`` (``Tokens.known``), so that a request that
+asks nothing else of the database (``GET /api/changes``, polled by every open page) runs
+without a hop to a worker thread. What that costs: a token revoked by another process (the
+CLI on the database, another instance) still opens this instance for up to ``RECHECK_S``; one
+revoked through this instance, or past its ``expires_at``, opens nothing from that moment.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from pathlib import Path
@@ -24,7 +32,17 @@ from dgxmm.server.tables import api_tokens
 from dgxmm.store import reading, writing
 from dgxmm.store.files import make_private_dir, write_atomic
 
-__all__ = ["ADMIN_TOKEN_FILE", "Identity", "Role", "TokenRecord", "TokenState", "Tokens"]
+__all__ = [
+    "ADMIN_TOKEN_FILE",
+    "RECHECK_S",
+    "Identity",
+    "Role",
+    "TokenRecord",
+    "TokenState",
+    "Tokens",
+]
+
+RECHECK_S = 1.0  # a live token is asked of the database again after this
 
 _PREFIX = "dgxmm_"
 # The rows that open something at ``now_us``: not revoked, not expired.
@@ -33,7 +51,7 @@ _LIVE = api_tokens.c.revoked_at.is_(None) & or_(
 )
 # Every request asks it: one statement, built once, its values bound at each call (building
 # the statement cost more than the query it runs, issue 28).
-_IDENTIFY = select(api_tokens.c.name, api_tokens.c.role).where(
+_IDENTIFY = select(api_tokens.c.name, api_tokens.c.role, api_tokens.c.expires_at).where(
     api_tokens.c.token_hash == bindparam("token_hash"), _LIVE
 )
 
@@ -105,6 +123,9 @@ class Tokens:
     def __init__(self, engine: Engine, clock: Clock) -> None:
         self._engine = engine
         self._clock = clock
+        # Live tokens by hash: who, until when (None: never), when last found (monotonic).
+        self._known: dict[str, tuple[Identity, int | None, float]] = {}
+        self._known_lock = threading.Lock()
 
     def create(self, role: Role, name: str, *, expires_at: int | None = None) -> str:
         """Create a token and return it; it is never shown again.
@@ -153,17 +174,48 @@ class Tokens:
                 update(api_tokens).where(api_tokens.c.id == token_id, _LIVE).values(revoked_at=now),
                 {"now_us": now},
             )
+        self._forget_known()  # by id: which hash it was is not known here, so every one
         return bool(result.rowcount)
 
     def identify(self, token: str) -> Identity | None:
         """Return who a token belongs to, or None for an unknown or revoked one."""
         if not token.startswith(_PREFIX) or len(token) > 200:
             return None
+        digest = _hash(token)
         with reading(self._engine) as connection:
             row = connection.execute(
-                _IDENTIFY, {"token_hash": _hash(token), "now_us": self._clock.now_us()}
+                _IDENTIFY, {"token_hash": digest, "now_us": self._clock.now_us()}
             ).first()
-        return None if row is None else Identity(name=row.name, role=Role(row.role))
+        if row is None:
+            with self._known_lock:
+                self._known.pop(digest, None)
+            return None
+        identity = Identity(name=row.name, role=Role(row.role))
+        expires_at = None if row.expires_at is None else int(row.expires_at)
+        with self._known_lock:
+            self._known[digest] = (identity, expires_at, time.monotonic())
+        return identity
+
+    def known(self, token: str) -> Identity | None:
+        """Return who a token belongs to if it was found live within ``RECHECK_S`` and has not
+        expired since, asking the database nothing; None: ask ``identify``."""
+        if not token.startswith(_PREFIX) or len(token) > 200:
+            return None
+        digest = _hash(token)
+        with self._known_lock:
+            found = self._known.get(digest)
+        if found is None:
+            return None
+        identity, expires_at, at = found
+        if time.monotonic() - at > RECHECK_S:
+            return None
+        if expires_at is not None and expires_at <= self._clock.now_us():
+            return None
+        return identity
+
+    def _forget_known(self) -> None:
+        with self._known_lock:
+            self._known.clear()
 
     def revoke(self, token: str) -> bool:
         """Revoke a token; tell whether it was live."""
@@ -175,6 +227,7 @@ class Tokens:
                 .values(revoked_at=now),
                 {"now_us": now},
             )
+        self._forget_known()
         return bool(result.rowcount)
 
     def count(self, role: Role) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Query, Request
+from starlette.concurrency import run_in_threadpool
 
 from dgxmm.alerts import Alerts
 from dgxmm.clock import EARLIEST_US, LATEST_US
@@ -58,59 +59,64 @@ def services_of(request: Request) -> Services:
     return services
 
 
-def _host(request: Request) -> Host:
+async def _host(request: Request) -> Host:
     return services_of(request).host
 
 
-def _tokens(request: Request) -> Tokens:
+async def _tokens(request: Request) -> Tokens:
     return services_of(request).tokens
 
 
-def _fleet(request: Request) -> Fleet:
+async def _fleet(request: Request) -> Fleet:
     fleet = services_of(request).fleet
     if fleet is None:  # create_app refuses routes that need a missing service
         raise RuntimeError("this app has no fleet")
     return fleet
 
 
-def _schedules(request: Request) -> ScheduleService:
+async def _schedules(request: Request) -> ScheduleService:
     schedules = services_of(request).schedules
     if schedules is None:
         raise RuntimeError("this app has no schedule service")
     return schedules
 
 
-def _proposals(request: Request) -> ProposalService:
+async def _proposals(request: Request) -> ProposalService:
     proposals = services_of(request).proposals
     if proposals is None:
         raise RuntimeError("this app has no proposal service")
     return proposals
 
 
-def _alerts(request: Request) -> Alerts:
+async def _alerts(request: Request) -> Alerts:
     alerts = services_of(request).alerts
     if alerts is None:
         raise RuntimeError("this app has no alerts service")
     return alerts
 
 
-def _sections(request: Request) -> tuple[DeploymentSection, ...]:
+async def _sections(request: Request) -> tuple[DeploymentSection, ...]:
     sections: tuple[DeploymentSection, ...] = request.app.state.deployment_sections
     return sections
 
 
 def identify(request: Request) -> Identity | None:
     """Return who sent the request, or None without a valid token."""
-    tokens = services_of(request).tokens
+    credential = _credential(request)
+    return None if credential is None else services_of(request).tokens.identify(credential)
+
+
+def _credential(request: Request) -> str | None:
+    """Return the token the request offers (bearer header, or the login cookie)."""
     header = request.headers.get("authorization", "")
     scheme, _, credential = header.partition(" ")
     if scheme.lower() == "bearer" and credential:
-        return tokens.identify(credential.strip())
+        return credential.strip()
     cookie = request.cookies.get(COOKIE)
     if cookie:
         if request.method not in ("GET", "HEAD") and not is_same_origin(request):
             return None  # a cookie only counts for writes that come from our own pages
-        return tokens.identify(cookie)
+        return cookie
     return None
 
 
@@ -128,9 +134,17 @@ def is_same_origin(request: Request) -> bool:
     return origin == f"{request.url.scheme}://{request.headers.get('host')}"
 
 
-def require_viewer(request: Request) -> Identity:
-    """Any valid token: reads."""
-    identity = identify(request)
+async def require_viewer(request: Request) -> Identity:
+    """Any valid token: reads.
+
+    On the event loop: a token found live within ``auth.RECHECK_S`` is not asked again, so a
+    request that needs nothing else of the database takes no hop to a worker thread.
+    """
+    credential = _credential(request)
+    identity = None
+    if credential is not None:
+        tokens = services_of(request).tokens
+        identity = tokens.known(credential) or await run_in_threadpool(tokens.identify, credential)
     if identity is None:
         raise HTTPException(
             401,
@@ -140,14 +154,18 @@ def require_viewer(request: Request) -> Identity:
     return identity
 
 
-def require_admin(identity: Annotated[Identity, Depends(require_viewer)]) -> Identity:
+async def require_admin(identity: Annotated[Identity, Depends(require_viewer)]) -> Identity:
     """An admin token: writes."""
     if not identity.is_admin:
         raise HTTPException(403, "this needs an admin token; yours is a viewer's (reads only)")
     return identity
 
 
-ServicesDep = Annotated[Services, Depends(services_of)]
+async def _services(request: Request) -> Services:
+    return services_of(request)
+
+
+ServicesDep = Annotated[Services, Depends(_services)]
 HostDep = Annotated[Host, Depends(_host)]
 TokensDep = Annotated[Tokens, Depends(_tokens)]
 FleetDep = Annotated[Fleet, Depends(_fleet)]
