@@ -18,8 +18,9 @@ per figure: the figure, its floor, the ratio and the issue's goal with ``ok`` or
 - defines once the 10,000 are in: their median next to the first defines' median;
 - ``GET /api/jobs?limit=100``, 4 clients, while a long query job runs: p99;
 - ``GET /api/jobs`` unpaged at 10,000 jobs: p99, and whether every job was listed;
-- ``GET /api/changes``, 50 clients polling every 2 s while jobs run and change, with one
-  ``metrics_rollup`` pass inside the window: p99;
+- ``GET /api/changes``, 50 clients polling every 2 s while jobs run and change (a long
+  query job; a job switched twice a second) in a window clear of the minute's system jobs,
+  then with one ``metrics_rollup`` pass inside the window: p99 each;
 - the Deployments page with 1,000 deployments: p99 (the page's first 100 rows);
 - one pass of ``schedule_runner`` (a schedule per deployment) and of ``metrics_rollup``
   (scraping every deployment), run through ``POST /api/jobs/run``: the run's own duration.
@@ -74,6 +75,7 @@ class Counts:
     pollers: int
     poll_seconds: float
     page_requests: int
+    clear_of_the_minute: bool  # the quiet polls wait for a window clear of the minute's jobs
 
 
 FULL = Counts(
@@ -86,6 +88,7 @@ FULL = Counts(
     pollers=50,
     poll_seconds=30.0,
     page_requests=50,
+    clear_of_the_minute=True,
 )
 SMALL = Counts(
     jobs=30,
@@ -97,6 +100,7 @@ SMALL = Counts(
     pollers=3,
     poll_seconds=2.5,
     page_requests=4,
+    clear_of_the_minute=False,  # a smoke run: it need not wait for a clear window
 )
 
 
@@ -459,37 +463,58 @@ def measure_lists(bench: Bench, counts: Counts, jobs_total: int) -> None:
 
 
 def measure_changes(bench: Bench, counts: Counts) -> None:
-    """The console's poll: 50 clients every 2 s, while jobs run and change.
+    """The console's poll: 50 clients every 2 s, while jobs run and change; twice.
 
-    A metrics_rollup pass runs inside each window, for the endpoint and for its floor alike:
-    left to its minute it fell in about one window in two, and the p99 was then a lottery.
+    First while the long query job runs and a job is switched twice a second, in a window
+    clear of the minute's system jobs (the issue's case). Then with a ``metrics_rollup`` pass
+    inside each window, for the endpoint and its floor alike (left to its minute the pass fell
+    in about one window in two, and the p99 was a lottery): on two cores the pass, its page
+    reader, the 1,000 stand-in servers answering it and the query job share the machine with
+    the server and the load, and the floor says what that leaves.
     """
     body = bench.client.get("/api/changes?topics=jobs").content
-    with bench.pass_inside(counts.poll_seconds):
-        polls = bench.load(
-            "/api/changes?topics=jobs",
-            total=0,
-            threads=counts.pollers,
-            interval=2.0,
-            seconds=counts.poll_seconds,
+    floor_url = bench.floor("changes.json", body)
+
+    def polls(url: str) -> dict[str, float]:
+        return bench.load(
+            url, total=0, threads=counts.pollers, interval=2.0, seconds=counts.poll_seconds
         )
-    with bench.pass_inside(counts.poll_seconds):
-        floor = bench.load(
-            bench.floor("changes.json", body),
-            total=0,
-            threads=counts.pollers,
-            interval=2.0,
-            seconds=counts.poll_seconds,
+
+    quiet = []
+    for url in ("/api/changes?topics=jobs", floor_url):
+        if counts.clear_of_the_minute:
+            clear_of_the_minutes_jobs(counts.poll_seconds)
+        quiet.append(polls(url))
+    passes = []
+    for url in ("/api/changes?topics=jobs", floor_url):
+        with bench.pass_inside(counts.poll_seconds):
+            passes.append(polls(url))
+    for figure, (seen, floor) in (
+        (f"GET /api/changes, {counts.pollers} clients every 2 s, jobs running (p99)", quiet),
+        (f"GET /api/changes, {counts.pollers} clients, and a metrics pass (p99)", passes),
+    ):
+        line(
+            figure,
+            f"{seen['p99_ms']:.2f} ms",
+            f"{floor['p99_ms']:.2f} ms",
+            seen["p99_ms"] / floor["p99_ms"],
+            "< 5 ms",
+            seen["p99_ms"] < 5,
         )
-    line(
-        f"GET /api/changes, {counts.pollers} clients every 2 s, a metrics pass (p99)",
-        f"{polls['p99_ms']:.2f} ms",
-        f"{floor['p99_ms']:.2f} ms",
-        polls["p99_ms"] / floor["p99_ms"],
-        "< 5 ms",
-        polls["p99_ms"] < 5,
-    )
-    p50(polls, floor)
+        p50(seen, floor)
+
+
+def clear_of_the_minutes_jobs(seconds: float) -> None:
+    """Wait until a window of ``seconds`` starting now misses the system jobs of the minute.
+
+    The host starts them within a tick (5 s) of the minute and the metrics pass takes about
+    2 s: a window from 10 s past a minute to 10 s before the next is clear of them.
+    """
+    if seconds > 40:
+        return  # no window that long is clear: measure as it falls
+    past = time.time() % 60
+    if not 10 <= past <= 50 - seconds:
+        time.sleep((70 - past) % 60)
 
 
 def measure_page(bench: Bench, counts: Counts) -> None:
