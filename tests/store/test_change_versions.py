@@ -7,15 +7,25 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import event, func, insert, select
 from store.storekit import FakeTimer
+from support import wait_for
 
 from dgxmm.errors import DefinitionError
 from dgxmm.jobs import JobRun
-from dgxmm.store import Store, Topic, Trigger, versions, writing
-from dgxmm.store.schema import change_keys, settings
+from dgxmm.store import Store, Topic, Trigger, reading, versions, writing
+from dgxmm.store.schema import change_keys, change_versions, settings
 
 
 def jobs_version(store: Store) -> int:
     return store.versions.read([Topic.JOBS])[Topic.JOBS]
+
+
+def committed_jobs_version(store: Store) -> int:
+    with reading(store.engine) as connection:
+        return int(
+            connection.execute(
+                select(change_versions.c.version).where(change_versions.c.topic == "jobs")
+            ).scalar_one()
+        )
 
 
 def insert_and_fail(store: Store) -> None:
@@ -141,3 +151,37 @@ def test_too_many_keys_or_too_old_a_version_is_fetched_whole(
     with writing(store.engine) as connection:  # the older ones were forgotten as it went
         kept = connection.execute(select(func.count()).select_from(change_keys)).scalar_one()
     assert kept <= 20
+
+
+def test_kept_counters_are_never_behind_this_processs_own_commit(store: Store) -> None:
+    """What the poll answers from memory: right after a commit of this process, either the
+    kept counters include it or ``latest`` says None (the poll then reads)."""
+    assert store.versions.latest([Topic.JOBS]) is None  # nothing read yet: it starts keeping
+    wait_for(lambda: store.versions.latest([Topic.JOBS]) is not None, "the first kept read")
+    assert store.versions.latest([Topic.JOBS]) == store.versions.read([Topic.JOBS])
+    for i in range(100):
+        store.define_job(name=f"cp{i}", schedule="0 3 * * *", action="checkpoint")
+        kept = store.versions.latest([Topic.JOBS])
+        committed = committed_jobs_version(store)  # not through read(): that keeps what it read
+        assert kept is None or kept[Topic.JOBS] >= committed
+        if i % 10 == 0:  # now and then let the keeper catch up: memory answers, and right
+            wait_for(lambda: store.versions.latest([Topic.JOBS]) is not None, "caught up")
+            assert store.versions.latest([Topic.JOBS]) == {Topic.JOBS: committed}
+
+
+def test_another_processs_commit_reaches_the_kept_counters(
+    open_store: Callable[..., Store],
+) -> None:
+    here, there = open_store(), open_store()
+    store_latest = here.versions.latest
+    store_latest([Topic.JOBS])
+    wait_for(lambda: store_latest([Topic.JOBS]) is not None, "the first kept read")
+    there.define_job(name="cp", schedule="0 3 * * *", action="checkpoint")
+    committed = jobs_version(there)
+    wait_for(
+        lambda: (store_latest([Topic.JOBS]) or {}).get(Topic.JOBS) == committed,
+        "the other store's commit",
+        timeout_s=20 * versions.KEEP_S,
+    )
+    here.close()
+    assert store_latest([Topic.JOBS]) is None  # closed: no keeper, nothing trusted

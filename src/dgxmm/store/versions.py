@@ -59,7 +59,9 @@ MOST_KEYS = 100
 # Another process's change reaches the kept counters within this (a page polls every 2 s).
 KEEP_S = 0.5
 _STALE_S = 4 * KEEP_S  # kept counters older than this are not trusted (the keeper is stuck)
-_CAUGHT_UP_S = 0.002  # how soon the keeper looks again for this process's commit to land
+# While a commit of ours is not yet among the kept counters, the keeper reads at most this
+# often (a burst of commits costs it at most 100 reads a second; a poll meanwhile reads).
+_CAUGHT_UP_S = 0.01
 _GIVE_UP_S = 2.0  # a commit of ours not seen by then failed: stop waiting for it
 
 
@@ -166,7 +168,10 @@ class ChangeVersions:
                     if now - at > _GIVE_UP_S:  # its commit failed: nothing will show it
                         del self._expected[topic]
                 waiting = bool(self._expected)
-            self._wake.wait(_CAUGHT_UP_S if waiting else KEEP_S)
+            if waiting:
+                self._stopping.wait(_CAUGHT_UP_S)  # not sooner, however many commits wake it
+            else:
+                self._wake.wait(KEEP_S)
             self._wake.clear()
 
     def _committing(self, connection: Connection) -> None:
