@@ -111,6 +111,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             group = "ray"  # starts a cluster of its own (``serve --demo --ray``)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    # The longest work first: xdist hands out work in this order, so a group or a slow test
+    # collected last (the lab's fidelity run alone is two minutes) ran while the other worker
+    # sat idle at the end of the run. Stable: the order within each part stays as it was.
+    items.sort(key=lambda item: not _is_long(item))
+
+
+def _is_long(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(name) for name in ("slow", "xdist_group"))
 
 
 # Machines here are shared and noisy: how long an example takes is not what any property
