@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import Connection, Engine
 from support import wait_for
 
 from dgxmm.clock import ManualClock
-from dgxmm.server import Host, Role, Services, Tokens, create_app
+from dgxmm.server import Host, Role, Services, Tokens, auth, create_app
 from dgxmm.server.auth import ADMIN_TOKEN_FILE, RECHECK_S
-from dgxmm.store import Store
+from dgxmm.store import Store, reading
 
 
 def test_it_refuses_requests_without_a_valid_token(host: Host, tokens: Tokens) -> None:
@@ -120,3 +124,23 @@ def test_a_remembered_token_is_refused_the_moment_it_expires(
         clock.set(expires)
         assert tokens.known(token) is None  # ...but not past its expiry
         assert made.get("/api/changes").status_code == 401
+
+
+def test_a_check_under_way_when_its_token_is_revoked_remembers_nothing(
+    tokens: Tokens, admin_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The revocation lands between the check's read and its remembering: the check's answer
+    stands for its own request, but the next one must not find the token remembered."""
+    real_reading = reading  # what auth.py reads with
+
+    @contextmanager
+    def read_then_revoke(engine: Engine) -> Iterator[Connection]:
+        with real_reading(engine) as connection:
+            yield connection
+        monkeypatch.setattr(auth, "reading", real_reading)
+        assert tokens.revoke(admin_token)  # through this server, after the read
+
+    monkeypatch.setattr(auth, "reading", read_then_revoke)
+    assert tokens.identify(admin_token) is not None  # it read the token live
+    assert tokens.known(admin_token) is None
+    assert tokens.identify(admin_token) is None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterable
 
 import pytest
 from sqlalchemy import event, func, insert, select
@@ -185,3 +187,45 @@ def test_another_processs_commit_reaches_the_kept_counters(
     )
     here.close()
     assert store_latest([Topic.JOBS]) is None  # closed: no keeper, nothing trusted
+
+
+def test_a_close_during_the_keepers_read_leaves_nothing_trusted(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = store.versions
+    kept.latest([Topic.JOBS])
+    wait_for(lambda: kept.latest([Topic.JOBS]) is not None, "the first kept read")
+    entered, release = threading.Event(), threading.Event()
+    real_read = kept.read
+
+    def held_read(topics: Iterable[Topic]) -> dict[Topic, int]:
+        entered.set()
+        release.wait(30)
+        return real_read(topics)
+
+    monkeypatch.setattr(kept, "read", held_read)
+    assert entered.wait(30)  # the keeper is inside its read
+    closing = threading.Thread(target=kept.close)
+    closing.start()
+    time.sleep(0.1)  # close() has begun and waits for the keeper
+    release.set()
+    closing.join(30)
+    assert kept.latest([Topic.JOBS]) is None
+
+
+def test_counters_moved_back_by_a_restore_are_kept_as_read(store: Store) -> None:
+    def set_jobs(version: int) -> None:
+        with writing(store.engine) as connection:
+            connection.exec_driver_sql(
+                f"UPDATE change_versions SET version = {version} WHERE topic = 'jobs'"
+            )
+
+    set_jobs(50)
+    store.versions.latest([Topic.JOBS])
+    wait_for(lambda: store.versions.latest([Topic.JOBS]) == {Topic.JOBS: 50}, "version 50")
+    set_jobs(7)  # as a restore from an older backup leaves it
+    wait_for(
+        lambda: store.versions.latest([Topic.JOBS]) == {Topic.JOBS: 7},
+        "the restored version",
+        timeout_s=20 * versions.KEEP_S,
+    )

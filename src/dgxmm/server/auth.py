@@ -126,6 +126,7 @@ class Tokens:
         # Live tokens by hash: who, until when (None: never), when last found (monotonic).
         self._known: dict[str, tuple[Identity, int | None, float]] = {}
         self._known_lock = threading.Lock()
+        self._forgotten = 0  # moves at each revocation: a check begun before it remembers nothing
 
     def create(self, role: Role, name: str, *, expires_at: int | None = None) -> str:
         """Create a token and return it; it is never shown again.
@@ -182,6 +183,8 @@ class Tokens:
         if not token.startswith(_PREFIX) or len(token) > 200:
             return None
         digest = _hash(token)
+        with self._known_lock:
+            generation = self._forgotten
         with reading(self._engine) as connection:
             row = connection.execute(
                 _IDENTIFY, {"token_hash": digest, "now_us": self._clock.now_us()}
@@ -193,7 +196,10 @@ class Tokens:
         identity = Identity(name=row.name, role=Role(row.role))
         expires_at = None if row.expires_at is None else int(row.expires_at)
         with self._known_lock:
-            self._known[digest] = (identity, expires_at, time.monotonic())
+            # A revocation that landed after the read: the answer stands for this request,
+            # which began before it, but is not remembered for the next.
+            if self._forgotten == generation:
+                self._known[digest] = (identity, expires_at, time.monotonic())
         return identity
 
     def known(self, token: str) -> Identity | None:
@@ -216,6 +222,7 @@ class Tokens:
     def _forget_known(self) -> None:
         with self._known_lock:
             self._known.clear()
+            self._forgotten += 1
 
     def revoke(self, token: str) -> bool:
         """Revoke a token; tell whether it was live."""

@@ -11,11 +11,11 @@ Each layer says which of its tables a topic watches (``watch``); statements writ
 SQL text are not seen, and none of the watched tables is written that way.
 
 The counters are also kept in memory (``latest``), so that the poll asks the database
-nothing: a thread of the process reads them every ``KEEP_S`` once someone asked, and at once
-after each commit of this process that bumped one. Kept counters are only ever values read
-from the database, never ahead of it; ``latest`` says None (read them) while this process's
-own commit is not yet among them, so a change is seen by the next poll on this instance, and
-another instance's (or the CLI's) within ``KEEP_S``.
+nothing: a thread of the process (the keeper) reads them every ``KEEP_S`` once someone asked,
+and at once after each commit of this process that bumped one. Kept counters are only ever
+the keeper's last read, never ahead of the database; ``latest`` says None (read them) while
+this process's own commit is not yet among them, so a change is seen by the next poll on
+this instance, and another instance's (or the CLI's) within ``KEEP_S``.
 
 A change may also say which rows it touched (``note``: a job's name, in the same
 transaction), in ``change_keys`` under the version it made. ``keys_since`` answers the rows
@@ -109,9 +109,7 @@ class ChangeVersions:
         )
         with reading(self._engine) as connection:
             found = {Topic(row.topic): int(row.version) for row in connection.execute(query)}
-        counters = {topic: found.get(topic, 0) for topic in wanted}
-        self._keep(counters)
-        return counters
+        return {topic: found.get(topic, 0) for topic in wanted}
 
     def latest(self, topics: Iterable[Topic]) -> dict[Topic, int] | None:
         """Return each topic's counter as kept in memory, asking the database nothing; None
@@ -142,26 +140,39 @@ class ChangeVersions:
             self._kept_at = float("-inf")
         if keeper is not None and keeper is not threading.current_thread():
             keeper.join(timeout=10)
+        with self._lock:
+            self._kept_at = float("-inf")
 
     def _keep(self, counters: Mapping[Topic, int]) -> None:
-        """Take counters just read; forget the commits of ours they include."""
+        """Take the keeper's counters, just read; forget the commits of ours they include.
+
+        Only the keeper's reads are kept, one after the other, each taken as read: so an
+        expectation once met stays met, and a database restored from a backup, whose counters
+        move back, tells a page its version changed (the larger of two would not).
+        """
         with self._lock:
+            self._kept = dict(counters)  # a new dict: readers hold the old one
             for topic, version in counters.items():
-                if version > self._kept.get(topic, 0):
-                    self._kept = {**self._kept, topic: version}  # readers hold the old dict
                 expected = self._expected.get(topic)
                 if expected is not None and expected[0] <= version:
                     del self._expected[topic]
 
     def _keep_reading(self) -> None:
+        failing = False
         while not self._stopping.is_set():
             started = time.monotonic()
             try:
-                self.read(Topic)
+                self._keep(self.read(Topic))
                 with self._lock:
-                    self._kept_at = started
+                    if not self._stopping.is_set():  # close() may have begun meanwhile
+                        self._kept_at = started
+                if failing:
+                    log.warning("dgxmm versions: reading the change versions again")
+                    failing = False
             except Exception:  # the database is away: latest() says None until it is back
-                log.warning("dgxmm versions: could not read the change versions", exc_info=True)
+                if not failing:  # once, not at every try
+                    log.warning("dgxmm versions: cannot read the change versions", exc_info=True)
+                    failing = True
             with self._lock:
                 now = time.monotonic()
                 for topic, (_, at) in list(self._expected.items()):

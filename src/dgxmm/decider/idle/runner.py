@@ -10,8 +10,9 @@ its own deployment.
 It reads the deployments and the schedules again only when their change versions moved
 (``store/versions.py``; one query by primary key): at 1,000 deployments, reading and sorting
 them every second held the serving interpreter about 40 ms a second, and every request that
-arrived meanwhile waited (issue 28). A deployment without an idle policy is not looked at;
-one that gets a policy starts with nothing learned (its histogram gathers from then on).
+arrived meanwhile waited (issue 28). A deployment without an idle policy is not stepped; one
+that gets a policy starts with no histogram (it gathers from then on) and no pending retry,
+its idle time counting from when it last came up (kept for every deployment at each read).
 
 A step takes the path a scheduled sleep takes (``schedules/runner.py``):
 
@@ -153,6 +154,7 @@ class _Read:
 
     versions: dict[Topic, int]
     deployments: list[Deployment]
+    ids: frozenset[int]
     slots: dict[int, list[ScheduleSlots]]
 
 
@@ -176,6 +178,9 @@ class IdleRunner:
         self._guard = threading.Lock()  # over what the runner keeps of each deployment
         self._known: dict[int, _Known] = {}
         self._read: _Read | None = None
+        # Of every deployment, as last read: when it last came up, and when it was created.
+        self._came_up: dict[int, int] = {}
+        self._created: dict[int, int] = {}
 
     def pulse(self, now: int, *, forecast_only: bool = False) -> list[Future[IdleOutcome]]:
         """Decide every deployment's step at ``now``; hand each to a worker; do not wait.
@@ -187,9 +192,16 @@ class IdleRunner:
         read = self._read_if_changed()
         pulse = _Pulse(now=now, slots=read.slots)
         started = []
+        with self._guard:  # a step that ended since may have noted a deployment gone now
+            for gone in self._known.keys() - read.ids:
+                del self._known[gone]
         for deployment in read.deployments:
             with self._guard:
-                known = self._known.setdefault(deployment.id, _Known())
+                known = self._known.get(deployment.id)
+                if known is None:  # a policy switched on: when it came up, as last read
+                    known = self._known[deployment.id] = _Known(
+                        came_up=self._came_up.get(deployment.id)
+                    )
                 self._learn(deployment, known, arrivals.get(deployment.id, ()))
                 if self._actions.is_acting(deployment.id):
                     continue
@@ -219,9 +231,25 @@ class IdleRunner:
         versions = self._store.versions.read(_WATCHED)
         if self._read is not None and self._read.versions == versions:
             return self._read
-        deployments = [d for d in self._fleet.deployments.list() if _has_policy(d)]
-        ids = {d.id for d in deployments}
+        every = self._fleet.deployments.list()
+        deployments = [d for d in every if _has_policy(d)]
+        ids = frozenset(d.id for d in deployments)
         with self._guard:
+            # Every deployment's last coming up, policy or not, for one that gets a policy
+            # later (its state moved with a version, so no coming up is missed here that a
+            # pulse of every deployment would have seen). And a row whose id was used again
+            # (removed, then another created) keeps nothing of the one before.
+            came_up, created = {}, {}
+            for d in every:
+                created[d.id] = d.created_at
+                was = self._came_up.get(d.id) if self._created.get(d.id) == d.created_at else None
+                if d.state is S.RUNNING and (was is None or was < d.state_since):
+                    was = d.state_since
+                if was is not None:
+                    came_up[d.id] = was
+                if self._created.get(d.id, d.created_at) != d.created_at:
+                    self._known.pop(d.id, None)
+            self._came_up, self._created = came_up, created
             for gone in self._known.keys() - ids:
                 del self._known[gone]
         slots: dict[int, list[ScheduleSlots]] = {}
@@ -236,7 +264,7 @@ class IdleRunner:
                     zone=resolve_zone(row.time_zone),
                 )
             )
-        self._read = _Read(versions, deployments, slots)
+        self._read = _Read(versions, deployments, ids, slots)
         return self._read
 
     def drain(self, timeout_s: float) -> bool:
