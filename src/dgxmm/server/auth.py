@@ -180,9 +180,9 @@ class Tokens:
 
     def identify(self, token: str) -> Identity | None:
         """Return who a token belongs to, or None for an unknown or revoked one."""
-        if not token.startswith(_PREFIX) or len(token) > 200:
+        digest = _digest(token)
+        if digest is None:
             return None
-        digest = _hash(token)
         with self._known_lock:
             generation = self._forgotten
         with reading(self._engine) as connection:
@@ -205,9 +205,9 @@ class Tokens:
     def known(self, token: str) -> Identity | None:
         """Return who a token belongs to if it was found live within ``RECHECK_S`` and has not
         expired since, asking the database nothing; None: ask ``identify``."""
-        if not token.startswith(_PREFIX) or len(token) > 200:
+        digest = _digest(token)
+        if digest is None:
             return None
-        digest = _hash(token)
         with self._known_lock:
             found = self._known.get(digest)
         if found is None:
@@ -278,3 +278,8 @@ def is_token_name(name: object) -> bool:
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _digest(token: str) -> str | None:
+    """Return the hash a presented token is looked up by; None for one that cannot be ours."""
+    return _hash(token) if token.startswith(_PREFIX) and len(token) <= 200 else None

@@ -133,15 +133,13 @@ class ChangeVersions:
 
     def close(self) -> None:
         """Stop the thread that keeps the counters (``latest`` then answers None)."""
-        self._stopping.set()
+        self._stopping.set()  # before the lock: the keeper checks it under the lock
         self._wake.set()
         with self._lock:
             keeper, self._keeper = self._keeper, None
             self._kept_at = float("-inf")
         if keeper is not None and keeper is not threading.current_thread():
-            keeper.join(timeout=10)
-        with self._lock:
-            self._kept_at = float("-inf")
+            keeper.join(timeout=10)  # it marks nothing fresh once it saw stopping set
 
     def _keep(self, counters: Mapping[Topic, int]) -> None:
         """Take the keeper's counters, just read; forget the commits of ours they include.

@@ -6,7 +6,9 @@
   pre-wake windows learned from the deployment's idle gaps.
 
 - ``runner``: ``IdleRunner``, the product's: a pulse every second that decides each
-  deployment's step and hands it to a worker (the lock, the quiet check with the door shut).
+  deployment's step and hands it to a worker (the lock, the quiet check with the door shut);
+- ``watched``: what the pulse looks at (the deployments with an idle policy and their
+  schedules), read again only when their change versions moved.
 
 ``ladder`` and ``histogram`` are pure functions and an accumulator, with no clock, lock or
 I/O: the product's runner and the savings lab (``dgxmm.lab``) call the same ones.

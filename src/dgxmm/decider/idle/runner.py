@@ -7,12 +7,9 @@ the requests the proxy took since the last pulse, and hands each deployment whos
 to a bounded pool of workers. It never waits for a model server, so a slow server delays only
 its own deployment.
 
-It reads the deployments and the schedules again only when their change versions moved
-(``store/versions.py``; one query by primary key): at 1,000 deployments, reading and sorting
-them every second held the serving interpreter about 40 ms a second, and every request that
-arrived meanwhile waited (issue 28). A deployment without an idle policy is not stepped; one
-that gets a policy starts with no histogram (it gathers from then on) and no pending retry,
-its idle time counting from when it last came up (kept for every deployment at each read).
+What a pulse looks at is read again only when it changed (``watched.py``). A deployment
+without an idle policy is not stepped; one that gets a policy starts with no histogram (it
+gathers from then on) and no pending retry, its idle time counting from when it last came up.
 
 A step takes the path a scheduled sleep takes (``schedules/runner.py``):
 
@@ -56,9 +53,9 @@ from dgxmm.decider.idle.histogram import (
 )
 from dgxmm.decider.idle.ladder import IDLE_TICK_US, IdleStep, ScheduleSlots, awake_window
 from dgxmm.decider.idle.ladder import idle_step as step_of
+from dgxmm.decider.idle.watched import Watched, Watcher
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
-from dgxmm.decider.schedules.rows import ScheduleAction, ScheduleRows
-from dgxmm.decider.schedules.slots import parse_time
+from dgxmm.decider.schedules.rows import ScheduleRows
 from dgxmm.decider.schedules.verdicts import quiet_verdict
 from dgxmm.errors import BackendError, Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
 from dgxmm.fleet import (
@@ -77,8 +74,7 @@ from dgxmm.fleet import (
     Severity,
     WakeLead,
 )
-from dgxmm.jobs import resolve_zone
-from dgxmm.store import Store, Topic, writing
+from dgxmm.store import Store, writing
 from dgxmm.time_units import HOUR_US, MINUTE_US, SECOND_US
 
 __all__ = ["PULSE_SECONDS", "IdleOutcome", "IdleRunner"]
@@ -148,23 +144,6 @@ class _Pulse:
     slots: dict[int, list[ScheduleSlots]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class _Read:
-    """The deployments with an idle policy and every schedule's slots, as read at ``versions``."""
-
-    versions: dict[Topic, int]
-    deployments: list[Deployment]
-    ids: frozenset[int]
-    slots: dict[int, list[ScheduleSlots]]
-
-
-_WATCHED = (Topic.DEPLOYMENTS, Topic.SCHEDULES)
-
-
-def _has_policy(deployment: Deployment) -> bool:
-    return deployment.idle_policy is IdlePolicy.HISTOGRAM or not deployment.idle.is_off
-
-
 class IdleRunner:
     """Each deployment's idle ladder and histogram policy; see the module docstring."""
 
@@ -177,10 +156,8 @@ class IdleRunner:
         self._actions: ActionPool[IdleOutcome] = ActionPool(workers, "idle-action")
         self._guard = threading.Lock()  # over what the runner keeps of each deployment
         self._known: dict[int, _Known] = {}
-        self._read: _Read | None = None
-        # Of every deployment, as last read: when it last came up, and when it was created.
-        self._came_up: dict[int, int] = {}
-        self._created: dict[int, int] = {}
+        self._watcher = Watcher(store, fleet, rows)
+        self._watched: Watched | None = None  # the read the pulse last looked at
 
     def pulse(self, now: int, *, forecast_only: bool = False) -> list[Future[IdleOutcome]]:
         """Decide every deployment's step at ``now``; hand each to a worker; do not wait.
@@ -189,18 +166,22 @@ class IdleRunner:
         (once per step and idle time: a deployment left up steps again only after a request).
         """
         arrivals = self._fleet.activity.take_arrivals()
-        read = self._read_if_changed()
-        pulse = _Pulse(now=now, slots=read.slots)
+        watched = self._watcher.current()
+        pulse = _Pulse(now=now, slots=watched.slots)
         started = []
-        with self._guard:  # a step that ended since may have noted a deployment gone now
-            for gone in self._known.keys() - read.ids:
+        with self._guard:
+            if watched is not self._watched:  # read again: an id used again keeps nothing
+                for renewed in watched.renewed:
+                    self._known.pop(renewed, None)
+                self._watched = watched
+            for gone in self._known.keys() - watched.ids:  # also what a step noted since
                 del self._known[gone]
-        for deployment in read.deployments:
+        for deployment in watched.deployments:
             with self._guard:
                 known = self._known.get(deployment.id)
                 if known is None:  # a policy switched on: when it came up, as last read
                     known = self._known[deployment.id] = _Known(
-                        came_up=self._came_up.get(deployment.id)
+                        came_up=watched.came_up.get(deployment.id)
                     )
                 self._learn(deployment, known, arrivals.get(deployment.id, ()))
                 if self._actions.is_acting(deployment.id):
@@ -223,49 +204,6 @@ class IdleRunner:
             if future is not None:
                 started.append(future)
         return started
-
-    def _read_if_changed(self) -> _Read:
-        """Return the deployments with a policy and the slots, read again if they changed."""
-        # The versions first: a change that lands between them and the rows is read now and
-        # again at the next pulse, never missed.
-        versions = self._store.versions.read(_WATCHED)
-        if self._read is not None and self._read.versions == versions:
-            return self._read
-        every = self._fleet.deployments.list()
-        deployments = [d for d in every if _has_policy(d)]
-        ids = frozenset(d.id for d in deployments)
-        with self._guard:
-            # Every deployment's last coming up, policy or not, for one that gets a policy
-            # later (its state moved with a version, so no coming up is missed here that a
-            # pulse of every deployment would have seen). And a row whose id was used again
-            # (removed, then another created) keeps nothing of the one before.
-            came_up, created = {}, {}
-            for d in every:
-                created[d.id] = d.created_at
-                was = self._came_up.get(d.id) if self._created.get(d.id) == d.created_at else None
-                if d.state is S.RUNNING and (was is None or was < d.state_since):
-                    was = d.state_since
-                if was is not None:
-                    came_up[d.id] = was
-                if self._created.get(d.id, d.created_at) != d.created_at:
-                    self._known.pop(d.id, None)
-            self._came_up, self._created = came_up, created
-            for gone in self._known.keys() - ids:
-                del self._known[gone]
-        slots: dict[int, list[ScheduleSlots]] = {}
-        for row in self._rows.enabled_slots():
-            if row.deployment_id not in ids:
-                continue
-            slots.setdefault(row.deployment_id, []).append(
-                ScheduleSlots(
-                    action=ScheduleAction(row.action),
-                    days=row.days,
-                    time=parse_time(row.at_time),
-                    zone=resolve_zone(row.time_zone),
-                )
-            )
-        self._read = _Read(versions, deployments, ids, slots)
-        return self._read
 
     def drain(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the steps under way; tell whether all finished."""

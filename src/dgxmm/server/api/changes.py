@@ -53,16 +53,8 @@ def _topics(names: list[str]) -> list[Topic]:
     return topics
 
 
-def versions(services: Services, names: list[str], *, kept: bool = False) -> dict[str, str] | None:
-    """Return each topic's version (``InvalidInput`` for a topic that is not one).
-
-    ``kept``: from the counters kept in memory, or None when they may be behind.
-    """
-    topics = _topics(names)
-    store_versions = services.host.store.versions
-    counters = store_versions.latest(topics) if kept else store_versions.read(topics)
-    if counters is None:
-        return None
+def versions(services: Services, topics: list[Topic], counters: dict[Topic, int]) -> dict[str, str]:
+    """Return each topic's version from its counter (and the host's, for ``jobs``)."""
     found = {topic.value: str(counters[topic]) for topic in topics}
     if Topic.JOBS in counters:
         found[Topic.JOBS.value] += f"-{services.host.moves.count}"
@@ -112,14 +104,16 @@ async def changes(
     names = [name.strip() for name in topics.split(",") if name.strip()]
     if not names:
         raise InvalidInput("topics", "name at least one of " + ", ".join(TOPICS))
-    found = versions(services, names, kept=True)
-    if found is not None:
-        answer = _answer(names, found, since)
-        if since is None or not answer["changed"]:
-            if since is not None:
-                answer["keys"] = {name: [] for name in names}  # nothing moved
+    wanted = _topics(names)
+    kept = services.host.store.versions.latest(wanted)
+    if kept is not None:
+        answer = _answer(names, versions(services, wanted, kept), since)
+        if since is None:
             return answer
-    return await run_in_threadpool(_asked, services, names, since)
+        if not answer["changed"]:
+            answer["keys"] = {name: [] for name in names}  # nothing moved
+            return answer
+    return await run_in_threadpool(_asked, services, names, wanted, since)
 
 
 def _answer(names: list[str], found: dict[str, str], since: str | None) -> dict[str, Any]:
@@ -127,10 +121,11 @@ def _answer(names: list[str], found: dict[str, str], since: str | None) -> dict[
     return {"version": version, "changed": since != version, "topics": found}
 
 
-def _asked(services: Services, names: list[str], since: str | None) -> dict[str, Any]:
+def _asked(
+    services: Services, names: list[str], wanted: list[Topic], since: str | None
+) -> dict[str, Any]:
     """The answer from the database, on a worker thread."""
-    found = versions(services, names)
-    assert found is not None  # read from the database: never None
+    found = versions(services, wanted, services.host.store.versions.read(wanted))
     answer = _answer(names, found, since)
     if since is not None:
         answer["keys"] = moved_keys(services, names, since, found)
