@@ -37,8 +37,8 @@ worker.onmessage = (event) => {
     if (done) done(message);
   } else if (message.kind === "ready") {
     setStatus(`Ready: Pyodide ${message.pyodide}, ticking every 5 s in ${message.zone}.`);
-    document.body.dataset.ready = "true";
-    refresh();
+    // Ready once the page shows the engine's jobs and zone, not before its first answer.
+    refresh().finally(() => { document.body.dataset.ready = "true"; });
   } else if (message.kind === "time?") {
     worker.postMessage({ kind: "tick", now: Date.now(), source: "worker" });
   } else if (message.kind === "ticked") {
