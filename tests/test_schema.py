@@ -10,7 +10,7 @@ from alembic.migration import MigrationContext
 import dgxmm.alerts.tables
 import dgxmm.decider.tables
 import dgxmm.fleet.deployments.tables
-import dgxmm.server.tables  # noqa: F401  (each registers its tables on the metadata)
+import dgxmm.server.access.tables  # noqa: F401  (each registers its tables on the metadata)
 from dgxmm.store import Store, metadata
 
 

@@ -15,7 +15,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.decider import ScheduleAction, ScheduleService
 from dgxmm.fleet import LOG_TAIL_MARK, DeploymentState, Fleet
 from dgxmm.jobs import CronSchedule, Job, JobKind, JobRun, Outcome, RunResult
-from dgxmm.server.redaction import public_text
+from dgxmm.server.access.redaction import public_text
 from dgxmm.store import Store, Trigger, writing
 from dgxmm.store.schema import instances
 from dgxmm.time_units import SECOND_US

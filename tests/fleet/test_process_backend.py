@@ -301,7 +301,7 @@ def _children_of(pid: int) -> list[int]:
 
 def test_the_ray_actor_marks_the_log_tail_as_the_process_backend_does() -> None:
     # The actor imports nothing of ours (it is shipped to Ray's nodes), so it writes the mark
-    # again; the viewers' masking cuts a failed start's error at it (server/redaction.py).
+    # again; the viewers' masking cuts a failed start's error at it (server/access/redaction.py).
     from dgxmm.fleet import LOG_TAIL_MARK
     from dgxmm.fleet.backends import ray_actor
 

@@ -13,7 +13,7 @@ from proxy.proxykit import proxied as proxied  # noqa: PLC0414  (the fixture, by
 from support import PATIENCE_S
 
 from dgxmm.proxy import LOGIN_COOKIE
-from dgxmm.server.deps import COOKIE
+from dgxmm.server.edge.deps import COOKIE
 
 CHAT = "/v1/chat/completions"
 

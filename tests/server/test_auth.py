@@ -13,8 +13,9 @@ from sqlalchemy import Connection, Engine
 from support import wait_for
 
 from dgxmm.clock import ManualClock
-from dgxmm.server import Host, Role, Services, Tokens, auth, create_app
-from dgxmm.server.auth import ADMIN_TOKEN_FILE, RECHECK_S
+from dgxmm.server import Host, Role, Services, Tokens, create_app
+from dgxmm.server.access import tokens as token_module
+from dgxmm.server.access.tokens import ADMIN_TOKEN_FILE, RECHECK_S
 from dgxmm.store import Store, reading
 
 
@@ -131,16 +132,16 @@ def test_a_check_under_way_when_its_token_is_revoked_remembers_nothing(
 ) -> None:
     """The revocation lands between the check's read and its remembering: the check's answer
     stands for its own request, but the next one must not find the token remembered."""
-    real_reading = reading  # what auth.py reads with
+    real_reading = reading  # what access/tokens.py reads with
 
     @contextmanager
     def read_then_revoke(engine: Engine) -> Iterator[Connection]:
         with real_reading(engine) as connection:
             yield connection
-        monkeypatch.setattr(auth, "reading", real_reading)
+        monkeypatch.setattr(token_module, "reading", real_reading)
         assert tokens.revoke(admin_token)  # through this server, after the read
 
-    monkeypatch.setattr(auth, "reading", read_then_revoke)
+    monkeypatch.setattr(token_module, "reading", read_then_revoke)
     assert tokens.identify(admin_token) is not None  # it read the token live
     assert tokens.known(admin_token) is None
     assert tokens.identify(admin_token) is None

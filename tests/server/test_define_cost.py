@@ -7,8 +7,9 @@ from collections.abc import Callable
 import pytest
 
 from dgxmm.clock import ManualClock
-from dgxmm.server import Host, job_list
-from dgxmm.server.job_list import job_row, job_rows
+from dgxmm.server import Host
+from dgxmm.server.lists import jobs as job_list
+from dgxmm.server.lists.jobs import job_row, job_rows
 from dgxmm.store import Store
 
 

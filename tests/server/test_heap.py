@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from support import wait_for
 
-from dgxmm.server.heap import Heap
+from dgxmm.server.host.heap import Heap
 
 
 class _Node:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dgxmm.server.moves import KEPT_MOVES, Moves
+from dgxmm.server.host.moves import KEPT_MOVES, Moves
 
 
 def test_it_unites_the_jobs_of_the_moves_since_a_count() -> None:

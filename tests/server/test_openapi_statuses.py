@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from server.apikit import Operation, api_operations
 from support import free_port
 
-from dgxmm.server.body_limit import MAX_BODY_BYTES
-from dgxmm.server.deps import require_admin, require_viewer
+from dgxmm.server.edge.body_limit import MAX_BODY_BYTES
+from dgxmm.server.edge.deps import require_admin, require_viewer
 
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 # A body no parser takes (past Python's 4300 digits of an integer): a documented 422.

@@ -10,8 +10,13 @@ from fastapi.testclient import TestClient
 from support import free_port
 
 from dgxmm.fleet import LOG_TAIL_MARK, BackendKind, Deployment, DeploymentState
-from dgxmm.server.auth import Identity, Role
-from dgxmm.server.redaction import deployment_shown_to, masked_command, masked_text, public_text
+from dgxmm.server.access.redaction import (
+    deployment_shown_to,
+    masked_command,
+    masked_text,
+    public_text,
+)
+from dgxmm.server.access.tokens import Identity, Role
 
 # What the model server printed, what its command and environment hold: none of it may
 # reach a viewer, in any answer or page.

@@ -22,7 +22,7 @@ import pytest
 from server.test_serve import start
 from support import free_port, wait_for
 
-from dgxmm.server.lease import stuck_after
+from dgxmm.server.host.lease import stuck_after
 
 RATE = 10
 MINUTE_US = 60_000_000

@@ -16,7 +16,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.errors import Cancelled, Conflict, NotFound
 from dgxmm.jobs import JobLimits, Outcome, RunContext
 from dgxmm.server import Host
-from dgxmm.server.run_cancels import cancel_run
+from dgxmm.server.host.run_cancels import cancel_run
 from dgxmm.store import RunRecord, Store, restore
 
 # A statement that would run for a very long time: only the cancel stops it.

@@ -1,7 +1,7 @@
 """The one way the command line reaches a running server: its HTTP API, with a bearer token.
 
 An answer the API refuses comes back as the error of ``dgxmm.errors`` its status code stands
-for (``server/responses.py`` maps them the other way), so a command fails the same way
+for (``server/edge/responses.py`` maps them the other way), so a command fails the same way
 whether it asked the server or opened the database with ``--offline``: 400 and 422 become
 ``InvalidInput`` naming the field, 404 ``NotFound``, 409 ``Conflict``, 401 and 403
 ``Forbidden``, 502 ``BackendError``, anything else ``StoreError``. A server that does not

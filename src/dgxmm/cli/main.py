@@ -151,8 +151,8 @@ def token_create(
 ) -> Answer:
     """Create a token and print it (it is shown only this once)."""
     from dgxmm.errors import InvalidInput
+    from dgxmm.server.access.tokens import Role, Tokens
     from dgxmm.server.api.tokens import MAX_EXPIRY_DAYS
-    from dgxmm.server.auth import Role, Tokens
     from dgxmm.time_units import DAY_US
 
     chosen = Role.named(role)  # refuses a role that is not admin or viewer
@@ -182,7 +182,7 @@ def token_revoke(
 ) -> Answer:
     """Revoke a token: from now on it opens nothing."""
     from dgxmm.errors import NotFound
-    from dgxmm.server.auth import Tokens
+    from dgxmm.server.access.tokens import Tokens
 
     if where.offline:
         with where.store() as store:

@@ -46,7 +46,7 @@ __all__ = ["LOGIN_COOKIE", "Upstream", "wait_disconnected"]
 
 log = logging.getLogger(__name__)
 
-# The server's login cookie (dgxmm.server.deps.COOKIE: the server is a layer above, so the
+# The server's login cookie (dgxmm.server.edge.deps.COOKIE: the server is a layer above, so the
 # name is kept here too, and a test holds the two equal).
 LOGIN_COOKIE = "dgxmm_token"
 

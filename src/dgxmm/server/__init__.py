@@ -1,6 +1,7 @@
 """The server: the ASGI app (API, pages), auth, and the host that ticks the scheduler."""
 
 from dgxmm.places import machine_zone
+from dgxmm.server.access.tokens import Identity, Role, Tokens
 from dgxmm.server.app import (
     ALERT_ROUTES,
     FLEET_ROUTES,
@@ -9,7 +10,6 @@ from dgxmm.server.app import (
     SCHEDULE_ROUTES,
     create_app,
 )
-from dgxmm.server.auth import Identity, Role, Tokens
 from dgxmm.server.host import Host
 from dgxmm.server.routes import DeploymentSection, Routes
 from dgxmm.server.serve import ServeOptions, serve

@@ -15,9 +15,9 @@ from fastapi.staticfiles import StaticFiles
 
 from dgxmm import __version__
 from dgxmm.server import api, metrics, pages
-from dgxmm.server.body_limit import BodyLimit
-from dgxmm.server.openapi import OpenApiApp
-from dgxmm.server.responses import install_error_handlers
+from dgxmm.server.edge.body_limit import BodyLimit
+from dgxmm.server.edge.openapi import OpenApiApp
+from dgxmm.server.edge.responses import install_error_handlers
 from dgxmm.server.routes import Routes
 from dgxmm.server.services import Services
 
@@ -98,7 +98,7 @@ ALERT_ROUTES = Routes(
 def create_app(services: Services, routes: Sequence[Routes] = ()) -> FastAPI:
     """Build the app around its services, serving ``JOBS_ROUTES`` and ``routes``.
 
-    Its OpenAPI document lists every status each operation answers (``server/openapi.py``).
+    Its OpenAPI document lists every status each operation answers (``server/edge/openapi.py``).
 
     Refuses (``ValueError``) routes that need a service ``services`` does not have.
     """

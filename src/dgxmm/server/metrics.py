@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from dgxmm.server.deps import ServicesDep, Viewer
+from dgxmm.server.edge.deps import ServicesDep, Viewer
 
 __all__ = ["router"]
 

@@ -34,6 +34,8 @@ from dgxmm.jobs import resolve_zone
 from dgxmm.lab.backtest import proposal_backtester
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
 from dgxmm.proxy import API_LIMITS, ProxyApp, ProxyServer, limited_protocol
+from dgxmm.server.access.redaction import public_text
+from dgxmm.server.access.tokens import Tokens
 from dgxmm.server.app import (
     ALERT_ROUTES,
     FLEET_ROUTES,
@@ -41,11 +43,9 @@ from dgxmm.server.app import (
     SCHEDULE_ROUTES,
     create_app,
 )
-from dgxmm.server.auth import Tokens
-from dgxmm.server.heap import Heap
 from dgxmm.server.host import Host
-from dgxmm.server.lease import second_server
-from dgxmm.server.redaction import public_text
+from dgxmm.server.host.heap import Heap
+from dgxmm.server.host.lease import second_server
 from dgxmm.server.services import Services
 from dgxmm.server.telemetry import ServerMetrics
 from dgxmm.store import Dialect, Store
@@ -270,7 +270,7 @@ def _serve(
     if demo is not None:
         demo.start()
     # Everything is loaded: what lives now is frozen, so that no full collection walks it
-    # again (server/heap.py: they paused every request for hundreds of ms).
+    # again (server/host/heap.py: they paused every request for hundreds of ms).
     heap = Heap()
     heap.start()
     url = local_url(options.host, options.port)

@@ -8,7 +8,7 @@ from dgxmm.alerts import Alerts
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
 from dgxmm.proxy import ProxyStats
-from dgxmm.server.auth import Tokens
+from dgxmm.server.access.tokens import Tokens
 from dgxmm.server.host import Host
 from dgxmm.server.telemetry import ServerMetrics
 

@@ -25,7 +25,7 @@ from dgxmm.server import (
     Tokens,
     create_app,
 )
-from dgxmm.server.auth import Role
+from dgxmm.server.access.tokens import Role
 from dgxmm.server.pages.render import templates
 
 

@@ -10,7 +10,7 @@ from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.server import Host
-from dgxmm.server.job_list import job_rows
+from dgxmm.server.lists.jobs import job_rows
 from dgxmm.store import Store
 
 

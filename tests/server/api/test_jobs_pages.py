@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dgxmm.jobs import Outcome
-from dgxmm.server import Host, job_list
-from dgxmm.server.paging import make_cursor
+from dgxmm.server import Host
+from dgxmm.server.edge.paging import make_cursor
+from dgxmm.server.lists import jobs as job_list
 
 _SETTINGS = settings(
     max_examples=15,

@@ -38,7 +38,7 @@ __all__ = [
 
 
 # Between dgxmm's words and the model server's last log lines in a failed start's error:
-# what follows it is the server's output, an admin's read (server/redaction.py cuts there).
+# what follows it is the server's output, an admin's read (server/access/redaction.py cuts there).
 LOG_TAIL_MARK = "; last lines of "
 
 

@@ -15,10 +15,10 @@ from fastapi import APIRouter, Query
 from pydantic import ConfigDict
 
 from dgxmm.errors import DefinitionError
-from dgxmm.server.bodies import Body
-from dgxmm.server.deps import Admin, AlertsDep, HostDep, PathId, QueryId
-from dgxmm.server.job_list import iso
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.bodies import Body
+from dgxmm.server.edge.deps import Admin, AlertsDep, HostDep, PathId, QueryId
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.lists.jobs import iso
 
 __all__ = ["router"]
 

@@ -6,10 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from dgxmm.server.bodies import AtticBody
-from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.job_list import iso
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.bodies import AtticBody
+from dgxmm.server.edge.deps import Admin, HostDep, Viewer
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.lists.jobs import iso
 from dgxmm.store import AtticEntry, Subject
 
 __all__ = ["entry_row", "router"]

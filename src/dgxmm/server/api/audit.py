@@ -7,10 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from dgxmm.fleet import AuditAction, AuditSubject
-from dgxmm.server.deps import Admin, FleetDep, HostDep, QueryId
-from dgxmm.server.job_list import iso
-from dgxmm.server.openapi import answers
-from dgxmm.server.paging import (
+from dgxmm.server.edge.deps import Admin, FleetDep, HostDep, QueryId
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.edge.paging import (
     CursorQuery,
     LimitQuery,
     make_cursor,
@@ -18,6 +17,7 @@ from dgxmm.server.paging import (
     read_instant,
     read_limit,
 )
+from dgxmm.server.lists.jobs import iso
 
 __all__ = ["router"]
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi import Body as Document
 
-from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.deps import Admin, HostDep, Viewer
+from dgxmm.server.edge.openapi import answers
 
 __all__ = ["router"]
 

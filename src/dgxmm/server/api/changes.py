@@ -31,8 +31,8 @@ from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from dgxmm.errors import InvalidInput
-from dgxmm.server.deps import ServicesDep, Viewer
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.deps import ServicesDep, Viewer
+from dgxmm.server.edge.openapi import answers
 from dgxmm.server.services import Services
 from dgxmm.store import Topic
 

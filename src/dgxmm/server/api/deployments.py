@@ -1,7 +1,7 @@
 """The deployments API: define, change, remove; start, stop, sleep, wake; plans and events.
 
 Reads need any token, everything else an admin's; a viewer reads a deployment, its events
-and its last error masked (``server/redaction.py``: no secrets, no model-server output).
+and its last error masked (``server/access/redaction.py``: no secrets, no model-server output).
 Refused fields answer 400 naming the field, wrong types 422 (strict bodies), a start or wake
 that does not fit 409 with the reason (which GPU, how many GiB short), a model server that
 failed 502.
@@ -28,9 +28,10 @@ from dgxmm.fleet import (
 )
 from dgxmm.fleet.backends.process import LOG_NAME
 from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
-from dgxmm.server.auth import Identity
-from dgxmm.server.bodies import Body
-from dgxmm.server.deps import (
+from dgxmm.server.access.redaction import deployment_shown_to, event_shown_to
+from dgxmm.server.access.tokens import Identity
+from dgxmm.server.edge.bodies import Body
+from dgxmm.server.edge.deps import (
     Admin,
     FleetDep,
     HostDep,
@@ -40,11 +41,8 @@ from dgxmm.server.deps import (
     ServicesDep,
     Viewer,
 )
-from dgxmm.server.host import Host
-from dgxmm.server.job_list import iso
-from dgxmm.server.model_check import MAX_PROMPT, CheckKind, ModelCheck, run_check
-from dgxmm.server.openapi import answers
-from dgxmm.server.paging import (
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.edge.paging import (
     CursorQuery,
     LimitQuery,
     make_cursor,
@@ -52,7 +50,9 @@ from dgxmm.server.paging import (
     read_cursor,
     read_limit,
 )
-from dgxmm.server.redaction import deployment_shown_to, event_shown_to
+from dgxmm.server.host import Host
+from dgxmm.server.lists.jobs import iso
+from dgxmm.server.model_check import MAX_PROMPT, CheckKind, ModelCheck, run_check
 from dgxmm.time_units import DAY_US
 
 __all__ = ["by_name", "deployment_json", "on_node", "router"]

@@ -6,11 +6,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from dgxmm.server.deps import Admin, FleetDep, HostDep, PathId, QueryId, Viewer
-from dgxmm.server.job_list import iso
-from dgxmm.server.openapi import answers
-from dgxmm.server.paging import CursorQuery, LimitQuery, make_cursor, read_id_cursor, read_limit
-from dgxmm.server.redaction import insight_shown_to
+from dgxmm.server.access.redaction import insight_shown_to
+from dgxmm.server.edge.deps import Admin, FleetDep, HostDep, PathId, QueryId, Viewer
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.edge.paging import (
+    CursorQuery,
+    LimitQuery,
+    make_cursor,
+    read_id_cursor,
+    read_limit,
+)
+from dgxmm.server.lists.jobs import iso
 
 __all__ = ["router"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from dgxmm.server.deps import HostDep, Viewer
-from dgxmm.server.job_list import iso
+from dgxmm.server.edge.deps import HostDep, Viewer
+from dgxmm.server.lists.jobs import iso
 
 __all__ = ["router"]
 

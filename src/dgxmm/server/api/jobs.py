@@ -10,11 +10,10 @@ from fastapi import APIRouter, Path, Query, Response
 
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.jobs import CronSchedule, JobKind, Tier, read_asked, resolve_zone
-from dgxmm.server.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
-from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.job_list import Listed, is_failing, iso, job_page, job_row, job_rows
-from dgxmm.server.openapi import answers
-from dgxmm.server.paging import (
+from dgxmm.server.edge.bodies import DefineJob, EnableJob, NameBody, ScheduleJob
+from dgxmm.server.edge.deps import Admin, HostDep, Viewer
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.edge.paging import (
     CursorQuery,
     LimitQuery,
     make_cursor,
@@ -23,7 +22,8 @@ from dgxmm.server.paging import (
     read_cursor,
     read_limit,
 )
-from dgxmm.server.run_cancels import cancel_run
+from dgxmm.server.host.run_cancels import cancel_run
+from dgxmm.server.lists.jobs import Listed, is_failing, iso, job_page, job_row, job_rows
 from dgxmm.store import JobAction
 
 __all__ = ["page_key", "router"]

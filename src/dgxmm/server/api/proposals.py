@@ -12,9 +12,9 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from dgxmm.decider.proposals import ModelKind, ProposalStatus
-from dgxmm.server.bodies import Body
-from dgxmm.server.deps import Admin, PathId, ProposalsDep, Viewer
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.bodies import Body
+from dgxmm.server.edge.deps import Admin, PathId, ProposalsDep, Viewer
+from dgxmm.server.edge.openapi import answers
 
 __all__ = ["router"]
 

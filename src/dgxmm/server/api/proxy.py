@@ -14,9 +14,9 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from dgxmm.proxy import bound_settings, check_bounds, read_bounds
-from dgxmm.server.bodies import Body
-from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.bodies import Body
+from dgxmm.server.edge.deps import Admin, HostDep, Viewer
+from dgxmm.server.edge.openapi import answers
 
 __all__ = ["router"]
 

@@ -8,9 +8,9 @@ from fastapi import APIRouter
 
 from dgxmm.errors import LimitExceeded, StoreError
 from dgxmm.jobs import Channel
-from dgxmm.server.bodies import DefineQuery, NameBody, RunQuery
-from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.bodies import DefineQuery, NameBody, RunQuery
+from dgxmm.server.edge.deps import Admin, HostDep, Viewer
+from dgxmm.server.edge.openapi import answers
 
 __all__ = ["router"]
 

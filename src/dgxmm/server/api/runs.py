@@ -1,6 +1,6 @@
 """``GET /api/runs``: every job run and every deployment action in one list, paged by cursor.
 
-The list is ``server/run_list.py``'s; a job run's own record is ``GET /api/jobs/runs/{id}``.
+The list is ``server/lists/runs.py``'s; a job run's own record is ``GET /api/jobs/runs/{id}``.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from zoneinfo import ZoneInfo
 from fastapi import APIRouter, Query
 
 from dgxmm.errors import InvalidInput
-from dgxmm.server.deps import ServicesDep, Viewer
-from dgxmm.server.job_list import iso
-from dgxmm.server.openapi import answers
-from dgxmm.server.paging import (
+from dgxmm.server.edge.deps import ServicesDep, Viewer
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.edge.paging import (
     CursorQuery,
     LimitQuery,
     make_cursor,
@@ -22,7 +21,8 @@ from dgxmm.server.paging import (
     read_limit,
     read_span,
 )
-from dgxmm.server.run_list import RunFilter, RunStatus, list_runs, read_run_key
+from dgxmm.server.lists.jobs import iso
+from dgxmm.server.lists.runs import RunFilter, RunStatus, list_runs, read_run_key
 
 __all__ = ["read_filter", "router"]
 

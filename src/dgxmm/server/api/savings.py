@@ -17,9 +17,9 @@ from fastapi import APIRouter, Query
 from dgxmm.decider.savings import SavingsReport, local_span, parse_day
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.fleet import Deployment, Fleet
-from dgxmm.server.deps import FleetDep, HostDep, Viewer
+from dgxmm.server.edge.deps import FleetDep, HostDep, Viewer
+from dgxmm.server.edge.openapi import answers
 from dgxmm.server.host import Host
-from dgxmm.server.openapi import answers
 
 __all__ = ["router", "savings_json"]
 

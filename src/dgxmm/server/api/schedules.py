@@ -17,10 +17,10 @@ from dgxmm.decider.schedules.lead import Lead
 from dgxmm.decider.schedules.runner import lead_now
 from dgxmm.errors import NotFound
 from dgxmm.fleet import Fleet
-from dgxmm.server.bodies import Body
-from dgxmm.server.deps import Admin, FleetDep, PathId, SchedulesDep, Viewer
-from dgxmm.server.openapi import answers
-from dgxmm.server.redaction import schedule_shown_to
+from dgxmm.server.access.redaction import schedule_shown_to
+from dgxmm.server.edge.bodies import Body
+from dgxmm.server.edge.deps import Admin, FleetDep, PathId, SchedulesDep, Viewer
+from dgxmm.server.edge.openapi import answers
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["router", "schedule_json"]

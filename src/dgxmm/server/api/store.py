@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from dgxmm.server.bodies import BackupBody, RestoreBody, RollbackBody
-from dgxmm.server.deps import Admin, HostDep, Viewer
-from dgxmm.server.job_list import iso
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.bodies import BackupBody, RestoreBody, RollbackBody
+from dgxmm.server.edge.deps import Admin, HostDep, Viewer
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.lists.jobs import iso
 
 __all__ = ["router"]
 

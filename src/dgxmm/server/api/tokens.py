@@ -17,11 +17,11 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from dgxmm.errors import InvalidInput, NotFound
-from dgxmm.server.auth import NAME_RULE, Role, is_token_name
-from dgxmm.server.bodies import Body
-from dgxmm.server.deps import Admin, HostDep, PathId, TokensDep
-from dgxmm.server.job_list import iso
-from dgxmm.server.openapi import answers
+from dgxmm.server.access.tokens import NAME_RULE, Role, is_token_name
+from dgxmm.server.edge.bodies import Body
+from dgxmm.server.edge.deps import Admin, HostDep, PathId, TokensDep
+from dgxmm.server.edge.openapi import answers
+from dgxmm.server.lists.jobs import iso
 from dgxmm.time_units import DAY_US
 
 __all__ = ["MAX_EXPIRY_DAYS", "router"]

@@ -10,9 +10,9 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from dgxmm.server.bodies import Body
-from dgxmm.server.deps import MAX_ID, Admin, PathId, ProposalsDep, Viewer
-from dgxmm.server.openapi import answers
+from dgxmm.server.edge.bodies import Body
+from dgxmm.server.edge.deps import MAX_ID, Admin, PathId, ProposalsDep, Viewer
+from dgxmm.server.edge.openapi import answers
 
 __all__ = ["router"]
 

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.alerts import BodyFormat, Condition
-from dgxmm.server.deps import AlertsDep, HostDep, identify
-from dgxmm.server.job_list import iso
+from dgxmm.server.edge.deps import AlertsDep, HostDep, identify
+from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import render_page
 
 __all__ = ["router"]

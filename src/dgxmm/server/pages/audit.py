@@ -17,10 +17,10 @@ from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import AuditEntry, AuditSubject
-from dgxmm.server.deps import FleetDep, HostDep, identify
-from dgxmm.server.job_list import iso
+from dgxmm.server.edge.deps import FleetDep, HostDep, identify
+from dgxmm.server.edge.paging import CursorQuery, make_cursor, read_id_cursor, read_span
+from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import display_zone, render_page
-from dgxmm.server.paging import CursorQuery, make_cursor, read_id_cursor, read_span
 
 __all__ = ["router"]
 

@@ -24,10 +24,10 @@ from dgxmm.fleet.deployments.definition import (
     DEFAULT_STARTUP_TIMEOUT_S,
     current_keys,
 )
+from dgxmm.server.access.redaction import deployment_shown_to
 from dgxmm.server.api.deployments import CreateDeployment
-from dgxmm.server.deps import FleetDep, HostDep, PathId, identify
+from dgxmm.server.edge.deps import FleetDep, HostDep, PathId, identify
 from dgxmm.server.pages.render import render_page
-from dgxmm.server.redaction import deployment_shown_to
 
 __all__ = ["router"]
 

@@ -32,12 +32,10 @@ from dgxmm.fleet import (
     WakeLead,
 )
 from dgxmm.fleet.demo.demo import synthetic_note
+from dgxmm.server.access.redaction import deployment_shown_to, event_shown_to
 from dgxmm.server.api.deployments import by_name, on_node
-from dgxmm.server.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep, identify
-from dgxmm.server.host import Host
-from dgxmm.server.job_list import iso
-from dgxmm.server.pages.render import display_zone, render_page
-from dgxmm.server.paging import (
+from dgxmm.server.edge.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep, identify
+from dgxmm.server.edge.paging import (
     CursorQuery,
     LimitQuery,
     make_cursor,
@@ -45,7 +43,9 @@ from dgxmm.server.paging import (
     read_cursor,
     read_limit,
 )
-from dgxmm.server.redaction import deployment_shown_to, event_shown_to
+from dgxmm.server.host import Host
+from dgxmm.server.lists.jobs import iso
+from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.svg.gpu_bars import gpu_bar
 from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
 from dgxmm.time_units import SECOND_US

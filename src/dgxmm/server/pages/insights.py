@@ -7,17 +7,17 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.server.deps import FleetDep, HostDep, identify
-from dgxmm.server.job_list import iso
-from dgxmm.server.pages.render import render_page
-from dgxmm.server.paging import (
+from dgxmm.server.access.redaction import insight_shown_to
+from dgxmm.server.edge.deps import FleetDep, HostDep, identify
+from dgxmm.server.edge.paging import (
     CursorQuery,
     LimitQuery,
     make_cursor,
     read_id_cursor,
     read_limit,
 )
-from dgxmm.server.redaction import insight_shown_to
+from dgxmm.server.lists.jobs import iso
+from dgxmm.server.pages.render import render_page
 
 __all__ = ["router"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.server.deps import HostDep
-from dgxmm.server.job_list import iso
+from dgxmm.server.edge.deps import HostDep
+from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import render_page
 from dgxmm.store import InstanceRole
 from dgxmm.time_units import SECOND_US

@@ -20,9 +20,9 @@ from fastapi.responses import HTMLResponse, Response
 from dgxmm.clock import from_us
 from dgxmm.errors import CronError, ZoneError
 from dgxmm.jobs import CronSchedule, resolve_zone
-from dgxmm.server.deps import HostDep, QueryId, identify
+from dgxmm.server.edge.deps import HostDep, QueryId, identify
 from dgxmm.server.host import Host
-from dgxmm.server.job_list import iso, job_row
+from dgxmm.server.lists.jobs import iso, job_row
 from dgxmm.server.pages.render import render_page
 from dgxmm.store import MAX_RUNS_PAGE
 

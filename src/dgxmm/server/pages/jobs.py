@@ -13,10 +13,10 @@ from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.server.api.jobs import page_key
-from dgxmm.server.deps import HostDep, identify
-from dgxmm.server.job_list import job_page, job_rows
+from dgxmm.server.edge.deps import HostDep, identify
+from dgxmm.server.edge.paging import CursorQuery, LimitQuery, make_cursor, read_cursor, read_limit
+from dgxmm.server.lists.jobs import job_page, job_rows
 from dgxmm.server.pages.render import render_page
-from dgxmm.server.paging import CursorQuery, LimitQuery, make_cursor, read_cursor, read_limit
 from dgxmm.store.versions import MOST_KEYS  # the most rows a poll names (``static/live.js``)
 
 __all__ = ["router"]

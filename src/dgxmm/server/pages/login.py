@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from dgxmm.errors import Forbidden
-from dgxmm.server.deps import COOKIE, TokensDep, is_same_origin
+from dgxmm.server.edge.deps import COOKIE, TokensDep, is_same_origin
 from dgxmm.server.pages.render import templates
 
 __all__ = ["router"]

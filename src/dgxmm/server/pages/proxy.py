@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.fleet import DeploymentState
 from dgxmm.proxy import Refusal, model_state, read_bounds
-from dgxmm.server.deps import ServicesDep
+from dgxmm.server.edge.deps import ServicesDep
 from dgxmm.server.pages.render import render_page
 
 __all__ = ["router"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.server.deps import HostDep
+from dgxmm.server.edge.deps import HostDep
 from dgxmm.server.pages.render import render_page
 
 __all__ = ["router"]

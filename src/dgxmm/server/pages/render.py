@@ -25,7 +25,7 @@ from markupsafe import Markup
 from dgxmm.decider.schedules.service import FORECAST_ONLY
 from dgxmm.errors import ZoneError
 from dgxmm.jobs import resolve_zone
-from dgxmm.server.deps import identify, services_of
+from dgxmm.server.edge.deps import identify, services_of
 from dgxmm.words import counted
 
 __all__ = ["ZONE_COOKIE", "display_zone", "error_page", "render_page", "templates"]

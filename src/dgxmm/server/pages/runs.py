@@ -1,6 +1,6 @@
 """The Runs page: every job run and every deployment action, filtered and paged; one run's page.
 
-``/runs`` is the list of ``GET /api/runs`` (``server/run_list.py``), ``/runs/{id}`` a job
+``/runs`` is the list of ``GET /api/runs`` (``server/lists/runs.py``), ``/runs/{id}`` a job
 run (``GET /api/jobs/runs/{id}``: its timeline, its error, the rows it kept), and
 ``/runs/actions/{id}`` a deployment's action (its event). Errors are shown as the API
 shows them: in full to admins, their public form to viewers.
@@ -14,13 +14,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.errors import InvalidInput, NotFound
+from dgxmm.server.access.redaction import event_shown_to
 from dgxmm.server.api.runs import read_filter
-from dgxmm.server.deps import PathId, ServicesDep, identify
-from dgxmm.server.job_list import iso
-from dgxmm.server.pages.render import display_zone, render_page
-from dgxmm.server.paging import make_cursor, read_cursor
-from dgxmm.server.redaction import event_shown_to
-from dgxmm.server.run_list import (
+from dgxmm.server.edge.deps import PathId, ServicesDep, identify
+from dgxmm.server.edge.paging import make_cursor, read_cursor
+from dgxmm.server.lists.jobs import iso
+from dgxmm.server.lists.runs import (
     ListedRun,
     RunStatus,
     event_status,
@@ -28,6 +27,7 @@ from dgxmm.server.run_list import (
     list_runs,
     read_run_key,
 )
+from dgxmm.server.pages.render import display_zone, render_page
 
 __all__ = ["router"]
 

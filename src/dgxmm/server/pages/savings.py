@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.errors import InvalidInput
 from dgxmm.server.api.savings import savings_json
-from dgxmm.server.deps import FleetDep, HostDep
+from dgxmm.server.edge.deps import FleetDep, HostDep
 from dgxmm.server.pages.render import render_page
 
 __all__ = ["router"]

@@ -20,12 +20,12 @@ from dgxmm.decider.schedules.runner import lead_now
 from dgxmm.decider.schedules.slots import next_slot, parse_time
 from dgxmm.fleet import Deployment
 from dgxmm.jobs import resolve_zone
+from dgxmm.server.access.redaction import schedule_shown_to
 from dgxmm.server.api.schedules import schedule_json
-from dgxmm.server.deps import FleetDep, HostDep, PathId, SchedulesDep, identify
+from dgxmm.server.edge.deps import FleetDep, HostDep, PathId, SchedulesDep, identify
 from dgxmm.server.host import Host
-from dgxmm.server.job_list import iso
+from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import display_zone, render_page
-from dgxmm.server.redaction import schedule_shown_to
 from dgxmm.server.routes import DeploymentSection
 from dgxmm.server.services import Services
 from dgxmm.server.svg.week_strip import week_strip

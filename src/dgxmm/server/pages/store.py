@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.server.api.attic import entry_row
-from dgxmm.server.deps import HostDep
-from dgxmm.server.job_list import iso
+from dgxmm.server.edge.deps import HostDep
+from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import render_page
 
 __all__ = ["router"]

@@ -9,10 +9,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from dgxmm.server.access.tokens import Role
 from dgxmm.server.api.tokens import MAX_EXPIRY_DAYS
-from dgxmm.server.auth import Role
-from dgxmm.server.deps import HostDep, TokensDep, identify
-from dgxmm.server.job_list import iso
+from dgxmm.server.edge.deps import HostDep, TokensDep, identify
+from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import render_page
 
 __all__ = ["router"]

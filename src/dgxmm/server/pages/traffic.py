@@ -15,8 +15,8 @@ from dgxmm.decider.proposals.rows import ProposalStatus
 from dgxmm.decider.schedules.week import down_intervals
 from dgxmm.fleet import Deployment
 from dgxmm.fleet.demo.demo import synthetic_note
-from dgxmm.server.deps import FleetDep, HostDep, PathId, ProposalsDep, SchedulesDep
-from dgxmm.server.job_list import iso
+from dgxmm.server.edge.deps import FleetDep, HostDep, PathId, ProposalsDep, SchedulesDep
+from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import render_page
 from dgxmm.server.routes import DeploymentSection
 from dgxmm.server.services import Services

@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.jobs import Channel, Tier
-from dgxmm.server.deps import HostDep
-from dgxmm.server.job_list import job_rows
+from dgxmm.server.edge.deps import HostDep
+from dgxmm.server.lists.jobs import job_rows
 from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.svg.runs import WINDOWS, runs_chart
 

@@ -16,7 +16,7 @@ from dgxmm.alerts import Alerts
 from dgxmm.clock import EARLIEST_US, LATEST_US
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
-from dgxmm.server.auth import Identity, Tokens
+from dgxmm.server.access.tokens import Identity, Tokens
 from dgxmm.server.host import Host
 from dgxmm.server.routes import DeploymentSection
 from dgxmm.server.services import Services

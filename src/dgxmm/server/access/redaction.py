@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from dgxmm.decider import Schedule
 from dgxmm.fleet import LOG_TAIL_MARK, Deployment, Event, Insight
-from dgxmm.server.auth import Identity
+from dgxmm.server.access.tokens import Identity
 
 __all__ = [
     "MASK",

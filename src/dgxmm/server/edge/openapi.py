@@ -26,7 +26,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel
 
-from dgxmm.server.deps import require_admin, require_viewer
+from dgxmm.server.edge.deps import require_admin, require_viewer
 
 __all__ = ["DESCRIPTIONS", "ErrorBody", "FieldError", "OpenApiApp", "answers", "implied_statuses"]
 

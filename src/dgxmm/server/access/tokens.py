@@ -28,7 +28,7 @@ from sqlalchemy import Engine, bindparam, func, insert, or_, select, update
 from dgxmm.clock import Clock
 from dgxmm.errors import InvalidInput
 from dgxmm.places import ADMIN_TOKEN_FILE
-from dgxmm.server.tables import api_tokens
+from dgxmm.server.access.tables import api_tokens
 from dgxmm.store import reading, writing
 from dgxmm.store.files import make_private_dir, write_atomic
 

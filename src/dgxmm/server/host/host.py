@@ -39,15 +39,15 @@ from dgxmm.jobs import (
     Timer,
     resolve_zone,
 )
-from dgxmm.server.definitions import CatalogJobs
-from dgxmm.server.lease import (
+from dgxmm.server.host.definitions import CatalogJobs
+from dgxmm.server.host.lease import (
     LEASE_TRY_SECONDS,
     TAKEOVER_CATCHUP_US,
     second_server,
     stuck_after,
 )
-from dgxmm.server.moves import Moves
-from dgxmm.server.run_cancels import apply_cancels
+from dgxmm.server.host.moves import Moves
+from dgxmm.server.host.run_cancels import apply_cancels
 from dgxmm.store import Dialect, InstanceRole, JobDefinition, NotScheduled, Store, Trigger
 from dgxmm.store.database import CHANGE_BUSY_MS
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
@@ -57,7 +57,7 @@ from dgxmm.words import counted
 __all__ = ["Host", "RowParts"]
 
 # The parts of a user job's row in the job list that follow from its definition alone, its
-# parsed schedule and the zone it is read in (``server/job_list.py``).
+# parsed schedule and the zone it is read in (``server/lists/jobs.py``).
 RowParts = tuple[dict[str, Any], CronSchedule | None, ZoneInfo]
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from typing import Any
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import Event, EventOutcome, Fleet
 from dgxmm.jobs import Outcome
-from dgxmm.server.redaction import public_text
+from dgxmm.server.access.redaction import public_text
 from dgxmm.store import RunRecord, Store
 
 __all__ = [
