@@ -43,12 +43,12 @@ from dgxmm.server.host.definitions import CatalogJobs
 from dgxmm.server.host.lease import (
     LEASE_TRY_SECONDS,
     TAKEOVER_CATCHUP_US,
-    second_server,
+    TickerLease,
     stuck_after,
 )
 from dgxmm.server.host.moves import Moves
 from dgxmm.server.host.run_cancels import apply_cancels
-from dgxmm.store import Dialect, InstanceRole, JobDefinition, NotScheduled, Store, Trigger
+from dgxmm.store import InstanceRole, JobDefinition, NotScheduled, Store, Trigger
 from dgxmm.store.database import CHANGE_BUSY_MS
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
@@ -93,15 +93,10 @@ class Host:
         # returns at once (it hands its work to threads of its own).
         self._pulses = list(pulses)
         self.pulse_seconds = pulse_seconds
-        # With a lease (``dgxmm serve``), only the holder of the store's ticker lease ticks;
-        # without one (a library or a test), this host ticks whatever else runs.
-        self._lease = lease
-        self.role = InstanceRole.HOLDER if not lease else InstanceRole.STANDBY
         self._telemetry = telemetry
         self.clock = clock or store.clock
         self.time_zone = resolve_zone(time_zone, field="time_zone")
         self.tick_seconds = tick_seconds
-        self.stuck_seconds = stuck_after(tick_seconds)
         store.job_overrides.load()
         self.scheduler = Scheduler(
             self.time_zone,
@@ -111,6 +106,18 @@ class Host:
             telemetry=telemetry,
         )
         self.lock = threading.RLock()  # every scheduler call happens under it
+        # With a lease (``dgxmm serve``), only the holder of the store's ticker lease ticks;
+        # without one (a library or a test), this host ticks whatever else runs.
+        self._lease = (
+            TickerLease(
+                store,
+                stuck_seconds=stuck_after(tick_seconds),
+                take_over=self._take_over,
+                lock=self.lock,
+            )
+            if lease
+            else None
+        )
         self.not_scheduled: list[NotScheduled] = []
         self._stop_grace = stop_grace_seconds
         extra = list(system_jobs)
@@ -144,15 +151,10 @@ class Host:
         With a lease: the holder ticks; on PostgreSQL another instance stands by, trying the
         lease every second; on SQLite a second server on the database is refused (Conflict).
         """
-        if not self._lease:
+        if self._lease is None:
             self.tick()
-        elif self.store.presence.try_lease():
-            self._take_over()
-        elif self.store.dialect is Dialect.SQLITE:
-            raise second_server(self.store)
         else:
-            self.store.presence.register(InstanceRole.STANDBY)
-            log.info("dgxmm host: standing by; instance %s ticks", self._holder_name())
+            self._lease.start()
         self._ticker = threading.Thread(target=self._tick_forever, name="dgxmm-ticker", daemon=True)
         self._ticker.start()
 
@@ -179,9 +181,14 @@ class Host:
             worker.join(timeout=max(0.0, deadline - time.monotonic()))
         self.collect()  # the runs that finished as the stop began
         self.store.flush_stats()
-        if self._lease:
+        if self._lease is not None:
             self.store.presence.stop()  # a standby takes the lease at its next try
         return abandoned
+
+    @property
+    def role(self) -> InstanceRole:
+        """Say whether this host ticks (the holder) or stands by."""
+        return InstanceRole.HOLDER if self._lease is None else self._lease.role
 
     @property
     def running(self) -> bool:
@@ -342,12 +349,12 @@ class Host:
         """Claim scheduled runs in the store; for each, why not, or None when it is ours."""
         try:
             answers = self.store.runs.claim_all(
-                runs, Trigger.SCHEDULE, busy_ms=CHANGE_BUSY_MS, leading=self._lease
+                runs, Trigger.SCHEDULE, busy_ms=CHANGE_BUSY_MS, leading=self._lease is not None
             )
         except DgxmmError as error:  # nothing runs without its record
             log.warning("dgxmm host: could not claim %s: %s", counted(len(runs), "run"), error)
-            if self._lease and not self.store.presence.holds_lease():
-                self._stand_down("its claims were refused")  # deposed while it slept
+            if self._lease is not None and not self.store.presence.holds_lease():
+                self._lease.stand_down("its claims were refused")  # deposed while it slept
             return [(SkipReason.CLAIMED, f"could not claim it: {error}")] * len(runs)
         refusals: list[tuple[SkipReason, str] | None] = []
         for run, answer in zip(runs, answers, strict=True):
@@ -421,53 +428,13 @@ class Host:
             lost = self.store.runs.reap_lost()
             if lost:
                 log.warning("dgxmm host: took over; runs of %s recorded abandoned", lost)
-            self.role = InstanceRole.HOLDER
-            self.store.presence.set_role(InstanceRole.HOLDER)
+            assert self._lease is not None
+            self._lease.hold()
             if not self._planned:
                 # Planned from a little before now, so that a time the lost holder had no
                 # chance to claim still runs here (one it claimed is refused by the key).
                 self.tick(self.clock.now_us() - TAKEOVER_CATCHUP_US)
             self.tick()
-
-    def _step_lease(self) -> bool:
-        """Keep or try the lease; tell whether this instance ticks now."""
-        presence = self.store.presence
-        if self.role is InstanceRole.HOLDER:
-            if presence.holds_lease():
-                return True
-            self._stand_down("its connection")
-            return False
-        if presence.try_lease():
-            self._take_over()
-            return True
-        deposed = presence.depose_if_stuck(at=time.monotonic(), after_seconds=self.stuck_seconds)
-        if deposed is not None:
-            log.error(
-                "dgxmm host: the holder %s has not ticked for %.0f s; ended its sessions",
-                deposed,
-                self.stuck_seconds,
-            )
-            if presence.try_lease():  # its backend may still be exiting: else at the next try
-                self._take_over()
-                return True
-        return False
-
-    def _stand_down(self, why: str) -> None:
-        """Stop ticking: the lease is no longer this instance's."""
-        with self.lock:
-            if self.role is not InstanceRole.HOLDER:
-                return
-            log.error("dgxmm host: lost the ticker's lease (%s); standing by", why)
-            self.role = InstanceRole.STANDBY
-        try:
-            self.store.presence.set_role(InstanceRole.STANDBY)
-        except DgxmmError as error:  # the database is away: the next takeover writes the role
-            log.warning("dgxmm host: could not record standing by: %s", error)
-
-    def _holder_name(self) -> str:
-        instances = self.store.presence.all()
-        holders = [i.id for i in instances if i.alive and i.role is InstanceRole.HOLDER]
-        return holders[0] if holders else "another"
 
     def _tick_forever(self) -> None:
         next_tick = time.monotonic() + self.tick_seconds
@@ -485,10 +452,10 @@ class Host:
             try:
                 if self._claims:  # runs of ours under way: did anyone ask to cancel one?
                     apply_cancels(self.store, self.runs_here())
-                if self._lease and time.monotonic() >= next_try:
+                if self._lease is not None and time.monotonic() >= next_try:
                     next_try = time.monotonic() + LEASE_TRY_SECONDS
-                    self._step_lease()
-                if self._lease and self.role is not InstanceRole.HOLDER:
+                    self._lease.step()
+                if self._lease is not None and self.role is not InstanceRole.HOLDER:
                     # A standby never ticks, whatever woke it (its tick time between two
                     # tries, a run of its own that finished): it takes its Run now results
                     # back and says it is here.
@@ -507,9 +474,9 @@ class Host:
                     finally:
                         # The beat says the ticker is alive, even when a tick failed: the
                         # standbys depose a stuck holder, not one whose job list is wrong.
-                        if self._lease and self.role is InstanceRole.HOLDER:
+                        if self._lease is not None and self.role is InstanceRole.HOLDER:
                             self.store.presence.beat()
-                    if self._lease:
+                    if self._lease is not None:
                         self.store.runs.reap_lost()
                 else:
                     self.collect()
