@@ -68,8 +68,18 @@ ROOM_RULES: dict[str, tuple[str, ...]] = {
     "dgxmm.fleet.deployments": (*_FLEET_TOP, "dgxmm.fleet.metrics"),
     "dgxmm.fleet.placement": (*_FLEET_TOP, "dgxmm.fleet.metrics"),
 }
-# A room's modules are its layer's business: another layer reaches them through the face.
-FACED = _STORE_ROOMS
+# A room's modules are its layer's business: another layer reaches them through the face
+# (``dgxmm.store``, ``dgxmm.fleet``). Every module inside the fleet is behind its face; the
+# store's top modules (its database, schema, files) are not rooms.
+_FLEET_INSIDE = (
+    *_FLEET_TOP,
+    "dgxmm.fleet.activity",
+    "dgxmm.fleet.backends",
+    "dgxmm.fleet.deployments",
+    "dgxmm.fleet.metrics",
+    "dgxmm.fleet.placement",
+)
+FACED = (*_STORE_ROOMS, *_FLEET_INSIDE)
 
 
 def _module_of(path: Path) -> str:
@@ -107,8 +117,10 @@ def _refusal(importer: str, imported: str) -> str | None:
     if room is not None and _home(imported, ROOM_RULES[room]):
         return f"{room} is below {_home(imported, ROOM_RULES[room])} in its layer"
     faced = _home(imported, FACED)
-    if faced is not None and not importer.startswith("dgxmm.store"):
-        return f"another layer reaches {faced} through dgxmm.store"
+    if faced is not None:
+        face = ".".join(faced.split(".")[:2])  # dgxmm.store, dgxmm.fleet
+        if _home(importer, (face,)) is None:
+            return f"another layer reaches {faced} through {face}"
     if _home(importer, ALONE):
         return None if _home(imported, ALONE) else "the stand-in imports nothing of ours"
     if _home(importer, SHIPPED):
@@ -160,6 +172,10 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("dgxmm.server.pages.job", "dgxmm.store.runs.job_runs", True),
         ("dgxmm.fleet.placement.fit", "dgxmm.fleet.deployer", True),
         ("dgxmm.fleet.deployer", "dgxmm.fleet.placement.fit", False),
+        ("dgxmm.decider.traffic", "dgxmm.fleet.deployments.tables", True),
+        ("dgxmm.server.serve", "dgxmm.fleet.demo.demo", True),
+        ("dgxmm.decider.traffic", "dgxmm.fleet", False),
+        ("dgxmm.server.host.host", "dgxmm.store.database", False),
     ],
     ids=[
         "store-jobs",
@@ -179,6 +195,10 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         "server-store-room",
         "placement-deployer",
         "deployer-placement",
+        "decider-fleet-room",
+        "server-fleet-demo",
+        "decider-fleet-face",
+        "server-store-top",
     ],
 )
 def test_the_rule_refuses_what_it_should(importer: str, imported: str, refused: bool) -> None:

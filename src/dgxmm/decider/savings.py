@@ -48,9 +48,9 @@ from dgxmm.fleet import (
     Event,
     EventAction,
     Fleet,
+    RequestMinute,
     is_schedule,
 )
-from dgxmm.fleet.deployments.request_minutes import RequestMinute
 from dgxmm.jobs import resolve_zone
 from dgxmm.time_units import HOUR_US
 

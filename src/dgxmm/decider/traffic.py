@@ -25,16 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import BigInteger, ColumnElement, Connection, Text, cast, func, literal, select
+from sqlalchemy import Connection
 
-from dgxmm.fleet.deployments.tables import metric_rollups
+from dgxmm.fleet import read_rollup_columns
 from dgxmm.jobs import zone_clock
-from dgxmm.time_units import DAY_US, MINUTE_US, SECOND_US
+from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = [
     "FALLBACK_LATENCY_S",
@@ -149,41 +148,29 @@ def read_minutes(
 ) -> Iterator[tuple[int, MinuteSeries]]:
     """Yield some deployments' rollups in ``[since_us, until_us)``, each in its zone.
 
-    The rows come back as comma-separated lists of integers (floats scaled to millionths),
-    one list per column, which numpy reads in C: a month is 43,200 rows per deployment, and
-    a Python object per value would cost most of a rebuild. The aggregates of one query see
-    the rows in one order, so the lists line up. One deployment is read through its primary
-    key; several are read in one pass over the window, a day at a time through the minute
-    index: the rollup job writes every deployment's minute together, so each deployment's
-    rows are spread over the whole table, and reading them one deployment after the other
-    would visit every page of it once per deployment. Consume it inside the transaction.
+    The fleet reads them as columns (``read_rollup_columns``: one piece for one deployment,
+    a day's piece of every deployment for several); each piece is split by deployment here,
+    and a deployment's pieces joined in minute order. Consume it inside the transaction.
     """
     if not zones:
         return
-    r = metric_rollups.c
-    if len(zones) == 1:
-        (only,) = zones
-        where = [r.deployment_id == only, r.minute_us >= since_us, r.minute_us < until_us]
-        chunks = [[*where, r.samples > 0]]
-    else:
-        # One range per query: given two, SQLite would search the index by the wider one.
-        chunks = [
-            [r.minute_us >= day, r.minute_us < min(day + DAY_US, until_us), r.samples > 0]
-            for day in range(since_us, until_us, DAY_US)
-        ]
     wanted = np.asarray(sorted(zones), dtype=np.int64)
     pieces: dict[int, list[tuple[Ints, Ints, Ints, Ints]]] = {int(d): [] for d in wanted}
-    for where in chunks:
-        ids, minutes, requests, in_flight, latency = _columns(connection, where)
-        order = np.argsort(ids, kind="stable")
-        by_deployment = ids[order]
+    for columns in read_rollup_columns(connection, wanted.tolist(), since_us, until_us):
+        order = np.argsort(columns.deployment_id, kind="stable")
+        by_deployment = columns.deployment_id[order]
         firsts = np.searchsorted(by_deployment, wanted, side="left")
         lasts = np.searchsorted(by_deployment, wanted, side="right")
         for deployment_id, first, last in zip(wanted.tolist(), firsts, lasts, strict=True):
             if last > first:
-                rows = order[first:last]  # a compact copy per deployment: the chunk can go
+                rows = order[first:last]  # a compact copy per deployment: the piece can go
                 pieces[deployment_id].append(
-                    (minutes[rows], requests[rows], in_flight[rows], latency[rows])
+                    (
+                        columns.minute[rows],
+                        columns.requests[rows],
+                        columns.in_flight_micro[rows],
+                        columns.latency_micro[rows],
+                    )
                 )
     for deployment_id, zone in zones.items():
         parts = pieces.pop(deployment_id)
@@ -207,36 +194,3 @@ def read_minutes(
                 rpm=requests_per_minute(counts, flight, latency[order] / SECOND_US),
             ),
         )
-
-
-def _columns(connection: Connection, where: list[ColumnElement[bool]]) -> list[Ints]:
-    """Return deployment, minute, requests, micro-in-flight and micro-latency of some rows."""
-    r = metric_rollups.c
-    postgres = connection.dialect.name == "postgresql"
-
-    def joined(value: ColumnElement[Any]) -> ColumnElement[Any]:
-        integer = cast(value, BigInteger)
-        if postgres:
-            return func.string_agg(cast(integer, Text), literal(","))
-        return func.group_concat(integer)
-
-    def micro(value: ColumnElement[Any]) -> ColumnElement[Any]:
-        # Rounds half up (the values are never negative), without a function call per row.
-        return value * SECOND_US + 0.5
-
-    query = select(
-        joined(r.deployment_id),
-        joined(r.minute_us / MINUTE_US),
-        joined(r.requests),
-        joined(micro(r.mean_running + r.mean_waiting)),
-        joined(micro(func.coalesce(r.mean_latency_s, 0.0))),  # 0: nothing completed
-    ).where(*where)
-    return [_integers(text) for text in connection.execute(query).one()]
-
-
-def _integers(text: str | None) -> Ints:
-    """Read a comma-separated list of integers (None: no rows)."""
-    if not text:
-        return np.zeros(0, dtype=np.int64)
-    values: Ints = np.fromstring(text, dtype=np.int64, sep=",")
-    return values

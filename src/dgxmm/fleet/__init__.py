@@ -33,8 +33,11 @@ from dgxmm.fleet.backends import ProcessSpec as ProcessSpec
 from dgxmm.fleet.backends import RayBackend as RayBackend
 from dgxmm.fleet.backends import StopOutcome as StopOutcome
 from dgxmm.fleet.backends import wait_until_healthy as wait_until_healthy
+from dgxmm.fleet.backends.process import LOG_NAME as LOG_NAME
+from dgxmm.fleet.demo.demo import DEMO_RAY_NODES as DEMO_RAY_NODES
 from dgxmm.fleet.demo.demo import Demo as Demo
 from dgxmm.fleet.demo.demo import prepare_demo_gpus as prepare_demo_gpus
+from dgxmm.fleet.demo.demo import synthetic_note as synthetic_note
 from dgxmm.fleet.demo.local_cluster import LocalCluster as LocalCluster
 from dgxmm.fleet.demo.local_cluster import LocalNode as LocalNode
 from dgxmm.fleet.deployer import Deployer as Deployer
@@ -42,6 +45,14 @@ from dgxmm.fleet.deployments.audit import Audit as Audit
 from dgxmm.fleet.deployments.audit import AuditAction as AuditAction
 from dgxmm.fleet.deployments.audit import AuditEntry as AuditEntry
 from dgxmm.fleet.deployments.audit import AuditSubject as AuditSubject
+from dgxmm.fleet.deployments.definition import DEFAULT_PRIORITY as DEFAULT_PRIORITY
+from dgxmm.fleet.deployments.definition import DEFAULT_SLEEP_LEVEL as DEFAULT_SLEEP_LEVEL
+from dgxmm.fleet.deployments.definition import DEFAULT_SLEEP_TIMEOUT_S as DEFAULT_SLEEP_TIMEOUT_S
+from dgxmm.fleet.deployments.definition import (
+    DEFAULT_STARTUP_TIMEOUT_S as DEFAULT_STARTUP_TIMEOUT_S,
+)
+from dgxmm.fleet.deployments.definition import check_definition as check_definition
+from dgxmm.fleet.deployments.definition import current_keys as current_keys
 from dgxmm.fleet.deployments.deployment import Deployment as Deployment
 from dgxmm.fleet.deployments.deployment import DeploymentState as DeploymentState
 from dgxmm.fleet.deployments.deployment import Placement as Placement
@@ -67,21 +78,27 @@ from dgxmm.fleet.deployments.insights import Insights as Insights
 from dgxmm.fleet.deployments.insights import Severity as Severity
 from dgxmm.fleet.deployments.recorder import ActionResult as ActionResult
 from dgxmm.fleet.deployments.repo import DeploymentRepo as DeploymentRepo
+from dgxmm.fleet.deployments.request_minutes import RequestMinute as RequestMinute
+from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL as DEFAULT_TAIL
+from dgxmm.fleet.deployments.server_log import MAX_CHUNK as MAX_CHUNK
 from dgxmm.fleet.deployments.server_log import LogChunk as LogChunk
 from dgxmm.fleet.deployments.server_log import read_log as read_log
 from dgxmm.fleet.metrics import Exposition as Exposition
 from dgxmm.fleet.metrics import MetricsDelta as MetricsDelta
 from dgxmm.fleet.metrics import MetricsSample as MetricsSample
 from dgxmm.fleet.metrics import Rollup as Rollup
+from dgxmm.fleet.metrics import RollupColumns as RollupColumns
 from dgxmm.fleet.metrics import Series as Series
 from dgxmm.fleet.metrics import SleepState as SleepState
 from dgxmm.fleet.metrics import delta_between as delta_between
 from dgxmm.fleet.metrics import parse_exposition as parse_exposition
+from dgxmm.fleet.metrics import read_rollup_columns as read_rollup_columns
 from dgxmm.fleet.metrics import sample_from_text as sample_from_text
 from dgxmm.fleet.metrics.metrics import Metrics as Metrics
 from dgxmm.fleet.placement.cluster import ClusterInventory as ClusterInventory
 from dgxmm.fleet.placement.cluster import RayCluster as RayCluster
 from dgxmm.fleet.placement.cluster import RayNode as RayNode
+from dgxmm.fleet.placement.cluster import ray_missing as ray_missing
 from dgxmm.fleet.placement.config import configured_gpus as configured_gpus
 from dgxmm.fleet.placement.config import discover_inventory as discover_inventory
 from dgxmm.fleet.placement.fit import Eviction as Eviction
@@ -90,6 +107,7 @@ from dgxmm.fleet.placement.fit import Fit as Fit
 from dgxmm.fleet.placement.fit import GpuFit as GpuFit
 from dgxmm.fleet.placement.fit import Holding as Holding
 from dgxmm.fleet.placement.fit import Plan as Plan
+from dgxmm.fleet.placement.fit import check_fit as check_fit
 from dgxmm.fleet.placement.gauges import GaugeReader as GaugeReader
 from dgxmm.fleet.placement.gauges import GpuGauge as GpuGauge
 from dgxmm.fleet.placement.gauges import GpuGauges as GpuGauges
@@ -109,9 +127,17 @@ from dgxmm.fleet.service import LateFinishHook as LateFinishHook
 from dgxmm.fleet.service import RemovalHook as RemovalHook
 
 __all__ = [
+    "DEFAULT_PRIORITY",
+    "DEFAULT_SLEEP_LEVEL",
+    "DEFAULT_SLEEP_TIMEOUT_S",
+    "DEFAULT_STARTUP_TIMEOUT_S",
+    "DEFAULT_TAIL",
+    "DEMO_RAY_NODES",
     "IDLE_ACTOR",
     "LEAD_OFF",
+    "LOG_NAME",
     "LOG_TAIL_MARK",
+    "MAX_CHUNK",
     "MAX_LEAD_US",
     "METRICS_PURGE",
     "METRICS_ROLLUP",
@@ -178,13 +204,18 @@ __all__ = [
     "RayNode",
     "RemovalHook",
     "RequestActivity",
+    "RequestMinute",
     "Rollup",
+    "RollupColumns",
     "Series",
     "Severity",
     "SleepState",
     "StopOutcome",
     "WakeLead",
+    "check_definition",
+    "check_fit",
     "configured_gpus",
+    "current_keys",
     "delta_between",
     "discover_inventory",
     "is_policy",
@@ -194,9 +225,12 @@ __all__ = [
     "parse_idle_policy",
     "parse_wake_lead",
     "prepare_demo_gpus",
+    "ray_missing",
     "read_gauges",
     "read_log",
     "read_nvml",
+    "read_rollup_columns",
     "sample_from_text",
+    "synthetic_note",
     "wait_until_healthy",
 ]

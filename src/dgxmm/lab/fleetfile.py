@@ -55,8 +55,7 @@ from dgxmm.decider.days import ALL_DAYS, days_in
 from dgxmm.decider.idle import IdleLadder
 from dgxmm.decider.schedules.rows import ScheduleAction, checked_changes
 from dgxmm.errors import DefinitionError, InvalidInput, NotFound
-from dgxmm.fleet import Gpu, GpuInventory, InventorySource, parse_gpu_config
-from dgxmm.fleet.deployments.definition import check_definition
+from dgxmm.fleet import Gpu, GpuInventory, InventorySource, check_definition, parse_gpu_config
 from dgxmm.jobs.keys import Refusals
 from dgxmm.lab.durations import ServerTimes
 from dgxmm.lab.json_lines import key_lines, line_of

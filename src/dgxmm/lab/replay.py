@@ -52,8 +52,7 @@ import numpy as np
 
 from dgxmm.decider.idle import IdleLadder
 from dgxmm.decider.schedules.lead import LEAD_OFF, LeadKind, WakeLead
-from dgxmm.fleet import DeploymentState, Fit
-from dgxmm.fleet.placement.fit import check_fit
+from dgxmm.fleet import DeploymentState, Fit, check_fit
 from dgxmm.lab.fleetfile import LabFleet
 from dgxmm.lab.ledger import Footprint, Ledger, Timeline
 from dgxmm.lab.simulated import SimulatedDeployment, SlotDecision

@@ -26,10 +26,16 @@ from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy, InvalidInput
-from dgxmm.fleet import Demo, Fleet, PageProcess, discover_inventory, prepare_demo_gpus
-from dgxmm.fleet.demo.demo import DEMO_RAY_NODES
-from dgxmm.fleet.demo.local_cluster import LocalCluster
-from dgxmm.fleet.placement.cluster import ray_missing
+from dgxmm.fleet import (
+    DEMO_RAY_NODES,
+    Demo,
+    Fleet,
+    LocalCluster,
+    PageProcess,
+    discover_inventory,
+    prepare_demo_gpus,
+    ray_missing,
+)
 from dgxmm.jobs import resolve_zone
 from dgxmm.lab.backtest import proposal_backtester
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone

@@ -18,6 +18,9 @@ from pydantic import Field
 
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.fleet import (
+    DEFAULT_TAIL,
+    LOG_NAME,
+    MAX_CHUNK,
     BackendKind,
     Deployment,
     DeploymentState,
@@ -26,8 +29,6 @@ from dgxmm.fleet import (
     IdlePolicy,
     read_log,
 )
-from dgxmm.fleet.backends.process import LOG_NAME
-from dgxmm.fleet.deployments.server_log import DEFAULT_TAIL, MAX_CHUNK
 from dgxmm.server.access.redaction import deployment_shown_to, event_shown_to
 from dgxmm.server.access.tokens import Identity
 from dgxmm.server.edge.bodies import Body

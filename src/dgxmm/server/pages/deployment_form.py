@@ -16,12 +16,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.fleet import BackendKind, Deployment, IdlePolicy, LeadKind
-from dgxmm.fleet.deployments.definition import (
+from dgxmm.fleet import (
     DEFAULT_PRIORITY,
     DEFAULT_SLEEP_LEVEL,
     DEFAULT_SLEEP_TIMEOUT_S,
     DEFAULT_STARTUP_TIMEOUT_S,
+    BackendKind,
+    Deployment,
+    IdlePolicy,
+    LeadKind,
     current_keys,
 )
 from dgxmm.server.access.redaction import deployment_shown_to

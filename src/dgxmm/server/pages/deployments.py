@@ -30,8 +30,8 @@ from dgxmm.fleet import (
     Holding,
     LeadKind,
     WakeLead,
+    synthetic_note,
 )
-from dgxmm.fleet.demo.demo import synthetic_note
 from dgxmm.server.access.redaction import deployment_shown_to, event_shown_to
 from dgxmm.server.api.deployments import by_name, on_node
 from dgxmm.server.edge.deps import FleetDep, HostDep, PathId, SectionsDep, ServicesDep, identify

@@ -13,8 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.decider.proposals.rows import ProposalStatus
 from dgxmm.decider.schedules.week import down_intervals
-from dgxmm.fleet import Deployment
-from dgxmm.fleet.demo.demo import synthetic_note
+from dgxmm.fleet import Deployment, synthetic_note
 from dgxmm.server.edge.deps import FleetDep, HostDep, PathId, ProposalsDep, SchedulesDep
 from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import render_page
