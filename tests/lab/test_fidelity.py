@@ -45,14 +45,23 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from lab.fidelitykit import RATE, Member, Observed, Rig, awake_edges, jitter_us, median_us, observe
+from lab.labkit import lab_deployment, lab_fleet
 
 from dgxmm.decider.schedules import ResultKind, ScheduleAction
-from dgxmm.lab import Ledger, ScheduleReplay, Trace, read_fleet, replay_schedules
+from dgxmm.lab import (
+    LabFleet,
+    LabSchedule,
+    Ledger,
+    ScheduleReplay,
+    ServerTimes,
+    Trace,
+    read_fleet,
+    replay_schedules,
+)
 from dgxmm.time_units import HOUR_US, MINUTE_US, SECOND_US
 
 SLEEP, WAKE = ScheduleAction.SLEEP, ScheduleAction.WAKE
@@ -149,7 +158,7 @@ def test_it_frees_what_the_lab_says_with_the_same_wakes_and_cold_requests(
     assert [s.status for s in sent] == [200] * len(requests), sent
 
     fleet_file = tmp_path / "fleet.json"
-    fleet_file.write_text(json.dumps(_fleet_document(observed), indent=2))
+    fleet_file.write_text(json.dumps(_lab_fleet(observed).to_json(), indent=2))
     fleet = read_fleet(fleet_file)
     trace = Trace.of(requests)
     replays = replay_schedules(trace, fleet, start_us=start_us, end_us=end_us, seed=0)
@@ -204,27 +213,29 @@ def test_it_frees_what_the_lab_says_with_the_same_wakes_and_cold_requests(
     assert abs(product_freed - lab_freed) <= FREED_WITHIN * lab_freed, report
 
 
-def _fleet_document(observed: dict[str, Observed]) -> dict[str, Any]:
-    """Return the lab's fleet file: the same deployments, the stand-ins' measured durations."""
+def _lab_fleet(observed: dict[str, Observed]) -> LabFleet:
+    """Return the lab's fleet: the same deployments, the stand-ins' measured durations."""
     deployments = []
     for member in FLEET:
         seen = observed[member.name]
         level = member.sleep_level
-        deployments.append({
-            "name": member.name, "model": member.model, "gpus": [member.gpu],
-            "memory_gib_awake": member.awake_gib, "memory_gib_asleep": member.asleep_gib,
-            "sleep_level": level, "time_zone": "UTC",
-            "schedules": [
-                {"action": action.value, "days": 127, "time": _hhmm(offset, seen)}
+        # As a fleet file gives them, in seconds: the medians, the others the published ones.
+        measured = {
+            f"sleep_{level}": median_us(seen.sleeps) / SECOND_US,
+            f"wake_{level}": median_us(seen.wakes) / SECOND_US,
+        }
+        # A member gives no level-2 memory: level 2 holds what level 1 does, as a file says.
+        deployments.append(lab_deployment(
+            member.name, model=member.model, gpus=(member.gpu,),
+            memory_gib_awake=member.awake_gib, memory_gib_asleep=member.asleep_gib,
+            memory_gib_asleep_2=member.asleep_gib, sleep_level=level, time_zone="UTC",
+            schedules=tuple(
+                LabSchedule(action=action, days=127, time=_hhmm(offset, seen), time_zone="UTC")
                 for action, offset in member.schedules
-            ],
-            "durations": {
-                f"sleep_{level}": median_us(seen.sleeps) / SECOND_US,
-                f"wake_{level}": median_us(seen.wakes) / SECOND_US,
-            },
-        })  # fmt: skip
-    gpus = [{"index": i, "name": "H100", "memory_gib": 80} for i in range(len(FLEET))]
-    return {"gpus": gpus, "deployments": deployments}
+            ),
+            durations=ServerTimes().overridden(measured, "durations"),
+        ))  # fmt: skip
+    return lab_fleet(*deployments, gpus=len(FLEET))
 
 
 def _hhmm(offset_s: int, seen: Observed) -> str:

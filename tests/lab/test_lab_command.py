@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from cli.clikit import run
+from lab.labkit import COMMAND_FLEET, lab_fleet
 
-FLEET = {
-    "gpus": [{"index": 0, "name": "H100", "memory_gib": 80}],
-    "deployments": [
-        {
-            "name": "chat",
-            "model": "chat",
-            "gpus": [0],
-            "memory_gib_awake": 72,
-            "memory_gib_asleep": 2,
-            "time_zone": "UTC",
-            "schedules": [{"action": "sleep", "days": ["mon"], "time": "12:00"}],
-        }
-    ],
-}
 # A Monday: three requests in the morning, one in the afternoon (it meets the schedule's sleep).
 REQUESTS = """timestamp,model
 2026-06-01T08:00:00+00:00,chat
@@ -30,8 +19,10 @@ REQUESTS = """timestamp,model
 """
 
 
-def files(tmp_path: Path, fleet: object = FLEET) -> tuple[str, str]:
-    (tmp_path / "fleet.json").write_text(json.dumps(fleet))
+def files(tmp_path: Path, fleet: dict[str, Any] | None = None) -> tuple[str, str]:
+    """Write the fleet file (``COMMAND_FLEET`` unless given) and the requests."""
+    document = COMMAND_FLEET.to_json() if fleet is None else fleet
+    (tmp_path / "fleet.json").write_text(json.dumps(document))
     (tmp_path / "requests.csv").write_text(REQUESTS)
     return str(tmp_path / "fleet.json"), str(tmp_path / "requests.csv")
 
@@ -76,7 +67,8 @@ def test_its_json_holds_each_policys_figures_and_the_schedules_sleep_meets_a_req
 
 
 def test_a_wrong_fleet_file_is_refused_naming_the_field_and_nothing_runs(tmp_path: Path) -> None:
-    wrong = {**FLEET, "deployments": [{**FLEET["deployments"][0], "memory_gib_awake": -3}]}
+    wrong = COMMAND_FLEET.to_json()
+    wrong["deployments"][0]["memory_gib_awake"] = -3
     fleet, trace = files(tmp_path, wrong)
     done = run("lab", "replay", "--fleet", fleet, "--trace", trace)
     assert done.code != 0
@@ -96,10 +88,9 @@ def test_its_worker_processes_give_the_same_figures(tmp_path: Path) -> None:
 
 
 def test_it_prints_each_deployments_figures_under_each_policy_too(tmp_path: Path) -> None:
-    chat = json.loads(json.dumps(FLEET["deployments"]))[0]
-    code = {**chat, "name": "code", "model": "code", "gpus": [1], "schedules": []}
-    gpus = [{"index": 0, "name": "H100", "memory_gib": 80}, {"index": 1, "memory_gib": 80}]
-    fleet, trace = files(tmp_path, {"gpus": gpus, "deployments": [chat, code]})
+    (chat,) = COMMAND_FLEET.deployments
+    code = replace(chat, name="code", model="code", gpus=(1,), schedules=())
+    fleet, trace = files(tmp_path, lab_fleet(chat, code, gpus=2).to_json())
     done = run("lab", "replay", "--fleet", fleet, "--trace", trace)
     assert done.code == 0, done.err
     header, *rest = done.out.split("\n\n")[1].splitlines()

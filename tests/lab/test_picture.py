@@ -10,19 +10,15 @@ from pathlib import Path
 
 import pytest
 from cli.clikit import run
+from lab.labkit import COMMAND_FLEET, FIXED_TIMES, lab_deployment, lab_fleet
 
 from dgxmm.decider.schedules import ScheduleAction
 from dgxmm.errors import InvalidInput
-from dgxmm.fleet import Gpu
 from dgxmm.lab import (
     Comparison,
-    Fixed,
-    LabDeployment,
-    LabFleet,
     LabSchedule,
     Ledger,
     Phase,
-    ServerTimes,
     Trace,
     compare,
 )
@@ -31,12 +27,6 @@ from dgxmm.time_units import HOUR_US, SECOND_US
 
 S = SECOND_US
 SVG = "{http://www.w3.org/2000/svg}"
-TIMES = ServerTimes(
-    sleep_1=Fixed(value_us=2 * S),
-    wake_1=Fixed(value_us=4 * S),
-    stop=Fixed(value_us=3 * S),
-    start=Fixed(value_us=50 * S),
-)
 NOON_SLEEP = LabSchedule(
     action=ScheduleAction.SLEEP, days=127, time="12:00", time_zone="Europe/Berlin"
 )
@@ -51,28 +41,12 @@ def us(iso: str) -> int:
     return int(datetime.fromisoformat(iso).timestamp()) * S
 
 
-def deployment(name: str = "chat") -> LabDeployment:
-    return LabDeployment(
-        name=name,
-        model="llama",
-        gpus=(0,),
-        memory_gib_awake=70.0,
-        memory_gib_asleep=2.0,
-        memory_gib_asleep_2=1.0,
-        sleep_level=1,
-        priority=50,
-        time_zone="Europe/Berlin",
-        schedules=(NOON_SLEEP,),
-        durations=TIMES,
-    )
-
-
 def replayed(
     instants: list[int], *, start: str, end: str, name: str = "chat"
 ) -> tuple[Comparison, str]:
     """Replay requests of one deployment; return the comparison and the deployment's name."""
-    fleet = LabFleet(
-        gpus=(Gpu(index=0, name="H100", memory_gib=80.0),), deployments=(deployment(name),)
+    fleet = lab_fleet(
+        lab_deployment(name, model="llama", schedules=(NOON_SLEEP,), durations=FIXED_TIMES)
     )
     trace = Trace.of([(at, "llama") for at in instants])
     return compare(trace, fleet, start_us=us(start), end_us=us(end), seed=1), name
@@ -299,25 +273,11 @@ def test_a_deployment_not_in_the_replay_is_refused_naming_the_field() -> None:
     assert "'code' is not in the replay (chat)" in str(refused.value)
 
 
-FLEET = {
-    "gpus": [{"index": 0, "name": "H100", "memory_gib": 80}],
-    "deployments": [
-        {
-            "name": "chat",
-            "model": "chat",
-            "gpus": [0],
-            "memory_gib_awake": 72,
-            "memory_gib_asleep": 2,
-            "time_zone": "UTC",
-            "schedules": [{"action": "sleep", "days": ["mon"], "time": "12:00"}],
-        }
-    ],
-}
 REQUESTS = "timestamp,model\n2026-06-01T08:00:00+00:00,chat\n2026-06-01T15:00:00+00:00,chat\n"
 
 
 def lab_files(tmp_path: Path) -> list[str]:
-    (tmp_path / "fleet.json").write_text(json.dumps(FLEET))
+    (tmp_path / "fleet.json").write_text(json.dumps(COMMAND_FLEET.to_json()))
     (tmp_path / "requests.csv").write_text(REQUESTS)
     return [
         "lab",

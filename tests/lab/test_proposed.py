@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from decider.traffickit import Minute, add_deployment, add_minutes
+from lab.labkit import lab_deployment, lab_fleet
 from support import at
 
 from dgxmm.clock import ManualClock
@@ -18,7 +19,7 @@ from dgxmm.decider.proposals.report import Considered
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
-from dgxmm.lab import LabDeployment, LabFleet, LabSchedule, Trace, office_hours, replay_schedules
+from dgxmm.lab import LabFleet, LabSchedule, Trace, office_hours, replay_schedules
 from dgxmm.lab.proposed import learn_proposals, learned_schedules, learning_end_us, minute_series
 from dgxmm.lab.trace import Ints
 from dgxmm.store import Store
@@ -36,26 +37,12 @@ OFFICE_SCHEDULES = (
     LabSchedule(action=SLEEP, days=FRIDAY, time="18:00", time_zone=ZONE),
     LabSchedule(action=WAKE, days=MONDAY, time="07:45", time_zone=ZONE),
 )
-CHAT = LabDeployment(
-    name="chat",
-    model="llama",
-    gpus=(0,),
-    memory_gib_awake=70.0,
-    memory_gib_asleep=2.0,
-    memory_gib_asleep_2=1.0,
-    sleep_level=1,
-    priority=50,
-    time_zone=ZONE,
-)
+CHAT = lab_deployment(model="llama", time_zone=ZONE)
 # Given by the fleet file: a sleep on Sunday nights, kept first, whatever is learned.
 SUNDAY_NIGHT = (
     LabSchedule(action=SLEEP, days=64, time="23:00", time_zone=ZONE),
     LabSchedule(action=WAKE, days=1, time="06:00", time_zone=ZONE),
 )
-
-
-def fleet_of(deployment: LabDeployment = CHAT) -> LabFleet:
-    return LabFleet(gpus=(Gpu(index=0, name="H100", memory_gib=80.0),), deployments=(deployment,))
 
 
 def office(start_us: int = JUNE, weeks: int = 4) -> Trace:
@@ -75,7 +62,7 @@ def learned(trace: Trace, fleet: LabFleet, weeks: int, start_us: int = JUNE) -> 
 
 
 def test_it_learns_sleep_at_the_close_and_wake_before_the_opening_on_weekdays() -> None:
-    fleet = fleet_of(replace(CHAT, schedules=SUNDAY_NIGHT))
+    fleet = lab_fleet(replace(CHAT, schedules=SUNDAY_NIGHT))
 
     found = learned(office(), fleet, weeks=3)
 
@@ -88,7 +75,7 @@ def test_the_held_out_week_under_the_accepted_schedules_frees_memory_and_meets_n
 ):
     trace, end = office(), JUNE + 4 * WEEK_US
     held_out = learning_end_us(JUNE, end)
-    fleet = learned_schedules(trace, fleet_of(), learn_start_us=JUNE, learn_end_us=held_out)
+    fleet = learned_schedules(trace, lab_fleet(CHAT), learn_start_us=JUNE, learn_end_us=held_out)
 
     replayed = replay_schedules(trace, fleet, start_us=held_out, end_us=end, seed=1)["chat"]
     ledger = replayed.ledger("chat", CHAT.footprint)
@@ -101,7 +88,7 @@ def test_the_held_out_week_under_the_accepted_schedules_frees_memory_and_meets_n
 
 
 def test_on_two_weeks_the_rules_propose_nothing_and_a_model_that_says_propose_does() -> None:
-    trace, fleet = office(), fleet_of()
+    trace, fleet = office(), lab_fleet(CHAT)
     two_weeks = JUNE + 2 * WEEK_US
 
     by_rules = learn_proposals(trace, fleet, learn_start_us=JUNE, learn_end_us=two_weeks)
@@ -134,7 +121,7 @@ def test_a_trace_with_no_quiet_gap_proposes_nothing() -> None:
     every_ten_minutes = Trace.of(
         [(JUNE + i * 10 * MINUTE_US, "llama") for i in range(4 * WEEK_US // (10 * MINUTE_US))]
     )
-    fleet = fleet_of(replace(CHAT, schedules=SUNDAY_NIGHT))
+    fleet = lab_fleet(replace(CHAT, schedules=SUNDAY_NIGHT))
 
     found = learn_proposals(
         every_ten_minutes, fleet, learn_start_us=JUNE, learn_end_us=JUNE + 3 * WEEK_US
@@ -148,7 +135,7 @@ def test_a_trace_with_no_quiet_gap_proposes_nothing() -> None:
 def test_a_request_in_the_held_out_weeks_changes_nothing_and_one_in_the_learning_weeks_does() -> (
     None
 ):
-    trace, fleet = office(), fleet_of()
+    trace, fleet = office(), lab_fleet(CHAT)
     tuesday_2am = at("2026-06-02T02:00:00+02:00")
 
     later = learned(with_request(trace, tuesday_2am + 3 * WEEK_US), fleet, weeks=3)
@@ -169,7 +156,7 @@ def test_a_request_in_the_held_out_weeks_changes_nothing_and_one_in_the_learning
 
 
 def test_only_the_last_30_days_of_the_learning_weeks_are_seen_as_in_the_product() -> None:
-    trace, fleet = office(weeks=6), fleet_of()
+    trace, fleet = office(weeks=6), lab_fleet(CHAT)
     tuesday_2am = at("2026-06-02T02:00:00+02:00")  # 34 days before the end of 5 weeks
 
     assert learned(with_request(trace, tuesday_2am), fleet, weeks=5) == learned(
@@ -178,7 +165,7 @@ def test_only_the_last_30_days_of_the_learning_weeks_are_seen_as_in_the_product(
 
 
 def test_a_proposal_whose_schedules_the_fleet_file_gives_is_not_accepted_again() -> None:
-    fleet = fleet_of(replace(CHAT, schedules=OFFICE_SCHEDULES[:2]))
+    fleet = lab_fleet(replace(CHAT, schedules=OFFICE_SCHEDULES[:2]))
 
     found = learn_proposals(office(), fleet, learn_start_us=JUNE, learn_end_us=JUNE + 3 * WEEK_US)
 
@@ -187,7 +174,7 @@ def test_a_proposal_whose_schedules_the_fleet_file_gives_is_not_accepted_again()
 
 
 def test_the_rules_propose_nothing_for_a_deployment_of_priority_90() -> None:
-    fleet = fleet_of(replace(CHAT, priority=90))
+    fleet = lab_fleet(replace(CHAT, priority=90))
 
     assert learned(office(), fleet, weeks=3) == fleet
 
@@ -236,7 +223,7 @@ def test_it_accepts_what_the_products_proposer_proposes_from_the_same_rollups(
     begin = at(start)
     end = begin + 3 * WEEK_US
     trace = office(begin, weeks=4)
-    lab = learn_proposals(trace, fleet_of(), learn_start_us=begin, learn_end_us=end)["chat"]
+    lab = learn_proposals(trace, lab_fleet(CHAT), learn_start_us=begin, learn_end_us=end)["chat"]
 
     product = product_accepts(trace.arrivals_of("llama"), begin, end, tmp_path)
 

@@ -9,13 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lab.labkit import FIXED_TIMES, lab_deployment, lab_fleet
 
 from dgxmm.decider.schedules import QUIET_US, ResultKind, ScheduleAction
-from dgxmm.fleet import Gpu
 from dgxmm.lab import (
     Fixed,
-    LabDeployment,
-    LabFleet,
     LabSchedule,
     LogNormal,
     Phase,
@@ -26,41 +24,19 @@ from dgxmm.lab import (
 from dgxmm.time_units import HOUR_US, MINUTE_US, SECOND_US
 
 S = SECOND_US
-TIMES = ServerTimes(
-    sleep_1=Fixed(value_us=2 * S),
-    wake_1=Fixed(value_us=4 * S),
-    stop=Fixed(value_us=3 * S),
-    start=Fixed(value_us=50 * S),
-)
 SLEEP_20 = LabSchedule(
     action=ScheduleAction.SLEEP, days=127, time="20:00", time_zone="Europe/Berlin"
 )
 WAKE_0730 = LabSchedule(
     action=ScheduleAction.WAKE, days=127, time="07:30", time_zone="Europe/Berlin"
 )
-CHAT = LabDeployment(
-    name="chat",
-    model="llama",
-    gpus=(0,),
-    memory_gib_awake=70.0,
-    memory_gib_asleep=2.0,
-    memory_gib_asleep_2=1.0,
-    sleep_level=1,
-    priority=50,
-    time_zone="Europe/Berlin",
-    schedules=(SLEEP_20, WAKE_0730),
-    durations=TIMES,
-)
+CHAT = lab_deployment(model="llama", schedules=(SLEEP_20, WAKE_0730), durations=FIXED_TIMES)
 START = "2026-06-01T00:00:00+02:00"  # Berlin in summer time, no change of clocks near
 END = "2026-06-03T00:00:00+02:00"
 
 
 def us(iso: str) -> int:
     return int(datetime.fromisoformat(iso).timestamp()) * SECOND_US
-
-
-def fleet_of(deployment: LabDeployment) -> LabFleet:
-    return LabFleet(gpus=(Gpu(index=0, name="H100", memory_gib=80.0),), deployments=(deployment,))
 
 
 def trace_of(*instants: str | int) -> Trace:
@@ -79,7 +55,7 @@ DAYTIME = (
 
 def test_it_sleeps_at_20_wakes_at_0730_and_holds_the_23_00_request_for_one_wake() -> None:
     trace = trace_of(*DAYTIME, "2026-06-02T23:00:00+02:00")
-    replayed = replay_schedules(trace, fleet_of(CHAT), start_us=us(START), end_us=us(END), seed=7)
+    replayed = replay_schedules(trace, lab_fleet(CHAT), start_us=us(START), end_us=us(END), seed=7)
     chat = replayed["chat"]
     assert chat.timeline.phases() == [
         (us(START), Phase.AWAKE),
@@ -101,7 +77,7 @@ def test_it_sleeps_at_20_wakes_at_0730_and_holds_the_23_00_request_for_one_wake(
 
 def test_it_skips_the_morning_wake_of_a_deployment_a_request_woke_in_the_night() -> None:
     trace = trace_of("2026-06-01T23:00:00+02:00")
-    chat = replay_schedules(trace, fleet_of(CHAT), start_us=us(START), end_us=us(END), seed=7)[
+    chat = replay_schedules(trace, lab_fleet(CHAT), start_us=us(START), end_us=us(END), seed=7)[
         "chat"
     ]
     wakes = [d for d in chat.decisions if d.action is ScheduleAction.WAKE]
@@ -125,7 +101,7 @@ def test_it_defers_the_sleep_until_ten_minutes_after_the_last_request(
     last_request: str, sleeps_at: str
 ) -> None:
     trace = trace_of(f"2026-06-01T{last_request}+02:00")
-    chat = replay_schedules(trace, fleet_of(CHAT), start_us=us(START), end_us=us(END), seed=7)[
+    chat = replay_schedules(trace, lab_fleet(CHAT), start_us=us(START), end_us=us(END), seed=7)[
         "chat"
     ]
     went_down = us(f"2026-06-01T{sleeps_at}+02:00")
@@ -141,7 +117,7 @@ def test_it_defers_the_sleep_until_ten_minutes_after_the_last_request(
 def test_it_gives_up_a_sleep_still_busy_an_hour_after_its_first_deferral() -> None:
     busy = [us("2026-06-01T19:58:00+02:00") + minute * 5 * MINUTE_US for minute in range(15)]
     chat = replay_schedules(
-        trace_of(*busy), fleet_of(CHAT), start_us=us(START), end_us=us(END), seed=7
+        trace_of(*busy), lab_fleet(CHAT), start_us=us(START), end_us=us(END), seed=7
     )["chat"]
     first_day = [
         d
@@ -161,7 +137,7 @@ def test_a_stop_then_a_wake_starts_it_and_a_request_meanwhile_starts_it_sooner()
     stopping = replace(CHAT, schedules=(stop, WAKE_0730))
     chat = replay_schedules(
         trace_of("2026-06-02T23:00:00+02:00"),
-        fleet_of(stopping),
+        lab_fleet(stopping),
         start_us=us(START),
         end_us=us(END),
         seed=7,
@@ -178,10 +154,10 @@ def test_a_stop_then_a_wake_starts_it_and_a_request_meanwhile_starts_it_sooner()
 
 
 def test_a_request_while_it_goes_down_waits_for_the_way_down_then_the_way_up() -> None:
-    slow = replace(CHAT, durations=replace(TIMES, sleep_1=Fixed(value_us=90 * S)))
+    slow = replace(CHAT, durations=replace(FIXED_TIMES, sleep_1=Fixed(value_us=90 * S)))
     during = us("2026-06-01T20:00:30+02:00")
     chat = replay_schedules(
-        trace_of(during, during + S), fleet_of(slow), start_us=us(START), end_us=us(END), seed=7
+        trace_of(during, during + S), lab_fleet(slow), start_us=us(START), end_us=us(END), seed=7
     )["chat"]
     up = us("2026-06-01T20:01:30+02:00") + 4 * S  # the sleep ends, then one wake for both
     assert chat.waits_us.tolist() == [up - during, up - during - S]
@@ -196,7 +172,7 @@ def test_a_request_while_it_goes_down_waits_for_the_way_down_then_the_way_up() -
 def test_with_no_schedules_it_is_always_awake_and_frees_nothing() -> None:
     plain = replace(CHAT, schedules=())
     trace = trace_of(*DAYTIME, "2026-06-01T23:00:00+02:00")
-    chat = replay_schedules(trace, fleet_of(plain), start_us=us(START), end_us=us(END), seed=7)[
+    chat = replay_schedules(trace, lab_fleet(plain), start_us=us(START), end_us=us(END), seed=7)[
         "chat"
     ]
     assert chat.timeline.phases() == [(us(START), Phase.AWAKE)]
@@ -206,10 +182,10 @@ def test_with_no_schedules_it_is_always_awake_and_frees_nothing() -> None:
 
 
 def test_a_seed_gives_the_same_draws_and_the_wait_is_the_drawn_wake() -> None:
-    drawn = replace(CHAT, durations=replace(TIMES, wake_1=LogNormal.of_p90(S, 4 * S)))
+    drawn = replace(CHAT, durations=replace(FIXED_TIMES, wake_1=LogNormal.of_p90(S, 4 * S)))
     trace = trace_of("2026-06-01T23:00:00+02:00", "2026-06-02T23:00:00+02:00")
     runs = [
-        replay_schedules(trace, fleet_of(drawn), start_us=us(START), end_us=us(END), seed=seed)[
+        replay_schedules(trace, lab_fleet(drawn), start_us=us(START), end_us=us(END), seed=seed)[
             "chat"
         ]
         for seed in (1, 1, 2)
@@ -251,7 +227,7 @@ def test_every_cold_request_waited_and_it_never_frees_more_than_always_on(
     )
     trace = trace_of(*arrivals)
     chat = replay_schedules(
-        trace, fleet_of(deployment), start_us=us(START), end_us=us(END), seed=seed
+        trace, lab_fleet(deployment), start_us=us(START), end_us=us(END), seed=seed
     )["chat"]
     ledger = chat.ledger("chat", deployment.footprint)
     assert ledger.cold == int(np.count_nonzero(chat.waits_us > 0))

@@ -12,51 +12,49 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 import pytest
+from lab.labkit import FIXED_TIMES, lab_deployment, lab_fleet
 
-from dgxmm.decider.idle import GapHistogram
+from dgxmm.decider.idle import GapHistogram, IdleLadder
 from dgxmm.decider.schedules import ResultKind, ScheduleAction
 from dgxmm.decider.schedules.lead import parse_wake_lead
-from dgxmm.lab import LabFleet, Phase, ScheduleReplay, Trace, parse_fleet
+from dgxmm.lab import (
+    Fixed,
+    LabFleet,
+    LabSchedule,
+    LogNormal,
+    Phase,
+    ScheduleReplay,
+    ServerTimes,
+    Trace,
+    Uniform,
+)
 from dgxmm.lab.replay import Rules, replay_fleet, replay_schedules
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
 S = SECOND_US
 LADDER = Rules(idle=True)
 MEASURED = parse_wake_lead("measured")
-# Fixed steps, in seconds as a fleet file writes them: every expected instant is exact.
-DURATIONS = {"start": 50, "stop": 3, "sleep_1": 2, "sleep_2": 1, "wake_1": 4, "wake_2": 6}
-WAKE_0730 = {"action": "wake", "days": 127, "time": "07:30"}
-SLEEP_2000 = {"action": "sleep", "days": 127, "time": "20:00"}
-FULL_LADDER = {"sleep_after_s": 300, "deepen_after_s": 1800, "stop_after_s": 3600}
+# Every step fixed, level 2's too: every expected instant is exact.
+DURATIONS = replace(FIXED_TIMES, sleep_2=Fixed(value_us=1 * S), wake_2=Fixed(value_us=6 * S))
+WAKE_0730 = LabSchedule(
+    action=ScheduleAction.WAKE, days=127, time="07:30", time_zone="Europe/Berlin"
+)
+SLEEP_2000 = LabSchedule(
+    action=ScheduleAction.SLEEP, days=127, time="20:00", time_zone="Europe/Berlin"
+)
+FULL_LADDER = IdleLadder(sleep_after_us=300 * S, deepen_after_us=1800 * S, stop_after_us=3600 * S)
+SLEEP_AFTER_5_MIN = IdleLadder(sleep_after_us=300 * S)
+CHAT = lab_deployment(durations=DURATIONS)
 
 
 def at(clock: str, day: int = 1) -> int:
     """Return the instant of a Berlin ``HH:MM:SS`` on 2026-06-``day`` (a Monday for day 1)."""
     return int(datetime.fromisoformat(f"2026-06-{day:02d}T{clock}+02:00").timestamp()) * S
-
-
-def deployment(name: str = "chat", **fields: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "model": name,
-        "gpus": [0],
-        "memory_gib_awake": 70,
-        "memory_gib_asleep": 2,
-        "memory_gib_asleep_2": 1,
-        "time_zone": "Europe/Berlin",
-        "durations": DURATIONS,
-        **fields,
-    }
-
-
-def fleet(*deployments: dict[str, Any], gpus: int = 1) -> LabFleet:
-    machine = [{"index": i, "name": "H100", "memory_gib": 80} for i in range(gpus)]
-    return parse_fleet({"gpus": machine, "deployments": list(deployments)}, "fleet.json")
 
 
 def trace(requests: Sequence[tuple[int, str]]) -> Trace:
@@ -77,7 +75,7 @@ def replay(
 
 
 def test_it_climbs_the_ladder_on_the_hosts_ticks_and_starts_what_it_stopped() -> None:
-    machine = fleet(deployment(idle=FULL_LADDER))
+    machine = lab_fleet(replace(CHAT, idle=FULL_LADDER))
     chat = replay(
         [at("00:00:10"), at("02:00:10")], machine, LADDER, start=at("00:00:00"), end=at("04:00:00")
     )["chat"]
@@ -101,7 +99,7 @@ def test_it_climbs_the_ladder_on_the_hosts_ticks_and_starts_what_it_stopped() ->
 
 
 def test_without_the_idle_rules_the_fleet_files_ladder_is_not_played() -> None:
-    machine = fleet(deployment(idle=FULL_LADDER))
+    machine = lab_fleet(replace(CHAT, idle=FULL_LADDER))
     chat = replay([at("00:00:10")], machine, Rules(), start=at("00:00:00"), end=at("04:00:00"))[
         "chat"
     ]
@@ -111,7 +109,7 @@ def test_without_the_idle_rules_the_fleet_files_ladder_is_not_played() -> None:
 
 def test_a_deployment_with_no_ladder_of_its_own_takes_the_default_one() -> None:
     chat = replay(
-        [at("00:00:10")], fleet(deployment()), LADDER, start=at("00:00:00"), end=at("04:00:00")
+        [at("00:00:10")], lab_fleet(CHAT), LADDER, start=at("00:00:00"), end=at("04:00:00")
     )["chat"]
     assert chat.timeline.phases() == [
         (at("00:00:00"), Phase.AWAKE),
@@ -123,7 +121,7 @@ def test_a_deployment_with_no_ladder_of_its_own_takes_the_default_one() -> None:
 
 
 def test_in_the_awake_window_it_sleeps_at_level_1_only_and_stops_once_the_window_shuts() -> None:
-    machine = fleet(deployment(idle=FULL_LADDER, schedules=[WAKE_0730, SLEEP_2000]))
+    machine = lab_fleet(replace(CHAT, idle=FULL_LADDER, schedules=(WAKE_0730, SLEEP_2000)))
     chat = replay(
         [at("08:00:20")], machine, LADDER, start=at("08:00:00"), end=at("08:00:00", day=2)
     )["chat"]
@@ -152,7 +150,7 @@ def test_in_the_awake_window_it_sleeps_at_level_1_only_and_stops_once_the_window
 
 
 def test_a_request_late_in_the_awake_window_is_followed_by_the_whole_ladder_after_it() -> None:
-    machine = fleet(deployment(idle=FULL_LADDER, schedules=[WAKE_0730, SLEEP_2000]))
+    machine = lab_fleet(replace(CHAT, idle=FULL_LADDER, schedules=(WAKE_0730, SLEEP_2000)))
     chat = replay(
         [at("08:00:20"), at("19:50:00")],
         machine,
@@ -180,10 +178,12 @@ def test_a_request_late_in_the_awake_window_is_followed_by_the_whole_ladder_afte
 
 
 def test_a_request_while_an_idle_sleep_is_under_way_waits_for_it_then_for_the_wake() -> None:
-    slow = deployment(idle={"sleep_after_s": 300}, durations={**DURATIONS, "sleep_1": 90})
+    slow = replace(
+        CHAT, idle=SLEEP_AFTER_5_MIN, durations=replace(DURATIONS, sleep_1=Fixed(value_us=90 * S))
+    )
     chat = replay(
         [at("00:00:10"), at("00:06:10"), at("00:06:20")],
-        fleet(slow),
+        lab_fleet(slow),
         LADDER,
         start=at("00:00:00"),
         end=at("01:00:00"),
@@ -202,8 +202,10 @@ def test_a_request_while_an_idle_sleep_is_under_way_waits_for_it_then_for_the_wa
 
 
 TWO_ON_ONE_GPU = (
-    deployment("a", memory_gib_awake=60, idle={"sleep_after_s": 300}),
-    deployment("b", memory_gib_awake=60, idle={"sleep_after_s": 1800}),
+    lab_deployment("a", memory_gib_awake=60.0, idle=SLEEP_AFTER_5_MIN, durations=DURATIONS),
+    lab_deployment(
+        "b", memory_gib_awake=60.0, idle=IdleLadder(sleep_after_us=1800 * S), durations=DURATIONS
+    ),
 )
 
 
@@ -215,7 +217,7 @@ def test_a_wake_that_does_not_fit_is_refused_and_evicts_nothing() -> None:
         (at("01:00:00"), "a"),  # b asleep: 2 + 60 fit
     ]
     replayed = replay(
-        requests, fleet(*TWO_ON_ONE_GPU), LADDER, start=at("00:00:00"), end=at("02:00:00")
+        requests, lab_fleet(*TWO_ON_ONE_GPU), LADDER, start=at("00:00:00"), end=at("02:00:00")
     )
     a, b = replayed["a"], replayed["b"]
     assert a.waits_us.tolist() == [0, -1, 4 * S]
@@ -232,13 +234,18 @@ def test_a_wake_that_does_not_fit_is_refused_and_evicts_nothing() -> None:
         (at("01:00:00"), Phase.WAKING),  # nothing at 00:30
         (at("01:00:04"), Phase.AWAKE),
     ]
-    ledger = a.ledger("a", fleet(*TWO_ON_ONE_GPU).footprint("a"))
+    ledger = a.ledger("a", lab_fleet(*TWO_ON_ONE_GPU).footprint("a"))
     assert (ledger.cold, ledger.refused) == (2, {"does_not_fit": 1})
 
 
 def test_one_going_down_holds_its_memory_until_down_and_one_coming_up_holds_it_already() -> None:
     a, b = TWO_ON_ONE_GPU
-    slow_b = {**b, "durations": {**DURATIONS, "sleep_1": 120, "wake_1": 30}}
+    slow_b = replace(
+        b,
+        durations=replace(
+            DURATIONS, sleep_1=Fixed(value_us=120 * S), wake_1=Fixed(value_us=30 * S)
+        ),
+    )
     requests = [
         (at("00:00:10"), "a"),  # a sleeps at 00:05:10
         (at("00:20:00"), "b"),  # b goes down from 00:50:00 to 00:52:00
@@ -247,7 +254,9 @@ def test_one_going_down_holds_its_memory_until_down_and_one_coming_up_holds_it_a
         (at("01:10:00"), "b"),  # b wakes until 01:10:30, holding its 60 GiB from the start
         (at("01:10:10"), "a"),  # a slept again at 00:57:04 (5 minutes after 00:52:04); refused
     ]
-    replayed = replay(requests, fleet(a, slow_b), LADDER, start=at("00:00:00"), end=at("02:00:00"))
+    replayed = replay(
+        requests, lab_fleet(a, slow_b), LADDER, start=at("00:00:00"), end=at("02:00:00")
+    )
     assert replayed["a"].waits_us.tolist() == [0, -1, 4 * S, -1]
     assert replayed["b"].waits_us.tolist() == [0, 30 * S]
     assert (at("00:57:04"), Phase.GOING_DOWN) in replayed["a"].timeline.phases()
@@ -255,7 +264,7 @@ def test_one_going_down_holds_its_memory_until_down_and_one_coming_up_holds_it_a
 
 def test_a_scheduled_wake_that_does_not_fit_is_skipped_and_says_why() -> None:
     a, b = TWO_ON_ONE_GPU
-    machine = fleet({**a, "schedules": [{"action": "wake", "days": 127, "time": "00:40"}]}, b)
+    machine = lab_fleet(replace(a, schedules=(replace(WAKE_0730, time="00:40"),)), b)
     replayed = replay(
         [(at("00:00:10"), "a"), (at("00:20:00"), "b")],
         machine,
@@ -274,7 +283,11 @@ def test_a_scheduled_wake_that_does_not_fit_is_skipped_and_says_why() -> None:
     assert replayed["b"].timeline.phases()[1] == (at("00:50:00"), Phase.GOING_DOWN)
 
 
-NIGHTLY = deployment(schedules=[SLEEP_2000, WAKE_0730], durations={**DURATIONS, "wake_1": 42})
+NIGHTLY = replace(
+    CHAT,
+    schedules=(SLEEP_2000, WAKE_0730),
+    durations=replace(DURATIONS, wake_1=Fixed(value_us=42 * S)),
+)
 DAYS = 22  # 21 mornings: the first wake with no measured one, then 20 measured
 
 
@@ -285,7 +298,7 @@ def mornings() -> list[int]:
 def test_a_measured_lead_begins_the_wake_a_pass_early_and_the_07_30_request_is_warm() -> None:
     chat = replay(
         mornings(),
-        fleet(NIGHTLY),
+        lab_fleet(NIGHTLY),
         Rules(wake_lead=MEASURED),
         start=at("00:00:00"),
         end=at("12:00:00", day=DAYS),
@@ -305,7 +318,7 @@ def test_a_measured_lead_begins_the_wake_a_pass_early_and_the_07_30_request_is_w
 
 def test_with_the_lead_off_the_07_30_request_meets_the_wake() -> None:
     chat = replay(
-        mornings()[:2], fleet(NIGHTLY), Rules(), start=at("00:00:00"), end=at("12:00:00", day=3)
+        mornings()[:2], lab_fleet(NIGHTLY), Rules(), start=at("00:00:00"), end=at("12:00:00", day=3)
     )["chat"]
     assert chat.waits_us.tolist() == [42 * S, 42 * S]
     assert (at("07:30:00", day=2), Phase.WAKING) in chat.timeline.phases()
@@ -313,10 +326,10 @@ def test_with_the_lead_off_the_07_30_request_meets_the_wake() -> None:
 
 
 def test_a_measured_wake_longer_than_a_minute_moves_the_lead_to_two_passes_before() -> None:
-    slow = deployment(schedules=[SLEEP_2000, WAKE_0730], durations={**DURATIONS, "wake_1": 70})
+    slow = replace(NIGHTLY, durations=replace(DURATIONS, wake_1=Fixed(value_us=70 * S)))
     chat = replay(
         mornings()[:2],
-        fleet(slow),
+        lab_fleet(slow),
         Rules(wake_lead=MEASURED),
         start=at("00:00:00"),
         end=at("12:00:00", day=3),
@@ -341,7 +354,7 @@ def test_the_histogram_sleeps_after_each_request_and_wakes_ahead_of_the_next() -
     requests = half_hourly()
     chat = replay(
         requests,
-        fleet(deployment()),
+        lab_fleet(CHAT),
         Rules(histogram=True),
         start=at("00:00:00"),
         end=at("00:00:00", day=1 + HALF_HOURLY_DAYS),
@@ -390,7 +403,7 @@ def test_the_histogram_of_uniformly_spread_gaps_falls_back_to_the_ladder() -> No
             assert histogram.windows(request) is None
     chat = replay(
         requests,
-        fleet(deployment(idle={"sleep_after_s": 300})),
+        lab_fleet(replace(CHAT, idle=SLEEP_AFTER_5_MIN)),
         Rules(histogram=True),
         start=at("00:00:00"),
         end=end,
@@ -413,12 +426,11 @@ def test_the_histogram_of_uniformly_spread_gaps_falls_back_to_the_ladder() -> No
 
 
 def test_a_seed_replays_the_same_and_a_second_deployment_changes_nothing_of_the_first() -> None:
-    drawn = {
-        "wake_1": {"kind": "lognormal", "median_s": 1, "p90_s": 5},
-        "sleep_1": {"kind": "uniform", "low_s": 1, "high_s": 9},
-    }
-    chat = deployment(idle={"sleep_after_s": 300}, durations=drawn)
-    code = deployment("code", gpus=[1], idle={"sleep_after_s": 60}, durations=drawn)
+    drawn = ServerTimes(wake_1=LogNormal.of_p90(S, 5 * S), sleep_1=Uniform(low_us=S, high_us=9 * S))
+    chat = lab_deployment(idle=SLEEP_AFTER_5_MIN, durations=drawn)
+    code = lab_deployment(
+        "code", gpus=(1,), idle=IdleLadder(sleep_after_us=60 * S), durations=drawn
+    )
     requests = [at(f"{hour:02d}:00:00") for hour in range(1, 23)]
     others = [(at(f"{hour:02d}:30:00"), "code") for hour in range(0, 23)]
 
@@ -427,19 +439,21 @@ def test_a_seed_replays_the_same_and_a_second_deployment_changes_nothing_of_the_
         replayed = replay([*requests, *others], machine, LADDER, **span)["chat"]
         return (replayed.timeline.phases(), replayed.waits_us.tolist(), replayed.steps)
 
-    alone = chat_of(fleet(chat, gpus=2), seed=3)
-    assert chat_of(fleet(chat, gpus=2), seed=3) == alone
-    assert chat_of(fleet(chat, code, gpus=2), seed=3) == alone
-    assert chat_of(fleet(code, chat, gpus=2), seed=3) == alone
-    assert chat_of(fleet(chat, gpus=2), seed=4) != alone
+    alone = chat_of(lab_fleet(chat, gpus=2), seed=3)
+    assert chat_of(lab_fleet(chat, gpus=2), seed=3) == alone
+    assert chat_of(lab_fleet(chat, code, gpus=2), seed=3) == alone
+    assert chat_of(lab_fleet(code, chat, gpus=2), seed=3) == alone
+    assert chat_of(lab_fleet(chat, gpus=2), seed=4) != alone
 
 
-@pytest.mark.parametrize("ladder", [{}, FULL_LADDER], ids=["no-ladder", "a-ladder-not-played"])
-def test_replay_schedules_is_replay_fleet_with_no_idle_rule(ladder: dict[str, int]) -> None:
-    machine = fleet(
-        deployment(idle=ladder, schedules=[SLEEP_2000, WAKE_0730]),
-        deployment(  # the published durations: the draws must be the same too
-            "code", memory_gib_awake=9, schedules=[{**SLEEP_2000, "time": "18:00"}], durations={}
+@pytest.mark.parametrize(
+    "ladder", [IdleLadder(), FULL_LADDER], ids=["no-ladder", "a-ladder-not-played"]
+)
+def test_replay_schedules_is_replay_fleet_with_no_idle_rule(ladder: IdleLadder) -> None:
+    machine = lab_fleet(
+        replace(CHAT, idle=ladder, schedules=(SLEEP_2000, WAKE_0730)),
+        lab_deployment(  # the published durations: the draws must be the same too
+            "code", memory_gib_awake=9.0, schedules=(replace(SLEEP_2000, time="18:00"),)
         ),
     )
     requests = [(at("09:00:00"), "chat"), (at("23:00:00"), "chat"), (at("23:30:00"), "code")]
@@ -469,10 +483,10 @@ def test_a_histogram_whose_pre_wake_could_not_follow_a_sleep_keeps_the_model_war
     requests = [at("00:00:00") + k * 90 * S for k in range(1, 150)]
     chat = replay(
         requests,
-        fleet(deployment(idle={"sleep_after_s": 300})),
+        lab_fleet(replace(CHAT, idle=SLEEP_AFTER_5_MIN)),
         Rules(idle=True, histogram=True, wake_lead=MEASURED),
         start=at("00:00:00"),
         end=at("04:00:00"),
     )["chat"]
-    ledger = chat.ledger("chat", fleet(deployment()).footprint("chat"))
+    ledger = chat.ledger("chat", lab_fleet(CHAT).footprint("chat"))
     assert ledger.cold == 0
