@@ -220,7 +220,9 @@ def test_it_wakes_a_stopped_deployment_only_when_a_schedule_stopped_it(kit: Kit)
     kit.fleet.deployer.stop(by_user, actor="user:bob")
     no_actor = kit.deployment("no_actor")
     kit.fleet.deployer.stop(no_actor, actor="user:carol")
-    with writing(kit.store.engine) as connection:  # an older stop event that names no actor
+    # A stop that names no actor, as rows from before events had actors do; written last, at
+    # the same instant as carol's: stopped_by takes the highest id, not the latest at_us.
+    with writing(kit.store.engine) as connection:
         connection.execute(
             insert(deployment_events).values(
                 deployment_id=no_actor, at_us=kit.clock.now_us(), action="stop", actor=None,
