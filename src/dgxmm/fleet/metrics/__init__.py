@@ -4,6 +4,8 @@
 - ``sample``: one ``/metrics`` page as a ``MetricsSample``; the ``MetricsDelta`` between two.
 - ``rollups``: ``Rollup``, one deployment's minute, and the arithmetic of building one.
 - ``metrics``: ``Metrics``, the service that samples, keeps request activity and rolls up.
+- ``scrapes``: ``ScrapePool``, the threads of a scrape pass: every target read at once, a
+  hung one holding up no other.
 
 The package exports what the backends need below them (the format, the sample, the rollup
 row). ``Metrics`` reads the backends and the deployments, so it is exported by
