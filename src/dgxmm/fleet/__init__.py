@@ -2,8 +2,9 @@
 
 - ``service``: ``Fleet``, the facade: deployments, deployer, events, audit, insights,
   metrics, removal hooks, system jobs.
-- ``deployer`` / ``reattach`` / ``activity``: actions under per-deployment locks, finding
-  servers again after a restart, the requests the proxy counts and the door a take-down shuts.
+- ``deployer`` / ``reconciler`` / ``reattach`` / ``activity``: actions under per-deployment
+  locks, rows brought up to date with a server found gone or asleep, finding servers again
+  after a restart, the requests the proxy counts and the door a take-down shuts.
 - ``deployments/``: the typed row, its definition checks, the repository, events, audit,
   insights, the recorder of actions, the server log, the tables.
 - ``placement/``: this machine's GPUs (NVML or ``config.json``), the one fit model and the

@@ -5,24 +5,24 @@
   schedule runner) may hold it around a check and an action.
 - **Fit check**: a start or wake needs its awake memory on each of its GPUs (``placement/fit.py``);
   a ray deployment needs its GPUs free on one node of its cluster (``placement/nodes.py``), and
-  its start writes down that node before the actor is created there.
+  its start writes down that node before the actor is created there (``placement/placer.py``
+  asks them of the rows as they are now).
 - **Plans**: with ``plans=True`` (manual starts), a start or wake that does not fit first
   puts lower-priority deployments to sleep or stops them, as ``plan`` shows beforehand; with
   ``plans=False`` (schedules) nothing is evicted: it raises ``DoesNotFit``.
 - **Start-up gate**: a start or wake is done only once the server answers healthy within its
-  start-up timeout and one tiny completion answered (the post-wake check). One start-up
-  runs at a time: the fit check, the launch and the gate run under one global lock, so two
-  start-ups never count the same free memory.
-- **The door**: a sleep or a stop, and the reconciliations that find a deployment asleep or
-  failed, shut the deployment's door in ``RequestActivity`` while they run, so the proxy
-  never forwards to a server going down and knows its cached state is stale afterwards.
+  start-up timeout and one tiny completion answered (the post-wake check; ``pass_gate`` in
+  ``backends/protocol.py``). One start-up runs at a time: the fit check, the launch and the
+  gate run under one global lock, so two start-ups never count the same free memory.
+- **The door**: a sleep or a stop shuts the deployment's door in ``RequestActivity`` while it
+  runs, so the proxy never forwards to a server going down and knows its cached state is
+  stale afterwards.
 - **Own requests**: the post-wake check's completion is dgxmm's, not a user's: the metrics
   are told, so the next sample does not count it as request activity.
 - **Timeouts**: a start or wake, with its gate and check, is bounded by the deployment's
   ``startup_timeout_s``, a sleep by its ``sleep_timeout_s``; every request of the action gets
   only what is left, so no lock is held past the action's timeout. A sleep the server
-  finishes later is reconciled by the metrics pass (``mark_asleep``), whose result names
-  the failed sleeps it finished (``ActionResult.finishes``).
+  finishes later is reconciled by the metrics pass (``reconciler.py``, under these locks).
 - **Telemetry**: each action (an eviction too) tells ``Telemetry.action_finished`` its
   outcome and how long it took, by the injected ``timer``; a refusal counts as ``skipped``,
   an error as ``failed``, an unknown deployment not at all.
@@ -40,24 +40,28 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
-from dgxmm.errors import BackendError, Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
+from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
 from dgxmm.fleet.activity import RequestActivity
-from dgxmm.fleet.backends.protocol import Backend, BackendKind, StopOutcome, wait_until_healthy
+from dgxmm.fleet.backends.protocol import (
+    Backend,
+    BackendKind,
+    StopOutcome,
+    pass_gate,
+    wait_until_healthy,
+)
 from dgxmm.fleet.backends.ray import RayBackend
 from dgxmm.fleet.backends.registry import Backends
-from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState, Placement
+from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments.events import EventAction, EventOutcome, Events, is_policy
 from dgxmm.fleet.deployments.recorder import ActionRecorder, ActionResult
 from dgxmm.fleet.deployments.repo import KEEP, DeploymentRepo
-from dgxmm.fleet.placement.cluster import ClusterInventory
-from dgxmm.fleet.placement.fit import EvictionAction, Fit, Plan, check_fit, make_plan
+from dgxmm.fleet.placement.fit import EvictionAction, Fit, Plan
 from dgxmm.fleet.placement.inventory import GpuInventory
-from dgxmm.fleet.placement.nodes import check_node_fit, make_node_plan
+from dgxmm.fleet.placement.placer import Placer
 from dgxmm.store import writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
@@ -100,7 +104,6 @@ class Deployer:
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self._engine = engine
-        self._inventory = inventory
         self._deployments = deployments
         self._events = events
         self._backends = backends
@@ -111,6 +114,9 @@ class Deployer:
         self._locks: dict[int, threading.RLock] = {}
         self._locks_lock = threading.Lock()
         self._startup = threading.Lock()
+        self._placer = Placer(
+            inventory, deployments, lambda address: backends.cluster(address).inventory()
+        )
 
     def lock(self, deployment_id: int) -> threading.RLock:
         """Return the deployment's lock; every action holds it, a caller may hold it around one."""
@@ -124,23 +130,11 @@ class Deployer:
 
     def fit(self, deployment_id: int, target: DeploymentState) -> Fit:
         """Tell whether the deployment fits in ``target`` beside the others, and why."""
-        everyone = self._deployments.list()
-        deployment = _pick(everyone, deployment_id)
-        if deployment.backend is BackendKind.RAY:
-            return check_node_fit(self._cluster_of(deployment), everyone, deployment, target)
-        return check_fit(self._inventory, everyone, deployment, target)
+        return self._placer.fit(deployment_id, target)
 
     def plan(self, deployment_id: int, target: DeploymentState) -> Plan:
         """Return the evictions that would make it fit in ``target`` (none when it fits)."""
-        everyone = self._deployments.list()
-        deployment = _pick(everyone, deployment_id)
-        if deployment.backend is BackendKind.RAY:
-            return make_node_plan(self._cluster_of(deployment), everyone, deployment, target)
-        return make_plan(self._inventory, everyone, deployment, target)
-
-    def _cluster_of(self, deployment: Deployment) -> ClusterInventory:
-        assert deployment.ray_address is not None
-        return self._backends.cluster(deployment.ray_address).inventory()
+        return self._placer.plan(deployment_id, target)
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -237,77 +231,6 @@ class Deployer:
                 asleep_level=2,
             )
 
-    def mark_failed(
-        self, deployment_id: int, reason: str, *, actor: str = "system", wait: bool = True
-    ) -> ActionResult | None:
-        """Mark an up deployment whose server is gone as failed; None when it is not up.
-
-        With ``wait=False`` it gives up at once when an action holds the lock (the metrics
-        job does: that action will meet the gone server itself).
-        """
-        lock = self.lock(deployment_id)
-        if not lock.acquire(blocking=wait):
-            return None
-        try:
-            with self._activity.closing(deployment_id):
-                return self._mark_failed(deployment_id, reason, actor)
-        finally:
-            lock.release()
-
-    def _mark_failed(self, deployment_id: int, reason: str, actor: str) -> ActionResult | None:
-        deployment = self._deployments.get(deployment_id)
-        if deployment.state not in (S.RUNNING, S.SLEEPING):
-            return None
-        backend = self._backends.of(deployment)
-        return self._rec.fail(
-            deployment, EventAction.FAILED, actor, reason, backend, outcome=EventOutcome.DONE
-        )
-
-    def mark_asleep(
-        self, deployment_id: int, reason: str, *, actor: str = "system"
-    ) -> ActionResult | None:
-        """Mark a running deployment whose server sleeps as sleeping; None when it is not so.
-
-        The reconciliation of a sleep that finished after its action gave up waiting. It
-        never waits for the lock (an action under way knows the state better) and asks the
-        server's ``/is_sleeping`` before it believes a metric.
-        """
-        lock = self.lock(deployment_id)
-        if not lock.acquire(blocking=False):
-            return None
-        try:
-            with self._activity.closing(deployment_id):
-                return self._mark_asleep(deployment_id, reason, actor)
-        finally:
-            lock.release()
-
-    def _mark_asleep(self, deployment_id: int, reason: str, actor: str) -> ActionResult | None:
-        deployment = self._deployments.get(deployment_id)
-        if deployment.state is not S.RUNNING:
-            return None
-        try:
-            if not self._backends.of(deployment).is_sleeping():
-                return None
-        except DgxmmError:
-            return None  # the next pass looks again
-        late = self._events.failed_since_done(deployment_id, EventAction.SLEEP)
-        detail = (
-            f"found asleep ({reason}): a sleep that finished after dgxmm stopped waiting for it"
-        )
-        if late:
-            asked = ", ".join(f"event {e.id} ({e.actor or 'no actor'})" for e in late)
-            detail += f"; the failed sleep of {asked} finished after all"
-        found = self._rec.record(
-            deployment=deployment,
-            action=EventAction.SLEEP,
-            outcome=EventOutcome.DONE,
-            actor=actor,
-            detail=detail,
-            state=S.SLEEPING,
-            error=KEEP,
-        )
-        return replace(found, finishes=late)
-
     # -- inside -------------------------------------------------------------------------------
 
     def _bring_up(
@@ -343,34 +266,22 @@ class Deployer:
                             connection, deployment_id, S.STARTING
                         )
                         if deployment.backend is BackendKind.RAY:
-                            deployment = self._place(connection, deployment, fit)
+                            deployment = self._placer.place(connection, deployment, fit)
                 backend = self._backends.of(deployment)
-                timeout_s = deployment.startup_timeout_s
-                began = time.monotonic()
 
-                def left() -> float:
-                    remaining = timeout_s - (time.monotonic() - began)
-                    if remaining <= 0:
-                        raise BackendError(
-                            f"{action.value} of {backend}: not done within {timeout_s:g} s "
-                            "(the deployment's startup_timeout_s)"
-                        )
-                    return remaining
+                def started() -> None:
+                    if isinstance(backend, RayBackend):
+                        self._placed(deployment_id, backend)
 
                 try:
-                    if waking:
-                        backend.wake(deployment.sleeps_at, timeout_s=left())
-                    else:
-                        backend.start()
-                        if isinstance(backend, RayBackend):
-                            self._placed(deployment_id, backend)
-                    left()
-                    wait_until_healthy(backend, timeout_s, began=began)
-                    # Healthy is not serving: a woken vLLM engine can answer garbage or
-                    # crash on its first request. One tiny completion must answer.
-                    backend.check_completion(timeout_s=left())
+                    took = pass_gate(
+                        backend,
+                        what=action.value,
+                        level=deployment.sleeps_at if waking else None,
+                        timeout_s=deployment.startup_timeout_s,
+                        started=started,
+                    )
                     self._rec.checked(deployment_id)  # dgxmm's own request: not activity
-                    took = time.monotonic() - began
                 except Exception as error:
                     self._rec.fail(deployment, action, actor, str(error), backend)
                     raise
@@ -550,26 +461,9 @@ class Deployer:
             self._rec.refuse(deployment, action, actor, DoesNotFit, fit.reason)
         return deployment, fit
 
-    def _place(self, connection: Connection, deployment: Deployment, fit: Fit) -> Deployment:
-        """Write down the node a ray deployment's actor is to run on (the fit chose it)."""
-        assert fit.node is not None
-        assert deployment.ray_address is not None
-        node = self._backends.cluster(deployment.ray_address).inventory().node(fit.node)
-        where = Placement(
-            node_id=fit.node, node_address=node.address if node is not None else "", url=""
-        )
-        return self._deployments.set_placement(connection, deployment.id, where)
-
     def _placed(self, deployment_id: int, backend: RayBackend) -> None:
         """Write down where Ray placed the actor and the GPUs it gave it."""
         found = backend.placement()
         if found is not None:
             with writing(self._engine) as connection:
                 self._deployments.set_placement(connection, deployment_id, *found)
-
-
-def _pick(everyone: list[Deployment], deployment_id: int) -> Deployment:
-    for deployment in everyone:
-        if deployment.id == deployment_id:
-            return deployment
-    raise NotFound("deployment", deployment_id)

@@ -2,8 +2,9 @@
 
 Built once per process (``dgxmm serve`` does it after opening the store); it finds the
 servers of its deployments again at once (``reattach``), so a restarted dgxmm knows what
-runs. Its parts are public attributes: ``deployments``, ``deployer``, ``events``, ``audit``,
-``insights``, ``metrics``, ``activity`` (requests through the proxy). ``system_jobs()``
+runs. Its parts are public attributes: ``deployments``, ``deployer``, ``reconciler`` (what
+the metrics pass finds gone or asleep, written down), ``events``, ``audit``, ``insights``,
+``metrics``, ``activity`` (requests through the proxy). ``system_jobs()``
 returns ``metrics_rollup`` and ``metrics_purge`` for the host to schedule; ``close()``
 releases HTTP connections and leaves the model servers running (they outlive dgxmm).
 """
@@ -41,6 +42,7 @@ from dgxmm.fleet.placement.gauges import GaugeReader, GpuMeter, read_gauges
 from dgxmm.fleet.placement.inventory import Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.placement.nodes import node_holdings
 from dgxmm.fleet.reattach import reattach
+from dgxmm.fleet.reconciler import Reconciler
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, Topic, writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
@@ -136,6 +138,14 @@ class Fleet:
             recorder=self._recorder,
             activity=self.activity,
             telemetry=telemetry,
+        )
+        self.reconciler = Reconciler(
+            lock=self.deployer.lock,
+            deployments=self.deployments,
+            events=self.events,
+            backends=self.backends,
+            recorder=self._recorder,
+            activity=self.activity,
         )
         # Insights go first, before the deployment: their table has no cascade.
         self._hooks: list[RemovalHook] = [self.insights.remove_for]
@@ -277,10 +287,10 @@ class Fleet:
     def _gone(self, deployment: Deployment, why: str) -> None:
         # wait=False: the metrics job never queues behind an action; an action holding the
         # lock meets the gone server itself. A caller holding the lock re-enters it.
-        self.deployer.mark_failed(deployment.id, why, wait=False)
+        self.reconciler.mark_failed(deployment.id, why, wait=False)
 
     def _asleep(self, deployment: Deployment, why: str) -> None:
-        found = self.deployer.mark_asleep(deployment.id, why)
+        found = self.reconciler.mark_asleep(deployment.id, why)
         if found is None or not found.finishes:
             return
         for hook in list(self._late_hooks):

@@ -33,19 +33,10 @@ from dgxmm.jobs.job import (
 from dgxmm.jobs.overlap import CANCELLED_BY_OVERLAP, Overlap
 from dgxmm.jobs.roster import JobState
 from dgxmm.jobs.scheduler import Scheduler
-from dgxmm.jobs.stats import (
-    KEEP,
-    Bucket,
-    Channel,
-    JobOverrides,
-    Keep,
-    LastRun,
-    Override,
-    RunCounts,
-    SkipRecord,
-    Tier,
-    WorkloadStats,
-)
+from dgxmm.jobs.stats.history import LastRun, RunCounts, SkipRecord
+from dgxmm.jobs.stats.overrides import KEEP, JobOverrides, Keep, Override
+from dgxmm.jobs.stats.series import Bucket, Tier
+from dgxmm.jobs.stats.workload import Channel, WorkloadStats
 from dgxmm.jobs.zones import ZoneClock, resolve_zone, zone_clock
 
 __all__ = [

@@ -36,7 +36,7 @@ from dgxmm.clock import from_us, to_us
 from dgxmm.errors import InvalidInput
 from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import Outcome, SkipReason
-from dgxmm.jobs.stats import SkipRecord
+from dgxmm.jobs.stats.history import SkipRecord
 from dgxmm.jobs.zones import zone_clock
 from dgxmm.time_units import SECOND_US
 

@@ -21,7 +21,8 @@ from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import Job, JobKind, JobRun
 from dgxmm.jobs.keys import check_pause_note
 from dgxmm.jobs.overlap import Overlap
-from dgxmm.jobs.stats import JobOverrides, WorkloadStats
+from dgxmm.jobs.stats.overrides import JobOverrides
+from dgxmm.jobs.stats.workload import WorkloadStats
 from dgxmm.jobs.zones import resolve_zone
 
 __all__ = ["Entry", "JobState", "Roster"]

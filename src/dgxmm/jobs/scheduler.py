@@ -51,7 +51,9 @@ from dgxmm.jobs.cron import CronSchedule
 from dgxmm.jobs.job import Job, JobRun, Outcome, RunResult, SkipReason
 from dgxmm.jobs.overlap import CANCELLED_BY_OVERLAP, Overlap, OverlapStep, on_overlap
 from dgxmm.jobs.roster import Entry, Roster
-from dgxmm.jobs.stats import JobOverrides, SkipRecord, WorkloadStats
+from dgxmm.jobs.stats.history import SkipRecord
+from dgxmm.jobs.stats.overrides import JobOverrides
+from dgxmm.jobs.stats.workload import WorkloadStats
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
 from dgxmm.time_units import SECOND_US
 from dgxmm.words import counted

@@ -8,7 +8,8 @@
 - ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
 - ``replay``: dgxmm's policies (the schedules, the idle ladder, the histogram policy, the
   wake lead), the fleet as one machine, through the decider's own functions and the
-  product's fit check (``simulated``: one deployment's server, hold and idle policy;
+  product's fit check (``simulated``: one deployment's proxy hold, runner's pass and idle
+  policy; ``simulated_server``: its server, the phases and the actions between them;
   ``rows``: the runner's schedule rows).
 - ``proposed``: the product's proposer on a trace's first weeks, its proposals accepted.
 - ``picture``: one day of every policy as an SVG (state bands, request ticks).
@@ -51,8 +52,8 @@ from dgxmm.lab.oracle import oracle_timeline as oracle_timeline
 from dgxmm.lab.readers import read_azure_trace as read_azure_trace
 from dgxmm.lab.readers import read_requests_csv as read_requests_csv
 from dgxmm.lab.replay import ScheduleReplay as ScheduleReplay
-from dgxmm.lab.replay import SlotDecision as SlotDecision
 from dgxmm.lab.replay import replay_schedules as replay_schedules
+from dgxmm.lab.rows import SlotDecision as SlotDecision
 from dgxmm.lab.trace import NO_TOKENS as NO_TOKENS
 from dgxmm.lab.trace import Trace as Trace
 from dgxmm.lab.workloads import AZURE_CHAT as AZURE_CHAT

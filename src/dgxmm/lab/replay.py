@@ -55,12 +55,12 @@ from dgxmm.decider.schedules.lead import LEAD_OFF, LeadKind, WakeLead
 from dgxmm.fleet import DeploymentState, Fit, check_fit
 from dgxmm.lab.fleetfile import LabFleet
 from dgxmm.lab.ledger import Footprint, Ledger, Timeline
-from dgxmm.lab.simulated import SimulatedDeployment, SlotDecision
+from dgxmm.lab.rows import SlotDecision
+from dgxmm.lab.simulated import SimulatedDeployment
 from dgxmm.lab.trace import Ints, Trace
 from dgxmm.time_units import SECOND_US
 
-__all__ = ["DEFAULT_LADDER", "Rules", "ScheduleReplay", "SlotDecision", "replay_fleet",
-           "replay_schedules"]  # fmt: skip
+__all__ = ["DEFAULT_LADDER", "Rules", "ScheduleReplay", "replay_fleet", "replay_schedules"]
 
 # The ladder a deployment that gives none is replayed with under the idle policies: a
 # level-1 sleep after Ollama's 5 minutes (a wake of seconds where Ollama starts for a minute),

@@ -9,20 +9,14 @@ and which of their slots are due at a pass, are ``rows.py``'s (``RunnerRows``).
 Every decision is the product's own function: ``due_slot`` / ``due_early``, the verdicts,
 ``refusal_for``, ``check_fit`` (asked through the fleet, which sees the others' memory at
 that instant), ``idle_step`` and ``awake_window``, ``GapHistogram.windows``, ``lead_for``.
-What is the lab's own is the server: how long each step takes (drawn from ``ServerTimes``)
-and what it holds meanwhile (``ledger.Phase``).
-
-The server, where the product's server has choices:
-
-- A sleep or stop cannot be called back; a request that finds the deployment going down
-  waits behind the shut door until it is down, then brings it up (as the proxy's waker does
-  once the action's lock is free), and every request meanwhile joins that one way up.
-- A deepening (level 1 to level 2) keeps the level-1 memory until it ends (vLLM drops the
-  CPU copy of the weights; the GPU holds the same), and takes the level-2 sleep's time.
-- A stop of a sleeping server keeps its asleep phase until it ends.
+What is the lab's own is the server, ``simulated_server.py``'s ``SimulatedServer``: how long
+each step takes and what it holds meanwhile.
 
 Where the issues are silent, the choices made here:
 
+- A request that finds the deployment going down waits behind the shut door until it is
+  down, then brings it up (as the proxy's waker does once the action's lock is free), and
+  every request meanwhile joins that one way up (a sleep or stop cannot be called back).
 - Idle time counts from the latest request, or from when the deployment last came up if
   that is later: a request held for a way up is in flight until it is served.
 - A request at the very instant of a wake slot comes before that minute's pass (``Rank``):
@@ -40,8 +34,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from enum import Enum, IntEnum
+from enum import IntEnum
 
 import numpy as np
 
@@ -59,26 +52,19 @@ from dgxmm.decider.schedules.verdicts import (
     superseded_reason,
     up_verdict,
 )
-from dgxmm.fleet import IDLE_ACTOR, BackendKind, Deployment, DeploymentState, Fit, MetricsSample
-from dgxmm.lab.durations import Duration, ServerTimes
+from dgxmm.fleet import IDLE_ACTOR, Deployment, DeploymentState, Fit, MetricsSample
 from dgxmm.lab.fleetfile import LabDeployment, LabSchedule
 from dgxmm.lab.ledger import Phase
 from dgxmm.lab.rows import RunnerRows, ScheduleRow, SlotDecision
+from dgxmm.lab.simulated_server import Owner, SimulatedServer
 from dgxmm.lab.trace import Ints
 from dgxmm.proxy import Refusal
 from dgxmm.proxy.waking import refusal_for
 from dgxmm.time_units import MINUTE_US
 
-__all__ = ["Rank", "SimulatedDeployment", "SlotDecision"]
+__all__ = ["Rank", "SimulatedDeployment"]
 
-_STATE = {
-    Phase.AWAKE: DeploymentState.RUNNING,
-    Phase.ASLEEP_1: DeploymentState.SLEEPING,
-    Phase.ASLEEP_2: DeploymentState.SLEEPING,
-    Phase.STOPPED: DeploymentState.STOPPED,
-}
 _UNDER_WAY = "an action on it is under way"  # the runner's words when its lock is taken
-_LEVEL = {Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2, Phase.STOPPED: 0}  # lead_for's level of a way up
 _UP = DeploymentState.RUNNING  # the state a way up is checked for, as the deployer asks
 
 MEASURED = WakeLead(kind=LeadKind.MEASURED)  # the histogram's pre-wake lead
@@ -92,28 +78,6 @@ class Rank(IntEnum):
     ARRIVAL = 1  # a request: in flight when the pass at its instant reads the counts
     PASS = 2  # the schedule runner's pass
     IDLE = 3  # the idle policy's check, in the same pass after the schedules
-
-
-class _Owner(Enum):
-    """Who holds the deployment while its action is under way (the product's lock)."""
-
-    RUNNER = "runner"  # the runner's worker (a schedule or an idle step)
-    REQUEST = "request"  # the proxy's waker: the runner finds the lock taken and skips
-
-
-@dataclass(slots=True)
-class _Action:
-    """An action under way: until when, into which phase, whose."""
-
-    until: int
-    to: Phase
-    owner: _Owner
-    began: int
-    up_from: int | None = None  # a way up: lead_for's level it comes from (0: a start)
-
-    @property
-    def up(self) -> bool:
-        return self.up_from is not None
 
 
 class SimulatedDeployment:
@@ -136,8 +100,7 @@ class SimulatedDeployment:
     ) -> None:
         self.deployment = deployment
         self.index = index
-        self.times: ServerTimes = deployment.durations
-        self.rng = rng
+        self.server = SimulatedServer(deployment, index=index, rng=rng, start_us=start_us)
         self.start_us, self.end_us = start_us, end_us
         self.arrivals = arrivals.tolist()
         self.arrivals_np = np.asarray(arrivals, dtype=np.int64)
@@ -152,59 +115,30 @@ class SimulatedDeployment:
             schedules, start_us=start_us, end_us=end_us, leads=wake_lead.kind is not LeadKind.OFF
         )
         self.sleeps_to = Phase.ASLEEP_2 if deployment.sleep_level == 2 else Phase.ASLEEP_1
-        self.rest = Phase.AWAKE
-        self.action: _Action | None = None
         self.shut_door = False  # a request waits for the way down to end, then brings it up
         self.held: list[int] = []  # requests waiting for the way up, by index
         self.stopped_by: str | None = None
         self.last_arrival: int | None = None
-        self.active_since = start_us  # when it last came up: idle counts from then at least
         self.served_at, self.served_n = -1, 0
-        self.ready_us: dict[int, list[int]] = {0: [], 1: [], 2: []}  # times to ready by level
         self.pre_wake_at: int | None = None  # the histogram's pre-wake, when one is planned
         self.pre_woken = False  # woken by the histogram since the last request
         self.idle_not_before = start_us
         self.now = start_us  # the instant of the event it took last
         self.held_back_until: int | None = None  # a step the awake window holds: until it shuts
-        self.phases: list[tuple[int, Phase]] = [(start_us, Phase.AWAKE)]
         self.refused: dict[str, int] = {}
         self.steps: dict[str, int] = {}  # idle steps, pre-wakes, early wakes: by name
-        self.template = Deployment(
-            id=index, name=deployment.name, model=deployment.model,
-            backend=BackendKind.EXTERNAL, command=None, port=None, environment={},
-            base_url="http://lab.invalid", gpus=deployment.gpus,
-            memory_gib_awake=deployment.memory_gib_awake,
-            memory_gib_asleep=deployment.memory_gib_asleep, priority=deployment.priority,
-            time_zone=deployment.time_zone, startup_timeout_s=0.0,
-            state=DeploymentState.RUNNING, state_since=start_us, last_error=None,
-            last_request_at=None, created_at=start_us, updated_at=start_us,
-            wake_on_request=True, sleep_level=deployment.sleep_level,
-        )  # fmt: skip
-        # The product's row in each phase, made once: a fit check reads every deployment's.
-        self.rows_by_phase = {
-            phase: replace(self.template, state=_STATE[phase]) for phase in _STATE
-        }
-        self.rows_by_phase[Phase.STARTING] = replace(self.template, state=DeploymentState.STARTING)
-        self.rows_by_phase[Phase.ASLEEP_2] = replace(
-            self.template, state=DeploymentState.SLEEPING,
-            memory_gib_asleep=deployment.memory_gib_asleep_2,
-        )  # fmt: skip
 
     # -- what the fleet asks ------------------------------------------------------------------
 
     def as_product(self, at: int) -> Deployment:
         """Return the product's row of it at ``at``, as the fit check reads it."""
-        phase = self.rest  # also during a stop or deepening of a sleeper: it holds what it held
-        action = self.action
-        if action is not None and action.until > at and (action.up or phase is Phase.AWAKE):
-            return self.rows_by_phase[Phase.STARTING]  # a way up or down holds awake memory
-        return self.rows_by_phase[phase]
+        return self.server.as_product(at)
 
     def next_event(self) -> tuple[int, Rank] | None:
         """Return the instant and rank of its next event, or None when it has none left."""
         found: list[tuple[int, Rank]] = []
-        if self.action is not None:
-            found.append((self.action.until, Rank.END))
+        if self.server.action is not None:
+            found.append((self.server.action.until, Rank.END))
         if self.cursor < len(self.arrivals):
             found.append((self.arrivals[self.cursor], Rank.ARRIVAL))
         coming = self.rows.next_pass()
@@ -239,22 +173,24 @@ class SimulatedDeployment:
         The way up ends after the span (its end is not replayed), but it began inside it:
         the requests met a cold model and wait until it is up, as ``anchors.py`` counts them.
         """
-        if self.action is not None and not self.action.up and self.shut_door:
-            self._end(self.action.until)  # the waker's way up, once the way down is over
-        if self.action is not None and self.action.up:
+        action = self.server.action
+        if action is not None and not action.up and self.shut_door:
+            self._end(action.until)  # the waker's way up, once the way down is over
+            action = self.server.action
+        if action is not None and action.up:
             for index in self.held:
-                self.waits[index] = self.action.until - self.arrivals[index]
+                self.waits[index] = action.until - self.arrivals[index]
 
     def phases_until_end(self) -> list[tuple[int, Phase]]:
         """Return its phases that begin inside the span."""
-        return [(at, phase) for at, phase in self.phases if at < self.end_us]
+        return [(at, phase) for at, phase in self.server.phases if at < self.end_us]
 
     # -- the proxy ----------------------------------------------------------------------------
 
     def _arrivals(self, first: int) -> None:
         """Take the request at ``first``, and every later one it serves at once."""
         self._request(first)
-        if self.rest is not Phase.AWAKE or self.action is not None:
+        if self.server.rest is not Phase.AWAKE or self.server.action is not None:
             return
         # Served at once changes nothing another deployment sees, nor this one's next
         # action: take them in a run up to its next pass, or until an idle step could be due.
@@ -294,12 +230,12 @@ class SimulatedDeployment:
         self.pre_woken = False
         self.pre_wake_at = None
         self.held_back_until = None  # idle counts afresh: a step may be due inside the window
-        if self.action is not None:
+        if self.server.action is not None:
             self.held.append(index)  # one way up for every request held
-            if not self.action.up:
+            if not self.server.action.up:
                 self.shut_door = True  # the waker brings it up once it is down
             return
-        if self.rest is Phase.AWAKE:
+        if self.server.rest is Phase.AWAKE:
             self._serve(at, [index])
             return
         self.held.append(index)
@@ -307,7 +243,7 @@ class SimulatedDeployment:
 
     def _request_up(self, at: int) -> None:
         """Bring it up for the held requests, as the proxy's waker: refused, or on its way."""
-        refused = refusal_for(self.rows_by_phase[self.rest], self.stopped_by)
+        refused = refusal_for(self.server.rows_by_phase[self.server.rest], self.stopped_by)
         reason: str | None = refused.refusal.value if refused is not None else None
         if reason is None and not self.fits(self.index, _UP, at).fits:
             reason = Refusal.DOES_NOT_FIT.value  # a request never evicts
@@ -317,7 +253,7 @@ class SimulatedDeployment:
                 self.waits[index] = -1
             self.held.clear()
             return
-        self._bring_up(at, _Owner.REQUEST)
+        self.server.bring_up(at, Owner.REQUEST)
 
     def _serve(self, at: int, indexes: list[int]) -> None:
         # Served instants only grow, so the latest and its count are all a quiet check needs.
@@ -335,14 +271,9 @@ class SimulatedDeployment:
     # -- the server ---------------------------------------------------------------------------
 
     def _end(self, at: int) -> None:
-        action = self.action
-        assert action is not None
-        self.action = None
-        self.rest = action.to
+        action = self.server.end(at)
         self.held_back_until = None  # another level: the window may allow its step
-        if action.up_from is not None:
-            self.ready_us[action.up_from].append(at - action.began)  # what its events record
-            self.active_since = at
+        if action.up:
             held, self.held = self.held, []
             self._serve(at, held)
             return
@@ -351,37 +282,18 @@ class SimulatedDeployment:
             self._request_up(at)
 
     def _go_down(self, now: int, to: Phase, lasting: int) -> None:
-        if self.rest is Phase.AWAKE:
-            self.phases.append((now, Phase.GOING_DOWN))
-        self.action = _Action(until=now + lasting, to=to, owner=_Owner.RUNNER, began=now)
-        self.phases.append((now + lasting, to))
+        self.server.go_down(now, to, lasting)
         self.pre_woken = False
-
-    def _bring_up(self, begin: int, owner: _Owner) -> None:
-        if self.rest is Phase.STOPPED:
-            lasting, phase = self._draw(self.times.start), Phase.STARTING
-        else:
-            wake = self.times.wake_2 if self.rest is Phase.ASLEEP_2 else self.times.wake_1
-            lasting, phase = self._draw(wake), Phase.WAKING
-        self.action = _Action(
-            until=begin + lasting, to=Phase.AWAKE, owner=owner, began=begin,
-            up_from=_LEVEL[self.rest],
-        )  # fmt: skip
-        self.phases.append((begin, phase))
-        self.phases.append((begin + lasting, Phase.AWAKE))
-
-    def _draw(self, duration: Duration) -> int:
-        return int(duration.draw(self.rng, 1)[0])
 
     # -- the runner's pass ---------------------------------------------------------------------
 
     def _pass(self, now: int) -> None:
         """Run the schedule runner's pass at the planned minute ``now`` for this deployment."""
-        lead = None if self.wake_lead.kind is LeadKind.OFF else self._lead_us(self.rest)
+        lead = None if self.wake_lead.kind is LeadKind.OFF else self._lead_us()
         due = self.rows.due_at(now, lead_us=lead)
         if not due:
             return
-        if self.action is not None and self.action.owner is _Owner.RUNNER:
+        if self.server.action is not None and self.server.action.owner is Owner.RUNNER:
             return  # its scheduled action is under way: the slots stay due for the next pass
         *earlier, (row, slot) = due
         for other, other_slot in earlier:
@@ -389,19 +301,19 @@ class SimulatedDeployment:
                 schedule_id=row.number, action=row.schedule.action, time=row.schedule.time
             )
             self.rows.record(now, other, other_slot, ResultKind.SUPERSEDED, reason)
-        if self.action is not None or self.shut_door:  # a request's wake holds the lock
+        if self.server.action is not None or self.shut_door:  # a request's wake holds the lock
             self.rows.record(now, row, slot, ResultKind.SKIPPED, _UNDER_WAY)
         elif row.schedule.action.quiets:
             self._quiet_down(now, row, slot)
         else:
             self._scheduled_up(now, row, slot)
 
-    def _lead_us(self, resting: Phase) -> int:
-        level = _LEVEL.get(resting, 1)
-        return lead_for(self.wake_lead, level=level, ready_times_us=self.ready_us[level]).us
+    def _lead_us(self) -> int:
+        level = self.server.up_level
+        return lead_for(self.wake_lead, level=level, ready_times_us=self.server.ready_us[level]).us
 
     def _quiet_down(self, now: int, row: ScheduleRow, slot: Slot) -> None:
-        state = _STATE[self.rest]
+        state = self.server.state
         verdict = down_verdict(
             action=row.schedule.action, state=state, deferred_since=row.deferred_since,
             slot_at_us=slot.at_us, now_us=now,
@@ -414,10 +326,10 @@ class SimulatedDeployment:
             self.rows.defer(now, row, verdict.deferred_since, busy)
             return
         if verdict.call is DeployerCall.SLEEP:
-            self._go_down(now, self.sleeps_to, self._sleep_time(self.sleeps_to))
+            self._go_down(now, self.sleeps_to, self.server.sleep_time(self.sleeps_to))
         else:
             self.stopped_by = f"schedule:{row.number}"
-            self._go_down(now, Phase.STOPPED, self._draw(self.times.stop))
+            self._go_down(now, Phase.STOPPED, self.server.draw(self.server.times.stop))
         self.rows.record(now, row, slot, ResultKind.DONE, None)
 
     def _not_quiet(self, now: int, state: DeploymentState, *, recent: bool) -> str | None:
@@ -442,7 +354,7 @@ class SimulatedDeployment:
 
     def _scheduled_up(self, now: int, row: ScheduleRow, slot: Slot) -> None:
         verdict = up_verdict(
-            action=row.schedule.action, state=_STATE[self.rest], stopped_by=self.stopped_by
+            action=row.schedule.action, state=self.server.state, stopped_by=self.stopped_by
         )
         if isinstance(verdict, Skip):
             self.rows.record(now, row, slot, ResultKind.SKIPPED, verdict.reason)
@@ -453,11 +365,8 @@ class SimulatedDeployment:
             return
         if slot.at_us > now:
             self._count("wakes begun early")
-        self._bring_up(now, _Owner.RUNNER)
+        self.server.bring_up(now, Owner.RUNNER)
         self.rows.record(now, row, slot, ResultKind.DONE, None)
-
-    def _sleep_time(self, resting: Phase) -> int:
-        return self._draw(self.times.sleep_2 if resting is Phase.ASLEEP_2 else self.times.sleep_1)
 
     def _count(self, what: str) -> None:
         self.steps[what] = self.steps.get(what, 0) + 1
@@ -471,8 +380,8 @@ class SimulatedDeployment:
         window after that request ends, not a window after the pre-wake."""
         last = self.last_arrival
         if last is None:
-            return self.active_since
-        return last if self.pre_woken else max(last, self.active_since)
+            return self.server.active_since
+        return last if self.pre_woken else max(last, self.server.active_since)
 
     def _thresholds(self) -> tuple[int | None, int | None, int | None]:
         """Return the sleep, deepen and stop times the policy uses now (histogram or ladder)."""
@@ -482,20 +391,20 @@ class SimulatedDeployment:
             self.ladder,
             self.histogram.windows(self.last_arrival),
             pre_wake_lead_us=self._pre_wake_lead_us(),
-            sleep_us=self.times.sleep_1.median_us,
+            sleep_us=self.server.times.sleep_1.median_us,
             pre_woken=self.pre_woken,
         ).steps_us()
 
     def _next_idle_check(self) -> int | None:
-        if self.action is not None or self.shut_door or self.rest is Phase.STOPPED:
+        if self.server.action is not None or self.shut_door or self.server.rest is Phase.STOPPED:
             return None
-        if self.rest is not Phase.AWAKE and self.pre_wake_at is not None:
+        if self.server.rest is not Phase.AWAKE and self.pre_wake_at is not None:
             return (
                 math.ceil(max(self.pre_wake_at, self.idle_not_before, self.now) / IDLE_TICK_US)
                 * IDLE_TICK_US
             )
         sleep, deepen, stop = self._thresholds()
-        level = {Phase.AWAKE: 0, Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2}[self.rest]
+        level = {Phase.AWAKE: 0, Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2}[self.server.rest]
         # Each step is taken from below its level: a sleep from awake, a deepening from awake
         # or level 1, a stop from any.
         steps = [after for after, most in ((sleep, 0), (deepen, 1), (stop, 2))
@@ -523,21 +432,21 @@ class SimulatedDeployment:
         self.idle_not_before = now + IDLE_TICK_US  # one check a tick
         if (
             self.pre_wake_at is not None
-            and self.rest is not Phase.AWAKE
+            and self.server.rest is not Phase.AWAKE
             and now >= self.pre_wake_at
         ):
             self.pre_wake_at = None
             if self.fits(self.index, _UP, now).fits:
                 self._count("pre-wakes")
                 self.pre_woken = True
-                self._bring_up(now, _Owner.RUNNER)
+                self.server.bring_up(now, Owner.RUNNER)
             return
         sleep, deepen, stop = self._thresholds()
-        level = 2 if self.rest is Phase.ASLEEP_2 else 1
+        level = 2 if self.server.rest is Phase.ASLEEP_2 else 1
         step = ladder_step(
             IdleLadder(sleep_after_us=sleep, deepen_after_us=deepen, stop_after_us=stop),
-            state=_STATE[self.rest],
-            asleep_level=None if self.rest is Phase.AWAKE else level,
+            state=self.server.state,
+            asleep_level=None if self.server.rest is Phase.AWAKE else level,
             idle_for_us=now - self._idle_base(),
             in_awake_window=self.rows.in_awake_window(now),
         )
@@ -547,21 +456,21 @@ class SimulatedDeployment:
             # could not bring its own step sooner than that check.)
             self.held_back_until = self.rows.window_shuts(now)
             return
-        if self._not_quiet(now, _STATE[self.rest], recent=False) is not None:
+        if self._not_quiet(now, self.server.state, recent=False) is not None:
             return
         self._count(f"idle {step.value}s")
         if step is IdleStep.SLEEP:
-            self._go_down(now, Phase.ASLEEP_1, self._sleep_time(Phase.ASLEEP_1))
+            self._go_down(now, Phase.ASLEEP_1, self.server.sleep_time(Phase.ASLEEP_1))
             self._plan_pre_wake()
         elif step is IdleStep.DEEPEN:
-            self._go_down(now, Phase.ASLEEP_2, self._sleep_time(Phase.ASLEEP_2))
+            self._go_down(now, Phase.ASLEEP_2, self.server.sleep_time(Phase.ASLEEP_2))
         else:
             self.stopped_by = IDLE_ACTOR
-            self._go_down(now, Phase.STOPPED, self._draw(self.times.stop))
+            self._go_down(now, Phase.STOPPED, self.server.draw(self.server.times.stop))
 
     def _pre_wake_lead_us(self) -> int:
         """Return the measured level-1 wake time a pre-wake begins ahead by."""
-        return lead_for(MEASURED, level=1, ready_times_us=self.ready_us[1]).us
+        return lead_for(MEASURED, level=1, ready_times_us=self.server.ready_us[1]).us
 
     def _plan_pre_wake(self) -> None:
         if self.histogram is None or self.last_arrival is None or self.pre_woken:
@@ -575,8 +484,4 @@ class SimulatedDeployment:
         planned = begins // IDLE_TICK_US * IDLE_TICK_US  # taken at the tick at or before it
         # A sleep after a pre-wake's keep-alive ran out, with no request since, plans none:
         # the pre-wake it would plan is past, and would wake it again at once.
-        self.pre_wake_at = planned if planned > self.action_began() else None
-
-    def action_began(self) -> int:
-        """Return when the action under way began (its start of the span when none is)."""
-        return self.start_us if self.action is None else self.action.began
+        self.pre_wake_at = planned if planned > self.server.action_began() else None

@@ -16,7 +16,7 @@ from dgxmm.clock import ManualClock
 from dgxmm.errors import Conflict, InvalidInput
 from dgxmm.fleet import Fleet, HttpTimeouts, PageProcess
 from dgxmm.fleet.deployments.tables import metric_rollups
-from dgxmm.fleet.metrics import metrics as metrics_module
+from dgxmm.fleet.metrics import scrapes as scrapes_module
 from dgxmm.fleet.metrics.rollups import RETENTION_SETTING
 from dgxmm.store import writing
 
@@ -172,7 +172,7 @@ def test_hung_servers_beyond_the_moving_scrapes_hold_up_no_healthy_one(
     # One scrape moving at a time: each hung server is found stuck and a thread starts in its
     # place. Without that, the healthy servers queued behind four hung ones (1 s each) would
     # still wait at the pass's 3 s deadline and count as unreadable.
-    monkeypatch.setattr(metrics_module, "MOVING_SCRAPES", 1)
+    monkeypatch.setattr(scrapes_module, "MOVING_SCRAPES", 1)
     fleet = make_fleet(
         http_timeouts=HttpTimeouts(connect_s=2.0, probe_s=5.0, metrics_s=1.0), pages=pages
     )

@@ -1,6 +1,7 @@
 """How dgxmm drives model servers: the ``Backend`` protocol and the backends behind it.
 
-- ``protocol``: ``Backend``, ``BackendKind``, health and stop outcomes, the start-up gate.
+- ``protocol``: ``Backend``, ``BackendKind``, health and stop outcomes, the start-up gate
+  (``wait_until_healthy``, and ``pass_gate``: a start or wake through it).
 - ``registry``: ``Backends``, the backend of each deployment, built on demand.
 - ``process`` / ``external``: a server dgxmm launches and owns, or one already running.
 - ``ray`` / ``ray_actor``: a server a named Ray actor launches on a node of a cluster.

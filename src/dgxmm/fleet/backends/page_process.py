@@ -160,7 +160,7 @@ class PageProcess:
 # -- the child --------------------------------------------------------------------------------
 
 # Pages read at once; a hung server holds one until its timeouts pass. As many as the pass
-# keeps scrapes at once at most (metrics.SCRAPE_WORKERS), so hung servers hold up no other.
+# keeps scrapes at once at most (scrapes.SCRAPE_WORKERS), so hung servers hold up no other.
 _READERS = 256
 
 

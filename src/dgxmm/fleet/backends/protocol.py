@@ -33,6 +33,7 @@ __all__ = [
     "HealthCheck",
     "HttpTimeouts",
     "StopOutcome",
+    "pass_gate",
     "wait_until_healthy",
 ]
 
@@ -211,3 +212,43 @@ def wait_until_healthy(
                 f"(last health check: {check.health.value}, {check.detail})"
             )
         pause(min(interval_s, remaining))
+
+
+def pass_gate(
+    backend: Backend,
+    *,
+    what: str,
+    level: int | None,
+    timeout_s: float,
+    started: Callable[[], None] = lambda: None,
+) -> float:
+    """Start the server (``level`` None) or wake it from ``level``; return once it serves.
+
+    The whole start-up gate of a start or a wake: healthy (``wait_until_healthy``), then one
+    tiny completion answered, all within ``timeout_s`` (the deployment's
+    ``startup_timeout_s``; ``what`` names the action in the error when it passes): each
+    request gets only what is left. ``started`` runs once a start is launched. Returns the
+    seconds it took: the time to ready.
+    """
+    began = time.monotonic()
+
+    def left() -> float:
+        remaining = timeout_s - (time.monotonic() - began)
+        if remaining <= 0:
+            raise BackendError(
+                f"{what} of {backend}: not done within {timeout_s:g} s "
+                "(the deployment's startup_timeout_s)"
+            )
+        return remaining
+
+    if level is not None:
+        backend.wake(level, timeout_s=left())
+    else:
+        backend.start()
+        started()
+    left()
+    wait_until_healthy(backend, timeout_s, began=began)
+    # Healthy is not serving: a woken vLLM engine can answer garbage or crash on its first
+    # request. One tiny completion must answer.
+    backend.check_completion(timeout_s=left())
+    return time.monotonic() - began

@@ -5,6 +5,8 @@
 - ``rollups``: ``Rollup``, one deployment's minute, and the arithmetic of building one; the
   rollups read back in bulk, as columns (``read_rollup_columns``, for the traffic profiles).
 - ``metrics``: ``Metrics``, the service that samples, keeps request activity and rolls up.
+- ``scrapes``: ``ScrapePool``, the threads of a scrape pass: every target read at once, a
+  hung one holding up no other.
 
 The package exports what the backends need below them (the format, the sample, the rollup
 row). ``Metrics`` reads the backends and the deployments, so it is exported by

@@ -24,13 +24,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_all
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
@@ -51,6 +46,7 @@ from dgxmm.fleet.metrics.rollups import (
     mean_of,
 )
 from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, delta_between
+from dgxmm.fleet.metrics.scrapes import Scrape, Scraped, ScrapePool
 from dgxmm.jobs import RunContext
 from dgxmm.store import reading, writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
@@ -63,27 +59,6 @@ log = logging.getLogger(__name__)
 _SAMPLED = (DeploymentState.RUNNING, DeploymentState.SLEEPING)
 
 OnGone = Callable[[Deployment, str], None]
-# Scrapes at once, at most. More than the hung servers a fleet is likely to have at one time,
-# so the healthy ones are never left waiting for a free thread behind them.
-SCRAPE_WORKERS = 256
-# Scrapes moving at once: enough for a short pass, few enough that a request served beside
-# the pass waits for the GIL milliseconds, not seconds. Hundreds of runnable scrape threads
-# stalled every request for the whole pass (1.5 s at 1,000 deployments; benchmarks/README.md).
-MOVING_SCRAPES = 16
-# A scrape still waiting after this is taken for a slow or hung server: another thread starts
-# in its place, so the healthy servers behind it never wait for its timeout.
-STUCK_S = 0.1
-
-
-class _Scrape(Enum):
-    """How one target's scrape went."""
-
-    SAMPLED = "sampled"
-    CHECKED = "checked"  # a sleeping deployment's health
-    GONE = "gone"
-    UNREADABLE = "unreadable"
-
-
 _Key = tuple[int, int]  # (deployment id, minute)
 _IN_CHUNK = 500  # ids per IN list: far below SQLite's and PostgreSQL's bound-parameter limits
 
@@ -116,10 +91,6 @@ def _columns(key: _Key, minute: _Minute, *, keyed: bool = True) -> dict[str, Any
     }
 
 
-# How a scrape went, its sample (sampled) and its error (unreadable).
-_Scraped = tuple[_Scrape, MetricsSample | None, BackendError | None]
-
-
 class Metrics:
     """Samples deployments, keeps their request activity, and writes per-minute rollups."""
 
@@ -150,7 +121,7 @@ class Metrics:
         self._latency: dict[int, Latency] = {}
         self._scraping: set[int] = set()  # deployments whose scrape is under way
         self._own: dict[int, int] = {}  # dgxmm's own completions the next delta still holds
-        self._pool = ThreadPoolExecutor(max_workers=SCRAPE_WORKERS, thread_name_prefix="scrape")
+        self._scrapes = ScrapePool()
 
     # -- samples ------------------------------------------------------------------------------
 
@@ -384,60 +355,21 @@ class Metrics:
                 if deployment.state in _SAMPLED and deployment.id not in self._scraping:
                     self._scraping.add(deployment.id)
                     targets.append(deployment)
-        # The targets wait in one queue that each pool thread empties: submitting one task
-        # per target would make this thread fight hundreds of busy workers for the GIL.
-        work = deque(targets)
-        results: dict[int, _Scraped] = {}
-        go = threading.Event()
-        # When each thread's scrape under way began (0.0: between two); one slot per thread.
-        began = [0.0] * SCRAPE_WORKERS
-
-        def scrape_queued(slot: int) -> None:
-            go.wait()
-            while True:
-                try:
-                    deployment = work.popleft()
-                except IndexError:
-                    return
-                began[slot] = time.monotonic()
-                results[deployment.id] = self._scrape(deployment)
-                began[slot] = 0.0
-
-        loops: list[Future[None]] = []
-
-        def add(count: int) -> None:
-            for _ in range(max(0, min(count, SCRAPE_WORKERS - len(loops), len(work)))):
-                loops.append(self._pool.submit(scrape_queued, len(loops)))
-
         deadline_s = self._backends.timeouts.scrape_deadline_s
-        deadline = time.monotonic() + deadline_s
-        add(MOVING_SCRAPES)
-        # Every first thread is handed its loop before any starts: threads scraping while
-        # this one still submits starve it of the GIL.
-        go.set()
-        while (left := deadline - time.monotonic()) > 0:
-            _, waiting = wait_all(loops, timeout=min(STUCK_S, left))
-            if not waiting:
-                break
-            now = time.monotonic()
-            stuck = sum(1 for at in began if at and now - at > STUCK_S)
-            add(MOVING_SCRAPES - (len(waiting) - stuck))  # a thread for each stuck one
-        never = list(work)
-        work.clear()  # past the deadline: what no thread took yet waits for the next pass
+        finished, never = self._scrapes.run(targets, self._scrape, deadline_s)
         with self._lock:
             self._scraping.difference_update(deployment.id for deployment in never)
-        finished = dict(results)
-        counts = dict.fromkeys(_Scrape, 0)
+        counts = dict.fromkeys(Scrape, 0)
         samples = []
         unreadable = []
         for deployment in targets:
             kind, sample, error = finished.get(deployment.id) or (
-                _Scrape.UNREADABLE,
+                Scrape.UNREADABLE,
                 None,
                 BackendError(f"metrics of {deployment.name}: no answer within {deadline_s:g} s"),
             )
             counts[kind] += 1
-            if kind in (_Scrape.GONE, _Scrape.UNREADABLE):
+            if kind in (Scrape.GONE, Scrape.UNREADABLE):
                 self._telemetry.scrape_failed(deployment.name, kind)
             if sample is not None:
                 samples.append((deployment, sample))
@@ -449,38 +381,38 @@ class Metrics:
         self._unreadable(unreadable)
         for deployment, sample in samples:
             # dgxmm says running, the server says asleep: a sleep that finished after dgxmm
-            # stopped waiting for it. Reconciled (by the deployer, under the lock).
+            # stopped waiting for it. Reconciled (by the reconciler, under the deployer's lock).
             if sample.sleep_state in (SleepState.WEIGHTS_OFFLOADED, SleepState.DISCARD_ALL):
                 assert sample.sleep_state is not None
                 self._on_asleep(deployment, f"sleep_state={sample.sleep_state.value}")
-        parts = [f"{counts[_Scrape.SAMPLED]} sampled"]
-        if counts[_Scrape.GONE]:
-            parts.append(f"{counts[_Scrape.GONE]} gone")
-        if counts[_Scrape.UNREADABLE]:
-            parts.append(f"{counts[_Scrape.UNREADABLE]} unreadable")
+        parts = [f"{counts[Scrape.SAMPLED]} sampled"]
+        if counts[Scrape.GONE]:
+            parts.append(f"{counts[Scrape.GONE]} gone")
+        if counts[Scrape.UNREADABLE]:
+            parts.append(f"{counts[Scrape.UNREADABLE]} unreadable")
         return ", ".join(parts)
 
     def close(self) -> None:
         """Start no more scrapes (those under way end on their own timeouts)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._scrapes.close()
 
-    def _scrape(self, deployment: Deployment) -> _Scraped:
+    def _scrape(self, deployment: Deployment) -> Scraped:
         """Sample a running deployment, or check a sleeping one's health; say how it went."""
         try:
             backend = self._backends.of(deployment)
             if deployment.state is DeploymentState.RUNNING:
                 try:
-                    return _Scrape.SAMPLED, backend.sample(), None
+                    return Scrape.SAMPLED, backend.sample(), None
                 except ServerGone as error:
                     self._on_gone(deployment, str(error))
-                    return _Scrape.GONE, None, None
+                    return Scrape.GONE, None, None
                 except BackendError as error:
-                    return _Scrape.UNREADABLE, None, error
+                    return Scrape.UNREADABLE, None, error
             check = backend.check_health()
             if check.health is Health.GONE:
                 self._on_gone(deployment, check.detail)
-                return _Scrape.GONE, None, None
-            return _Scrape.CHECKED, None, None
+                return Scrape.GONE, None, None
+            return Scrape.CHECKED, None, None
         finally:
             with self._lock:
                 self._scraping.discard(deployment.id)

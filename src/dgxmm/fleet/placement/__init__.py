@@ -5,6 +5,8 @@
   set of GPUs;
 - ``cluster`` / ``nodes``: a Ray cluster's nodes and their GPUs, and the same fit asked of
   each node for ray deployments.
+- ``placer``: ``Placer``, the fit and eviction plan of one deployment beside the others as
+  their rows are now, and the node a ray deployment's start chose, written down.
 
 The fleet's public names are re-exported once, by ``dgxmm.fleet``.
 """

@@ -22,6 +22,7 @@ from dgxmm.clock import Clock
 from dgxmm.errors import CronError, InvalidInput
 from dgxmm.jobs import KEEP, CronSchedule, Keep, Override, WorkloadStats
 from dgxmm.jobs.keys import check_pause_note
+from dgxmm.jobs.stats.overrides import overridden
 from dgxmm.store.catalog.journal import read_setting, write_setting
 from dgxmm.store.database import CHANGE_BUSY_MS, reading, writing
 from dgxmm.store.schema import settings
@@ -88,11 +89,7 @@ class SystemJobOverrides:
         with writing(self._engine, busy_ms=CHANGE_BUSY_MS) as connection:
             _, value = read_setting(connection, key)  # read where it is written: no lost change
             current = _parse(value) or Override()
-            new = Override(
-                schedule=current.schedule if schedule is KEEP else schedule,
-                enabled=current.enabled if enabled is KEEP else enabled,
-                note=current.note if note is KEEP else note,
-            )
+            new = overridden(current, schedule, enabled, note)
             empty = new == Override()
             write_setting(
                 connection,
