@@ -51,6 +51,7 @@ _FLEET_TOP = (
     "dgxmm.fleet.deployer",
     "dgxmm.fleet.service",
     "dgxmm.fleet.reattach",
+    "dgxmm.fleet.reconciler",
 )
 ROOM_RULES: dict[str, tuple[str, ...]] = {
     # The database, its schema and durable files sit under every room of the store.
