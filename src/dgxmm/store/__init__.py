@@ -1,6 +1,7 @@
 """The store: the database (SQLite by default, PostgreSQL by URL) and everything kept in it.
 
-- ``store``: ``Store``, the one facade, and ``restore``;
+- ``store`` / ``catalog_face``: ``Store``, the one facade, and ``restore``; the facade's
+  methods on the catalog (queries, jobs, journal, settings, the file, the attic, rollback);
 - ``database`` / ``schema`` / ``files`` / ``migrations/``: the engine and its transactions,
   the tables, durable file writes, the Alembic revisions;
 - ``catalog/``: saved queries and user jobs, versioned and journaled, their effects, the
