@@ -1,6 +1,7 @@
 """The store: the database (SQLite by default, PostgreSQL by URL) and everything kept in it.
 
-- ``store``: ``Store``, the one facade, and ``restore``;
+- ``store`` / ``catalog_face``: ``Store``, the one facade, and ``restore``; the facade's
+  methods on the catalog (queries, jobs, journal, settings, the file, the attic, rollback);
 - ``database`` / ``schema`` / ``files`` / ``migrations/``: the engine and its transactions,
   the tables, durable file writes, the Alembic revisions;
 - ``catalog/``: saved queries and user jobs, versioned and journaled, their effects, the
@@ -30,8 +31,9 @@ from dgxmm.store.catalog.rollback import RollbackResult, RollbackStep
 from dgxmm.store.database import Dialect, reading, writing
 from dgxmm.store.runs.changes import ChangeEntry, record_change
 from dgxmm.store.runs.instances import Instance, InstanceRole
-from dgxmm.store.runs.job_runs import MAX_RUNS_PAGE, JobRuns, RunRecord, Trigger
+from dgxmm.store.runs.job_runs import MAX_RUNS_PAGE, JobRuns
 from dgxmm.store.runs.kept_rows import KEPT_BYTES, KEPT_ROWS, KeptRows
+from dgxmm.store.runs.records import RunRecord, Trigger
 from dgxmm.store.runs.system_jobs import COMPACT, RUNS_PURGE, STATS_FLUSH, SYSTEM_JOB_NAMES
 from dgxmm.store.runs.user_jobs import NotScheduled, UserJobs
 from dgxmm.store.schema import metadata

@@ -176,7 +176,7 @@ job_runs = Table(
     Column("job", String(NAME_LENGTH), nullable=False),
     Column("kind", String(10), nullable=False),  # jobs.JobKind
     Column("job_group", String(NAME_LENGTH)),  # the engine's group: one run of it at a time
-    Column("trigger", String(10), nullable=False),  # job_runs.Trigger
+    Column("trigger", String(10), nullable=False),  # runs/records.py: Trigger
     Column("scheduled_at", BigInteger, nullable=False),
     Column("started_at", BigInteger, nullable=False),
     Column("finished_at", BigInteger),  # NULL while under way

@@ -8,11 +8,11 @@ A run opens one ``REPEATABLE READ`` snapshot and exports it, then:
   ``information_schema``, ``pg_toast``, temporary schemas), those of extensions included
   (a restore empties what ``CREATE EXTENSION`` put in them), is read with ``COPY
   (SELECT ... ORDER BY <primary key>) TO STDOUT`` (text format, session settings fixed so
-  the text is stable) and hashed (SHA-256). Tables are named as ``regclass`` prints them:
-  ``items`` in the default schema, ``app.items`` in another. A table whose hash equals the
-  chain's is not stored again: the manifest points at the run that holds it. So an
-  increment stores only the tables that changed, but it still reads every table: on
-  PostgreSQL an increment saves bytes, not time;
+  the text is stable) and hashed (SHA-256), as ``pg_tables.py`` does it. Tables are named
+  as ``regclass`` prints them: ``items`` in the default schema, ``app.items`` in another. A
+  table whose hash equals the chain's is not stored again: the manifest points at the run
+  that holds it. So an increment stores only the tables that changed, but it still reads
+  every table: on PostgreSQL an increment saves bytes, not time;
 - sequences (of the same schemas): their values, set again on restore.
 
 ``restore_postgresql`` needs a new, empty, ordinary database: it refuses, naming
@@ -28,9 +28,7 @@ before it commits.
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -54,6 +52,18 @@ from dgxmm.store.backups.directory import (
     read_runs,
     write_manifest,
 )
+from dgxmm.store.backups.pg_tables import (
+    SESSION,
+    checked_file,
+    copy_in,
+    copy_out,
+    file_for,
+    identifier,
+    load_order,
+    quoted,
+    relations,
+    sequence_values,
+)
 from dgxmm.store.database import Target
 from dgxmm.store.schema import settings
 
@@ -61,15 +71,6 @@ __all__ = ["backup_postgresql", "restore_postgresql"]
 
 SCHEMA = "schema.sql"
 _FORMAT = 2  # 2: tables keyed as regclass prints them, in every schema; 1: current_schema()
-# Schemas of PostgreSQL itself: pg_catalog, pg_toast, pg_temp_N... (no user schema may start
-# with pg_), and information_schema. Every other schema is backed up.
-_RELATIONS = (
-    "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE c.relkind = ANY(%s) AND n.nspname <> 'information_schema' "
-    "AND left(n.nspname, 3) <> 'pg_' AND (%s OR NOT EXISTS (SELECT 1 FROM pg_depend d "
-    "WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')) "
-    "ORDER BY 1"
-)
 # The cluster's own databases: a template is copied into every new database, and postgres
 # is where tools and people connect to administer the cluster.
 _CLUSTER_DATABASES = {
@@ -77,15 +78,6 @@ _CLUSTER_DATABASES = {
     "template1": "the template every new database of the cluster is made from",
     "postgres": "the cluster's maintenance database",
 }
-_PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
-_SESSION = (
-    "SET TimeZone = 'UTC'",
-    "SET DateStyle = 'ISO, YMD'",
-    "SET IntervalStyle = 'postgres'",
-    "SET extra_float_digits = 1",
-    "SET bytea_output = 'hex'",
-)
-
 Check = Callable[[], None]
 
 
@@ -106,7 +98,7 @@ def backup_postgresql(
     check()
     with _connect(engine.url) as connection, target.new_run(sequence) as temp:
         connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        for statement in _SESSION:
+        for statement in SESSION:
             connection.execute(statement)
         snapshot = connection.execute("SELECT pg_export_snapshot()").fetchone()
         assert snapshot is not None
@@ -114,11 +106,11 @@ def backup_postgresql(
         written = (temp / SCHEMA).stat().st_size
         tables: dict[str, Any] = {}
         stored = 0
-        names = _relations(connection, "r")
+        names = relations(connection, "r")
         for done, name in enumerate(names, start=1):
             check()
-            file = _file_for(name)
-            entry = _copy_out(connection, name, temp / file)
+            file = file_for(name)
+            entry = copy_out(connection, name, temp / file)
             progress(done, len(names))
             earlier = previous.get(name)
             if earlier is not None and earlier["sha256"] == entry["sha256"]:
@@ -131,7 +123,7 @@ def backup_postgresql(
                 written += entry["bytes"]
                 stored += 1
             tables[name] = entry
-        sequences = _sequences(connection)
+        sequences = sequence_values(connection)
         revision = connection.execute("SELECT version_num FROM alembic_version").fetchone()
         connection.execute("COMMIT")
         check()
@@ -187,34 +179,34 @@ def restore_postgresql(
     _load_schema(target.url, last.path / SCHEMA)
     tables: dict[str, Any] = manifest["tables"]
     # Format 1 named tables of current_schema() by their bare names; regclass needs them quoted.
-    lookup = {name: name if manifest.get("format", 1) >= 2 else _quoted(name) for name in tables}
+    lookup = {name: name if manifest.get("format", 1) >= 2 else quoted(name) for name in tables}
     try:
         with _connect_target(target) as connection:
             connection.execute("BEGIN")
-            for statement in _SESSION:
+            for statement in SESSION:
                 connection.execute(statement)
-            ordered = _load_order(connection, lookup)
+            ordered = load_order(connection, lookup)
             # schema.sql made every table empty but those of extensions, which CREATE
             # EXTENSION filled; they are backed up like the others, so they start empty too.
             if ordered:
-                everything = [_identifier(connection, lookup[name]) for name in ordered]
+                everything = [identifier(connection, lookup[name]) for name in ordered]
                 connection.execute(sql.SQL("TRUNCATE {}").format(sql.SQL(", ").join(everything)))
             for done, name in enumerate(ordered, start=1):
                 entry = tables[name]
-                source = by_number[int(entry["run"])] / _checked_file(entry, name)
-                _copy_in(connection, lookup[name], entry, source)
+                source = by_number[int(entry["run"])] / checked_file(entry, name)
+                copy_in(connection, lookup[name], entry, source)
                 progress(done, len(ordered))
             for name, (value, called) in manifest.get("sequences", {}).items():
-                sequence = name if manifest.get("format", 1) >= 2 else _quoted(name)
+                sequence = name if manifest.get("format", 1) >= 2 else quoted(name)
                 connection.execute("SELECT setval(%s::regclass, %s, %s)", (sequence, value, called))
             for name in tables:
-                found = _copy_out(connection, lookup[name], None)
+                found = copy_out(connection, lookup[name], None)
                 if found["sha256"] != tables[name]["sha256"]:
                     raise BackupError(f"restored table {name} does not match its checksum")
             if drop_settings and settings.name in lookup:
                 # The same rule as SQLite's, whose pages cannot leave rows out: the backup
                 # is an exact copy, the restore leaves out what belongs to the instance.
-                table = _identifier(connection, lookup[settings.name])
+                table = identifier(connection, lookup[settings.name])
                 for prefix in drop_settings:
                     connection.execute(
                         sql.SQL("DELETE FROM {} WHERE substr(key, 1, %s) = %s").format(table),
@@ -238,7 +230,7 @@ def _refuse_unless_new(
         raise Conflict(f"{name} is a template database; give a new, empty one", field="target")
     if live is not None and _is_live(connection, live):
         raise Conflict(f"{name} is this store's live database", field="target")
-    found = _relations(connection, "r", "p", "v", "m", "f", "S", extensions=False)
+    found = relations(connection, "r", "p", "v", "m", "f", "S", extensions=False)
     if found:
         shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
         raise Conflict(
@@ -302,151 +294,6 @@ def _conninfo(url: URL) -> str:
     return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in parts.items() if v})
 
 
-def _relations(
-    connection: psycopg.Connection[Any], *kinds: str, extensions: bool = True
-) -> list[str]:
-    """Name the relations of these ``relkind``s in the users' schemas, as regclass prints them.
-
-    ``extensions=False`` leaves out the objects of extensions (``CREATE EXTENSION`` made them).
-    """
-    rows = connection.execute(_RELATIONS, (list(kinds), extensions)).fetchall()
-    return [str(row[0]) for row in rows]
-
-
-def _identifier(connection: psycopg.Connection[Any], name: str) -> sql.Identifier:
-    """Return the schema-qualified identifier of a relation named as regclass reads it."""
-    row = connection.execute(
-        "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
-        "ON n.oid = c.relnamespace WHERE c.oid = %s::regclass",
-        (name,),
-    ).fetchone()
-    assert row is not None  # regclass raised already for a name that names nothing
-    return sql.Identifier(str(row[0]), str(row[1]))
-
-
-def _file_for(name: str) -> str:
-    """Return the file of a table's data: its name when plain, else a digest of it."""
-    if _PLAIN_NAME.fullmatch(name):
-        return f"{name}.copy"
-    return f"table-{hashlib.sha256(name.encode()).hexdigest()[:24]}.copy"
-
-
-def _checked_file(entry: dict[str, Any], name: str) -> str:
-    file = str(entry.get("file", f"{name}.copy"))
-    if Path(file).name != file or file.startswith("."):
-        raise BackupError(f"the manifest names {file!r} for table {name}, which is no file name")
-    return file
-
-
-def _columns(connection: psycopg.Connection[Any], name: str) -> tuple[list[str], list[str]]:
-    """Return a table's columns (in order) and its primary key's columns."""
-    columns = connection.execute(
-        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
-        "AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
-        (name,),
-    ).fetchall()
-    key = connection.execute(
-        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-        "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
-        "ORDER BY array_position(i.indkey, a.attnum)",
-        (name,),
-    ).fetchall()
-    return [str(c[0]) for c in columns], [str(k[0]) for k in key]
-
-
-def _copy_out(connection: psycopg.Connection[Any], name: str, path: Path | None) -> dict[str, Any]:
-    """Copy a table out (to ``path``, or only hashed); return its manifest entry."""
-    columns, key = _columns(connection, name)
-    # Without a primary key, rows are ordered by their whole text (ROW(...), as a column of
-    # the table's own name would hide the table's row value).
-    order = (
-        sql.SQL(", ").join(sql.Identifier(k) for k in key)
-        if key
-        else sql.SQL("ROW(dgxmm_row.*)::text")
-    )
-    query = sql.SQL("COPY (SELECT {} FROM {} AS dgxmm_row ORDER BY {}) TO STDOUT").format(
-        sql.SQL(", ").join(sql.Identifier(c) for c in columns),
-        _identifier(connection, name),
-        order,
-    )
-    digest = hashlib.sha256()
-    size = rows = 0
-    out = open(path, "wb") if path is not None else None  # noqa: SIM115 - closed below
-    try:
-        with connection.cursor().copy(query) as copy:
-            for chunk in copy:
-                data = bytes(chunk)
-                digest.update(data)
-                size += len(data)
-                rows += data.count(b"\n")
-                if out is not None:
-                    out.write(data)
-    finally:
-        if out is not None:
-            out.close()
-    return {"sha256": digest.hexdigest(), "rows": rows, "bytes": size, "columns": columns}
-
-
-def _copy_in(
-    connection: psycopg.Connection[Any], name: str, entry: dict[str, Any], source: Path
-) -> None:
-    if not source.exists():
-        raise BackupError(f"{source} is missing")
-    with open(source, "rb") as handle:
-        if hashlib.sha256(handle.read()).hexdigest() != entry["sha256"]:
-            raise BackupError(f"{source} does not match its checksum")
-    table = _identifier(connection, name)
-    columns = sql.SQL(", ").join(sql.Identifier(c) for c in entry["columns"])
-    connection.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER USER").format(table))
-    with (
-        open(source, "rb") as handle,
-        connection.cursor().copy(sql.SQL("COPY {} ({}) FROM STDIN").format(table, columns)) as copy,
-    ):
-        while chunk := handle.read(1 << 20):
-            copy.write(chunk)
-    connection.execute(sql.SQL("ALTER TABLE {} ENABLE TRIGGER USER").format(table))
-
-
-def _load_order(connection: psycopg.Connection[Any], lookup: dict[str, str]) -> list[str]:
-    """Order tables so that a referenced table is loaded before the tables that refer to it.
-
-    ``lookup`` maps each manifest name to the name regclass reads; tables are matched by oid.
-    """
-    oids: dict[int, str] = {}
-    for name, regclass in lookup.items():
-        row = connection.execute("SELECT %s::regclass::oid", (regclass,)).fetchone()
-        assert row is not None
-        oids[int(row[0])] = name
-    edges = connection.execute(
-        "SELECT c.conrelid::oid, c.confrelid::oid FROM pg_constraint c WHERE c.contype = 'f'"
-    ).fetchall()
-    needs: dict[str, set[str]] = {name: set() for name in lookup}
-    for child_oid, parent_oid in edges:
-        child, parent = oids.get(int(child_oid)), oids.get(int(parent_oid))
-        if child is not None and parent is not None and child != parent:
-            needs[child].add(parent)
-    ordered: list[str] = []
-    while needs:
-        ready = sorted(name for name, parents in needs.items() if not parents - set(ordered))
-        if not ready:
-            ready = sorted(needs)[:1]  # a cycle: load one anyway (its checks are immediate)
-        for name in ready:
-            ordered.append(name)
-            del needs[name]
-    return ordered
-
-
-def _sequences(connection: psycopg.Connection[Any]) -> dict[str, list[Any]]:
-    found: dict[str, list[Any]] = {}
-    for name in _relations(connection, "S"):
-        row = connection.execute(
-            sql.SQL("SELECT last_value, is_called FROM {}").format(_identifier(connection, name))
-        ).fetchone()
-        assert row is not None
-        found[name] = [int(row[0]), bool(row[1])]
-    return found
-
-
 def _dump_schema(url: URL, snapshot: str, out: Path) -> None:
     pg_dump = _tool("pg_dump")
     result = subprocess.run(
@@ -503,7 +350,3 @@ def _tool(name: str) -> Path:
 def _major(directory: str) -> int:
     part = Path(directory).parent.name
     return int(part) if part.isdigit() else 0
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

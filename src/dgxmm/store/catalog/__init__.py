@@ -1,6 +1,8 @@
 """The catalog: saved queries and user jobs, versioned, journaled, with their rights.
 
-- ``catalog``: ``Catalog``, every change in one write transaction under the next version;
+- ``catalog`` / ``rows``: ``Catalog``, every change in one write transaction under the next
+  version, over ``CatalogRows``: each query's and job's row checked, written with its
+  journal row or dropped to the attic, inside the caller's transaction;
 - ``definitions`` / ``params`` / ``analysis``: a job's keys checked, a query's typed
   parameters, what a query's SQL does (parsed with sqlglot);
 - ``effects`` / ``protection``: the rights a job is granted when it is defined, and the tables

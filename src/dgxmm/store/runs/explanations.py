@@ -30,8 +30,9 @@ from dgxmm.jobs import (
 )
 from dgxmm.store.catalog.journal import Subject, read_history
 from dgxmm.store.database import reading
-from dgxmm.store.runs.job_runs import JobRuns, RunRecord, Trigger
+from dgxmm.store.runs.job_runs import JobRuns
 from dgxmm.store.runs.overrides import OVERRIDE_PREFIX
+from dgxmm.store.runs.records import RunRecord, Trigger
 
 __all__ = ["explain_time"]
 

@@ -20,10 +20,6 @@ system job deletes older ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any
-
 from sqlalchemy import Connection, Engine, and_, delete, func, insert, or_, select, text, update
 
 from dgxmm.clock import Clock
@@ -32,11 +28,12 @@ from dgxmm.jobs import JobKind, JobRun, Outcome, RunResult
 from dgxmm.store.database import Dialect, reading, writing
 from dgxmm.store.runs.instances import Presence
 from dgxmm.store.runs.kept_rows import KeptRows
+from dgxmm.store.runs.records import RunRecord, Trigger, run_record
 from dgxmm.store.schema import job_run_rows, job_runs
 from dgxmm.store.versions import ChangeVersions, Topic
 from dgxmm.time_units import DAY_US
 
-__all__ = ["KEEP_DAYS_SETTING", "MAX_RUNS_PAGE", "JobRuns", "RunRecord", "Trigger"]
+__all__ = ["KEEP_DAYS_SETTING", "MAX_RUNS_PAGE", "JobRuns"]
 
 # The setting that changes how long runs are kept (days, a whole number from 1).
 KEEP_DAYS_SETTING = "jobs.runs_keep_days"
@@ -45,63 +42,6 @@ MAX_RUNS_PAGE = 1000
 # Arbitrary, fixed: serializes claims on PostgreSQL, so that "is a run of this job or of its
 # group under way elsewhere?" and the insert are one step (SQLite's BEGIN IMMEDIATE is).
 _CLAIM_LOCK = 0x64677878_6D6D0003 & 0x7FFFFFFFFFFFFFFF
-
-
-class Trigger(Enum):
-    """What started a run."""
-
-    SCHEDULE = "schedule"  # its cron time came, on the ticking instance
-    MANUAL = "manual"  # Run now: POST /api/jobs/run
-    CLI = "cli"  # dgxmm jobs run
-    RETRY = "retry"  # a failed scheduled run tried again (its attempt is 2 and up)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunRecord:
-    """One run as the store has it."""
-
-    id: int
-    job: str
-    kind: JobKind
-    group: str | None
-    trigger: Trigger
-    scheduled_at: int
-    started_at: int
-    finished_at: int | None  # None while under way
-    outcome: Outcome | None  # None while under way
-    error: str | None
-    public_error: str | None
-    result: str | None
-    instance: str
-    attempt: int = 1
-    cancel_requested_by: str | None = None  # who asked to cancel it
-    cancelled_by: str | None = None  # who cancelled it (outcome cancelled)
-
-    @property
-    def under_way(self) -> bool:
-        """Tell whether the run has not ended (as far as the store knows)."""
-        return self.finished_at is None
-
-    def to_json(self, *, full_errors: bool) -> dict[str, Any]:
-        """Return it as plain JSON values, instants in microseconds (``full_errors``: admins)."""
-        duration = None if self.finished_at is None else self.finished_at - self.started_at
-        return {
-            "id": self.id,
-            "job": self.job,
-            "kind": self.kind.value,
-            "trigger": self.trigger.value,
-            "scheduled_at_us": self.scheduled_at,
-            "started_at_us": self.started_at,
-            "finished_at_us": self.finished_at,
-            "duration_ms": None if duration is None else round(duration / 1000, 3),
-            "outcome": None if self.outcome is None else self.outcome.value,
-            "error": self.error if full_errors else self.public_error,
-            "result": self.result,
-            "instance": self.instance,
-            "attempt": self.attempt,
-            "cancel_requested_by": self.cancel_requested_by,
-            "cancelled_by": self.cancelled_by,
-        }
 
 
 class JobRuns:
@@ -299,7 +239,7 @@ class JobRuns:
         if kind is not None:
             query = query.where(job_runs.c.kind == kind.value)
         with reading(self.engine) as connection:
-            records = [_record(row._mapping) for row in connection.execute(query)]
+            records = [run_record(row._mapping) for row in connection.execute(query)]
             if not records:
                 return []
             living = self.presence.alive(connection, {r.instance for r in records})
@@ -351,7 +291,7 @@ class JobRuns:
         """Return one run, or None."""
         with reading(self.engine) as connection:
             row = connection.execute(select(job_runs).where(job_runs.c.id == run_id)).first()
-        return None if row is None else _record(row._mapping)
+        return None if row is None else run_record(row._mapping)
 
     def page(
         self, *, job: str | None = None, before: int | None = None, limit: int = 50
@@ -367,7 +307,7 @@ class JobRuns:
         if before is not None:
             query = query.where(job_runs.c.id < before)
         with reading(self.engine) as connection:
-            return [_record(row._mapping) for row in connection.execute(query)]
+            return [run_record(row._mapping) for row in connection.execute(query)]
 
     def newest(
         self,
@@ -404,7 +344,7 @@ class JobRuns:
             at, run_id = before
             query = query.where(or_(c.started_at < at, and_(c.started_at == at, c.id < run_id)))
         with reading(self.engine) as connection:
-            return [_record(row._mapping) for row in connection.execute(query)]
+            return [run_record(row._mapping) for row in connection.execute(query)]
 
     def around(
         self, job: str, at_us: int, group: str | None
@@ -433,7 +373,7 @@ class JobRuns:
             .limit(MAX_RUNS_PAGE)
         )
         with reading(self.engine) as connection:
-            mine = [_record(row._mapping) for row in connection.execute(own)]
+            mine = [run_record(row._mapping) for row in connection.execute(own)]
             theirs: list[RunRecord] = []
             if group is not None:
                 others = (
@@ -442,16 +382,16 @@ class JobRuns:
                     .order_by(c.id)
                     .limit(MAX_RUNS_PAGE)
                 )
-                theirs = [_record(row._mapping) for row in connection.execute(others)]
+                theirs = [run_record(row._mapping) for row in connection.execute(others)]
         return mine, theirs
 
     def under_way(self, connection: Connection | None = None) -> list[RunRecord]:
         """Return the runs that have not ended, oldest first."""
         query = select(job_runs).where(job_runs.c.finished_at.is_(None)).order_by(job_runs.c.id)
         if connection is not None:
-            return [_record(row._mapping) for row in connection.execute(query)]
+            return [run_record(row._mapping) for row in connection.execute(query)]
         with reading(self.engine) as reader:
-            return [_record(row._mapping) for row in reader.execute(query)]
+            return [run_record(row._mapping) for row in reader.execute(query)]
 
     def purge(self, *, keep_days: int) -> int:
         """Delete the ended runs that started more than ``keep_days`` ago; count them."""
@@ -478,24 +418,3 @@ def keep_days_of(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInput(KEEP_DAYS_SETTING, f"{value!r} is not a number of days (from 1)")
     return value
-
-
-def _record(row: Any) -> RunRecord:
-    return RunRecord(
-        id=int(row["id"]),
-        job=row["job"],
-        kind=JobKind(row["kind"]),
-        group=row["job_group"],
-        trigger=Trigger(row["trigger"]),
-        scheduled_at=int(row["scheduled_at"]),
-        started_at=int(row["started_at"]),
-        finished_at=None if row["finished_at"] is None else int(row["finished_at"]),
-        outcome=None if row["outcome"] is None else Outcome(row["outcome"]),
-        error=row["error"],
-        public_error=row["public_error"],
-        result=row["result"],
-        instance=row["instance"],
-        attempt=int(row["attempt"] or 1),
-        cancel_requested_by=row["cancel_requested_by"],
-        cancelled_by=row["cancelled_by"],
-    )
