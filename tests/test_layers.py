@@ -157,11 +157,11 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
     ("importer", "imported", "refused"),
     [
         ("dgxmm.store.store", "dgxmm.jobs", False),
-        ("dgxmm.jobs.cron", "dgxmm.store", True),
+        ("dgxmm.jobs.cron.expression", "dgxmm.store", True),
         ("dgxmm.fleet.service", "dgxmm.decider.schedules", True),
         ("dgxmm.decider.profiles", "dgxmm.fleet", False),
         ("dgxmm.server.app", "dgxmm.cli.main", True),
-        ("dgxmm.jobs.cron", "dgxmm.time_units", False),
+        ("dgxmm.jobs.cron.expression", "dgxmm.time_units", False),
         ("dgxmm.clock", "dgxmm.jobs", True),
         ("dgxmm.standin.engine", "dgxmm.errors", True),
         ("dgxmm.fleet.demo.demo", "dgxmm.standin", True),

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from dgxmm.errors import ZoneError
-from dgxmm.jobs.zones import resolve_zone
+from dgxmm.jobs.cron.zones import resolve_zone
 
 __all__ = ["ADMIN_TOKEN_FILE", "DEFAULT_DATA_DIR", "SERVER_FILE", "machine_zone"]
 

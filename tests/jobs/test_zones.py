@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from dgxmm.jobs.zones import ZoneClock
+from dgxmm.jobs.cron.zones import ZoneClock
 
 ZONES = [
     "Europe/Berlin",

@@ -7,7 +7,8 @@ since the Unix epoch.
 
 from dgxmm.jobs.catchup import CatchUp, Coalesce
 from dgxmm.jobs.context import JobLimits, RunContext, Timer
-from dgxmm.jobs.cron import CronSchedule, FireTime
+from dgxmm.jobs.cron.expression import CronSchedule, FireTime
+from dgxmm.jobs.cron.zones import ZoneClock, resolve_zone, zone_clock
 from dgxmm.jobs.explanation import (
     Cause,
     Explanation,
@@ -37,7 +38,6 @@ from dgxmm.jobs.stats.history import LastRun, RunCounts, SkipRecord
 from dgxmm.jobs.stats.overrides import KEEP, JobOverrides, Keep, Override
 from dgxmm.jobs.stats.series import Bucket, Tier
 from dgxmm.jobs.stats.workload import Channel, WorkloadStats
-from dgxmm.jobs.zones import ZoneClock, resolve_zone, zone_clock
 
 __all__ = [
     "CANCELLED_BY_OVERLAP",

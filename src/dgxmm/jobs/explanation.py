@@ -34,10 +34,10 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.clock import from_us, to_us
 from dgxmm.errors import InvalidInput
-from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.cron.expression import CronSchedule
+from dgxmm.jobs.cron.zones import zone_clock
 from dgxmm.jobs.job import Outcome, SkipReason
 from dgxmm.jobs.stats.history import SkipRecord
-from dgxmm.jobs.zones import zone_clock
 from dgxmm.time_units import SECOND_US
 
 __all__ = [

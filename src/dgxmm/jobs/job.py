@@ -25,7 +25,7 @@ from dgxmm.errors import (
 )
 from dgxmm.jobs.catchup import CatchUp
 from dgxmm.jobs.context import JobLimits, RunContext, Timer
-from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.cron.expression import CronSchedule
 from dgxmm.jobs.overlap import Overlap
 from dgxmm.time_units import SECOND_US
 

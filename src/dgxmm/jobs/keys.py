@@ -16,10 +16,10 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.errors import CronError, DefinitionError, ZoneError
 from dgxmm.jobs.catchup import CatchUp, Coalesce
-from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.cron.expression import CronSchedule
+from dgxmm.jobs.cron.zones import resolve_zone
 from dgxmm.jobs.job import RetryPolicy
 from dgxmm.jobs.overlap import Overlap
-from dgxmm.jobs.zones import resolve_zone
 
 __all__ = [
     "CATCHUP_WINDOW_DEFAULT_S",

@@ -17,13 +17,13 @@ from heapq import heappush
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import Conflict, CronError, NotFound
-from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.cron.expression import CronSchedule
+from dgxmm.jobs.cron.zones import resolve_zone
 from dgxmm.jobs.job import Job, JobKind, JobRun
 from dgxmm.jobs.keys import check_pause_note
 from dgxmm.jobs.overlap import Overlap
 from dgxmm.jobs.stats.overrides import JobOverrides
 from dgxmm.jobs.stats.workload import WorkloadStats
-from dgxmm.jobs.zones import resolve_zone
 
 __all__ = ["Entry", "JobState", "Roster"]
 

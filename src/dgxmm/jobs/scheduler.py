@@ -47,7 +47,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.errors import Busy, Conflict
 from dgxmm.jobs.catchup import CATCHUP_TIMES_MAX, CatchUp, plan_catch_up
 from dgxmm.jobs.context import Timer
-from dgxmm.jobs.cron import CronSchedule
+from dgxmm.jobs.cron.expression import CronSchedule
 from dgxmm.jobs.job import Job, JobRun, Outcome, RunResult, SkipReason
 from dgxmm.jobs.overlap import CANCELLED_BY_OVERLAP, Overlap, OverlapStep, on_overlap
 from dgxmm.jobs.roster import Entry, Roster

@@ -3,8 +3,8 @@
 Every generator takes a model name, a span ``[start_us, start_us + weeks)`` and a seed, and
 returns a ``Trace``; the same arguments give the identical trace (the seed starts one
 ``numpy.random.Generator``, drawn from in a fixed order). Arrivals are integer microseconds.
-Local time is read through the zone's own rules (``dgxmm.jobs.zones``, the rule every schedule
-uses), so office hours in Berlin stay 08:00 to 18:00 local across a change of clocks.
+Local time is read through the zone's own rules (``dgxmm.jobs.cron.zones``, the rule every
+schedule uses), so office hours in Berlin stay 08:00 to 18:00 local across a change of clocks.
 
 - ``office_hours``: weekdays between two local times at a rate, a few requests outside them
   (at any hour of a working or weekend day), and none on the given holidays (local dates);
@@ -56,7 +56,7 @@ import numpy.typing as npt
 
 from dgxmm.clock import EARLIEST_US, LATEST_US
 from dgxmm.errors import InvalidInput
-from dgxmm.jobs.zones import ZoneClock, resolve_zone, zone_clock
+from dgxmm.jobs.cron.zones import ZoneClock, resolve_zone, zone_clock
 from dgxmm.lab.readers import read_azure_trace
 from dgxmm.lab.trace import NO_TOKENS, Ints, Trace
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US, WEEK_US

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 from dgxmm.decider.days import day_bit
 from dgxmm.errors import DefinitionError
 from dgxmm.jobs import zone_clock
-from dgxmm.jobs.calendar import civil_from_days, days_from_civil
+from dgxmm.jobs.cron.calendar import civil_from_days, days_from_civil
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = [

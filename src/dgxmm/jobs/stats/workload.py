@@ -26,6 +26,7 @@ from enum import Enum
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
+from dgxmm.jobs.cron.zones import resolve_zone, zone_clock
 from dgxmm.jobs.job import Outcome, RunResult, SkipReason
 from dgxmm.jobs.stats.history import JobHistory, LastRun, RunCounts, SkipRecord, later_run
 from dgxmm.jobs.stats.overrides import (
@@ -48,7 +49,6 @@ from dgxmm.jobs.stats.series import (
     series_from_json,
     series_to_json,
 )
-from dgxmm.jobs.zones import resolve_zone, zone_clock
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US
 
 __all__ = ["Channel", "WorkloadStats"]

@@ -23,9 +23,9 @@ from enum import Enum
 from zoneinfo import ZoneInfo
 
 from dgxmm.errors import CronError
-from dgxmm.jobs.calendar import civil_from_days, days_from_civil, days_in_month, weekday_of
-from dgxmm.jobs.nicknames import expand_nickname
-from dgxmm.jobs.zones import zone_clock
+from dgxmm.jobs.cron.calendar import civil_from_days, days_from_civil, days_in_month, weekday_of
+from dgxmm.jobs.cron.nicknames import expand_nickname
+from dgxmm.jobs.cron.zones import zone_clock
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["CronSchedule", "FireTime"]
@@ -329,7 +329,7 @@ class CronSchedule:
         return self._description
 
     def _describe(self) -> str:
-        from dgxmm.jobs.describe import describe
+        from dgxmm.jobs.cron.describe import describe
 
         return describe(
             minutes=self._minutes,
