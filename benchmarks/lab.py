@@ -24,7 +24,7 @@ import numpy as np
 
 from dgxmm.clock import to_us
 from dgxmm.lab import Policy, Trace, compare, parse_fleet
-from dgxmm.lab.workloads import bursty, diurnal, office_hours, rare
+from dgxmm.lab.traces.workloads import bursty, diurnal, office_hours, rare
 
 
 def fleet_document(count: int) -> dict[str, object]:

@@ -53,6 +53,18 @@ _FLEET_TOP = (
     "dgxmm.fleet.reattach",
     "dgxmm.fleet.reconciler",
 )
+_LAB_ROOMS = ("dgxmm.lab.traces", "dgxmm.lab.replay")
+_LAB_TOP = (
+    "dgxmm.lab.anchors",
+    "dgxmm.lab.backtest",
+    "dgxmm.lab.compare",
+    "dgxmm.lab.durations",
+    "dgxmm.lab.fleetfile",
+    "dgxmm.lab.json_lines",
+    "dgxmm.lab.ledger",
+    "dgxmm.lab.oracle",
+    "dgxmm.lab.picture",
+)
 ROOM_RULES: dict[str, tuple[str, ...]] = {
     # The database, its schema and durable files sit under every room of the store.
     "dgxmm.store.database": (*_STORE_ROOMS, "dgxmm.store.store"),
@@ -68,10 +80,14 @@ ROOM_RULES: dict[str, tuple[str, ...]] = {
     "dgxmm.fleet.metrics": _FLEET_TOP,
     "dgxmm.fleet.deployments": (*_FLEET_TOP, "dgxmm.fleet.metrics"),
     "dgxmm.fleet.placement": (*_FLEET_TOP, "dgxmm.fleet.metrics"),
+    # Where the requests come from knows nothing of what the lab does with them.
+    "dgxmm.lab.traces": (*_LAB_TOP, "dgxmm.lab.replay"),
+    # The replay sits under what runs it and shows it: the comparison, the backtest, the picture.
+    "dgxmm.lab.replay": ("dgxmm.lab.compare", "dgxmm.lab.backtest", "dgxmm.lab.picture"),
 }
 # A room's modules are its layer's business: another layer reaches them through the face
-# (``dgxmm.store``, ``dgxmm.fleet``). Every module inside the fleet is behind its face; the
-# store's top modules (its database, schema, files) are not rooms.
+# (``dgxmm.store``, ``dgxmm.fleet``, ``dgxmm.lab``). Every module inside the fleet is behind its
+# face; the store's top modules (its database, schema, files) and the lab's are not rooms.
 _FLEET_INSIDE = (
     *_FLEET_TOP,
     "dgxmm.fleet.activity",
@@ -80,7 +96,7 @@ _FLEET_INSIDE = (
     "dgxmm.fleet.metrics",
     "dgxmm.fleet.placement",
 )
-FACED = (*_STORE_ROOMS, *_FLEET_INSIDE)
+FACED = (*_STORE_ROOMS, *_FLEET_INSIDE, *_LAB_ROOMS)
 
 
 def _module_of(path: Path) -> str:
@@ -177,6 +193,12 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("dgxmm.server.serve", "dgxmm.fleet.demo.demo", True),
         ("dgxmm.decider.traffic", "dgxmm.fleet", False),
         ("dgxmm.server.host.host", "dgxmm.store.database", False),
+        ("dgxmm.lab.traces.workloads", "dgxmm.lab.replay.fleet", True),
+        ("dgxmm.lab.traces.trace", "dgxmm.lab.ledger", True),
+        ("dgxmm.lab.replay.fleet", "dgxmm.lab.traces.trace", False),
+        ("dgxmm.lab.replay.proposed", "dgxmm.lab.compare", True),
+        ("dgxmm.lab.compare", "dgxmm.lab.replay.fleet", False),
+        ("dgxmm.cli.lab", "dgxmm.lab.replay.fleet", True),
     ],
     ids=[
         "store-jobs",
@@ -200,6 +222,12 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         "server-fleet-demo",
         "decider-fleet-face",
         "server-store-top",
+        "traces-replay",
+        "traces-lab-top",
+        "replay-traces",
+        "replay-compare",
+        "compare-replay",
+        "cli-lab-room",
     ],
 )
 def test_the_rule_refuses_what_it_should(importer: str, imported: str, refused: bool) -> None:

@@ -23,8 +23,8 @@ from dgxmm.fleet.deployments.tables import metric_rollups
 from dgxmm.lab.backtest import Backtest, arrivals_of_minutes, proposal_backtester
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet, LabSchedule
 from dgxmm.lab.ledger import Ledger
-from dgxmm.lab.replay import Rules, replay_fleet
-from dgxmm.lab.trace import Trace
+from dgxmm.lab.replay.fleet import Rules, replay_fleet
+from dgxmm.lab.traces.trace import Trace
 from dgxmm.store import Store, writing
 from dgxmm.time_units import DAY_US, MINUTE_US
 

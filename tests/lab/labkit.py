@@ -30,7 +30,7 @@ from dgxmm.lab import (
     Trace,
     read_azure_trace,
 )
-from dgxmm.lab.workloads import AZURE_DIR
+from dgxmm.lab.traces.workloads import AZURE_DIR
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["COMMAND_FLEET", "FIXED_TIMES", "azure", "lab_deployment", "lab_fleet"]

@@ -21,7 +21,7 @@ from dgxmm.lab import (
     oracle_timeline,
     replay_idle_timeout,
 )
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
 M = MINUTE_US

@@ -20,8 +20,13 @@ from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
 from dgxmm.lab import LabFleet, LabSchedule, Trace, office_hours, replay_schedules
-from dgxmm.lab.proposed import learn_proposals, learned_schedules, learning_end_us, minute_series
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.replay.proposed import (
+    learn_proposals,
+    learned_schedules,
+    learning_end_us,
+    minute_series,
+)
+from dgxmm.lab.traces.trace import Ints
 from dgxmm.store import Store
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, WEEK_US
 

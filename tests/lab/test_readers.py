@@ -21,7 +21,7 @@ from support import at
 
 from dgxmm.errors import InvalidInput
 from dgxmm.lab import NO_TOKENS, Trace, read_azure_trace, read_requests_csv
-from dgxmm.lab.workloads import AZURE_DIR
+from dgxmm.lab.traces.workloads import AZURE_DIR
 
 # A refusal's field: a line and a column (by name, by position, or the header or row).
 FIELD = re.compile(

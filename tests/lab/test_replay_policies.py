@@ -33,7 +33,7 @@ from dgxmm.lab import (
     Trace,
     Uniform,
 )
-from dgxmm.lab.replay import Rules, replay_fleet, replay_schedules
+from dgxmm.lab.replay.fleet import Rules, replay_fleet, replay_schedules
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
 S = SECOND_US

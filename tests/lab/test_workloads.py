@@ -32,7 +32,7 @@ from dgxmm.lab import (
     rare,
     tiled,
 )
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import DAY_US, HOUR_US, WEEK_US
 
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -1,23 +1,25 @@
 """The savings lab: request traces replayed through dgxmm's own decisions, against an oracle.
 
 - ``compare``: every policy on one trace and fleet, beside the oracle (``dgxmm lab replay``).
-- ``trace``: a request trace as columns (arrivals, model, token counts).
+- ``traces/``: where the requests come from (``trace``: a request trace as columns;
+  ``readers``: dgxmm's requests CSV, the Azure LLM inference trace; ``workloads``: seeded
+  generators and the ``STANDARD`` workloads a benchmark runs).
 - ``ledger``: held, freed and cold in DESIGN.md's words (``Footprint``, ``Timeline``,
   ``Ledger``), one accounting for every policy.
 - ``oracle``: the most memory any policy could free without a cold request.
 - ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
-- ``replay``: dgxmm's policies (the schedules, the idle ladder, the histogram policy, the
+- ``replay/``: dgxmm's policies (the schedules, the idle ladder, the histogram policy, the
   wake lead), the fleet as one machine, through the decider's own functions and the
-  product's fit check (``simulated``: one deployment's proxy hold, runner's pass and idle
-  policy; ``simulated_server``: its server, the phases and the actions between them;
-  ``rows``: the runner's schedule rows).
-- ``proposed``: the product's proposer on a trace's first weeks, its proposals accepted.
+  product's fit check (``fleet``: the fleet's loop; ``deployment``: one deployment's proxy
+  hold, runner's pass and idle policy; ``server``: its server, the phases and the actions
+  between them; ``rows``: the runner's schedule rows; ``proposed``: the product's proposer
+  on a trace's first weeks, its proposals accepted).
+- ``backtest``: a proposal's backtest on held-out weeks, handed to the decider by
+  ``dgxmm serve``.
 - ``picture``: one day of every policy as an SVG (state bands, request ticks).
 - ``durations``: how long the simulated server takes to start, stop, sleep and wake.
-- ``fleetfile``: the fleet file (the machine's GPUs and the deployments), read and checked.
-- ``readers``: traces read from files (dgxmm's requests CSV, the Azure LLM inference trace).
-- ``workloads``: seeded generators (office hours, diurnal, bursty, rare, a real hour tiled)
-  and the ``STANDARD`` workloads a benchmark runs.
+- ``fleetfile``: the fleet file (the machine's GPUs and the deployments), read and checked
+  (``json_lines``: the line of each of its keys, for its refusals).
 """
 
 from dgxmm.lab.anchors import KNATIVE as KNATIVE
@@ -49,24 +51,24 @@ from dgxmm.lab.ledger import Timeline as Timeline
 from dgxmm.lab.ledger import share_of_oracle as share_of_oracle
 from dgxmm.lab.oracle import RoundTrip as RoundTrip
 from dgxmm.lab.oracle import oracle_timeline as oracle_timeline
-from dgxmm.lab.readers import read_azure_trace as read_azure_trace
-from dgxmm.lab.readers import read_requests_csv as read_requests_csv
-from dgxmm.lab.replay import ScheduleReplay as ScheduleReplay
-from dgxmm.lab.replay import replay_schedules as replay_schedules
-from dgxmm.lab.rows import SlotDecision as SlotDecision
-from dgxmm.lab.trace import NO_TOKENS as NO_TOKENS
-from dgxmm.lab.trace import Trace as Trace
-from dgxmm.lab.workloads import AZURE_CHAT as AZURE_CHAT
-from dgxmm.lab.workloads import AZURE_CODE as AZURE_CODE
-from dgxmm.lab.workloads import AZURE_DIR as AZURE_DIR
-from dgxmm.lab.workloads import STANDARD as STANDARD
-from dgxmm.lab.workloads import Envelope as Envelope
-from dgxmm.lab.workloads import Workload as Workload
-from dgxmm.lab.workloads import bursty as bursty
-from dgxmm.lab.workloads import diurnal as diurnal
-from dgxmm.lab.workloads import office_hours as office_hours
-from dgxmm.lab.workloads import rare as rare
-from dgxmm.lab.workloads import tiled as tiled
+from dgxmm.lab.replay.fleet import ScheduleReplay as ScheduleReplay
+from dgxmm.lab.replay.fleet import replay_schedules as replay_schedules
+from dgxmm.lab.replay.rows import SlotDecision as SlotDecision
+from dgxmm.lab.traces.readers import read_azure_trace as read_azure_trace
+from dgxmm.lab.traces.readers import read_requests_csv as read_requests_csv
+from dgxmm.lab.traces.trace import NO_TOKENS as NO_TOKENS
+from dgxmm.lab.traces.trace import Trace as Trace
+from dgxmm.lab.traces.workloads import AZURE_CHAT as AZURE_CHAT
+from dgxmm.lab.traces.workloads import AZURE_CODE as AZURE_CODE
+from dgxmm.lab.traces.workloads import AZURE_DIR as AZURE_DIR
+from dgxmm.lab.traces.workloads import STANDARD as STANDARD
+from dgxmm.lab.traces.workloads import Envelope as Envelope
+from dgxmm.lab.traces.workloads import Workload as Workload
+from dgxmm.lab.traces.workloads import bursty as bursty
+from dgxmm.lab.traces.workloads import diurnal as diurnal
+from dgxmm.lab.traces.workloads import office_hours as office_hours
+from dgxmm.lab.traces.workloads import rare as rare
+from dgxmm.lab.traces.workloads import tiled as tiled
 
 __all__ = [
     "AZURE_CHAT",

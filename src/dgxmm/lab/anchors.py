@@ -30,7 +30,7 @@ import numpy as np
 
 from dgxmm.lab.durations import Duration, ServerTimes
 from dgxmm.lab.ledger import Phase, Timeline
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = [

@@ -36,9 +36,9 @@ from dgxmm.fleet import Fleet, Gpu
 from dgxmm.jobs import resolve_zone
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet, LabSchedule
 from dgxmm.lab.ledger import Ledger
-from dgxmm.lab.proposed import learn_proposals, learning_end_us
-from dgxmm.lab.replay import Rules, ScheduleReplay, replay_fleet
-from dgxmm.lab.trace import Ints, Trace
+from dgxmm.lab.replay.fleet import Rules, ScheduleReplay, replay_fleet
+from dgxmm.lab.replay.proposed import learn_proposals, learning_end_us
+from dgxmm.lab.traces.trace import Ints, Trace
 from dgxmm.store import reading
 from dgxmm.time_units import DAY_US, MINUTE_US
 

@@ -7,9 +7,9 @@ policy's share of the oracle's freed GiB-hours.
 - ``always-on``: never rests; what every other policy frees is counted against it;
 - the anchors (``anchors.py``): Ollama's 5-minute stop, llama-swap's ttl with a level-1 sleep,
   Knative's scale to zero (each deployment alone: no fit, no schedules);
-- dgxmm's, through the decider's own functions (``replay.py``), the fleet as one machine:
+- dgxmm's, through the decider's own functions (``replay/fleet.py``), the fleet as one machine:
   ``schedules`` (the fleet file's), ``proposals`` (the product's proposer on the learning
-  weeks, ``proposed.py``: the schedules as given until ``learned_until_us``, with the
+  weeks, ``replay/proposed.py``: the schedules as given until ``learned_until_us``, with the
   accepted proposals after), ``idle-ladder`` (the schedules and the ladder),
   ``ladder-wake-ahead`` (and the measured wake lead), ``histogram`` (the schedules, the
   histogram policy over the ladder, the measured lead);
@@ -38,9 +38,9 @@ from dgxmm.lab.anchors import KNATIVE, LLAMA_SWAP_SLEEP, OLLAMA, IdleTimeout, re
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet
 from dgxmm.lab.ledger import Ledger, Phase, Timeline, share_of_oracle
 from dgxmm.lab.oracle import oracle_timeline
-from dgxmm.lab.proposed import learned_schedules, learning_end_us
-from dgxmm.lab.replay import Rules, ScheduleReplay, replay_fleet
-from dgxmm.lab.trace import Ints, Trace
+from dgxmm.lab.replay.fleet import Rules, ScheduleReplay, replay_fleet
+from dgxmm.lab.replay.proposed import learned_schedules, learning_end_us
+from dgxmm.lab.traces.trace import Ints, Trace
 
 __all__ = ["Comparison", "Policy", "compare"]
 

@@ -41,7 +41,7 @@ import numpy as np
 from dgxmm.errors import DefinitionError
 from dgxmm.lab.ledger import Phase
 from dgxmm.lab.oracle import RoundTrip
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import DAY_US, SECOND_US
 
 __all__ = [

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import HOUR_US, SECOND_US
 
 __all__ = ["Footprint", "Ledger", "Phase", "Timeline", "share_of_oracle"]

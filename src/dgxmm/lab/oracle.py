@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgxmm.lab.ledger import RESTING, Footprint, Phase, Timeline
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.traces.trace import Ints
 
 __all__ = ["RoundTrip", "oracle_timeline"]
 

@@ -42,7 +42,7 @@ from dgxmm.errors import InvalidInput
 from dgxmm.jobs import resolve_zone, zone_clock
 from dgxmm.lab.compare import Comparison
 from dgxmm.lab.ledger import Ledger, Phase, Timeline
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US
 
 __all__ = ["choose_day", "day_picture", "local_day_us"]

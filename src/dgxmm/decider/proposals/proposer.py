@@ -4,7 +4,7 @@
 each deployment to ``Proposer.run``, which reads the profile, decides each candidate (the
 model, or the rules when it cannot be asked) and records the result in one transaction.
 
-The deciding is apart from the doing, so that the savings lab (``dgxmm.lab.proposed``) runs
+The deciding is apart from the doing, so that the savings lab (``dgxmm.lab.replay.proposed``) runs
 the very same rules on a replayed trace: ``traffic_of`` turns a deployment's minutes into
 what a run reads, ``decide`` turns that into verdicts (pure: no store, no clock), and
 ``is_covered`` says whether existing schedules block a candidate. ``Proposer`` only reads

@@ -1,6 +1,6 @@
 """The simulated model server of one deployment in a replay: its phases and the actions between.
 
-What is the lab's own in a replay is the server (``simulated.py`` takes every decision with
+What is the lab's own in a replay is the server (``deployment.py`` takes every decision with
 the product's functions): how long each step takes, drawn from ``ServerTimes``, and what it
 holds meanwhile (``ledger.Phase``). ``SimulatedServer`` holds the phase it rests in, the one
 action under way (a way down or up, and whose it is), every phase it went through for the

@@ -1,6 +1,6 @@
 """One deployment in a replay: its simulated server, the proxy's hold and its idle policy.
 
-``SimulatedDeployment`` is stepped by the fleet's loop (``replay.py``) one event at a time,
+``SimulatedDeployment`` is stepped by the fleet's loop (``fleet.py``) one event at a time,
 in the order of time and, at one instant, of ``Rank``: an action that ends, then a request,
 then the runner's pass, then the idle policy's check (the product's runner passes once a
 minute, and its idle steps are part of that pass, after the schedules). Its schedule rows,
@@ -9,7 +9,7 @@ and which of their slots are due at a pass, are ``rows.py``'s (``RunnerRows``).
 Every decision is the product's own function: ``due_slot`` / ``due_early``, the verdicts,
 ``refusal_for``, ``check_fit`` (asked through the fleet, which sees the others' memory at
 that instant), ``idle_step`` and ``awake_window``, ``GapHistogram.windows``, ``lead_for``.
-What is the lab's own is the server, ``simulated_server.py``'s ``SimulatedServer``: how long
+What is the lab's own is the server, ``server.py``'s ``SimulatedServer``: how long
 each step takes and what it holds meanwhile.
 
 Where the issues are silent, the choices made here:
@@ -55,9 +55,9 @@ from dgxmm.decider.schedules.verdicts import (
 from dgxmm.fleet import IDLE_ACTOR, Deployment, DeploymentState, Fit, MetricsSample
 from dgxmm.lab.fleetfile import LabDeployment, LabSchedule
 from dgxmm.lab.ledger import Phase
-from dgxmm.lab.rows import RunnerRows, ScheduleRow, SlotDecision
-from dgxmm.lab.simulated_server import Owner, SimulatedServer
-from dgxmm.lab.trace import Ints
+from dgxmm.lab.replay.rows import RunnerRows, ScheduleRow, SlotDecision
+from dgxmm.lab.replay.server import Owner, SimulatedServer
+from dgxmm.lab.traces.trace import Ints
 from dgxmm.proxy import Refusal
 from dgxmm.proxy.waking import refusal_for
 from dgxmm.time_units import MINUTE_US

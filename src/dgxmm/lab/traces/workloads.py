@@ -57,8 +57,8 @@ import numpy.typing as npt
 from dgxmm.clock import EARLIEST_US, LATEST_US
 from dgxmm.errors import InvalidInput
 from dgxmm.jobs.cron.zones import ZoneClock, resolve_zone, zone_clock
-from dgxmm.lab.readers import read_azure_trace
-from dgxmm.lab.trace import NO_TOKENS, Ints, Trace
+from dgxmm.lab.traces.readers import read_azure_trace
+from dgxmm.lab.traces.trace import NO_TOKENS, Ints, Trace
 from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US, SECOND_US, WEEK_US
 
 __all__ = [
@@ -79,8 +79,8 @@ __all__ = [
 Floats = npt.NDArray[np.float64]
 Workload = Callable[[int, float], Trace]  # (start_us, weeks) -> the trace
 
-# src/dgxmm/lab/workloads.py -> the project's root is three folders up; the data beside it.
-AZURE_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "azure-llm-2023"
+# src/dgxmm/lab/traces/workloads.py -> the project's root is four folders up; the data beside it.
+AZURE_DIR = Path(__file__).resolve().parents[4].parent / "shared" / "data" / "azure-llm-2023"
 AZURE_CHAT = AZURE_DIR / "AzureLLMInferenceTrace_conv.csv"
 AZURE_CODE = AZURE_DIR / "AzureLLMInferenceTrace_code.csv"
 # Berlin's public holidays in 2026 (New Year, Women's Day, Good Friday, Easter Monday, Labour

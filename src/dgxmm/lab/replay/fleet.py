@@ -7,7 +7,7 @@ beside the schedules: the idle ladder, the histogram policy, the wake lead.
 ``replay_schedules`` is the schedules alone.
 
 The deployments share the machine: the loop steps them one event at a time in the order of
-time (``simulated.Rank`` at one instant, then the fleet-file order, the order of the product's
+time (``deployment.Rank`` at one instant, then the fleet-file order, the order of the product's
 schedule ids), and a wake or start, by a request, a schedule or a pre-wake, asks the
 product's ``check_fit`` with every other deployment as it is at that instant (one going down
 still holds its awake memory; one coming up holds it already). Nothing is evicted: a request
@@ -55,9 +55,9 @@ from dgxmm.decider.schedules.lead import LEAD_OFF, LeadKind, WakeLead
 from dgxmm.fleet import DeploymentState, Fit, check_fit
 from dgxmm.lab.fleetfile import LabFleet
 from dgxmm.lab.ledger import Footprint, Ledger, Timeline
-from dgxmm.lab.rows import SlotDecision
-from dgxmm.lab.simulated import SimulatedDeployment
-from dgxmm.lab.trace import Ints, Trace
+from dgxmm.lab.replay.deployment import SimulatedDeployment
+from dgxmm.lab.replay.rows import SlotDecision
+from dgxmm.lab.traces.trace import Ints, Trace
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["DEFAULT_LADDER", "Rules", "ScheduleReplay", "replay_fleet", "replay_schedules"]

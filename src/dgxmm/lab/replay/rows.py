@@ -11,7 +11,7 @@ answers what the runner's pass reads of them, with the product's functions:
   window shuts (``window_shuts``: the next scheduled sleep or stop).
 
 What the pass then does to the deployment (the verdicts, the quiet check, the fit, the
-server) is ``simulated.py``'s.
+server) is ``deployment.py``'s.
 """
 
 from __future__ import annotations

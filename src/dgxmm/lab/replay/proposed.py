@@ -58,7 +58,7 @@ from dgxmm.decider.schedules.rows import ScheduleAction
 from dgxmm.decider.traffic import MinuteSeries, local_seconds, requests_per_minute
 from dgxmm.jobs import resolve_zone
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet, LabSchedule
-from dgxmm.lab.trace import Ints, Trace
+from dgxmm.lab.traces.trace import Ints, Trace
 from dgxmm.time_units import DAY_US, MINUTE_US, SECOND_US
 
 __all__ = [

@@ -54,7 +54,7 @@ import numpy as np
 
 from dgxmm.clock import EARLIEST_US, LATEST_US, to_us
 from dgxmm.errors import InvalidInput
-from dgxmm.lab.trace import NO_TOKENS, Trace
+from dgxmm.lab.traces.trace import NO_TOKENS, Trace
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["AZURE_COLUMNS", "REQUEST_COLUMNS", "read_azure_trace", "read_requests_csv"]
