@@ -65,6 +65,23 @@ _LAB_TOP = (
     "dgxmm.lab.oracle",
     "dgxmm.lab.picture",
 )
+_SERVER_ROOMS = (
+    "dgxmm.server.edge",
+    "dgxmm.server.host",
+    "dgxmm.server.access",
+    "dgxmm.server.lists",
+    "dgxmm.server.api",
+    "dgxmm.server.pages",
+    "dgxmm.server.svg",
+)
+# What wires the server's rooms together: no room imports it.
+_SERVER_TOP = ("dgxmm.server.app", "dgxmm.server.serve")
+
+
+def _all_but(room: str) -> tuple[str, ...]:
+    return tuple(other for other in _SERVER_ROOMS if other != room)
+
+
 ROOM_RULES: dict[str, tuple[str, ...]] = {
     # The database, its schema and durable files sit under every room of the store.
     "dgxmm.store.database": (*_STORE_ROOMS, "dgxmm.store.store"),
@@ -84,6 +101,27 @@ ROOM_RULES: dict[str, tuple[str, ...]] = {
     "dgxmm.lab.traces": (*_LAB_TOP, "dgxmm.lab.replay"),
     # The replay sits under what runs it and shows it: the comparison, the backtest, the picture.
     "dgxmm.lab.replay": ("dgxmm.lab.compare", "dgxmm.lab.backtest", "dgxmm.lab.picture"),
+    # The server's rooms, lowest first: the host and access know nothing of HTTP; the lists
+    # are built below the routes that show them; the edge serves every route and knows none;
+    # the charts draw what they are given; the API is below the pages that share its bodies.
+    "dgxmm.server.host": (*_all_but("dgxmm.server.host"), *_SERVER_TOP),
+    "dgxmm.server.access": (*_all_but("dgxmm.server.access"), *_SERVER_TOP),
+    "dgxmm.server.svg": (*_all_but("dgxmm.server.svg"), *_SERVER_TOP),
+    "dgxmm.server.lists": (
+        "dgxmm.server.edge",
+        "dgxmm.server.api",
+        "dgxmm.server.pages",
+        "dgxmm.server.svg",
+        *_SERVER_TOP,
+    ),
+    "dgxmm.server.edge": (
+        "dgxmm.server.lists",
+        "dgxmm.server.api",
+        "dgxmm.server.pages",
+        "dgxmm.server.svg",
+        *_SERVER_TOP,
+    ),
+    "dgxmm.server.api": ("dgxmm.server.pages", *_SERVER_TOP),
 }
 # A room's modules are its layer's business: another layer reaches them through the face
 # (``dgxmm.store``, ``dgxmm.fleet``, ``dgxmm.lab``). Every module inside the fleet is behind its
@@ -190,6 +228,10 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         ("dgxmm.fleet.placement.fit", "dgxmm.fleet.deployer", True),
         ("dgxmm.fleet.deployer", "dgxmm.fleet.placement.fit", False),
         ("dgxmm.decider.traffic", "dgxmm.fleet.deployments.tables", True),
+        ("dgxmm.server.host.host", "dgxmm.server.edge.deps", True),
+        ("dgxmm.server.edge.deps", "dgxmm.server.host", False),
+        ("dgxmm.server.lists.jobs", "dgxmm.server.api.jobs", True),
+        ("dgxmm.server.pages.deployment_form", "dgxmm.server.api.deployments", False),
         ("dgxmm.server.serve", "dgxmm.fleet.demo.demo", True),
         ("dgxmm.decider.traffic", "dgxmm.fleet", False),
         ("dgxmm.server.host.host", "dgxmm.store.database", False),
@@ -219,6 +261,10 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
         "placement-deployer",
         "deployer-placement",
         "decider-fleet-room",
+        "host-edge",
+        "edge-host",
+        "lists-api",
+        "pages-api",
         "server-fleet-demo",
         "decider-fleet-face",
         "server-store-top",

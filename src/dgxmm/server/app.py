@@ -18,6 +18,7 @@ from dgxmm.server import api, metrics, pages
 from dgxmm.server.edge.body_limit import BodyLimit
 from dgxmm.server.edge.openapi import OpenApiApp
 from dgxmm.server.edge.responses import install_error_handlers
+from dgxmm.server.pages.render import error_page
 from dgxmm.server.routes import Routes
 from dgxmm.server.services import Services
 
@@ -122,7 +123,7 @@ def create_app(services: Services, routes: Sequence[Routes] = ()) -> FastAPI:
             key=lambda section: (section.order, section.name),
         )
     )
-    install_error_handlers(app)
+    install_error_handlers(app, error_page)
     app.add_middleware(BodyLimit)
     for layer in served:
         for router in layer.routers:

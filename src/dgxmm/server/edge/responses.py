@@ -5,13 +5,14 @@ A refusal that checked every field (a job definition; a body pydantic refused) a
 
 Domain code raises ``dgxmm.errors``; this is the only place that knows their status codes.
 A browser asking for a page (not under ``/api/``, ``Accept: text/html``) gets the same
-status and message as an HTML page instead (``templates/error.html``).
+status and message as an HTML page instead (``templates/error.html``), drawn by the page
+the app hands ``install_error_handlers`` (the pages sit above the edge: it never imports them).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -32,7 +33,10 @@ from dgxmm.errors import (
     StoreError,
 )
 
-__all__ = ["error_body", "install_error_handlers"]
+__all__ = ["ErrorPage", "error_body", "install_error_handlers"]
+
+# Draws the error page a browser gets: (request, status, message, headers) -> the answer.
+ErrorPage = Callable[[Request, int, str, Mapping[str, str] | None], Response]
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +75,8 @@ def _answer(
     headers: Mapping[str, str] | None = None,
 ) -> Response:
     if _wants_page(request) and status != 401:
-        from dgxmm.server.pages.render import error_page  # the pages' module imports the app's
-
-        return error_page(request, status, body["message"], headers)
+        page: ErrorPage = request.app.state.error_page
+        return page(request, status, body["message"], headers)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -170,8 +173,10 @@ def _unreadable_body(exc: HTTPException) -> str | None:
     return f"the body is not valid JSON: it could not be parsed ({type(cause).__name__})"
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Map domain errors, validation errors and HTTP errors to the API's error shape."""
+def install_error_handlers(app: FastAPI, page: ErrorPage) -> None:
+    """Map domain errors, validation errors and HTTP errors to the API's error shape, or to
+    ``page`` for a browser that asked for a page."""
+    app.state.error_page = page
     app.add_exception_handler(DgxmmError, _domain_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
