@@ -95,7 +95,7 @@ def standin(tmp_path: Path) -> Iterator[Callable[..., StandinProcess]]:
         process.kill()
 
 
-# Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist loadgroup``) each worker is a
+# Under pytest-xdist (``scripts/test`` runs ``-n 4 --dist loadgroup``) each worker is a
 # session of its own, with its own session fixtures. A Ray cluster and a browser are heavy,
 # and two Ray clusters on one machine share Ray's temporary directory: so every test that uses
 # one runs on the same worker, which starts it once. PostgreSQL clusters are cheap (one per
