@@ -39,6 +39,7 @@ __all__ = [
     "Footprint",
     "Ledger",
     "Phase",
+    "Replayed",
     "Timeline",
     "check_price",
     "share_of_oracle",
@@ -230,6 +231,18 @@ class Timeline:
         else:
             return self.entries(Phase.ASLEEP_2)
         return self.entries(resting) + int(np.count_nonzero(unseen))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replayed:
+    """A policy's replay of one deployment: its phases and each request's added wait.
+
+    What ``Ledger.of`` reads, for a policy replayed outside the fleet's loop (the anchors,
+    the lazy oracle).
+    """
+
+    timeline: Timeline
+    waits_us: Ints  # per request, in arrival order
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
