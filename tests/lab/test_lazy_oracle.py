@@ -54,7 +54,7 @@ def lazy(
     ],
 )
 def test_it_sleeps_a_gap_only_past_the_break_even_time(
-    gap_s: float, price: float, sleeps: bool
+    gap_s: int, price: float, sleeps: bool
 ) -> None:
     # The second request's gap to the end is long: both choices rest there alike.
     ledger = lazy([0, gap_s * S], end_us=gap_s * S + H, price=price, trips=LEVEL_1)
