@@ -4,7 +4,10 @@ For each workload of ``dgxmm.lab.STANDARD`` (fixed seeds; the Azure hours tiled,
 docs/savings.md) one deployment of 72 GiB awake, 2 GiB asleep at level 1 and 1 GiB at level
 2 on one 80 GiB GPU, with vLLM's published durations (``ServerTimes``' defaults), is replayed
 for four weeks under every policy. Printed per workload and policy: the share of the
-oracle's freed GiB-hours and the share of requests that met a cold model. The office-hours
+oracle's freed GiB-hours, the share of requests that met a cold model, the wait-seconds (the
+total, and the mean and p99 over every request), and at each standard price W (0.01, 0.1, 1
+GiB-hours a request-second) the cost ``GiB-h held + W x request-s waited`` over the oracle's
+and over the lazy oracle's (found at that W; the other policies are replayed once). The office-hours
 workload's deployment has schedules (a wake at 07:45 and a sleep at 18:30 on weekdays, in
 Europe/Berlin); the others have none, so ``schedules`` is always-on there.
 
@@ -32,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 from dgxmm.clock import to_us
 from dgxmm.lab import STANDARD, Comparison, Phase, Policy, compare, parse_fleet
+from dgxmm.lab.ledger import STANDARD_PRICES
 
 DGXMM = (Policy.SCHEDULES, Policy.PROPOSALS, Policy.LADDER, Policy.LADDER_LEAD, Policy.HISTOGRAM)
 ZONES = {
@@ -104,14 +108,26 @@ def main() -> None:
         trace = STANDARD[name](start, args.weeks)
         fleet = parse_fleet(fleet_for(name), f"{name} fleet")
         found = compare(trace, fleet, start_us=start, end_us=end, seed=args.seed)
+        priced = [found.repriced(fleet, price) for price in STANDARD_PRICES]
         took = time.perf_counter() - began
         print(f"\n{name}: {len(trace):,} requests over {args.weeks} weeks ({took:.1f} s)")
-        print(f"  {'policy':<26}{'of oracle':>10}{'cold %':>9}{'cold':>7}")
+        costs = "".join(f"{f'W={price:g} /or /lazy':>24}" for price in STANDARD_PRICES)
+        print(
+            f"  {'policy':<26}{'of oracle':>10}{'cold %':>9}{'cold':>7}{'wait s':>11}"
+            f"{'mean s':>9}{'p99 all':>9}{costs}"
+        )
         for policy in Policy:
             total = found.total(policy)
+            ratios = "".join(
+                f"{each.cost(policy):>10.0f}{each.cost_ratio(policy, Policy.ORACLE):>7.2f}"
+                f"{each.cost_ratio(policy, Policy.LAZY_ORACLE):>7.2f}"
+                for each in priced
+            )
+            # The lazy oracle's own row is at each price's: its figures above are at 0.1.
             print(
                 f"  {policy.value:<26}{found.share_of_oracle(policy):>10.1%}"
-                f"{total.cold_share:>9.2%}{total.cold:>7}"
+                f"{total.cold_share:>9.2%}{total.cold:>7}{total.wait_total_s:>11.0f}"
+                f"{total.wait_mean_s:>9.3f}{total.wait_all_s(0.99):>9.2f}{ratios}"
             )
         top = best(found)
         share = found.share_of_oracle(top)

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli.clikit import run
 from lab.labkit import COMMAND_FLEET, lab_fleet
 
@@ -33,7 +34,8 @@ def test_it_prints_every_policy_beside_the_oracle(tmp_path: Path) -> None:
     assert done.code == 0, done.err
     lines = done.out.splitlines()
     assert "4 requests, 1 deployment, 24 h" in lines[0]
-    assert "the oracle ignores schedules" in lines[0]
+    assert "the oracles ignore schedules" in lines[0]
+    assert "cost = GiB-h held + 0.1 x request-s waited" in lines[0]  # the default price
     policies = [line.split()[0] for line in lines[2:]]
     assert policies == [
         "always-on",
@@ -46,8 +48,9 @@ def test_it_prints_every_policy_beside_the_oracle(tmp_path: Path) -> None:
         "ladder-wake-ahead",
         "histogram",
         "oracle",
+        "lazy-oracle",
     ]
-    oracle = lines[-1].split()
+    oracle = lines[-2].split()
     assert (oracle[2], oracle[3]) == ("100.0%", "0")  # its share, and no cold request
 
 
@@ -107,3 +110,51 @@ def test_it_prints_each_deployments_figures_under_each_policy_too(tmp_path: Path
     ladder = rows["idle-ladder/code"]
     assert [cell(ladder, name) for name in ("SLEEPS", "STOPS", "COLD")] == ["2", "1", "0"]
     assert cell(rows["schedules/code"], "FREED GIB-H") == "0.0"  # no schedule: always on
+
+
+def test_its_json_gives_each_policy_its_waits_and_its_cost_at_the_price(tmp_path: Path) -> None:
+    fleet, trace = files(tmp_path)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--json", "--price", "1")
+    assert done.code == 0, done.err
+    document = done.json()
+    assert document["price"] == 1.0
+    by_policy = {policy["name"]: policy for policy in document["policies"]}
+    for policy in by_policy.values():
+        for key in ("wait_total_s", "wait_mean_s", "wait_p99_all_s", "cost"):
+            assert key in policy, (policy["name"], key)
+        held = policy["held_awake_gib_h"] + policy["held_asleep_gib_h"]
+        assert policy["cost"] == pytest.approx(held + 1.0 * policy["wait_total_s"])
+        assert policy["wait_mean_s"] == pytest.approx(policy["wait_total_s"] / policy["requests"])
+    # The schedules' one cold request waited a wake, and is the mean's only wait.
+    schedules = by_policy["schedules"]
+    assert schedules["wait_total_s"] > 0
+    assert schedules["cost_over_lazy_oracle"] >= 1.0
+    assert by_policy["oracle"]["wait_total_s"] == 0.0
+    assert by_policy["lazy-oracle"]["cost_over_lazy_oracle"] == 1.0
+    # The lazy oracle costs no more than any anchor that also wakes on arrival.
+    for anchor in ("ollama-keep-alive-5m", "llama-swap-ttl-sleep-5m", "knative-scale-to-zero"):
+        assert by_policy[anchor]["cost_over_lazy_oracle"] >= 1.0
+
+
+@pytest.mark.parametrize(
+    "price",
+    [pytest.param("-0.1", id="negative"), pytest.param("cheap", id="text"),
+     pytest.param("nan", id="nan"), pytest.param("inf", id="infinite")],
+)  # fmt: skip
+def test_a_price_that_is_not_one_is_refused_naming_it_and_nothing_runs(
+    tmp_path: Path, price: str
+) -> None:
+    fleet, trace = files(tmp_path)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--price", price)
+    assert done.code != 0
+    assert "price" in done.err
+    assert "POLICY" not in done.out
+
+
+def test_a_price_of_zero_counts_the_memory_alone(tmp_path: Path) -> None:
+    fleet, trace = files(tmp_path)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--json", "--price", "0")
+    assert done.code == 0, done.err
+    for policy in done.json()["policies"]:
+        held = policy["held_awake_gib_h"] + policy["held_asleep_gib_h"]
+        assert policy["cost"] == pytest.approx(held)

@@ -75,6 +75,66 @@ def test_a_refused_request_is_cold_and_left_out_of_the_waits() -> None:
     assert ledger.to_json()["refused"] == {"does_not_fit": 1}
 
 
+def wait_ledger(refused: int = 0) -> Ledger:
+    """Asleep the first hour (3 requests wait 1, 2 and 30 s for a wake), awake the second
+    (197 requests served at once, ``refused`` of them refused instead)."""
+    timeline = Timeline.of(0, 2 * H, [(0, Phase.ASLEEP_1), (H, Phase.AWAKE)])
+    cold = [10, 20, 30]
+    warm = [H + 1_000 * i for i in range(197)]
+    waits = [SECOND_US, 2 * SECOND_US, 30 * SECOND_US] + [0] * 197
+    if refused:  # a refused one met it asleep too: one more cold arrival, wait -1
+        cold, warm, waits = (
+            cold + [40] * refused,
+            warm[refused:],
+            waits[:3] + [-1] * refused + [0] * (197 - refused),
+        )
+    return Ledger.of(
+        "a", FOOT, timeline, arrivals(*cold, *warm), waits_us=np.asarray(waits, dtype=np.int64),
+        refused={"does_not_fit": refused} if refused else None,
+    )  # fmt: skip
+
+
+def test_the_wait_figures_count_every_request_a_warm_one_as_zero() -> None:
+    ledger = wait_ledger()
+    assert (ledger.requests, ledger.cold) == (200, 3)
+    assert ledger.wait_total_s == 33.0
+    assert ledger.wait_mean_s == pytest.approx(33.0 / 200)
+    # Over the cold ones the p99 is the 30 s wait; over all 200 (197 zeros, then 1, 2, 30) the
+    # nearest rank above 0.99 x 199 = 197.01 is the 199th: 2 s.
+    assert ledger.wait_s(0.99) == 30.0
+    assert ledger.wait_all_s(0.99) == 2.0
+    figures = ledger.to_json()
+    assert (figures["wait_total_s"], figures["wait_p99_all_s"]) == (33.0, 2.0)
+    assert figures["wait_mean_s"] == pytest.approx(0.165)
+
+
+def test_a_refused_request_is_left_out_of_the_mean_wait() -> None:
+    ledger = wait_ledger(refused=1)
+    assert (ledger.requests, ledger.served, ledger.cold) == (200, 199, 4)
+    assert ledger.wait_mean_s == pytest.approx(33.0 / 199)
+
+
+def test_the_cost_is_the_memory_held_plus_the_price_of_the_wait() -> None:
+    ledger = wait_ledger()
+    assert ledger.held_gib_h == pytest.approx(82.0)  # an hour at 2 GiB, an hour at 80
+    assert ledger.cost(0.0) == pytest.approx(82.0)
+    assert ledger.cost(0.1) == pytest.approx(82.0 + 3.3)
+    assert ledger.cost(1.0) == pytest.approx(115.0)
+
+
+@pytest.mark.parametrize(
+    "price", [-0.1, float("nan"), float("inf")], ids=["negative", "nan", "inf"]
+)
+def test_a_price_that_is_not_one_is_refused(price: float) -> None:
+    with pytest.raises(ValueError, match="price"):
+        wait_ledger().cost(price)
+
+
+def test_a_ledger_without_requests_waited_nothing() -> None:
+    ledger = Ledger.of("a", FOOT, Timeline.always(0, H), arrivals())
+    assert (ledger.wait_total_s, ledger.wait_mean_s, ledger.wait_all_s(0.99)) == (0.0, 0.0, 0.0)
+
+
 def test_the_share_of_the_oracle_divides_freed_by_freed() -> None:
     oracle = Ledger.of("a", FOOT, Timeline.of(0, 2 * H, [(0, Phase.ASLEEP_1)]), arrivals())
     half = Ledger.of(

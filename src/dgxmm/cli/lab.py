@@ -3,8 +3,12 @@
 ``dgxmm lab replay --fleet fleet.json --trace requests.csv`` reads the fleet file
 (docs/savings.md) and a trace (a CSV of ``timestamp,model[,input_tokens,output_tokens]``, or
 the Azure LLM trace format with ``--azure MODEL``), replays it under each policy and prints
-one line per policy: GiB-hours freed against always-on, the share of the oracle's, and the
-requests that met a cold model. It asks no server and writes nothing, unless ``--svg PATH``
+one line per policy: GiB-hours freed against always-on, the share of the oracle's, the
+requests that met a cold model, the wait-seconds (total, mean and p99 over every request), and
+the cost ``GiB-hours held + W x request-seconds waited`` at ``--price W`` (GiB-hours a
+request-second is worth; default 0.1, the middle of the standard 0.01, 0.1 and 1) against both
+oracles': the oracle, which wakes ahead, and the lazy oracle, which wakes on arrival and picks
+its rests at that price. It asks no server and writes nothing, unless ``--svg PATH``
 asks for one day's picture (``lab/picture.py``): ``--deployment`` (default: the fleet's
 first) on ``--day`` (``YYYY-MM-DD`` in its zone; default: the replay's first day).
 """
@@ -57,6 +61,13 @@ def replay(
         int,
         typer.Option("--workers", min=1, max=64, help="Processes for dgxmm's policies."),
     ] = 1,
+    price: Annotated[
+        str | None,
+        typer.Option(
+            "--price",
+            help="W: GiB-hours one request-second of waiting is worth, >= 0 (default 0.1).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     svg: Annotated[
         Path | None,
@@ -75,8 +86,9 @@ def replay(
     # Here, not above: `dgxmm --help` should not load numpy and the lab.
     from dgxmm.lab import read_azure_trace, read_fleet, read_requests_csv
     from dgxmm.lab.compare import Policy, compare
-    from dgxmm.lab.ledger import share_of_oracle
+    from dgxmm.lab.ledger import DEFAULT_PRICE
 
+    wait_price = DEFAULT_PRICE if price is None else _price(price)
     lab_fleet = read_fleet(fleet)
     requests = read_azure_trace(trace, azure) if azure else read_requests_csv(trace)
     if not len(requests):
@@ -90,8 +102,9 @@ def replay(
         raise InvalidInput("svg", "--day and --deployment choose a picture: give --svg PATH")
     drawn = _drawn(lab_fleet, deployment, day, start_us, end_us) if svg else None
     found = compare(
-        requests, lab_fleet, start_us=start_us, end_us=end_us, seed=seed, workers=workers
-    )
+        requests, lab_fleet, start_us=start_us, end_us=end_us, seed=seed, workers=workers,
+        price=wait_price,
+    )  # fmt: skip
     if svg and drawn:
         from dgxmm.lab.picture import day_picture
 
@@ -104,36 +117,59 @@ def replay(
     typer.echo(
         f"{counted(len(requests), 'request')}, "
         f"{counted(len(lab_fleet.deployments), 'deployment')}, {hours:g} h; "
-        "the oracle ignores schedules and the fit between deployments"
+        "the oracles ignore schedules and the fit between deployments; "
+        f"cost = GiB-h held + {wait_price:g} x request-s waited"
     )
-    totals = [
-        (policy.value, found.total(policy), found.share_of_oracle(policy)) for policy in Policy
-    ]
-    typer.echo(table(_HEADERS, [_row(*total) for total in totals], "no policy"))
+    limits = (found.total(Policy.ORACLE), found.total(Policy.LAZY_ORACLE))
+    totals = [(policy.value, found.total(policy), *limits) for policy in Policy]
+    typer.echo(table(_HEADERS, [_row(*total, wait_price) for total in totals], "no policy"))
     if len(lab_fleet.deployments) > 1:  # and each deployment's, under each policy
         oracles = found.ledgers[Policy.ORACLE]
+        lazies = found.ledgers[Policy.LAZY_ORACLE]
         rows = [
-            _row(f"{policy.value}/{ledger.name}", ledger, share_of_oracle(ledger, oracle))
+            _row(f"{policy.value}/{ledger.name}", ledger, oracle, lazy, wait_price)
             for policy in Policy
-            for ledger, oracle in zip(found.ledgers[policy], oracles, strict=True)
+            for ledger, oracle, lazy in zip(found.ledgers[policy], oracles, lazies, strict=True)
         ]
         typer.echo("")
         typer.echo(table(_HEADERS, rows, "no deployment"))
 
 
+# P50/P99/MAX S are over the cold requests; WAIT S, MEAN S and P99 ALL S over every one.
 _HEADERS = ("POLICY", "FREED GIB-H", "OF ORACLE", "COLD", "COLD %", "P50 S", "P99 S",
-            "MAX S", "WAKES", "STARTS", "SLEEPS", "STOPS", "REFUSED", "AWAKE GIB-H",
+            "MAX S", "WAIT S", "MEAN S", "P99 ALL S", "COST", "X ORACLE", "X LAZY",
+            "WAKES", "STARTS", "SLEEPS", "STOPS", "REFUSED", "AWAKE GIB-H",
             "ASLEEP GIB-H")  # fmt: skip
 
 
-def _row(name: str, ledger: Ledger, share: float) -> tuple[object, ...]:
+def _row(
+    name: str, ledger: Ledger, oracle: Ledger, lazy: Ledger, price: float
+) -> tuple[object, ...]:
+    from dgxmm.lab.compare import cost_ratio
+    from dgxmm.lab.ledger import share_of_oracle
+
     refused = ", ".join(f"{reason} {n}" for reason, n in sorted(ledger.refused.items())) or "-"
     return (
-        name, f"{ledger.freed_gib_h:.1f}", f"{share:.1%}", ledger.cold,
+        name, f"{ledger.freed_gib_h:.1f}", f"{share_of_oracle(ledger, oracle):.1%}", ledger.cold,
         f"{ledger.cold_share:.2%}", f"{ledger.wait_s(0.5):.2f}", f"{ledger.wait_s(0.99):.2f}",
-        f"{max(ledger.waits_s, default=0.0):.2f}", ledger.wakes, ledger.starts, ledger.sleeps,
+        f"{max(ledger.waits_s, default=0.0):.2f}", f"{ledger.wait_total_s:.1f}",
+        f"{ledger.wait_mean_s:.3f}", f"{ledger.wait_all_s(0.99):.2f}",
+        f"{ledger.cost(price):.1f}", f"{cost_ratio(ledger, oracle, price):.3f}",
+        f"{cost_ratio(ledger, lazy, price):.3f}", ledger.wakes, ledger.starts, ledger.sleeps,
         ledger.stops, refused, f"{ledger.held_awake_gib_h:.1f}", f"{ledger.held_asleep_gib_h:.1f}",
     )  # fmt: skip
+
+
+def _price(text: str) -> float:
+    """Read ``--price``: a finite number >= 0 (0: waiting is free, the memory alone counts)."""
+    from dgxmm.lab.ledger import check_price
+
+    try:
+        return check_price(float(text))
+    except ValueError:
+        raise InvalidInput(
+            "price", f"{text!r} is not a number >= 0 (GiB-hours per request-second)"
+        ) from None
 
 
 def _instant(text: str, field: str) -> int:

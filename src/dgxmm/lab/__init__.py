@@ -6,7 +6,9 @@
   generators and the ``STANDARD`` workloads a benchmark runs).
 - ``ledger``: held, freed and cold in DESIGN.md's words (``Footprint``, ``Timeline``,
   ``Ledger``), one accounting for every policy.
-- ``oracle``: the most memory any policy could free without a cold request.
+- ``oracle``: the two limits: the most memory any policy could free without a cold request
+  (the oracle), and the least cost at a price of waiting of any policy that wakes only when a
+  request arrives (the lazy oracle).
 - ``anchors``: the neighbours' idle timeouts (Ollama, llama-swap, Knative), replayed.
 - ``replay/``: dgxmm's policies (the schedules, the idle ladder, the histogram policy, the
   wake lead), the fleet as one machine, through the decider's own functions and the
@@ -26,7 +28,6 @@ from dgxmm.lab.anchors import KNATIVE as KNATIVE
 from dgxmm.lab.anchors import LLAMA_SWAP_SLEEP as LLAMA_SWAP_SLEEP
 from dgxmm.lab.anchors import OLLAMA as OLLAMA
 from dgxmm.lab.anchors import IdleTimeout as IdleTimeout
-from dgxmm.lab.anchors import Replayed as Replayed
 from dgxmm.lab.anchors import replay_idle_timeout as replay_idle_timeout
 from dgxmm.lab.compare import Comparison as Comparison
 from dgxmm.lab.compare import Policy as Policy
@@ -47,9 +48,11 @@ from dgxmm.lab.fleetfile import read_fleet as read_fleet
 from dgxmm.lab.ledger import Footprint as Footprint
 from dgxmm.lab.ledger import Ledger as Ledger
 from dgxmm.lab.ledger import Phase as Phase
+from dgxmm.lab.ledger import Replayed as Replayed
 from dgxmm.lab.ledger import Timeline as Timeline
 from dgxmm.lab.ledger import share_of_oracle as share_of_oracle
 from dgxmm.lab.oracle import RoundTrip as RoundTrip
+from dgxmm.lab.oracle import lazy_oracle as lazy_oracle
 from dgxmm.lab.oracle import oracle_timeline as oracle_timeline
 from dgxmm.lab.replay.fleet import ScheduleReplay as ScheduleReplay
 from dgxmm.lab.replay.fleet import replay_schedules as replay_schedules
@@ -107,6 +110,7 @@ __all__ = [
     "compare",
     "diurnal",
     "duration_from_json",
+    "lazy_oracle",
     "office_hours",
     "oracle_timeline",
     "parse_fleet",

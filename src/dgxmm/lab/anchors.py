@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgxmm.lab.durations import Duration, ServerTimes
-from dgxmm.lab.ledger import Phase, Timeline
+from dgxmm.lab.ledger import Phase, Replayed, Timeline
 from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import MINUTE_US, SECOND_US
 
@@ -38,7 +38,6 @@ __all__ = [
     "LLAMA_SWAP_SLEEP",
     "OLLAMA",
     "IdleTimeout",
-    "Replayed",
     "replay_idle_timeout",
 ]
 
@@ -63,14 +62,6 @@ LLAMA_SWAP_SLEEP = IdleTimeout(
     name="llama-swap-ttl-sleep-5m", idle_us=5 * MINUTE_US, rest=Phase.ASLEEP_1
 )
 KNATIVE = IdleTimeout(name="knative-scale-to-zero", idle_us=90 * SECOND_US, rest=Phase.STOPPED)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Replayed:
-    """A policy's replay of one deployment: its phases and each request's added wait."""
-
-    timeline: Timeline
-    waits_us: Ints  # per request, in arrival order
 
 
 def replay_idle_timeout(

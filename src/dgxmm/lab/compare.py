@@ -15,6 +15,12 @@ policy's share of the oracle's freed GiB-hours.
   histogram policy over the ladder, the measured lead);
 - ``oracle``: the limit, knowing every request (``oracle.py``). It **ignores schedules and the
   fit between deployments**.
+- ``lazy-oracle``: the fair limit at the comparison's price of waiting: it knows every request
+  but wakes only when one arrives (``oracle.py``); it ignores schedules and the fit too.
+
+Each policy's cost at the price (``Ledger.cost``) is given against both oracles'.
+``repriced`` finds the lazy oracle at another price without replaying the rest: it is the
+only policy whose choices depend on the price.
 
 Where the issue is silent: the anchors' servers draw each step from its distribution as
 dgxmm's replays do (``durations.py``; the oracle alone takes medians, knowing the future); a
@@ -27,7 +33,7 @@ import multiprocessing
 import zlib
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -36,13 +42,13 @@ import numpy as np
 from dgxmm.decider.schedules.lead import parse_wake_lead
 from dgxmm.lab.anchors import KNATIVE, LLAMA_SWAP_SLEEP, OLLAMA, IdleTimeout, replay_idle_timeout
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet
-from dgxmm.lab.ledger import Ledger, Phase, Timeline, share_of_oracle
-from dgxmm.lab.oracle import oracle_timeline
+from dgxmm.lab.ledger import DEFAULT_PRICE, Ledger, Phase, Timeline, check_price, share_of_oracle
+from dgxmm.lab.oracle import lazy_oracle, oracle_timeline
 from dgxmm.lab.replay.fleet import Rules, ScheduleReplay, replay_fleet
 from dgxmm.lab.replay.proposed import learned_schedules, learning_end_us
 from dgxmm.lab.traces.trace import Ints, Trace
 
-__all__ = ["Comparison", "Policy", "compare"]
+__all__ = ["Comparison", "Policy", "compare", "cost_ratio"]
 
 
 class Policy(StrEnum):
@@ -58,6 +64,7 @@ class Policy(StrEnum):
     LADDER_LEAD = "ladder-wake-ahead"
     HISTOGRAM = "histogram"
     ORACLE = "oracle"
+    LAZY_ORACLE = "lazy-oracle"
 
 
 MEASURED = parse_wake_lead("measured")
@@ -84,6 +91,7 @@ class Comparison:
     timelines: Mapping[Policy, tuple[Timeline, ...]]  # in the fleet's order
     arrivals: Mapping[str, Ints]  # each deployment's requests in the span, by its name
     learned_until_us: int  # the proposals policy learned before this, and played after
+    price: float = DEFAULT_PRICE  # W, GiB-hours a request-second: the costs' and lazy oracle's
 
     def total(self, policy: Policy) -> Ledger:
         """Return the deployments' figures summed, as one ledger named after the policy."""
@@ -112,19 +120,54 @@ class Comparison:
         """Return a policy's freed GiB-hours over the oracle's, over the whole fleet."""
         return share_of_oracle(self.total(policy), self.total(Policy.ORACLE))
 
+    def cost(self, policy: Policy) -> float:
+        """Return a policy's cost at the comparison's price, over the whole fleet."""
+        return self.total(policy).cost(self.price)
+
+    def cost_ratio(self, policy: Policy, limit: Policy) -> float:
+        """Return a policy's cost over a limit's (``Policy.ORACLE`` or ``LAZY_ORACLE``)."""
+        return cost_ratio(self.total(policy), self.total(limit), self.price)
+
+    def repriced(self, fleet: LabFleet, price: float) -> Comparison:
+        """Return this comparison at another price: the lazy oracle found again at it."""
+        ledgers, timelines = _lazy_oracles(fleet, self.arrivals, check_price(price), *self._span())
+        return replace(
+            self,
+            price=price,
+            ledgers={**self.ledgers, Policy.LAZY_ORACLE: ledgers},
+            timelines={**self.timelines, Policy.LAZY_ORACLE: timelines},
+        )
+
+    def _span(self) -> tuple[int, int]:
+        first = self.timelines[Policy.ALWAYS_ON][0]  # a fleet holds at least one deployment
+        return first.start_us, first.end_us
+
     def to_json(self) -> dict[str, Any]:
         """Return every policy's totals and its deployments' figures as JSON values."""
         return {
             "oracle_note": "the oracle ignores schedules and the fit between deployments",
             "proposals_learned_until_us": self.learned_until_us,
+            "price": self.price,
             "policies": [
                 {
                     **self.total(policy).to_json(),
                     "share_of_oracle": self.share_of_oracle(policy),
+                    **self._costs(
+                        self.total(policy),
+                        self.total(Policy.ORACLE),
+                        self.total(Policy.LAZY_ORACLE),
+                    ),
                     "deployments": [
-                        {**ledger.to_json(), "share_of_oracle": share_of_oracle(ledger, oracle)}
-                        for ledger, oracle in zip(
-                            self.ledgers[policy], self.ledgers[Policy.ORACLE], strict=True
+                        {
+                            **ledger.to_json(),
+                            "share_of_oracle": share_of_oracle(ledger, oracle),
+                            **self._costs(ledger, oracle, lazy),
+                        }
+                        for ledger, oracle, lazy in zip(
+                            self.ledgers[policy],
+                            self.ledgers[Policy.ORACLE],
+                            self.ledgers[Policy.LAZY_ORACLE],
+                            strict=True,
                         )
                     ],
                 }
@@ -132,16 +175,42 @@ class Comparison:
             ],
         }
 
+    def _costs(self, ledger: Ledger, oracle: Ledger, lazy: Ledger) -> dict[str, float]:
+        return {
+            "cost": ledger.cost(self.price),
+            "cost_over_oracle": cost_ratio(ledger, oracle, self.price),
+            "cost_over_lazy_oracle": cost_ratio(ledger, lazy, self.price),
+        }
+
+
+def cost_ratio(ledger: Ledger, limit: Ledger, price: float) -> float:
+    """Return a ledger's cost at ``price`` over a limit's; a limit of 0 gives 1 or inf."""
+    cost, least = ledger.cost(price), limit.cost(price)
+    if least <= 0:
+        return 1.0 if cost <= 0 else float("inf")
+    return cost / least
+
 
 def compare(
-    trace: Trace, fleet: LabFleet, *, start_us: int, end_us: int, seed: int, workers: int = 1
+    trace: Trace,
+    fleet: LabFleet,
+    *,
+    start_us: int,
+    end_us: int,
+    seed: int,
+    workers: int = 1,
+    price: float = DEFAULT_PRICE,
 ) -> Comparison:
     """Replay ``trace`` on ``fleet`` over ``[start_us, end_us)`` under every policy.
+
+    ``price`` (W, GiB-hours per request-second) prices the wait in each policy's cost, and
+    is the one the lazy oracle picks its rests at.
 
     ``workers`` > 1 replays dgxmm's policies in that many processes at once: each is a
     replay of the whole fleet and shares nothing with the others, so the result is the same
     (each deployment's draws are seeded by ``seed`` and its name), only sooner.
     """
+    check_price(price)
     learned_until = learning_end_us(start_us, end_us)
     span = {"start_us": start_us, "end_us": end_us, "seed": seed}
     jobs: dict[Policy, tuple[Callable[..., dict[str, ScheduleReplay]], tuple[Any, ...]]] = {
@@ -185,12 +254,37 @@ def compare(
         oracle = oracle_timeline(arrivals, footprint, trips, start_us=start_us, end_us=end_us)
         timelines[Policy.ORACLE].append(oracle)
         ledgers[Policy.ORACLE].append(Ledger.of(name, footprint, oracle, arrivals))
+    lazy = _lazy_oracles(fleet, requests, price, start_us, end_us)
+    ledgers[Policy.LAZY_ORACLE], timelines[Policy.LAZY_ORACLE] = list(lazy[0]), list(lazy[1])
     return Comparison(
         ledgers={policy: tuple(found) for policy, found in ledgers.items()},
         timelines={policy: tuple(found) for policy, found in timelines.items()},
         arrivals=requests,
         learned_until_us=learned_until,
+        price=price,
     )
+
+
+def _lazy_oracles(
+    fleet: LabFleet, arrivals: Mapping[str, Ints], price: float, start_us: int, end_us: int
+) -> tuple[tuple[Ledger, ...], tuple[Timeline, ...]]:
+    """Return the lazy oracle's ledger and timeline of each deployment, in the fleet's order."""
+    ledgers: list[Ledger] = []
+    timelines: list[Timeline] = []
+    for deployment in fleet.deployments:
+        name = deployment.name
+        footprint = fleet.footprint(name)
+        replayed = lazy_oracle(
+            arrivals[name], footprint, deployment.durations.round_trips(), price=price,
+            start_us=start_us, end_us=end_us,
+        )  # fmt: skip
+        timelines.append(replayed.timeline)
+        ledgers.append(
+            Ledger.of(
+                name, footprint, replayed.timeline, arrivals[name], waits_us=replayed.waits_us
+            )
+        )
+    return tuple(ledgers), tuple(timelines)
 
 
 def _replay(

@@ -10,6 +10,12 @@ The words are DESIGN.md's ("Savings"), the same in the lab, the report and the p
 - **Cold request**: one that arrives while its deployment is not awake (asleep, stopped,
   waking, starting, going down). Its **added wait** runs from its arrival until it is
   forwarded; a refused one counts as cold with its refusal reason.
+- **Wait-seconds**: the added waits summed, in request-seconds. The **mean added wait** and
+  the **p99 over all requests** count every served request, a warm one as 0: a policy that
+  makes few people wait long and one that makes many wait a little are told apart only so.
+  A refused request has no wait (it is counted apart, by reason) and is left out of these.
+- **Cost at a price W**: ``GiB-hours held + W x request-seconds waited``, W in GiB-hours per
+  request-second (``STANDARD_PRICES``; the lab's default is the middle one).
 
 ``Ledger.of`` reads one deployment's timeline and its requests' waits into these figures;
 ``share_of_oracle`` compares a policy with the oracle (``oracle.py``) on the same trace.
@@ -27,7 +33,34 @@ import numpy as np
 from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import HOUR_US, SECOND_US
 
-__all__ = ["Footprint", "Ledger", "Phase", "Timeline", "share_of_oracle"]
+__all__ = [
+    "DEFAULT_PRICE",
+    "STANDARD_PRICES",
+    "Footprint",
+    "Ledger",
+    "Phase",
+    "Replayed",
+    "Timeline",
+    "check_price",
+    "share_of_oracle",
+]
+
+# GiB-hours one request-second of waiting is worth: a hundredth (memory is dear, waiting
+# cheap), a tenth, and one (a user's second as dear as a GiB held for an hour).
+STANDARD_PRICES = (0.01, 0.1, 1.0)
+DEFAULT_PRICE = 0.1  # the middle one, when the user names none (docs/savings.md)
+
+
+def check_price(price: float) -> float:
+    """Return ``price`` if it is a price of waiting (finite, >= 0), else raise ValueError.
+
+    0 is a price: waiting is free, and the cost is the memory alone.
+    """
+    if not np.isfinite(price) or price < 0:
+        raise ValueError(
+            f"price: {price} is not a finite number >= 0 (GiB-hours per request-second)"
+        )
+    return price
 
 
 class Phase(StrEnum):
@@ -201,6 +234,18 @@ class Timeline:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Replayed:
+    """A policy's replay of one deployment: its phases and each request's added wait.
+
+    What ``Ledger.of`` reads, for a policy replayed outside the fleet's loop (the anchors,
+    the lazy oracle).
+    """
+
+    timeline: Timeline
+    waits_us: Ints  # per request, in arrival order
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Ledger:
     """One deployment under one policy: what it held and freed, and what its requests met."""
 
@@ -284,8 +329,39 @@ class Ledger:
             return 0.0
         return float(np.quantile(np.asarray(self.waits_s), quantile, method="higher"))
 
+    @property
+    def wait_total_s(self) -> float:
+        """Return the added waits summed, in request-seconds."""
+        return float(sum(self.waits_s))
+
+    @property
+    def served(self) -> int:
+        """Return the requests that were forwarded (the refused left out)."""
+        return self.requests - sum(self.refused.values())
+
+    @property
+    def wait_mean_s(self) -> float:
+        """Return the mean added wait over every served request, a warm one as 0."""
+        return self.wait_total_s / self.served if self.served > 0 else 0.0
+
+    def wait_all_s(self, quantile: float) -> float:
+        """Return a quantile of every served request's added wait, a warm one as 0.
+
+        The same nearest-rank-above (``method="higher"``) as ``wait_s``, over the cold
+        requests' waits with a 0 for each warm one.
+        """
+        warm = max(self.served - len(self.waits_s), 0)
+        if not warm and not self.waits_s:
+            return 0.0
+        every = np.concatenate((np.zeros(warm), np.asarray(self.waits_s, dtype=float)))
+        return float(np.quantile(every, quantile, method="higher"))
+
+    def cost(self, price: float) -> float:
+        """Return ``GiB-hours held + price x request-seconds waited`` (a ``check_price`` price)."""
+        return self.held_gib_h + check_price(price) * self.wait_total_s
+
     def to_json(self) -> dict[str, Any]:
-        """Return the figures as JSON values."""
+        """Return the figures as JSON values (the cost, which needs a price, is the caller's)."""
         return {
             "name": self.name,
             "hours": self.hours,
@@ -298,6 +374,9 @@ class Ledger:
             "wait_p50_s": self.wait_s(0.5),
             "wait_p99_s": self.wait_s(0.99),
             "wait_max_s": max(self.waits_s, default=0.0),
+            "wait_total_s": self.wait_total_s,
+            "wait_mean_s": self.wait_mean_s,
+            "wait_p99_all_s": self.wait_all_s(0.99),
             "refused": dict(self.refused),
             "wakes": self.wakes,
             "starts": self.starts,

@@ -1,4 +1,10 @@
-"""The oracle: the most memory any policy could free on a trace without a cold request.
+"""The two oracles: the limits a policy is measured against, each knowing every arrival.
+
+``oracle_timeline`` is **the oracle**: the most memory any policy could free on a trace
+without a cold request. ``lazy_oracle`` is **the lazy oracle**: the least cost at a price of
+waiting (``Ledger.cost``) of any policy that wakes only when a request arrives.
+
+The oracle.
 
 Per deployment, knowing every arrival: for each idle gap ``g`` between one request's end (a
 microsecond after its arrival where no duration is known) and the next arrival, it picks the
@@ -17,19 +23,42 @@ Where the issue and the design are silent, and what was chosen:
   given the durations the replay draws as their median, not a distribution.
 - It **ignores schedules and the fit between deployments**: each deployment is alone with its
   own requests. Wherever its figure is shown, say so.
+
+The lazy oracle. It knows every arrival too, but like the anchors (``anchors.py``) it comes up
+only when a request arrives, and every request that arrives while it comes up waits. In each
+idle gap it either stays awake or goes down at once into a resting phase and rests until the
+next arrival; it picks, over the whole trace, the choices whose cost ``GiB-hours held + W x
+request-seconds waited`` is least. It is the fair limit of a policy without foresight: the
+theory's bounds (going down at the break-even time ``tau_L = d_L + u_L + W x wait / Delta_L``
+costs at most 2x it; docs/savings.md) are against it. Where the design is silent:
+
+- The choices are not made gap by gap: a wake's time delays when the deployment is next free,
+  so it shortens the next gap, and every request arriving during the wake waits for it. A
+  dynamic programme over "free from instant f, next request j" finds the least total cost
+  exactly (at most one state per request and way up, ``(1 + levels)`` choices each).
+- Going down when a request would arrive before the way down ends is never chosen: staying
+  awake holds the same memory and makes nobody wait.
+- The durations are the oracle's medians (``RoundTrip``), a request holds its server for a
+  microsecond, and the span's edges are the anchors' (awake at the start; after the last
+  request a rest needs no wake), so that an anchor replayed with fixed durations is one of its
+  options and never costs less (tests/lab/test_oracle.py).
+- It ignores schedules and the fit between deployments, as the oracle does.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import accumulate, pairwise
 
 import numpy as np
 
-from dgxmm.lab.ledger import RESTING, Footprint, Phase, Timeline
+from dgxmm.lab.ledger import RESTING, Footprint, Phase, Replayed, Timeline, check_price
 from dgxmm.lab.traces.trace import Ints
+from dgxmm.time_units import HOUR_US, SECOND_US
 
-__all__ = ["RoundTrip", "oracle_timeline"]
+__all__ = ["RoundTrip", "lazy_oracle", "oracle_timeline"]
 
 _CODE = {phase: code for code, phase in enumerate(Phase)}
 
@@ -99,3 +128,127 @@ def oracle_timeline(
             phases.append((int(gap_to[gap]) - trip.up_us, phase.way_up))
             phases.append((int(gap_to[gap]), Phase.AWAKE))
     return Timeline.joined(start_us, end_us, phases)
+
+
+def lazy_oracle(
+    arrivals_us: Ints,
+    footprint: Footprint,
+    trips: Mapping[Phase, RoundTrip],
+    *,
+    price: float,
+    start_us: int,
+    end_us: int,
+) -> Replayed:
+    """Return the lazy oracle's phases and waits for one deployment's requests at ``price``.
+
+    ``price`` is W, in GiB-hours per request-second; ``trips`` the resting phases it may use,
+    as for ``oracle_timeline``.
+    """
+    if any(not phase.is_resting for phase in trips):
+        raise ValueError(f"the lazy oracle rests only in {[p.value for p in RESTING]}")
+    check_price(price)
+    at: list[int] = np.asarray(arrivals_us, dtype=np.int64).tolist()
+    if at and (at[0] < start_us or at[-1] >= end_us):
+        raise ValueError("every arrival lies in [start_us, end_us)")
+    if any(later < earlier for earlier, later in pairwise(at)):
+        raise ValueError("the arrivals come in order")
+    n = len(at)
+    awake = footprint.awake_gib
+    # A request-microsecond of waiting in GiB-microseconds: the cost's one unit.
+    per_wait = price * HOUR_US / SECOND_US
+    levels = [(phase, trips[phase]) for phase in RESTING if phase in trips]
+    before = [0, *accumulate(at)]  # before[j]: the arrivals before request j, summed
+
+    def held(gib: float, since: int, until: int) -> float:  # the ledger counts to end_us only
+        return gib * (min(until, end_us) - min(since, end_us))
+
+    # Each way up from request j: when it is up, the first request it did not hold, and the
+    # request-microseconds waited for it (every request arriving before it is up).
+    ups: list[list[tuple[int, int, int]]] = []
+    for _, trip in levels:
+        row = []
+        for j, first in enumerate(at):
+            up = first + trip.up_us
+            held_until = max(bisect_left(at, up, j), j + 1)
+            row.append((up, held_until, up * (held_until - j) - (before[held_until] - before[j])))
+        ups.append(row)
+    # The states, by the next request: free from f (the start; after request j - 1 served at
+    # once; after a way up), with request j next. Later requests are decided first.
+    free_at: list[set[int]] = [set() for _ in range(n + 1)]
+    free_at[0].add(start_us)
+    for j in range(1, n + 1):
+        free_at[j].add(at[j - 1] + 1)
+    for row in ups:
+        for up, next_request, _ in row:
+            free_at[next_request].add(up)
+    cost: dict[tuple[int, int], float] = {}
+    chosen: dict[tuple[int, int], int] = {}  # -1: stay awake; else an index into levels
+    for j in range(n, -1, -1):
+        for free in free_at[j]:
+            if j == n:  # after the last request: rest until the end, no wake
+                best, pick = held(awake, free, end_us), -1
+                for index, (phase, trip) in enumerate(levels):
+                    if free + trip.down_us <= end_us:
+                        rested = trip.down_us * awake + held(
+                            footprint.gib(phase), free + trip.down_us, end_us
+                        )
+                        if rested < best:
+                            best, pick = rested, index
+            else:
+                first = at[j]
+                served = max(free, first + 1)
+                best, pick = held(awake, free, served) + cost[(served, j + 1)], -1
+                for index, (phase, trip) in enumerate(levels):
+                    rested_at = free + trip.down_us
+                    if first < rested_at:  # it would still be going down: staying up is cheaper
+                        continue
+                    up, next_request, waited = ups[index][j]
+                    total = (
+                        held(awake, free, rested_at)
+                        + held(footprint.gib(phase), rested_at, first)
+                        + held(awake, first, up)
+                        + per_wait * waited
+                        + cost[(up, next_request)]
+                    )
+                    if total < best:  # ties: the shallower, or staying up
+                        best, pick = total, index
+            cost[(free, j)] = best
+            chosen[(free, j)] = pick
+    return _lazy_replayed(at, levels, ups, chosen, start_us=start_us, end_us=end_us)
+
+
+def _lazy_replayed(
+    at: list[int],
+    levels: list[tuple[Phase, RoundTrip]],
+    ups: list[list[tuple[int, int, int]]],
+    chosen: Mapping[tuple[int, int], int],
+    *,
+    start_us: int,
+    end_us: int,
+) -> Replayed:
+    """Follow the lazy oracle's choices from the start: its phases and each request's wait."""
+    waits = np.zeros(len(at), dtype=np.int64)
+    phases: list[tuple[int, Phase]] = [(start_us, Phase.AWAKE)]
+    free, j = start_us, 0
+    while True:
+        pick = chosen[(free, j)]
+        if j == len(at):
+            if pick >= 0:
+                phase, trip = levels[pick]
+                phases.append((free, Phase.GOING_DOWN))
+                phases.append((free + trip.down_us, phase))
+            break
+        if pick < 0:
+            free, j = max(free, at[j] + 1), j + 1
+            continue
+        phase, trip = levels[pick]
+        up, next_request, _ = ups[pick][j]
+        phases.extend(
+            [(free, Phase.GOING_DOWN), (free + trip.down_us, phase), (at[j], phase.way_up),
+             (up, Phase.AWAKE)]
+        )  # fmt: skip
+        for k in range(j, next_request):
+            waits[k] = up - at[k]
+        free, j = up, next_request
+    kept = [(when, phase) for when, phase in phases if when < end_us]
+    return Replayed(timeline=Timeline.joined(start_us, end_us, kept), waits_us=waits)
