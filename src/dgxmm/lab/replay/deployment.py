@@ -27,6 +27,20 @@ Where the issues are silent, the choices made here:
 - The histogram's pre-wake is made at the pass at or before its instant less the measured
   wake time (``measured`` whatever the deployment's ``wake_lead``, which is for its
   scheduled wakes), as a wake lead is rounded.
+
+The product's bounds (``server.ProductBounds``; issue 42, point 6):
+
+- A request held longer than the proxy's ``max_hold_s`` is answered 503 ``hold_timeout``
+  then (its wait is -1 and it counts among the refused), and the way up goes on for the
+  others. A way up that fails just as the hold runs out is the hold's: its timer began
+  first.
+- An action past its timeout ends as the server says (``Outcome``), and what failed is
+  paused as the product pauses it, for the rest of the span (no person changes a setting
+  in a replay): a failed idle step pauses the idle policy (``idle_paused``), pre-wakes
+  included; a failed scheduled sleep or wake pauses the deployment's sleep and wake
+  schedules (``pauses.PAUSING``), and its slot is recorded ``failed``. Requests held for
+  a sleep that timed out are forwarded then (the deployment is running); those for a way
+  up that failed are refused ``wake_failed``, and later ones ``deployment_failed``.
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ from dgxmm.decider.idle import IDLE_TICK_US, GapHistogram, IdleLadder, IdleStep
 from dgxmm.decider.idle import idle_step as ladder_step
 from dgxmm.decider.idle.histogram import ladder_in_effect, pre_wake_at
 from dgxmm.decider.schedules.lead import LeadKind, WakeLead, lead_for
+from dgxmm.decider.schedules.pauses import PAUSING
 from dgxmm.decider.schedules.runner import ResultKind
 from dgxmm.decider.schedules.slots import Slot
 from dgxmm.decider.schedules.verdicts import (
@@ -56,11 +71,11 @@ from dgxmm.fleet import IDLE_ACTOR, Deployment, DeploymentState, Fit, MetricsSam
 from dgxmm.lab.fleetfile import LabDeployment, LabSchedule
 from dgxmm.lab.ledger import Phase
 from dgxmm.lab.replay.rows import RunnerRows, ScheduleRow, SlotDecision
-from dgxmm.lab.replay.server import Owner, SimulatedServer
+from dgxmm.lab.replay.server import Outcome, Owner, ProductBounds, SimulatedServer
 from dgxmm.lab.traces.trace import Ints
 from dgxmm.proxy import Refusal
 from dgxmm.proxy.waking import refusal_for
-from dgxmm.time_units import MINUTE_US
+from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = ["Rank", "SimulatedDeployment"]
 
@@ -97,10 +112,14 @@ class SimulatedDeployment:
         histogram: bool,
         wake_lead: WakeLead,
         fits: FitCheck,
+        bounds: ProductBounds,
     ) -> None:
         self.deployment = deployment
         self.index = index
-        self.server = SimulatedServer(deployment, index=index, rng=rng, start_us=start_us)
+        self.bounds = bounds
+        self.server = SimulatedServer(
+            deployment, index=index, rng=rng, start_us=start_us, bounds=bounds
+        )
         self.start_us, self.end_us = start_us, end_us
         self.arrivals = arrivals.tolist()
         self.arrivals_np = np.asarray(arrivals, dtype=np.int64)
@@ -123,6 +142,7 @@ class SimulatedDeployment:
         self.pre_wake_at: int | None = None  # the histogram's pre-wake, when one is planned
         self.pre_woken = False  # woken by the histogram since the last request
         self.idle_not_before = start_us
+        self.idle_paused = False  # an idle step failed: the product pauses the policy
         self.now = start_us  # the instant of the event it took last
         self.held_back_until: int | None = None  # a step the awake window holds: until it shuts
         self.refused: dict[str, int] = {}
@@ -178,8 +198,8 @@ class SimulatedDeployment:
             self._end(action.until)  # the waker's way up, once the way down is over
             action = self.server.action
         if action is not None and action.up:
-            for index in self.held:
-                self.waits[index] = action.until - self.arrivals[index]
+            held, self.held = self.held, []
+            self._release(action.until, held, _failed_up(action.outcome))
 
     def phases_until_end(self) -> list[tuple[int, Phase]]:
         """Return its phases that begin inside the span."""
@@ -243,17 +263,38 @@ class SimulatedDeployment:
 
     def _request_up(self, at: int) -> None:
         """Bring it up for the held requests, as the proxy's waker: refused, or on its way."""
-        refused = refusal_for(self.server.rows_by_phase[self.server.rest], self.stopped_by)
-        reason: str | None = refused.refusal.value if refused is not None else None
+        refused = refusal_for(self.server.row(), self.stopped_by)
+        reason = refused.refusal if refused is not None else None
         if reason is None and not self.fits(self.index, _UP, at).fits:
-            reason = Refusal.DOES_NOT_FIT.value  # a request never evicts
+            reason = Refusal.DOES_NOT_FIT  # a request never evicts
         if reason is not None:
-            self.refused[reason] = self.refused.get(reason, 0) + len(self.held)
-            for index in self.held:
-                self.waits[index] = -1
-            self.held.clear()
+            held, self.held = self.held, []
+            self._release(at, held, reason)
             return
-        self.server.bring_up(at, Owner.REQUEST)
+        self._bring_up(at, Owner.REQUEST)
+
+    def _release(self, at: int, indexes: list[int], refusal: Refusal | None = None) -> None:
+        """Forward the held requests at ``at``, or refuse them with ``refusal``.
+
+        The proxy's ``max_hold_s`` comes first: a request held longer is refused
+        ``hold_timeout`` (at its bound; the wait it would have had is no wait of its).
+        """
+        bound = self.bounds.max_hold_us
+        forwarded: list[int] = []
+        for index in indexes:
+            waited = at - self.arrivals[index]
+            if waited > bound or (refusal is not None and waited == bound):
+                self._refuse(index, Refusal.HOLD_TIMEOUT)
+            elif refusal is not None:
+                self._refuse(index, refusal)
+            else:
+                forwarded.append(index)
+        if forwarded:
+            self._serve(at, forwarded)
+
+    def _refuse(self, index: int, refusal: Refusal) -> None:
+        self.waits[index] = -1
+        self.refused[refusal.value] = self.refused.get(refusal.value, 0) + 1
 
     def _serve(self, at: int, indexes: list[int]) -> None:
         # Served instants only grow, so the latest and its count are all a quiet check needs.
@@ -275,15 +316,38 @@ class SimulatedDeployment:
         self.held_back_until = None  # another level: the window may allow its step
         if action.up:
             held, self.held = self.held, []
-            self._serve(at, held)
+            self._release(at, held, _failed_up(action.outcome))
+            return
+        if action.outcome is not Outcome.DONE and self.shut_door:
+            # The door opens on a deployment recorded running (a sleep that timed out): the
+            # waker finds it up and the held requests are forwarded; or on a failed one.
+            self.shut_door = False
+            held, self.held = self.held, []
+            failed = action.outcome is Outcome.FAILED
+            self._release(at, held, Refusal.FAILED if failed else None)
             return
         if self.shut_door:
             self.shut_door = False
             self._request_up(at)
 
-    def _go_down(self, now: int, to: Phase, lasting: int) -> None:
+    def _go_down(self, now: int, to: Phase, lasting: int) -> Outcome:
+        """Begin a way down; return how the product will end it (a sleep may time out)."""
         self.server.go_down(now, to, lasting)
         self.pre_woken = False
+        outcome = self.server.action.outcome if self.server.action is not None else Outcome.DONE
+        if outcome is Outcome.TIMED_OUT:
+            self._count("sleeps timed out")
+        elif outcome is Outcome.FAILED:
+            self._count("deepenings failed")
+        return outcome
+
+    def _bring_up(self, at: int, owner: Owner) -> Outcome:
+        """Begin a start or wake; return how it will end (its gate may time out)."""
+        self.server.bring_up(at, owner)
+        outcome = self.server.action.outcome if self.server.action is not None else Outcome.DONE
+        if outcome is Outcome.FAILED:
+            self._count("ways up failed")
+        return outcome
 
     # -- the runner's pass ---------------------------------------------------------------------
 
@@ -326,11 +390,29 @@ class SimulatedDeployment:
             self.rows.defer(now, row, verdict.deferred_since, busy)
             return
         if verdict.call is DeployerCall.SLEEP:
-            self._go_down(now, self.sleeps_to, self.server.sleep_time(self.sleeps_to))
+            outcome = self._go_down(now, self.sleeps_to, self.server.sleep_time(self.sleeps_to))
         else:
             self.stopped_by = f"schedule:{row.number}"
-            self._go_down(now, Phase.STOPPED, self.server.draw(self.server.times.stop))
-        self.rows.record(now, row, slot, ResultKind.DONE, None)
+            outcome = self._go_down(now, Phase.STOPPED, self.server.draw(self.server.times.stop))
+        self._record_run(now, row, slot, outcome)
+
+    def _record_run(self, now: int, row: ScheduleRow, slot: Slot, outcome: Outcome) -> None:
+        """Record a slot's run; one that failed pauses the sleep and wake schedules.
+
+        Recorded at the pass, as every run here, though the product learns of a timeout at
+        its end: no other pass acts on the deployment while its action is under way.
+        """
+        if outcome is Outcome.DONE:
+            self.rows.record(now, row, slot, ResultKind.DONE, None)
+            return
+        bound = (
+            f"{self.bounds.startup_timeout_us / SECOND_US:g} s (startup_timeout_s)"
+            if not row.schedule.action.quiets
+            else f"{self.bounds.sleep_timeout_us / SECOND_US:g} s (sleep_timeout_s)"
+        )
+        self.rows.record(now, row, slot, ResultKind.FAILED, f"it timed out after {bound}")
+        if row.schedule.action in PAUSING:
+            self.rows.pause(PAUSING)
 
     def _not_quiet(self, now: int, state: DeploymentState, *, recent: bool) -> str | None:
         held = self._in_flight(now)
@@ -365,8 +447,7 @@ class SimulatedDeployment:
             return
         if slot.at_us > now:
             self._count("wakes begun early")
-        self.server.bring_up(now, Owner.RUNNER)
-        self.rows.record(now, row, slot, ResultKind.DONE, None)
+        self._record_run(now, row, slot, self._bring_up(now, Owner.RUNNER))
 
     def _count(self, what: str) -> None:
         self.steps[what] = self.steps.get(what, 0) + 1
@@ -396,7 +477,12 @@ class SimulatedDeployment:
         ).steps_us()
 
     def _next_idle_check(self) -> int | None:
-        if self.server.action is not None or self.shut_door or self.server.rest is Phase.STOPPED:
+        if (
+            self.idle_paused
+            or self.server.action is not None
+            or self.shut_door
+            or self.server.rest is Phase.STOPPED
+        ):
             return None
         if self.server.rest is not Phase.AWAKE and self.pre_wake_at is not None:
             return (
@@ -439,7 +525,7 @@ class SimulatedDeployment:
             if self.fits(self.index, _UP, now).fits:
                 self._count("pre-wakes")
                 self.pre_woken = True
-                self.server.bring_up(now, Owner.RUNNER)
+                self.idle_paused = self._bring_up(now, Owner.RUNNER) is not Outcome.DONE
             return
         sleep, deepen, stop = self._thresholds()
         level = 2 if self.server.rest is Phase.ASLEEP_2 else 1
@@ -460,13 +546,17 @@ class SimulatedDeployment:
             return
         self._count(f"idle {step.value}s")
         if step is IdleStep.SLEEP:
-            self._go_down(now, Phase.ASLEEP_1, self.server.sleep_time(Phase.ASLEEP_1))
-            self._plan_pre_wake()
+            outcome = self._go_down(now, Phase.ASLEEP_1, self.server.sleep_time(Phase.ASLEEP_1))
+            if outcome is Outcome.DONE:
+                self._plan_pre_wake()
         elif step is IdleStep.DEEPEN:
-            self._go_down(now, Phase.ASLEEP_2, self.server.sleep_time(Phase.ASLEEP_2))
+            outcome = self._go_down(now, Phase.ASLEEP_2, self.server.sleep_time(Phase.ASLEEP_2))
         else:
             self.stopped_by = IDLE_ACTOR
-            self._go_down(now, Phase.STOPPED, self.server.draw(self.server.times.stop))
+            outcome = self._go_down(now, Phase.STOPPED, self.server.draw(self.server.times.stop))
+        # A server asked and failed pauses the idle policy until a person changes it (the
+        # idle runner's failure rule); no idle check comes while the action is under way.
+        self.idle_paused = outcome is not Outcome.DONE
 
     def _pre_wake_lead_us(self) -> int:
         """Return the measured level-1 wake time a pre-wake begins ahead by."""
@@ -485,3 +575,8 @@ class SimulatedDeployment:
         # A sleep after a pre-wake's keep-alive ran out, with no request since, plans none:
         # the pre-wake it would plan is past, and would wake it again at once.
         self.pre_wake_at = planned if planned > self.server.action_began() else None
+
+
+def _failed_up(outcome: Outcome) -> Refusal | None:
+    """Return the refusal of the requests held for a way up that ended so (None: forwarded)."""
+    return Refusal.WAKE_FAILED if outcome is Outcome.FAILED else None

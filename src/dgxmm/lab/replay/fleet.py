@@ -29,9 +29,17 @@ that does not fit is refused (``does_not_fit``), a slot is skipped, a pre-wake i
   ``awake_window`` bounds; with the histogram policy, its windows replace the ladder's first
   step while they are representative, and a pre-wake is made ahead of the next request.
 
-What is left out, and said wherever the figures are shown: a server never fails (no pause,
-no failure rule), one start-up at a time is not kept (the product's gate serialises starts),
-and the proxy's hold bound (600 s) never runs out (no default step takes that long).
+- **The product's bounds** (``Rules.bounds``, the product's defaults): an action drawn past
+  its timeout ends as the product ends it (a sleep timed out leaves the deployment running
+  and pauses what asked for it; a wake or start timed out fails the deployment; a stop is
+  killed after the grace period), and a request held past ``max_hold_s`` is refused
+  ``hold_timeout`` (``deployment.py``, ``server.py``). A duration's tail once held a
+  request for 56 minutes behind one sleep (issue 42, point 6).
+
+What is left out, and said wherever the figures are shown: a server fails only by a timeout
+(no error answers, no crash), a sleep that timed out never finishes later (the product's
+metrics pass would find it asleep), and one start-up at a time is not kept (the product's
+gate serialises starts).
 Every deployment is awake at ``start_us``, as always-on is, even where they do not all fit
 together: the fit is asked of a way up only.
 
@@ -57,6 +65,7 @@ from dgxmm.lab.fleetfile import LabFleet
 from dgxmm.lab.ledger import Footprint, Ledger, Timeline
 from dgxmm.lab.replay.deployment import SimulatedDeployment
 from dgxmm.lab.replay.rows import SlotDecision
+from dgxmm.lab.replay.server import PRODUCT_BOUNDS, ProductBounds
 from dgxmm.lab.traces.trace import Ints, Trace
 from dgxmm.time_units import SECOND_US
 
@@ -82,6 +91,7 @@ class Rules:
     # These deployments' wake lead is measured whatever ``wake_lead`` says: accepting the
     # product's proposal sets it on a deployment whose lead was off (issue 25).
     measured_lead: frozenset[str] = frozenset()
+    bounds: ProductBounds = PRODUCT_BOUNDS  # the product's timeouts and hold bound
 
 
 SCHEDULES_ONLY = Rules()
@@ -156,6 +166,7 @@ def replay_fleet(
                     _MEASURED if deployment.name in rules.measured_lead else rules.wake_lead
                 ),
                 fits=fits,
+                bounds=rules.bounds,
             )
         )
     events = []

@@ -167,6 +167,16 @@ class RunnerRows:
                          kind=ResultKind.DEFERRED, reason=reason)
         )  # fmt: skip
 
+    def pause(self, actions: tuple[ScheduleAction, ...]) -> None:
+        """Switch off the schedules of ``actions``, as the product pauses them after a failure.
+
+        For the rest of the span: the product lifts a pause when a person switches a
+        schedule on again, or when a sleep that timed out is found finished later, and a
+        replay has neither. A paused schedule bounds the idle policy no more.
+        """
+        self.rows = [row for row in self.rows if row.schedule.action not in actions]
+        self.window_slots = [row.slots for row in self.rows]
+
     def in_awake_window(self, now: int) -> bool:
         """Tell whether ``now`` is inside a scheduled awake window (``awake_window``)."""
         return awake_window(self.window_slots, now)

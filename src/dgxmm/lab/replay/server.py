@@ -8,10 +8,22 @@ ledger, and the times its ways up took, which a measured wake lead reads.
 
 Where the product's server has choices:
 
-- A sleep or stop cannot be called back: the action under way ends when it was drawn to.
+- A sleep or stop cannot be called back: the action under way ends when it was drawn to,
+  or when the product ends it (``ProductBounds``), whichever is first.
 - A deepening (level 1 to level 2) keeps the level-1 memory until it ends (vLLM drops the
   CPU copy of the weights; the GPU holds the same), and takes the level-2 sleep's time.
 - A stop of a sleeping server keeps its asleep phase until it ends.
+
+How the product ends an action past its bound (issue 42, point 6: a sleep drawn from the
+lognormal's tail took 3,397 s, and a request waited behind it for 56 minutes):
+
+- a sleep from awake, after ``sleep_timeout_s``: the deployer records it failed and the
+  deployment running ("the server is there but did not sleep"), so it is awake from then
+  (``Outcome.TIMED_OUT``). A later finish, which the product's metrics pass would find, is
+  not replayed;
+- a deepening, or a start or wake, after its timeout: the deployer fails the deployment,
+  which then holds no memory (phase ``STOPPED``) and refuses requests (``Outcome.FAILED``);
+- a stop, after the grace period: SIGKILL, and it is stopped.
 """
 
 from __future__ import annotations
@@ -21,12 +33,24 @@ from enum import Enum
 
 import numpy as np
 
-from dgxmm.fleet import BackendKind, Deployment, DeploymentState
+from dgxmm.fleet import (
+    DEFAULT_SLEEP_TIMEOUT_S,
+    DEFAULT_STARTUP_TIMEOUT_S,
+    BackendKind,
+    Deployment,
+    DeploymentState,
+)
 from dgxmm.lab.durations import Duration, ServerTimes
 from dgxmm.lab.fleetfile import LabDeployment
 from dgxmm.lab.ledger import Phase
+from dgxmm.proxy.bounds import DEFAULT_BOUNDS
+from dgxmm.time_units import SECOND_US
 
-__all__ = ["Action", "Owner", "SimulatedServer"]
+__all__ = ["PRODUCT_BOUNDS", "Action", "Outcome", "Owner", "ProductBounds", "SimulatedServer"]
+
+# The process and Ray backends' grace between SIGTERM and SIGKILL (``stop_grace_s``, 30 s
+# by default in ``FleetService``, ``Backends`` and each backend).
+_STOP_GRACE_S = 30.0
 
 _STATE = {
     Phase.AWAKE: DeploymentState.RUNNING,
@@ -37,6 +61,24 @@ _STATE = {
 _LEVEL = {Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2, Phase.STOPPED: 0}  # lead_for's level of a way up
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProductBounds:
+    """How long the product lets an action run, and a request be held; its defaults.
+
+    A lab deployment has no timeouts of its own: each is the product's default for a
+    deployment that gives none (``definition.py``), the backends' stop grace, and the proxy's
+    ``max_hold_s`` (``proxy/bounds.py``).
+    """
+
+    sleep_timeout_us: int = round(DEFAULT_SLEEP_TIMEOUT_S * SECOND_US)  # a sleep, a deepening
+    startup_timeout_us: int = round(DEFAULT_STARTUP_TIMEOUT_S * SECOND_US)  # a start, a wake
+    stop_grace_us: int = round(_STOP_GRACE_S * SECOND_US)  # SIGKILL then: the stop is over
+    max_hold_us: int = round(DEFAULT_BOUNDS.max_hold_s * SECOND_US)  # then 503 hold_timeout
+
+
+PRODUCT_BOUNDS = ProductBounds()
+
+
 class Owner(Enum):
     """Who holds the deployment while its action is under way (the product's lock)."""
 
@@ -44,15 +86,24 @@ class Owner(Enum):
     REQUEST = "request"  # the proxy's waker: the runner finds the lock taken and skips
 
 
+class Outcome(Enum):
+    """How an action ends: done, or as the product ends one past its bound."""
+
+    DONE = "done"
+    TIMED_OUT = "timed out"  # a sleep given up: the deployment is recorded running
+    FAILED = "failed"  # a way up or a deepening given up: the deployment is failed
+
+
 @dataclass(slots=True)
 class Action:
-    """An action under way: until when, into which phase, whose."""
+    """An action under way: until when, into which phase, whose, and how it ends."""
 
     until: int
     to: Phase
     owner: Owner
     began: int
     up_from: int | None = None  # a way up: lead_for's level it comes from (0: a start)
+    outcome: Outcome = Outcome.DONE
 
     @property
     def up(self) -> bool:
@@ -63,9 +114,17 @@ class SimulatedServer:
     """One deployment's server: the phase it rests in, its action under way, its phases."""
 
     def __init__(
-        self, deployment: LabDeployment, *, index: int, rng: np.random.Generator, start_us: int
+        self,
+        deployment: LabDeployment,
+        *,
+        index: int,
+        rng: np.random.Generator,
+        start_us: int,
+        bounds: ProductBounds,
     ) -> None:
         self.times: ServerTimes = deployment.durations
+        self.bounds = bounds
+        self.failed = False  # a way up or deepening timed out: a person's to look at
         self.rng = rng
         self.start_us = start_us
         self.rest = Phase.AWAKE
@@ -91,11 +150,16 @@ class SimulatedServer:
             template, state=DeploymentState.SLEEPING,
             memory_gib_asleep=deployment.memory_gib_asleep_2,
         )  # fmt: skip
+        self.failed_row = replace(template, state=DeploymentState.FAILED)
+
+    def row(self) -> Deployment:
+        """Return the product's row of the phase it rests in (failed, once it failed)."""
+        return self.failed_row if self.failed else self.rows_by_phase[self.rest]
 
     @property
     def state(self) -> DeploymentState:
-        """Return the product's state of the phase it rests in."""
-        return _STATE[self.rest]
+        """Return the product's state of the phase it rests in (failed, once it failed)."""
+        return DeploymentState.FAILED if self.failed else _STATE[self.rest]
 
     @property
     def up_level(self) -> int:
@@ -108,17 +172,32 @@ class SimulatedServer:
         action = self.action
         if action is not None and action.until > at and (action.up or phase is Phase.AWAKE):
             return self.rows_by_phase[Phase.STARTING]  # a way up or down holds awake memory
-        return self.rows_by_phase[phase]
+        return self.row()
 
     def action_began(self) -> int:
         """Return when the action under way began (its start of the span when none is)."""
         return self.start_us if self.action is None else self.action.began
 
     def go_down(self, now: int, to: Phase, lasting: int) -> None:
-        """Begin a sleep, deepening or stop into ``to`` that lasts ``lasting``."""
+        """Begin a sleep, deepening or stop into ``to`` drawn to last ``lasting``.
+
+        It ends by the product's bound: a stop is killed after the grace period; a sleep
+        past ``sleep_timeout_s`` leaves the deployment running, a deepening failed.
+        """
+        outcome = Outcome.DONE
+        if to is Phase.STOPPED:
+            lasting = min(lasting, self.bounds.stop_grace_us)  # SIGKILL: stopped all the same
+        elif lasting > self.bounds.sleep_timeout_us:
+            lasting = self.bounds.sleep_timeout_us
+            if self.rest is Phase.AWAKE:
+                to, outcome = Phase.AWAKE, Outcome.TIMED_OUT
+            else:
+                to, outcome = Phase.STOPPED, Outcome.FAILED
         if self.rest is Phase.AWAKE:
             self.phases.append((now, Phase.GOING_DOWN))
-        self.action = Action(until=now + lasting, to=to, owner=Owner.RUNNER, began=now)
+        self.action = Action(
+            until=now + lasting, to=to, owner=Owner.RUNNER, began=now, outcome=outcome
+        )
         self.phases.append((now + lasting, to))
 
     def bring_up(self, begin: int, owner: Owner) -> None:
@@ -128,12 +207,15 @@ class SimulatedServer:
         else:
             wake = self.times.wake_2 if self.rest is Phase.ASLEEP_2 else self.times.wake_1
             lasting, phase = self.draw(wake), Phase.WAKING
+        to, outcome = Phase.AWAKE, Outcome.DONE
+        if lasting > self.bounds.startup_timeout_us:  # the start-up gate fails the deployment
+            lasting, to, outcome = self.bounds.startup_timeout_us, Phase.STOPPED, Outcome.FAILED
         self.action = Action(
-            until=begin + lasting, to=Phase.AWAKE, owner=owner, began=begin,
-            up_from=_LEVEL[self.rest],
+            until=begin + lasting, to=to, owner=owner, began=begin,
+            up_from=_LEVEL[self.rest], outcome=outcome,
         )  # fmt: skip
         self.phases.append((begin, phase))
-        self.phases.append((begin + lasting, Phase.AWAKE))
+        self.phases.append((begin + lasting, to))
 
     def end(self, at: int) -> Action:
         """End the action under way at ``at`` and return it; a way up records its time."""
@@ -141,9 +223,12 @@ class SimulatedServer:
         assert action is not None
         self.action = None
         self.rest = action.to
-        if action.up_from is not None:
+        if action.outcome is Outcome.FAILED:
+            self.failed = True  # it holds nothing (the product stops what is left of it)
+        elif action.up_from is not None and action.outcome is Outcome.DONE:
             self.ready_us[action.up_from].append(at - action.began)  # what its events record
             self.active_since = at
+            self.failed = False  # a start of a failed deployment brings it back
         return action
 
     def sleep_time(self, resting: Phase) -> int:
