@@ -4,7 +4,7 @@
   ``ScheduleReplay``): the schedules, the idle ladder, the histogram policy, the wake lead,
   and the product's fit check between the deployments;
 - ``deployment``: one deployment in a replay (``SimulatedDeployment``): the proxy's hold, the
-  runner's pass and the idle policy;
+  runner's pass, and (``idle``, ``IdleSteps``) the idle policy's checks and steps;
 - ``server``: its simulated server (``SimulatedServer``): the phases and the actions between;
 - ``rows``: the runner's schedule rows and which of their slots are due at a pass;
 - ``proposed``: the product's proposer on a trace's first weeks, its proposals accepted.

@@ -4,7 +4,8 @@
 in the order of time and, at one instant, of ``Rank``: an action that ends, then a request,
 then the runner's pass, then the idle policy's check (the product's runner passes once a
 minute, and its idle steps are part of that pass, after the schedules). Its schedule rows,
-and which of their slots are due at a pass, are ``rows.py``'s (``RunnerRows``).
+and which of their slots are due at a pass, are ``rows.py``'s (``RunnerRows``); its idle
+policy's checks and steps are ``idle.py``'s (``IdleSteps``).
 
 Every decision is the product's own function: ``due_slot`` / ``due_early``, the verdicts,
 ``refusal_for``, ``check_fit`` (asked through the fleet, which sees the others' memory at
@@ -46,15 +47,11 @@ The product's bounds (``server.ProductBounds``; issue 42, point 6):
 from __future__ import annotations
 
 import bisect
-import math
-from collections.abc import Callable
 from enum import IntEnum
 
 import numpy as np
 
-from dgxmm.decider.idle import IDLE_TICK_US, GapHistogram, IdleLadder, IdleStep
-from dgxmm.decider.idle import idle_step as ladder_step
-from dgxmm.decider.idle.histogram import ladder_in_effect, pre_wake_at
+from dgxmm.decider.idle import GapHistogram, IdleLadder
 from dgxmm.decider.schedules.lead import LeadKind, WakeLead, lead_for
 from dgxmm.decider.schedules.pauses import PAUSING
 from dgxmm.decider.schedules.runner import ResultKind
@@ -67,23 +64,21 @@ from dgxmm.decider.schedules.verdicts import (
     superseded_reason,
     up_verdict,
 )
-from dgxmm.fleet import IDLE_ACTOR, Deployment, DeploymentState, Fit, MetricsSample
+from dgxmm.fleet import Deployment, DeploymentState, MetricsSample
 from dgxmm.lab.fleetfile import LabDeployment, LabSchedule
 from dgxmm.lab.ledger import Phase
+from dgxmm.lab.replay.idle import FitCheck, IdleSteps
 from dgxmm.lab.replay.rows import RunnerRows, ScheduleRow, SlotDecision
 from dgxmm.lab.replay.server import Outcome, Owner, ProductBounds, SimulatedServer
 from dgxmm.lab.traces.trace import Ints
 from dgxmm.proxy import Refusal
 from dgxmm.proxy.waking import refusal_for
-from dgxmm.time_units import MINUTE_US, SECOND_US
+from dgxmm.time_units import SECOND_US
 
 __all__ = ["Rank", "SimulatedDeployment"]
 
 _UNDER_WAY = "an action on it is under way"  # the runner's words when its lock is taken
 _UP = DeploymentState.RUNNING  # the state a way up is checked for, as the deployer asks
-
-MEASURED = WakeLead(kind=LeadKind.MEASURED)  # the histogram's pre-wake lead
-FitCheck = Callable[[int, DeploymentState, int], Fit]  # (deployment index, target, at)
 
 
 class Rank(IntEnum):
@@ -95,7 +90,7 @@ class Rank(IntEnum):
     IDLE = 3  # the idle policy's check, in the same pass after the schedules
 
 
-class SimulatedDeployment:
+class SimulatedDeployment(IdleSteps):
     """One deployment's server, proxy hold, schedule rows and idle policy; see the module."""
 
     def __init__(
@@ -451,130 +446,6 @@ class SimulatedDeployment:
 
     def _count(self, what: str) -> None:
         self.steps[what] = self.steps.get(what, 0) + 1
-
-    # -- the idle policy ----------------------------------------------------------------------
-
-    def _idle_base(self) -> int:
-        """Return the instant idle time counts from: the latest request, or coming up.
-
-        After a pre-wake, from the request: the histogram keeps it awake until the keep-alive
-        window after that request ends, not a window after the pre-wake."""
-        last = self.last_arrival
-        if last is None:
-            return self.server.active_since
-        return last if self.pre_woken else max(last, self.server.active_since)
-
-    def _thresholds(self) -> tuple[int | None, int | None, int | None]:
-        """Return the sleep, deepen and stop times the policy uses now (histogram or ladder)."""
-        if self.histogram is None or self.last_arrival is None:
-            return self.ladder.steps_us()
-        return ladder_in_effect(
-            self.ladder,
-            self.histogram.windows(self.last_arrival),
-            pre_wake_lead_us=self._pre_wake_lead_us(),
-            sleep_us=self.server.times.sleep_1.median_us,
-            pre_woken=self.pre_woken,
-        ).steps_us()
-
-    def _next_idle_check(self) -> int | None:
-        if (
-            self.idle_paused
-            or self.server.action is not None
-            or self.shut_door
-            or self.server.rest is Phase.STOPPED
-        ):
-            return None
-        if self.server.rest is not Phase.AWAKE and self.pre_wake_at is not None:
-            return (
-                math.ceil(max(self.pre_wake_at, self.idle_not_before, self.now) / IDLE_TICK_US)
-                * IDLE_TICK_US
-            )
-        sleep, deepen, stop = self._thresholds()
-        level = {Phase.AWAKE: 0, Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2}[self.server.rest]
-        # Each step is taken from below its level: a sleep from awake, a deepening from awake
-        # or level 1, a stop from any.
-        steps = [after for after, most in ((sleep, 0), (deepen, 1), (stop, 2))
-                 if after is not None and level <= most]  # fmt: skip
-        if not steps:
-            return None
-        due = self._idle_base() + min(steps)
-        if self.held_back_until is not None:
-            due = max(due, self.held_back_until)
-        # The idle policy is checked on the host's tick: a step due between two is taken at
-        # the next, and one that fell due during an action at the first tick after it ended.
-        due = max(due, self.now, self.idle_not_before)
-        return math.ceil(due / IDLE_TICK_US) * IDLE_TICK_US
-
-    def _soonest_idle_us(self) -> int:
-        """Return the shortest idle time after which any step could be due (for a run).
-
-        The histogram's windows change with every gap, so its least is taken: a minute."""
-        steps = [after for after in self.ladder.steps_us() if after is not None]
-        if self.histogram is not None:
-            steps.append(MINUTE_US)
-        return min(steps) if steps else self.end_us - self.start_us + 1
-
-    def _idle_check(self, now: int) -> None:
-        self.idle_not_before = now + IDLE_TICK_US  # one check a tick
-        if (
-            self.pre_wake_at is not None
-            and self.server.rest is not Phase.AWAKE
-            and now >= self.pre_wake_at
-        ):
-            self.pre_wake_at = None
-            if self.fits(self.index, _UP, now).fits:
-                self._count("pre-wakes")
-                self.pre_woken = True
-                self.idle_paused = self._bring_up(now, Owner.RUNNER) is not Outcome.DONE
-            return
-        sleep, deepen, stop = self._thresholds()
-        level = 2 if self.server.rest is Phase.ASLEEP_2 else 1
-        step = ladder_step(
-            IdleLadder(sleep_after_us=sleep, deepen_after_us=deepen, stop_after_us=stop),
-            state=self.server.state,
-            asleep_level=None if self.server.rest is Phase.AWAKE else level,
-            idle_for_us=now - self._idle_base(),
-            in_awake_window=self.rows.in_awake_window(now),
-        )
-        if step is None:
-            # Held back by an awake window: checked again when it shuts. (It was checked
-            # again every 15 minutes: a step up to 14 minutes late, and a request meanwhile
-            # could not bring its own step sooner than that check.)
-            self.held_back_until = self.rows.window_shuts(now)
-            return
-        if self._not_quiet(now, self.server.state, recent=False) is not None:
-            return
-        self._count(f"idle {step.value}s")
-        if step is IdleStep.SLEEP:
-            outcome = self._go_down(now, Phase.ASLEEP_1, self.server.sleep_time(Phase.ASLEEP_1))
-            if outcome is Outcome.DONE:
-                self._plan_pre_wake()
-        elif step is IdleStep.DEEPEN:
-            outcome = self._go_down(now, Phase.ASLEEP_2, self.server.sleep_time(Phase.ASLEEP_2))
-        else:
-            self.stopped_by = IDLE_ACTOR
-            outcome = self._go_down(now, Phase.STOPPED, self.server.draw(self.server.times.stop))
-        # A server asked and failed pauses the idle policy until a person changes it (the
-        # idle runner's failure rule); no idle check comes while the action is under way.
-        self.idle_paused = outcome is not Outcome.DONE
-
-    def _pre_wake_lead_us(self) -> int:
-        """Return the measured level-1 wake time a pre-wake begins ahead by."""
-        return lead_for(MEASURED, level=1, ready_times_us=self.server.ready_us[1]).us
-
-    def _plan_pre_wake(self) -> None:
-        if self.histogram is None or self.last_arrival is None or self.pre_woken:
-            return
-        windows = self.histogram.windows(self.last_arrival)
-        # Less the measured wake time (issue 25, point 3), whatever the wake lead of the
-        # scheduled wakes: with that lead off it was less nothing, and the pre-wake was late.
-        begins = pre_wake_at(self.last_arrival, windows, self._pre_wake_lead_us())
-        if begins is None:
-            return
-        planned = begins // IDLE_TICK_US * IDLE_TICK_US  # taken at the tick at or before it
-        # A sleep after a pre-wake's keep-alive ran out, with no request since, plans none:
-        # the pre-wake it would plan is past, and would wake it again at once.
-        self.pre_wake_at = planned if planned > self.server.action_began() else None
 
 
 def _failed_up(outcome: Outcome) -> Refusal | None:
