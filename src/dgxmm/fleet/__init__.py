@@ -21,6 +21,7 @@ The stand-in model server is its own package, ``dgxmm.standin``.
 from dgxmm.fleet.activity import Door as Door
 from dgxmm.fleet.activity import Entry as Entry
 from dgxmm.fleet.activity import RequestActivity as RequestActivity
+from dgxmm.fleet.backends import DEFAULT_STOP_GRACE_S as DEFAULT_STOP_GRACE_S
 from dgxmm.fleet.backends import LOG_TAIL_MARK as LOG_TAIL_MARK
 from dgxmm.fleet.backends import Backend as Backend
 from dgxmm.fleet.backends import BackendKind as BackendKind
@@ -132,6 +133,7 @@ __all__ = [
     "DEFAULT_SLEEP_LEVEL",
     "DEFAULT_SLEEP_TIMEOUT_S",
     "DEFAULT_STARTUP_TIMEOUT_S",
+    "DEFAULT_STOP_GRACE_S",
     "DEFAULT_TAIL",
     "DEMO_RAY_NODES",
     "IDLE_ACTOR",

@@ -22,7 +22,7 @@ from dgxmm.clock import Clock
 from dgxmm.errors import DgxmmError
 from dgxmm.fleet.activity import RequestActivity
 from dgxmm.fleet.backends.pages import Pages
-from dgxmm.fleet.backends.protocol import BackendKind, HttpTimeouts
+from dgxmm.fleet.backends.protocol import DEFAULT_STOP_GRACE_S, BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployer import Deployer
 from dgxmm.fleet.deployments.audit import Audit, AuditAction, AuditSubject
@@ -71,7 +71,7 @@ class Fleet:
         clock: Clock | None = None,
         data_dir: Path | None = None,
         http_timeouts: HttpTimeouts | None = None,
-        stop_grace_s: float = 30.0,
+        stop_grace_s: float = DEFAULT_STOP_GRACE_S,
         telemetry: Telemetry = NO_TELEMETRY,
         ray_clusters: Iterable[RayCluster] = (),
         gauge_reader: GaugeReader = read_gauges,

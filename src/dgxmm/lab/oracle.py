@@ -41,7 +41,7 @@ costs at most 2x it; docs/savings.md) are against it. Where the design is silent
 - The durations are the oracle's medians (``RoundTrip``), a request holds its server for a
   microsecond, and the span's edges are the anchors' (awake at the start; after the last
   request a rest needs no wake), so that an anchor replayed with fixed durations is one of its
-  options and never costs less (tests/lab/test_oracle.py).
+  options and never costs less (tests/lab/test_lazy_oracle.py).
 - It ignores schedules and the fit between deployments, as the oracle does.
 """
 

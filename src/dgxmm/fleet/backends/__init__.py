@@ -23,6 +23,7 @@ from dgxmm.fleet.backends.pidfile import read_pid_file as read_pid_file
 from dgxmm.fleet.backends.process import PORT_PLACEHOLDER as PORT_PLACEHOLDER
 from dgxmm.fleet.backends.process import ProcessBackend as ProcessBackend
 from dgxmm.fleet.backends.process import ProcessSpec as ProcessSpec
+from dgxmm.fleet.backends.protocol import DEFAULT_STOP_GRACE_S as DEFAULT_STOP_GRACE_S
 from dgxmm.fleet.backends.protocol import LOG_TAIL_MARK as LOG_TAIL_MARK
 from dgxmm.fleet.backends.protocol import Backend as Backend
 from dgxmm.fleet.backends.protocol import BackendKind as BackendKind
@@ -37,6 +38,7 @@ from dgxmm.fleet.backends.registry import Backends as Backends
 from dgxmm.fleet.backends.registry import run_dir_of as run_dir_of
 
 __all__ = [
+    "DEFAULT_STOP_GRACE_S",
     "LOG_TAIL_MARK",
     "PORT_PLACEHOLDER",
     "Backend",

@@ -37,6 +37,7 @@ from dgxmm.fleet.backends.pidfile import (
     write_pid_file,
 )
 from dgxmm.fleet.backends.protocol import (
+    DEFAULT_STOP_GRACE_S,
     LOG_TAIL_MARK,
     BackendKind,
     Health,
@@ -98,7 +99,7 @@ class ProcessBackend:
         spec: ProcessSpec,
         run_dir: Path,
         timeouts: HttpTimeouts | None = None,
-        stop_grace_s: float = 30.0,
+        stop_grace_s: float = DEFAULT_STOP_GRACE_S,
         clock: Clock,
         transport: httpx.BaseTransport | None = None,
         pages: Pages | None = None,

@@ -26,6 +26,7 @@ from dgxmm.errors import BackendError, InvalidInput, ServerGone
 from dgxmm.fleet.metrics.sample import MetricsSample
 
 __all__ = [
+    "DEFAULT_STOP_GRACE_S",
     "LOG_TAIL_MARK",
     "Backend",
     "BackendKind",
@@ -41,6 +42,8 @@ __all__ = [
 # Between dgxmm's words and the model server's last log lines in a failed start's error:
 # what follows it is the server's output, an admin's read (server/access/redaction.py cuts there).
 LOG_TAIL_MARK = "; last lines of "
+# How long a stop waits after SIGTERM before SIGKILL, unless the fleet is given another.
+DEFAULT_STOP_GRACE_S = 30.0
 
 
 class BackendKind(Enum):

@@ -24,6 +24,7 @@ from dgxmm.errors import BackendError, Conflict, DefinitionError, ServerGone
 from dgxmm.fleet.backends.client import ModelServerClient
 from dgxmm.fleet.backends.pages import Pages
 from dgxmm.fleet.backends.protocol import (
+    DEFAULT_STOP_GRACE_S,
     BackendKind,
     Health,
     HealthCheck,
@@ -80,7 +81,7 @@ class RayBackend:
         spec: RaySpec,
         cluster: RayCluster,
         timeouts: HttpTimeouts | None = None,
-        stop_grace_s: float = 30.0,
+        stop_grace_s: float = DEFAULT_STOP_GRACE_S,
         clock: Clock,
         pages: Pages | None = None,
     ) -> None:

@@ -19,7 +19,7 @@ from dgxmm.clock import Clock
 from dgxmm.fleet.backends.external import ExternalBackend
 from dgxmm.fleet.backends.pages import Pages
 from dgxmm.fleet.backends.process import ProcessBackend, ProcessSpec
-from dgxmm.fleet.backends.protocol import Backend, BackendKind, HttpTimeouts
+from dgxmm.fleet.backends.protocol import DEFAULT_STOP_GRACE_S, Backend, BackendKind, HttpTimeouts
 from dgxmm.fleet.backends.ray import RayBackend, RaySpec, actor_name
 from dgxmm.fleet.deployments.deployment import Deployment
 from dgxmm.fleet.placement.cluster import RayCluster
@@ -43,7 +43,7 @@ class Backends:
         data_dir: Path,
         clock: Clock,
         timeouts: HttpTimeouts,
-        stop_grace_s: float = 30.0,
+        stop_grace_s: float = DEFAULT_STOP_GRACE_S,
         ray_clusters: Iterable[RayCluster] = (),
         pages: Pages | None = None,
     ) -> None:

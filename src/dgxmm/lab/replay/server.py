@@ -36,6 +36,7 @@ import numpy as np
 from dgxmm.fleet import (
     DEFAULT_SLEEP_TIMEOUT_S,
     DEFAULT_STARTUP_TIMEOUT_S,
+    DEFAULT_STOP_GRACE_S,
     BackendKind,
     Deployment,
     DeploymentState,
@@ -47,10 +48,6 @@ from dgxmm.proxy.bounds import DEFAULT_BOUNDS
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["PRODUCT_BOUNDS", "Action", "Outcome", "Owner", "ProductBounds", "SimulatedServer"]
-
-# The process and Ray backends' grace between SIGTERM and SIGKILL (``stop_grace_s``, 30 s
-# by default in ``FleetService``, ``Backends`` and each backend).
-_STOP_GRACE_S = 30.0
 
 _STATE = {
     Phase.AWAKE: DeploymentState.RUNNING,
@@ -72,7 +69,7 @@ class ProductBounds:
 
     sleep_timeout_us: int = round(DEFAULT_SLEEP_TIMEOUT_S * SECOND_US)  # a sleep, a deepening
     startup_timeout_us: int = round(DEFAULT_STARTUP_TIMEOUT_S * SECOND_US)  # a start, a wake
-    stop_grace_us: int = round(_STOP_GRACE_S * SECOND_US)  # SIGKILL then: the stop is over
+    stop_grace_us: int = round(DEFAULT_STOP_GRACE_S * SECOND_US)  # SIGKILL then: the stop is over
     max_hold_us: int = round(DEFAULT_BOUNDS.max_hold_s * SECOND_US)  # then 503 hold_timeout
 
 
