@@ -5,11 +5,11 @@
 - ``rules``: a condition, its numbers, its quiet period, its channels; ``conditions``: where
   each is read from; ``evaluator``: findings grouped into incidents and messages;
 - ``messages``, ``deliveries``: what is to be sent, to whom, and every attempt;
-  ``bodies``: the JSON and its signature; ``sender``: the claims, the POSTs, the retries;
+- ``sending/``: the JSON and its signature, one attempt with its deadline, one lane per
+  channel, the claims and retries;
 - ``service``: ``Alerts``, the facade and its thread.
 """
 
-from dgxmm.alerts.bodies import SIGNATURE_HEADER, TIMESTAMP_HEADER, render, signature
 from dgxmm.alerts.channels import BodyFormat, Channel, Channels
 from dgxmm.alerts.conditions import Conditions, Finding
 from dgxmm.alerts.deliveries import (
@@ -24,7 +24,8 @@ from dgxmm.alerts.evaluator import Evaluator, Finder
 from dgxmm.alerts.messages import Message, MessageKind
 from dgxmm.alerts.rules import Condition, Rule, Rules
 from dgxmm.alerts.sealing import KEY_ENV, KEY_FILE, Sealer, Unsealable, load_or_create_key
-from dgxmm.alerts.sender import Sender, SendPolicy
+from dgxmm.alerts.sending.bodies import SIGNATURE_HEADER, TIMESTAMP_HEADER, render, signature
+from dgxmm.alerts.sending.sender import Sender, SendPolicy
 from dgxmm.alerts.service import Alerts
 
 __all__ = [

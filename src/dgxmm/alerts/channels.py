@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -134,11 +135,20 @@ def _new_secret() -> str:
 class Channels:
     """Makes, lists, removes channels; hands the sender their targets."""
 
-    def __init__(self, engine: Engine, clock: Clock, sealer: Sealer, audit: Audit) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock,
+        sealer: Sealer,
+        audit: Audit,
+        *,
+        on_removed: Callable[[int], None] = lambda channel_id: None,
+    ) -> None:
         self._engine = engine
         self._clock = clock
         self._sealer = sealer
         self._audit = audit
+        self._on_removed = on_removed  # the sender's lane stops, its attempt under way too
 
     def create(self, keys: dict[str, Any], *, actor: str) -> tuple[Channel, str]:
         """Make a channel from ``{name, url, format?}``; return it and its secret (shown once).
@@ -216,6 +226,7 @@ class Channels:
                 detail={"name": channel.name},
                 connection=connection,
             )
+        self._on_removed(channel_id)
 
     def get(self, channel_id: int) -> Channel:
         """Return one channel (``NotFound``)."""

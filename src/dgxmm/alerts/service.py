@@ -2,9 +2,11 @@
 
 Nothing here runs on a tick, a pass or a request. The host's pulse (``pulse``, on the
 instance holding the ticker's lease) only notes the time and wakes the alerts' own thread;
-that thread evaluates the rules, then sends what is due. Every instance's thread sends (each
-delivery is claimed by one of them); only the lease holder's evaluates. A test send writes
-its message and returns at once: the thread sends it.
+that thread evaluates the rules, then starts a lane for each channel with something due
+(``sending/lanes.py``) and goes on: no channel waits for another. Every instance sends (each
+delivery is claimed by one of them); only the lease holder evaluates. A test send writes its
+message and returns at once: a lane sends it. Removing a channel stops its lane, and the
+attempt under way with it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ import logging
 import threading
 from collections.abc import Callable
 
-import httpx
-
 from dgxmm.alerts.channels import Channel, Channels
 from dgxmm.alerts.conditions import Conditions
 from dgxmm.alerts.deliveries import Deliveries
@@ -22,7 +22,8 @@ from dgxmm.alerts.evaluator import Evaluator, Finder
 from dgxmm.alerts.messages import MessageKind, post_message, purge_messages
 from dgxmm.alerts.rules import Rules
 from dgxmm.alerts.sealing import Sealer
-from dgxmm.alerts.sender import Sender, SendPolicy
+from dgxmm.alerts.sending.lanes import Lanes
+from dgxmm.alerts.sending.sender import Sender, SendPolicy
 from dgxmm.alerts.tables import alert_channels, alert_deliveries, alert_rule_channels, alert_rules
 from dgxmm.clock import Clock
 from dgxmm.decider import ScheduleService
@@ -57,7 +58,6 @@ class Alerts:
         clock: Clock | None = None,
         policy: SendPolicy | None = None,
         conditions: Finder | None = None,
-        transport: httpx.BaseTransport | None = None,
         poll_seconds: float = POLL_SECONDS,
         shown: Callable[[str], str] | None = None,
     ) -> None:
@@ -67,7 +67,10 @@ class Alerts:
         engine = store.engine
         watched = (alert_channels, alert_rules, alert_rule_channels, alert_deliveries)
         store.versions.watch({table.name: Topic.ALERTS for table in watched})
-        self.channels = Channels(engine, self.clock, Sealer(key), fleet.audit)
+        self.lanes = Lanes(self._send_channel)
+        self.channels = Channels(
+            engine, self.clock, Sealer(key), fleet.audit, on_removed=self.lanes.cancel
+        )
         self.rules = Rules(engine, self.clock, fleet.audit)
         self.deliveries = Deliveries(engine)
         self.conditions: Finder = conditions or Conditions(store, fleet, schedules)
@@ -84,7 +87,6 @@ class Alerts:
             on_failing=self._channel_failing,
             on_recovered=self._channel_recovered,
             on_unsealable=self._key_differs,
-            transport=transport,
         )
         self.poll_seconds = poll_seconds
         self._asked_at: int | None = None  # the last pulse's time, not yet evaluated
@@ -102,27 +104,43 @@ class Alerts:
         self._wake.set()
 
     def start(self) -> None:
-        """Start the alerts' thread."""
+        """Start the alerts' thread and its lanes' loop."""
+        self.lanes.start()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="dgxmm-alerts", daemon=True)
             self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop the thread (a send under way ends within its timeout) and close the client."""
+        """Stop the thread and the lanes (an attempt under way is closed)."""
         self._stopping.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
-        self.sender.close()
+        self.lanes.stop(timeout)
 
     def step(self) -> None:
-        """Evaluate if a pulse asked, then send what is due: one pass of the thread."""
+        """Evaluate if a pulse asked, then send what is due and wait: one pass by hand.
+
+        The thread's own pass does not wait: it starts the lanes and goes on (``_run``).
+        """
+        self._evaluate()
+        self.sender.send_due()
+
+    def _evaluate(self) -> None:
         with self._lock:
             asked, self._asked_at = self._asked_at, None
         if asked is not None:
             self.evaluator.evaluate(asked)
-        self.sender.send_due()
+
+    def _dispatch(self) -> None:
+        # A channel removed on another instance: its lane here stops too.
+        self.lanes.keep_only(channel.id for channel in self.channels.list())
+        self.lanes.run(self.deliveries.due_channels(self.clock.now_us()))
+
+    async def _send_channel(self, channel_id: int) -> None:
+        await self.sender.send_channel(channel_id)
+        self._wake.set()  # more may be due behind it (a lane sends at most a few at a time)
 
     def _run(self) -> None:
         while not self._stopping.is_set():
@@ -131,7 +149,8 @@ class Alerts:
             if self._stopping.is_set():
                 return
             try:
-                self.step()
+                self._evaluate()
+                self._dispatch()
             except Exception:  # the thread must outlive any one bad pass
                 log.exception("dgxmm alerts: a pass failed; going on")
 
