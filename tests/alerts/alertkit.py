@@ -18,11 +18,21 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from dgxmm.alerts import SIGNATURE_HEADER, TIMESTAMP_HEADER, Finding, Rule, SendPolicy
+from dgxmm.alerts import (
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    Destinations,
+    Finding,
+    Rule,
+    SendPolicy,
+)
 
 KEY = bytes(range(32))  # the sealing key of the tests' alerts
 # A short timeout, so a stalled receiver costs a test half a second.
 POLICY = SendPolicy(timeout_s=0.5, first_retry_s=10, max_retry_s=600, give_up_after_s=3600)
+# The tests' receivers are on 127.0.0.1: a private address, allowed only when the operator
+# says so (``dgxmm serve --alerts-allow-private-networks``), as the tests do.
+LOOPBACK_ALLOWED = Destinations(allow_private=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,6 +40,7 @@ class Received:
     """One request the receiver got."""
 
     path: str
+    host: str  # the Host header
     body: Any
     signed: bool  # the signature matched the secret
     status: int  # what the receiver answered (0: stalled past the sender's timeout)
@@ -62,7 +73,8 @@ class Receiver:
                 )
                 signed = hmac.compare_digest(expected, self.headers.get(SIGNATURE_HEADER, ""))
                 status, stall = receiver._answer()
-                receiver._note(Received(path=self.path, body=json.loads(raw), signed=signed,
+                receiver._note(Received(path=self.path, host=self.headers.get("Host", ""),
+                                        body=json.loads(raw), signed=signed,
                                         status=0 if stall else status))  # fmt: skip
                 if stall:
                     time.sleep(stall)
@@ -90,9 +102,13 @@ class Receiver:
         self._server.server_close()
 
     @property
-    def url(self) -> str:
+    def port(self) -> int:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook/s3cr3t-path"
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook/s3cr3t-path"
 
     def _answer(self) -> tuple[int, float]:
         with self._lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from alerts.alertkit import KEY, Receiver, Trickler
+from alerts.alertkit import KEY, LOOPBACK_ALLOWED, Receiver, Trickler
 from support import wait_for
 
 from dgxmm.alerts import Alerts, AttemptOutcome, DeliveryState, SendPolicy
@@ -38,7 +38,8 @@ def patient(store: Store, fleet: Fleet, clock: ManualClock) -> Iterator[Alerts]:
     """Alerts on their own thread with a long deadline: only a lane can keep a channel free."""
     policy = SendPolicy(timeout_s=30.0)
     made = Alerts(
-        store, fleet, key=KEY, clock=clock, policy=policy, poll_seconds=0.05
+        store, fleet, key=KEY, clock=clock, policy=policy, poll_seconds=0.05,
+        destinations=LOOPBACK_ALLOWED,
     )  # fmt: skip
     made.start()
     yield made

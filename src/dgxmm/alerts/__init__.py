@@ -20,6 +20,7 @@ from dgxmm.alerts.deliveries import (
     DeliveryState,
     LogEntry,
 )
+from dgxmm.alerts.destinations import Destinations
 from dgxmm.alerts.evaluator import Evaluator, Finder
 from dgxmm.alerts.messages import Message, MessageKind
 from dgxmm.alerts.rules import Condition, Rule, Rules
@@ -44,6 +45,7 @@ __all__ = [
     "Deliveries",
     "Delivery",
     "DeliveryState",
+    "Destinations",
     "Evaluator",
     "Finder",
     "Finding",

@@ -3,7 +3,8 @@
 A channel is made by an admin (audited). Its secret is made here, returned once by
 ``create`` (and by ``new_secret``) and kept only sealed: no read of a channel returns it, nor
 its URL past the host (a Slack or Teams URL is a credential in itself). A URL is refused
-unless it is http or https with a host, and without a user or password in it.
+unless it is http or https with a host, and without a user or password in it, and unless
+its host is an address allowed (``destinations.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import httpx
 from sqlalchemy import Connection, Engine, Row, delete, insert, select, update
 
 from dgxmm.alerts.checks import Refusals, check_known_keys, check_name
+from dgxmm.alerts.destinations import Destinations
 from dgxmm.alerts.sealing import Sealer
 from dgxmm.alerts.tables import alert_channels
 from dgxmm.clock import Clock
@@ -95,8 +97,8 @@ class Target:
         return f"Target(channel={self.channel.name!r})"
 
 
-def check_url(value: object, field: str = "url") -> str:
-    """Check a webhook URL: http or https, a host, no credentials in it."""
+def check_url(value: object, *, destinations: Destinations, field: str = "url") -> str:
+    """Check a webhook URL: http or https, a host, no credentials in it, an address allowed."""
     if not isinstance(value, str) or not value.strip():
         raise DefinitionError(field, "a webhook needs a URL (http:// or https://)")
     url = value.strip()
@@ -115,9 +117,10 @@ def check_url(value: object, field: str = "url") -> str:
     if parts.username is not None or parts.password is not None:
         raise DefinitionError(field, "no user or password in the URL: messages are signed")
     try:
-        httpx.URL(url)  # what the sender will make of it
+        host = httpx.URL(url).host  # what the sender will make of it
     except httpx.InvalidURL as error:
         raise DefinitionError(field, f"not a URL httpx can send to ({error})") from None
+    destinations.check_host(host, field)
     return url
 
 
@@ -142,12 +145,14 @@ class Channels:
         sealer: Sealer,
         audit: Audit,
         *,
+        destinations: Destinations,
         on_removed: Callable[[int], None] = lambda channel_id: None,
     ) -> None:
         self._engine = engine
         self._clock = clock
         self._sealer = sealer
         self._audit = audit
+        self._destinations = destinations
         self._on_removed = on_removed  # the sender's lane stops, its attempt under way too
 
     def create(self, keys: dict[str, Any], *, actor: str) -> tuple[Channel, str]:
@@ -158,7 +163,7 @@ class Channels:
         refusals = Refusals()
         refusals.check(lambda: check_known_keys(keys, CHANNEL_KEYS))
         name = refusals.check(lambda: check_name(keys.get("name"), kind="channel"))
-        url = refusals.check(lambda: check_url(keys.get("url")))
+        url = refusals.check(lambda: check_url(keys.get("url"), destinations=self._destinations))
         body_format = refusals.check(lambda: _check_format(keys.get("format", "generic")))
         refusals.raise_any()
         assert name is not None

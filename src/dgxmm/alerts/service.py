@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dgxmm.alerts.channels import Channel, Channels
 from dgxmm.alerts.conditions import Conditions
 from dgxmm.alerts.deliveries import Deliveries
+from dgxmm.alerts.destinations import Destinations
 from dgxmm.alerts.evaluator import Evaluator, Finder
 from dgxmm.alerts.messages import MessageKind, post_message, purge_messages
 from dgxmm.alerts.rules import Rules
@@ -60,6 +61,7 @@ class Alerts:
         conditions: Finder | None = None,
         poll_seconds: float = POLL_SECONDS,
         shown: Callable[[str], str] | None = None,
+        destinations: Destinations | None = None,
     ) -> None:
         self.clock = clock or store.clock
         self._store = store
@@ -67,9 +69,16 @@ class Alerts:
         engine = store.engine
         watched = (alert_channels, alert_rules, alert_rule_channels, alert_deliveries)
         store.versions.watch({table.name: Topic.ALERTS for table in watched})
+        # Private networks refused unless the operator allows them (docs/alerts.md).
+        self.destinations = destinations or Destinations()
         self.lanes = Lanes(self._send_channel)
         self.channels = Channels(
-            engine, self.clock, Sealer(key), fleet.audit, on_removed=self.lanes.cancel
+            engine,
+            self.clock,
+            Sealer(key),
+            fleet.audit,
+            destinations=self.destinations,
+            on_removed=self.lanes.cancel,
         )
         self.rules = Rules(engine, self.clock, fleet.audit)
         self.deliveries = Deliveries(engine)
@@ -86,6 +95,7 @@ class Alerts:
             policy=policy or SendPolicy(),
             on_failing=self._channel_failing,
             on_recovered=self._channel_recovered,
+            destinations=self.destinations,
             on_unsealable=self._key_differs,
         )
         self.poll_seconds = poll_seconds

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import uvicorn
 
-from dgxmm.alerts import KEY_FILE, Alerts, load_or_create_key
+from dgxmm.alerts import KEY_FILE, Alerts, Destinations, load_or_create_key
 from dgxmm.clock import FastClock, from_us
 from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
@@ -79,6 +79,8 @@ class ServeOptions:
     # A test and demo facility: RATE@ANCHOR makes this server's clock run RATE times faster
     # from the instant ANCHOR (``clock.FastClock``); None: the machine's clock.
     fast_clock: str | None = None
+    # Alert channels may point at private networks and this machine (docs/alerts.md).
+    alerts_allow_private_networks: bool = False
 
 
 class _Stop(Exception):
@@ -216,6 +218,7 @@ def _serve(
         key=load_or_create_key(data_dir),
         schedules=schedules,
         shown=lambda text: public_text(text) or "",
+        destinations=Destinations(allow_private=options.alerts_allow_private_networks),
     )
     host = Host(
         store,

@@ -1,5 +1,9 @@
 """One attempt: a signed body POSTed to a webhook, with one deadline for all of it.
 
+The host's addresses are resolved and checked first (``destinations.py``), and the request
+goes to the address that was checked, with the URL's host as ``Host`` and as the name TLS
+verifies: a second resolution could answer another address.
+
 httpx's timeouts bound each read, so a receiver that trickles its answer's head a byte at a
 time never trips them; here ``asyncio.timeout`` bounds the whole attempt instead (resolving
 the name, connecting, sending, reading the answer's head), and cancelling the task stops it
@@ -18,6 +22,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from dgxmm.alerts.destinations import Destinations, Refused
+
 __all__ = ["Answer", "post"]
 
 
@@ -34,11 +40,21 @@ class Answer:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
-async def post(url: str, body: bytes, headers: dict[str, str], *, deadline_s: float) -> Answer:
+async def post(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    deadline_s: float,
+    destinations: Destinations,
+) -> Answer:
     """POST ``body`` to ``url`` and read the answer's head, all within ``deadline_s``."""
     try:
         async with asyncio.timeout(deadline_s):
-            code = await _status(url, body, headers, deadline_s)
+            code = await _status(httpx.URL(url), body, headers, deadline_s, destinations)
+    except Refused as refused:
+        # Nothing of the address: the log must not tell what the server's networks hold.
+        return Answer(status_code=None, error=str(refused))
     except TimeoutError:
         return Answer(status_code=None, error=f"no answer within {deadline_s:g} s")
     except (httpx.HTTPError, httpx.InvalidURL, OSError) as error:
@@ -51,11 +67,25 @@ async def post(url: str, body: bytes, headers: dict[str, str], *, deadline_s: fl
     return Answer(status_code=code, error=f"answered {code}")
 
 
-async def _status(url: str, body: bytes, headers: dict[str, str], deadline_s: float) -> int:
+async def _status(
+    url: httpx.URL,
+    body: bytes,
+    headers: dict[str, str],
+    deadline_s: float,
+    destinations: Destinations,
+) -> int:
+    port = url.port or (443 if url.scheme == "https" else 80)
+    address = await destinations.pick(url.host, port)
     # httpx's own timeouts stay as a floor under the deadline (each read at most all of it).
-    timeout = httpx.Timeout(deadline_s).as_dict()
+    extensions: dict[str, object] = {"timeout": httpx.Timeout(deadline_s).as_dict()}
+    if url.scheme == "https":
+        extensions["sni_hostname"] = url.host  # the certificate is checked against the name
     request = httpx.Request(
-        "POST", url, content=body, headers=headers, extensions={"timeout": timeout}
+        "POST",
+        url.copy_with(host=address),
+        content=body,
+        headers={**headers, "Host": url.netloc.decode("ascii")},
+        extensions=extensions,
     )
     async with httpx.AsyncHTTPTransport(retries=0) as transport:
         response = await transport.handle_async_request(request)

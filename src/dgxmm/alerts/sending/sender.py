@@ -24,6 +24,7 @@ from sqlalchemy import Engine, select, update
 
 from dgxmm.alerts.channels import Channel, Channels, Target
 from dgxmm.alerts.deliveries import AttemptOutcome, Deliveries
+from dgxmm.alerts.destinations import Destinations
 from dgxmm.alerts.messages import Message
 from dgxmm.alerts.sealing import Unsealable
 from dgxmm.alerts.sending.attempt import Answer, post
@@ -72,6 +73,7 @@ class Sender:
         policy: SendPolicy,
         on_failing: ChannelHook,
         on_recovered: ChannelHook,
+        destinations: Destinations,
         on_unsealable: Callable[[str], None] = lambda instance: None,
     ) -> None:
         self._engine = engine
@@ -83,6 +85,7 @@ class Sender:
         self._on_failing = on_failing
         self._on_recovered = on_recovered
         self._on_unsealable = on_unsealable
+        self._destinations = destinations
 
     def send_due(self, limit: int = 20) -> int:
         """Send what is due now, every channel's lane at once, and wait; return how many.
@@ -159,7 +162,13 @@ class Sender:
             body = render(message, target.channel.body_format)
             headers = sign(target.secret, self._clock.now_us() // SECOND_US, body)
             headers["User-Agent"] = "dgxmm-alerts"
-            answer = await post(target.url, body, headers, deadline_s=self.policy.timeout_s)
+            answer = await post(
+                target.url,
+                body,
+                headers,
+                deadline_s=self.policy.timeout_s,
+                destinations=self._destinations,
+            )
         duration_ms = round((time.monotonic() - began) * 1000)
         await asyncio.to_thread(
             self._record,
