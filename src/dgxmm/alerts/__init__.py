@@ -1,7 +1,8 @@
 """Alerts: tell someone when a job, a schedule or a deployment fails (docs/alerts.md).
 
 - ``channels``: webhooks with their body format (generic, Slack, Teams), URL and secret
-  sealed (``sealing``);
+  sealed (``sealing``, AES-GCM) under the key of ``keys`` (kept and rotated in the data
+  directory); ``destinations``: the addresses a webhook may point at;
 - ``rules``: a condition, its numbers, its quiet period, its channels; ``conditions``: where
   each is read from; ``evaluator``: findings grouped into incidents and messages;
 - ``messages``, ``deliveries``: what is to be sent, to whom, and every attempt;
@@ -22,9 +23,10 @@ from dgxmm.alerts.deliveries import (
 )
 from dgxmm.alerts.destinations import Destinations
 from dgxmm.alerts.evaluator import Evaluator, Finder
+from dgxmm.alerts.keys import KEY_ENV, KEY_FILE, KeyFile, Keys, load_or_create_key
 from dgxmm.alerts.messages import Message, MessageKind
 from dgxmm.alerts.rules import Condition, Rule, Rules
-from dgxmm.alerts.sealing import KEY_ENV, KEY_FILE, Sealer, Unsealable, load_or_create_key
+from dgxmm.alerts.sealing import Sealer, Unsealable
 from dgxmm.alerts.sending.bodies import SIGNATURE_HEADER, TIMESTAMP_HEADER, render, signature
 from dgxmm.alerts.sending.sender import Sender, SendPolicy
 from dgxmm.alerts.service import Alerts
@@ -49,6 +51,8 @@ __all__ = [
     "Evaluator",
     "Finder",
     "Finding",
+    "KeyFile",
+    "Keys",
     "LogEntry",
     "Message",
     "MessageKind",

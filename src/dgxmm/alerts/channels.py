@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -22,7 +23,7 @@ from sqlalchemy import Connection, Engine, Row, delete, insert, select, update
 
 from dgxmm.alerts.checks import Refusals, check_known_keys, check_name
 from dgxmm.alerts.destinations import Destinations
-from dgxmm.alerts.sealing import Sealer
+from dgxmm.alerts.sealing import Sealer, Unsealable
 from dgxmm.alerts.tables import alert_channels
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
@@ -153,7 +154,10 @@ class Channels:
         self._sealer = sealer
         self._audit = audit
         self._destinations = destinations
-        self._on_removed = on_removed  # the sender's lane stops, its attempt under way too
+        self._on_removed = on_removed
+        # Held while a value is sealed and written, and through a key's rotation: no value
+        # sealed under the key going out is written after the rotation sealed everything again.
+        self._sealing = threading.Lock()  # the sender's lane stops, its attempt under way too
 
     def create(self, keys: dict[str, Any], *, actor: str) -> tuple[Channel, str]:
         """Make a channel from ``{name, url, format?}``; return it and its secret (shown once).
@@ -171,7 +175,7 @@ class Channels:
         assert body_format is not None
         secret = _new_secret()
         now = self._clock.now_us()
-        with writing(self._engine) as connection:
+        with self._sealing, writing(self._engine) as connection:
             if self._find(connection, name) is not None:
                 raise Conflict(f"a channel named {name!r} exists", field="name")
             key = connection.execute(
@@ -202,7 +206,7 @@ class Channels:
     def new_secret(self, channel_id: int, *, actor: str) -> tuple[Channel, str]:
         """Replace a channel's secret; return the new one (shown once)."""
         secret = _new_secret()
-        with writing(self._engine) as connection:
+        with self._sealing, writing(self._engine) as connection:
             self._get(connection, channel_id)
             connection.execute(
                 update(alert_channels)
@@ -232,6 +236,64 @@ class Channels:
                 connection=connection,
             )
         self._on_removed(channel_id)
+
+    def reseal(self) -> int:
+        """Seal again under the current key and scheme each value that is not; return how
+        many channels changed (at start: an upgrade's old values, a rotation cut short).
+
+        A value no key of this instance opens is left as it is (the sender says so)."""
+        c = alert_channels.c
+        changed = 0
+        with self._sealing, writing(self._engine) as connection:
+            for row in connection.execute(select(c.id, c.url_sealed, c.secret_sealed)).all():
+                values = {}
+                for column in ("url_sealed", "secret_sealed"):
+                    sealed = getattr(row, column)
+                    try:
+                        if not self._sealer.is_current(sealed):
+                            values[column] = self._sealer.seal(self._sealer.open(sealed))
+                    except Unsealable:
+                        continue
+                if values:
+                    connection.execute(
+                        update(alert_channels).where(c.id == row.id).values(**values)
+                    )
+                    changed += 1
+        return changed
+
+    def rotate(self, key: bytes, *, actor: str) -> int:
+        """Seal every value again under ``key``, in one transaction, and seal with it from
+        now on; return how many channels. Refused whole (``Conflict``) when a value does
+        not open here: it would be lost."""
+        c = alert_channels.c
+        fresh = Sealer(key)
+        with self._sealing:
+            with writing(self._engine) as connection:
+                rows = connection.execute(select(c.id, c.name, c.url_sealed, c.secret_sealed)).all()
+                for row in rows:
+                    try:
+                        url, secret = (self._sealer.open(row.url_sealed),
+                                       self._sealer.open(row.secret_sealed))  # fmt: skip
+                    except Unsealable:
+                        raise Conflict(
+                            f"channel {row.name} does not open with this instance's key: "
+                            "the key is not rotated (nothing changed)"
+                        ) from None
+                    connection.execute(
+                        update(alert_channels)
+                        .where(c.id == row.id)
+                        .values(url_sealed=fresh.seal(url), secret_sealed=fresh.seal(secret))
+                    )
+                self._audit.record(
+                    actor=actor,
+                    action=AuditAction.ALERT_KEY_ROTATE,
+                    subject=AuditSubject.ALERT_CHANNEL,
+                    subject_id=None,
+                    detail={"channels": len(rows)},
+                    connection=connection,
+                )
+            self._sealer.rotate(key)
+        return len(rows)
 
     def get(self, channel_id: int) -> Channel:
         """Return one channel (``NotFound``)."""

@@ -12,6 +12,7 @@ attempt under way with it.
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from collections.abc import Callable
 
@@ -20,14 +21,16 @@ from dgxmm.alerts.conditions import Conditions
 from dgxmm.alerts.deliveries import Deliveries
 from dgxmm.alerts.destinations import Destinations
 from dgxmm.alerts.evaluator import Evaluator, Finder
+from dgxmm.alerts.keys import KeyFile, Keys
 from dgxmm.alerts.messages import MessageKind, post_message, purge_messages
 from dgxmm.alerts.rules import Rules
-from dgxmm.alerts.sealing import Sealer
+from dgxmm.alerts.sealing import MIN_KEY_BYTES, Sealer
 from dgxmm.alerts.sending.lanes import Lanes
 from dgxmm.alerts.sending.sender import Sender, SendPolicy
 from dgxmm.alerts.tables import alert_channels, alert_deliveries, alert_rule_channels, alert_rules
 from dgxmm.clock import Clock
 from dgxmm.decider import ScheduleService
+from dgxmm.errors import Conflict
 from dgxmm.fleet import LOG_TAIL_MARK, AuditAction, AuditSubject, Fleet, InsightKind, Severity
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, Topic, writing
@@ -54,7 +57,7 @@ class Alerts:
         store: Store,
         fleet: Fleet,
         *,
-        key: bytes,
+        key: bytes | KeyFile,
         schedules: ScheduleService | None = None,
         clock: Clock | None = None,
         policy: SendPolicy | None = None,
@@ -69,13 +72,18 @@ class Alerts:
         engine = store.engine
         watched = (alert_channels, alert_rules, alert_rule_channels, alert_deliveries)
         store.versions.watch({table.name: Topic.ALERTS for table in watched})
+        # The key that seals the channels' URLs and secrets: serve's is kept in the data
+        # directory (a KeyFile, rotated there); a test's is given as bytes.
+        self._key_file = key if isinstance(key, KeyFile) else None
+        keys = key.load() if isinstance(key, KeyFile) else Keys(current=key)
+        self.sealer = Sealer(keys.current, keys.older)
         # Private networks refused unless the operator allows them (docs/alerts.md).
         self.destinations = destinations or Destinations()
         self.lanes = Lanes(self._send_channel)
         self.channels = Channels(
             engine,
             self.clock,
-            Sealer(key),
+            self.sealer,
             fleet.audit,
             destinations=self.destinations,
             on_removed=self.lanes.cancel,
@@ -114,7 +122,8 @@ class Alerts:
         self._wake.set()
 
     def start(self) -> None:
-        """Start the alerts' thread and its lanes' loop."""
+        """Seal again what is not under the current key and scheme; start the thread and lanes."""
+        self.reseal()
         self.lanes.start()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="dgxmm-alerts", daemon=True)
@@ -205,6 +214,34 @@ class Alerts:
             )
         self._wake.set()
         return deliveries[0]
+
+    # -- the sealing key ----------------------------------------------------------------------
+
+    def reseal(self) -> int:
+        """Seal again each value not under the current key and scheme (an upgrade's ``s1``
+        values, a rotation cut short, which is then finished); return the channels changed."""
+        changed = self.channels.reseal()
+        if self._key_file is not None and self._key_file.pending():
+            self._key_file.commit()
+            self.sealer.forget_older()
+        return changed
+
+    def rotate_key(self, *, actor: str) -> int:
+        """Make a new sealing key, seal every channel again under it, keep it in place of the
+        old one (audited); return how many channels. ``Conflict`` when the key is not kept
+        in a file here, or a channel does not open with this instance's key."""
+        if self._key_file is None:
+            raise Conflict("this instance's sealing key is not kept in a file: not rotated")
+        new = secrets.token_bytes(MIN_KEY_BYTES)
+        self._key_file.begin(new)
+        try:
+            count = self.channels.rotate(new, actor=actor)
+        except BaseException:
+            self._key_file.abort()
+            raise
+        self._key_file.commit()
+        self.sealer.forget_older()
+        return count
 
     # -- a channel's health, as an insight ---------------------------------------------------
 
