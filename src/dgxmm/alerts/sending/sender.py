@@ -90,8 +90,9 @@ class Sender:
     def send_due(self, limit: int = 20) -> int:
         """Send what is due now, every channel's lane at once, and wait; return how many.
 
-        The alerts' thread does not wait: it starts the lanes (``Alerts.step``). This is for
-        a caller that wants the sends done when it returns (a test on a manual clock).
+        The alerts' thread does not wait: it hands each channel to its lane (``Lanes.run``).
+        This is for a caller that wants the sends done when it returns (``Alerts.step``, a
+        test on a manual clock).
         """
         channels = sorted(self._deliveries.due_channels(self._clock.now_us()))
 
