@@ -130,13 +130,14 @@ class Alerts:
             self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop the thread and the lanes (an attempt under way is closed)."""
+        """Stop the thread, then the lanes: an attempt under way ends within its deadline
+        and is recorded (one still going after ``timeout`` is closed)."""
         self._stopping.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
-        self.lanes.stop(timeout)
+        self.lanes.stop(grace=max(timeout, self.sender.policy.timeout_s + 1))
 
     def step(self) -> None:
         """Evaluate if a pulse asked, then send what is due and wait: one pass by hand.

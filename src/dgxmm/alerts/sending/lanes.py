@@ -39,24 +39,27 @@ class Lanes:
         loop = asyncio.new_event_loop()
         self._loop = loop
         self._thread = threading.Thread(
-            target=loop.run_forever, name="dgxmm-alerts-lanes", daemon=True
+            target=_serve, args=(loop,), name="dgxmm-alerts-lanes", daemon=True
         )
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Cancel every lane (an attempt under way is closed) and stop the loop."""
+    def stop(self, grace: float) -> None:
+        """Let the lanes end within ``grace`` seconds, cancel what is left, stop the loop.
+
+        An attempt under way is let finish and be recorded (a receiver that took it must not
+        get it again from another instance later); one still going after ``grace`` is closed.
+        """
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
-        done: Future[None] = asyncio.run_coroutine_threadsafe(self._cancel_all(), loop)
+        self._loop = None  # no lane starts from here on
+        done: Future[None] = asyncio.run_coroutine_threadsafe(self._finish_all(grace), loop)
         try:
-            done.result(timeout)
+            done.result(grace + 10)
         finally:
             loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout)
-            if not thread.is_alive():
-                loop.close()
-            self._loop = self._thread = None
+            thread.join(10)
+            self._thread = None
 
     def run(self, channel_ids: Iterable[int]) -> None:
         """Start a lane for each channel that has none running; return at once."""
@@ -106,8 +109,21 @@ class Lanes:
         if task is not None:
             task.cancel()
 
-    async def _cancel_all(self) -> None:
+    async def _finish_all(self, grace: float) -> None:
         tasks = list(self._tasks.values())
-        for task in tasks:
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace)
+        for task in pending:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+        # The database calls under way on worker threads end before the loop closes.
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, select, update
@@ -100,7 +101,10 @@ class Sender:
             counts = await asyncio.gather(*(self.send_channel(c, limit) for c in channels))
             return sum(counts)
 
-        return asyncio.run(every_lane())
+        # On a thread of its own: the caller's may run an event loop already (an ASGI test
+        # client, Playwright's sync API), and asyncio.run refuses to nest in one.
+        with ThreadPoolExecutor(1, thread_name_prefix="dgxmm-alerts-send") as pool:
+            return pool.submit(asyncio.run, every_lane()).result()
 
     async def send_channel(self, channel_id: int, limit: int = 20) -> int:
         """Send one channel's due deliveries one after another (its lane); return how many."""
