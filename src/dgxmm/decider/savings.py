@@ -55,6 +55,8 @@ from dgxmm.jobs import resolve_zone
 from dgxmm.time_units import HOUR_US
 
 __all__ = [
+    "FIRST_DAY",
+    "LAST_DAY",
     "MAX_DAYS",
     "Actor",
     "SavingsDay",
@@ -65,6 +67,10 @@ __all__ = [
 ]
 
 MAX_DAYS = 366  # one report spans at most a year of days
+# The days a report may name: dgxmm's clock counts from 1970, and a local midnight is found
+# through zone data that stops short of year 9999 (issue 44: year 1 and 9999 were a 500).
+FIRST_DAY = date(1970, 1, 1)
+LAST_DAY = date(8999, 12, 31)
 S = DeploymentState
 
 
@@ -96,9 +102,14 @@ def parse_day(value: object, field: str) -> date:
     if not isinstance(value, str) or len(value) != 10:
         raise InvalidInput(field, f"{value!r} is not a date (YYYY-MM-DD)")
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise InvalidInput(field, f"{value!r} is not a date (YYYY-MM-DD)") from None
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise InvalidInput(
+            field, f"{value} is outside {FIRST_DAY.isoformat()} to {LAST_DAY.isoformat()}"
+        )
+    return day
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
