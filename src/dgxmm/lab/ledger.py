@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dgxmm.errors import InvalidInput
 from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import HOUR_US, SECOND_US
 
@@ -42,6 +43,7 @@ __all__ = [
     "Replayed",
     "Timeline",
     "check_price",
+    "read_price",
     "share_of_oracle",
 ]
 
@@ -61,6 +63,19 @@ def check_price(price: float) -> float:
             f"price: {price} is not a finite number >= 0 (GiB-hours per request-second)"
         )
     return price
+
+
+def read_price(text: str, field: str = "price") -> float:
+    """Read a price the user typed: a finite number >= 0, else ``InvalidInput`` naming ``field``.
+
+    The one reader of ``--price`` and of the ``price`` query parameter.
+    """
+    try:
+        return check_price(float(text))
+    except ValueError:
+        raise InvalidInput(
+            field, f"{text!r} is not a number >= 0 (GiB-hours per request-second)"
+        ) from None
 
 
 class Phase(StrEnum):
