@@ -262,6 +262,19 @@ def test_it_prints_the_savings_per_deployment_and_day(live: Live) -> None:
     ]
     refused = live.cli("savings", "--from", "someday")
     assert (refused.code, refused.err.startswith("error: from: ")) == (2, True)
+    # The waits over every request and the cost at a price (issue 42), who put it down (45).
+    assert header.split()[-6:] == ["WAKES", "STARTS", "SLEEPS", "STOPS", "FREED", "BY"]
+    assert "WAIT S" in header
+    assert "P99 ALL S" in header
+    assert "COST" in header
+    assert "cost 0.0 GiB-h at 0.1 GiB-h per request-s" in summary
+    priced = live.cli("savings", "--price", "2", "--json").json()
+    assert priced["price"] == 2.0
+    assert {"wait_total_s", "wait_mean_s", "wait_p99_all_s", "cost", "freed_by"} <= set(
+        priced["totals"]
+    )
+    wrong = live.cli("savings", "--price", "-2")
+    assert (wrong.code, wrong.err.startswith("error: price: ")) == (2, True)
 
 
 def test_it_switches_forecast_only_on_and_off(live: Live) -> None:

@@ -32,7 +32,7 @@ from dgxmm.decider.profiles import WINDOW_DAYS, read_profile
 from dgxmm.decider.proposals.rows import Proposal
 from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.decider.traffic import read_minutes
-from dgxmm.fleet import Fleet, Gpu
+from dgxmm.fleet import Deployment, Fleet, Gpu
 from dgxmm.jobs import resolve_zone
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet, LabSchedule
 from dgxmm.lab.ledger import Ledger, check_price
@@ -48,7 +48,9 @@ __all__ = [
     "arrivals_of_minutes",
     "backtest",
     "backtest_proposal",
+    "deployment_alone",
     "proposal_backtester",
+    "recorded_arrivals",
     "shown_backtest",
 ]
 
@@ -317,19 +319,48 @@ def backtest_proposal(
     when the profile was never built or the span holds no week to hold out.
     """
     deployment = fleet.deployments.get(proposal.deployment_id)
-    zone = resolve_zone(deployment.time_zone)
     with reading(fleet.store.engine) as connection:
         built = read_profile(connection, deployment.id, deployment.time_zone).built_at
-        if built is None:
-            return None
-        start = built - WINDOW_DAYS * DAY_US
-        found = dict(read_minutes(connection, {deployment.id: zone}, start, built))
-    series = found.get(deployment.id)
-    arrivals = (
-        np.zeros(0, dtype=np.int64)
-        if series is None
-        else arrivals_of_minutes(series.minute_us, series.requests)
+    if built is None:
+        return None
+    start = built - WINDOW_DAYS * DAY_US
+    arrivals = recorded_arrivals(fleet, deployment, start, built)
+    lab, machine = deployment_alone(deployment, schedules)
+    proposed = (
+        LabSchedule(action=ScheduleAction.SLEEP, days=proposal.sleep_days,
+                    time=proposal.sleep_time, time_zone=proposal.time_zone),
+        LabSchedule(action=ScheduleAction.WAKE, days=proposal.wake_days,
+                    time=proposal.wake_time, time_zone=proposal.time_zone),
+    )  # fmt: skip
+    return backtest(
+        arrivals_us=arrivals,
+        deployment=lab,
+        fleet=machine,
+        proposed=proposed,
+        key=proposal.key,
+        measured_lead=proposal.wake_lead is not None,
+        start_us=start,
+        end_us=built,
     )
+
+
+def recorded_arrivals(fleet: Fleet, deployment: Deployment, start_us: int, end_us: int) -> Ints:
+    """Return a deployment's requests on record in ``[start_us, end_us)``: its rollups'
+    minutes, each spread evenly inside it (``arrivals_of_minutes``)."""
+    zone = resolve_zone(deployment.time_zone)
+    with reading(fleet.store.engine) as connection:
+        found = dict(read_minutes(connection, {deployment.id: zone}, start_us, end_us))
+    series = found.get(deployment.id)
+    if series is None:
+        return np.zeros(0, dtype=np.int64)
+    return arrivals_of_minutes(series.minute_us, series.requests)
+
+
+def deployment_alone(
+    deployment: Deployment, schedules: ScheduleService
+) -> tuple[LabDeployment, LabFleet]:
+    """Return a deployment as the lab replays it alone on its own GPUs, with its switched-on
+    schedules, vLLM's published durations and no idle ladder of its own."""
     count = max(1, deployment.gpu_count)
     lab = LabDeployment(
         name=deployment.name,
@@ -352,22 +383,7 @@ def backtest_proposal(
         gpus=tuple(Gpu(index=i, name="GPU", memory_gib=room) for i in range(count)),
         deployments=(lab,),
     )
-    proposed = (
-        LabSchedule(action=ScheduleAction.SLEEP, days=proposal.sleep_days,
-                    time=proposal.sleep_time, time_zone=proposal.time_zone),
-        LabSchedule(action=ScheduleAction.WAKE, days=proposal.wake_days,
-                    time=proposal.wake_time, time_zone=proposal.time_zone),
-    )  # fmt: skip
-    return backtest(
-        arrivals_us=arrivals,
-        deployment=lab,
-        fleet=machine,
-        proposed=proposed,
-        key=proposal.key,
-        measured_lead=proposal.wake_lead is not None,
-        start_us=start,
-        end_us=built,
-    )
+    return lab, machine
 
 
 def shown_backtest(stored: dict[str, Any] | None, price: float) -> dict[str, Any] | None:
