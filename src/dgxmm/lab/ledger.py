@@ -36,6 +36,7 @@ from dgxmm.time_units import HOUR_US, SECOND_US
 
 __all__ = [
     "DEFAULT_PRICE",
+    "MAX_PRICE",
     "STANDARD_PRICES",
     "Footprint",
     "Ledger",
@@ -65,17 +66,23 @@ def check_price(price: float) -> float:
     return price
 
 
-def read_price(text: str, field: str = "price") -> float:
-    """Read a price the user typed: a finite number >= 0, else ``InvalidInput`` naming ``field``.
+# The most a user may price a request-second at: a million GiB-hours, past any fleet's worth,
+# and far enough below a float's end that no cost of a report or a replay overflows to inf.
+MAX_PRICE = 1e6
 
-    The one reader of ``--price`` and of the ``price`` query parameter.
-    """
+
+def read_price(text: str, field: str = "price") -> float:
+    """Read a price the user typed: a number from 0 to ``MAX_PRICE``, else ``InvalidInput``
+    naming ``field``. The one reader of ``--price`` and of the ``price`` query parameter."""
     try:
-        return check_price(float(text))
+        price = check_price(float(text))
     except ValueError:
         raise InvalidInput(
             field, f"{text!r} is not a number >= 0 (GiB-hours per request-second)"
         ) from None
+    if price > MAX_PRICE:
+        raise InvalidInput(field, f"{text} is more than {MAX_PRICE:g} GiB-hours per request-second")
+    return price
 
 
 class Phase(StrEnum):

@@ -94,6 +94,7 @@ def test_it_answers_the_days_of_one_deployment_or_all(
         pytest.param("price=nan", "price", id="price-nan"),
         pytest.param("price=inf", "price", id="price-inf"),
         pytest.param("price=free", "price", id="price-words"),
+        pytest.param("price=1e308", "price", id="price-past-any-cost"),
         # Issue 44 point 10: a span touching year 1 or 9999 was a 500 (a local midnight
         # before year 1, or the day after 9999-12-31, is past what a date holds).
         pytest.param("from=0001-01-01", "from", id="year-1"),
