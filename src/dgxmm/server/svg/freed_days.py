@@ -18,7 +18,7 @@ from dgxmm.decider.savings import Actor
 __all__ = ["ACTOR_ORDER", "freed_days_chart"]
 
 ACTOR_ORDER = (Actor.IDLE, Actor.SCHEDULE, Actor.PERSON, Actor.REQUEST, Actor.SYSTEM)
-_WIDTH, _HEIGHT, _LEFT, _RIGHT, _TOP, _BOTTOM = 320, 200, 44, 6, 10, 58
+_WIDTH, _HEIGHT, _LEFT, _RIGHT, _TOP, _BOTTOM = 320, 210, 44, 6, 22, 58
 
 
 def freed_days_chart(days: Sequence[tuple[date, Mapping[str, float]]]) -> str:
@@ -35,9 +35,9 @@ def freed_days_chart(days: Sequence[tuple[date, Mapping[str, float]]]) -> str:
         f'role="img" viewBox="0 0 {_WIDTH} {_HEIGHT}" preserveAspectRatio="xMinYMin meet">',
         "<title>GiB-hours freed per day, by who put the memory down</title>",
         f'<line x1="{_LEFT}" y1="{baseline}" x2="{_WIDTH - _RIGHT}" y2="{baseline}" class="axis"/>',
-        f'<text x="{_LEFT - 4}" y="{_TOP + 8}" class="label" text-anchor="end">{_gib(peak)}</text>',
+        f'<text x="{_LEFT - 4}" y="{_TOP + 4}" class="label" text-anchor="end">{_gib(peak)}</text>',
         f'<text x="{_LEFT - 4}" y="{baseline}" class="label" text-anchor="end">0</text>',
-        f'<text x="4" y="{_TOP + 8}" class="label">GiB-h</text>',
+        '<text x="4" y="12" class="label">GiB-h freed</text>',
     ]
     for index, (day, by) in enumerate(days):
         x = _LEFT + index * step

@@ -2,13 +2,15 @@
 
 One dot per replay of its last four weeks (``lab/trade.py``), a colour and mark per series
 (anchors, the ladder's sweep joined in order, the oracles, and any series ``SWEEPS`` gains);
-up and to the left is better. Each dot names its policy, figures and cost on hover, and the
-page lists them in a table beside it. Drawn for a phone as ``freed_days.py`` is (320 units
-wide, never below 320 px), in the theme's colours.
+up and to the left is better. The wait axis is linear to 0.1 s, then a decade a step. Each
+dot names its policy, figures and cost on hover, and the page lists them in a table beside
+it. Drawn for a phone as ``freed_days.py`` is (320 units wide, never below 320 px), in the
+theme's colours.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
@@ -16,20 +18,24 @@ from dgxmm.lab.trade import TradePoint
 
 __all__ = ["trade_chart"]
 
-_WIDTH, _HEIGHT, _LEFT, _RIGHT, _TOP, _BOTTOM = 320, 230, 48, 10, 12, 66
+_WIDTH, _HEIGHT, _LEFT, _RIGHT, _TOP, _BOTTOM = 320, 250, 48, 12, 24, 76
+# The wait axis is linear below 0.1 s and logarithmic above (a symmetric log): a Knative
+# start of a minute and a level-1 wake of a second both stay readable on one axis.
+_LINEAR_S = 0.1
+_TICKS_S = (0.1, 1.0, 10.0, 100.0, 1000.0)
 _MARKS = ("circle", "square", "diamond", "triangle")  # by series, in order
 
 
 def trade_chart(points: Sequence[TradePoint], *, name: str) -> str:
     """Return an SVG of each point's freed GiB-hours (y) against its mean added wait (x)."""
     series = list(dict.fromkeys(p.series for p in points))
-    x_top = max((p.wait_mean_s for p in points), default=0.0) * 1.08 or 1.0
+    x_top = _stretched(max((p.wait_mean_s for p in points), default=0.0) * 1.08 or 1.0)
     y_top = max((p.freed_gib_h for p in points), default=0.0) * 1.08 or 1.0
     baseline, right = _HEIGHT - _BOTTOM, _WIDTH - _RIGHT
     plot_w, plot_h = right - _LEFT, baseline - _TOP
 
     def x_of(wait_s: float) -> float:
-        return _LEFT + plot_w * max(wait_s, 0.0) / x_top
+        return _LEFT + plot_w * _stretched(wait_s) / x_top
 
     def y_of(gib_h: float) -> float:
         return baseline - plot_h * max(gib_h, 0.0) / y_top
@@ -41,16 +47,22 @@ def trade_chart(points: Sequence[TradePoint], *, name: str) -> str:
         f"<title>{escape(name)}: GiB-hours freed against mean added wait, last four weeks</title>",
         f'<line x1="{_LEFT}" y1="{baseline}" x2="{right}" y2="{baseline}" class="axis"/>',
         f'<line x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{baseline}" class="axis"/>',
-        f'<text x="{_LEFT - 4}" y="{_TOP + 8}" class="label" text-anchor="end">'
+        f'<text x="{_LEFT - 4}" y="{_TOP + 4}" class="label" text-anchor="end">'
         f"{_number(y_top)}</text>",
         f'<text x="{_LEFT - 4}" y="{baseline}" class="label" text-anchor="end">0</text>',
-        f'<text x="4" y="{_TOP + 8}" class="label">GiB-h</text>',
-        f'<text x="{_LEFT}" y="{baseline + 14}" class="label">0 s</text>',
-        f'<text x="{right}" y="{baseline + 14}" class="label" text-anchor="end">'
-        f"{_number(x_top)} s</text>",
-        f'<text x="{(_LEFT + right) / 2}" y="{baseline + 14}" class="label" '
-        'text-anchor="middle">mean added wait</text>',
+        '<text x="4" y="12" class="label">GiB-h freed</text>',
+        f'<text x="{_LEFT}" y="{baseline + 14}" class="label" text-anchor="middle">0</text>',
+        f'<text x="{right}" y="{baseline + 28}" class="label" text-anchor="end">'
+        "mean added wait, s</text>",
     ]
+    for tick in _TICKS_S:
+        if _stretched(tick) <= x_top:
+            x = x_of(tick)
+            parts.append(
+                f'<line x1="{x:.1f}" y1="{_TOP}" x2="{x:.1f}" y2="{baseline}" class="grid"/>'
+                f'<text x="{x:.1f}" y="{baseline + 14}" class="label" text-anchor="middle">'
+                f"{tick:g}</text>"
+            )
     for index, found in enumerate(series):
         mine = [p for p in points if p.series == found]
         mark = _MARKS[index % len(_MARKS)]
@@ -71,13 +83,21 @@ def trade_chart(points: Sequence[TradePoint], *, name: str) -> str:
                 f"{_mark(mark, x_of(point.wait_mean_s), y_of(point.freed_gib_h))}</g>"
             )
         x = _LEFT + (index % 3) * 90
-        y = baseline + 34 + (index // 3) * 16
+        y = baseline + 46 + (index // 3) * 16
         parts.append(
             f'<g class="legend series-{index}">{_mark(mark, x + 5, y - 4)}'
             f'<text x="{x + 14}" y="{y}" class="label">{escape(found)}</text></g>'
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _stretched(wait_s: float) -> float:
+    """Return a wait on the axis' scale: linear to ``_LINEAR_S``, then a decade a step."""
+    wait_s = max(wait_s, 0.0)
+    if wait_s <= _LINEAR_S:
+        return wait_s / _LINEAR_S
+    return 1.0 + math.log10(wait_s / _LINEAR_S)
 
 
 def _mark(kind: str, x: float, y: float) -> str:
