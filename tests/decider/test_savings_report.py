@@ -3,9 +3,12 @@ go back, in the deployment's zone, on both databases (issue 26, point 1)."""
 
 from __future__ import annotations
 
+import math
 from datetime import date
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import at
 
 from dgxmm.clock import ManualClock
@@ -173,3 +176,30 @@ def test_waits_past_the_kept_ones_stand_for_the_minute() -> None:
     together = Waits.merged([waits, Waits.of_minutes([(10, 2, 0, [])])])
     assert (together.served, together.held) == (3008, 2500)
     assert together.cost(100.0, 1.0) == pytest.approx(100.0 + 5000.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    minutes=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=30),  # warm requests served
+            st.integers(min_value=0, max_value=3),  # refused
+            st.lists(st.integers(min_value=0, max_value=120_000), max_size=20),  # held waits
+        ),
+        max_size=8,
+    ),
+    share=st.sampled_from([0.5, 0.9, 0.99, 1.0]),
+)
+def test_waits_below_the_kept_bound_are_exact_over_every_request(
+    minutes: list[tuple[int, int, list[int]]], share: float
+) -> None:
+    """The waits of every request served, a warm one as 0, by nearest rank, as if listed."""
+    waits = Waits.of_minutes(
+        (warm + refused + len(held), refused, len(held), held) for warm, refused, held in minutes
+    )
+    every = sorted([0] * sum(warm for warm, _, _ in minutes) + [w for *_, h in minutes for w in h])
+    assert waits.served == len(every)
+    assert waits.total_s == pytest.approx(sum(every) / 1000)
+    assert waits.mean_s == pytest.approx(sum(every) / 1000 / len(every) if every else 0.0)
+    expected = every[max(0, math.ceil(share * len(every)) - 1)] / 1000 if every else 0.0
+    assert waits.all_rank_s(share) == expected

@@ -83,8 +83,9 @@ class Waits:
         warm = self.served - self.held
         if rank < warm:
             return 0.0
-        among = (rank - warm) / max(self.held, 1)  # the same share of the kept ones
-        return self.kept_ms[min(len(self.kept_ms) - 1, int(among * len(self.kept_ms)))] / 1000
+        # The same share of the kept ones, in integers (a float share rounds 31 of 47 down).
+        among = (rank - warm) * len(self.kept_ms) // max(self.held, len(self.kept_ms))
+        return self.kept_ms[min(len(self.kept_ms) - 1, among)] / 1000
 
     def cost(self, held_gib_h: float, price: float) -> float:
         """Return ``held_gib_h + price x request-seconds waited`` (a price checked at the edge)."""
