@@ -208,6 +208,9 @@ def test_an_accepted_proposals_weeks_stand_beside_its_backtest_and_a_cold_one_is
     (first, second) = proposals.realized(accepted, later)
     assert (first.first_day, first.days, first.cold, first.requests) == ("2026-06-01", 7, 30, 30)
     assert first.predicted_cold == 0.0
+    # What they waited, beside what the backtest's weeks waited (issue 42): 30 x 2 s.
+    assert first.wait_total_s == pytest.approx(60.0)
+    assert first.predicted_wait_total_s == 0.0
     assert first.colder_than_predicted
     assert second.days == 2  # the week under way, to today
     assert proposals.check_realized(later) == 1
