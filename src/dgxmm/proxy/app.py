@@ -274,9 +274,17 @@ class ProxyApp:
             loop.call_soon(loop.run_in_executor, None, self._give_back_memory)
 
     async def _forward(
-        self, route: Route, scope: Scope, body: bytes, receive: Receive, send: Send
+        self,
+        route: Route,
+        scope: Scope,
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        *,
+        waited_s: float = 0.0,
     ) -> None:
-        """Pass the request on, within the deployment's concurrency limit (``Slots``)."""
+        """Pass the request on, within the deployment's concurrency limit (``Slots``);
+        ``waited_s``: how long it was held while the deployment was brought up."""
         deployment = route.deployment
         limit = deployment.max_concurrent_requests
         if limit is not None:
@@ -288,7 +296,7 @@ class ProxyApp:
             if not took:
                 return  # the client went away while it waited
         try:
-            self.stats.forwarded(deployment.name)
+            self.stats.forwarded(deployment.name, waited_s)
             await self._upstream.forward(
                 deployment.url, scope, body, receive, send, name=deployment.name
             )
@@ -359,12 +367,13 @@ class ProxyApp:
         wait_us = round((self._monotonic() - began) * 1e6)
         self._fleet.activity.held(deployment_id, arrived_us, wait_us)
         fresh = await self._table.fresh(deployment_id)
+        waited_s = wait_us / 1e6
         if progress is None:
-            await self._forward(fresh, scope, body, receive, send)
+            await self._forward(fresh, scope, body, receive, send, waited_s=waited_s)
             return
         await progress.ready()
         try:
-            await self._forward(fresh, scope, body, receive, progress.send)
+            await self._forward(fresh, scope, body, receive, progress.send, waited_s=waited_s)
         except ProxyRefused as failed:
             self._refused(deployment_id, failed.refusal)
             await progress.fail(failed.message, failed.refusal.value)

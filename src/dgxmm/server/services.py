@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from dgxmm.alerts import Alerts
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
+from dgxmm.lab.trade import TradePictures
 from dgxmm.proxy import ProxyStats
 from dgxmm.server.access.tokens import Tokens
 from dgxmm.server.host import Host
@@ -33,3 +34,5 @@ class Services:
     proxy: ProxyStats | None = None  # the proxy's numbers, when it serves (for /metrics)
     proxy_url: str | None = None  # where this server's proxy listens (a model check's way)
     alerts: Alerts | None = None  # channels, rules and the delivery log (admins)
+    # Each deployment's trade picture on the Savings page, replayed once a day and price.
+    trades: TradePictures = field(default_factory=TradePictures)
