@@ -13,8 +13,8 @@
 - ``watched``: what the pulse looks at (the deployments with an idle policy and their
   schedules), read again only when their change versions moved.
 
-``ladder``, ``histogram`` and ``priced`` are pure functions and an accumulator, with no clock, lock or
-I/O: the product's runner and the savings lab (``dgxmm.lab``) call the same ones.
+``ladder``, ``histogram`` and ``priced`` are pure functions and an accumulator, with no
+clock, lock or I/O: the product's runner and the savings lab (``dgxmm.lab``) call the same ones.
 """
 
 from dgxmm.decider.idle.histogram import GapHistogram as GapHistogram
