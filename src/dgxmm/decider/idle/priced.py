@@ -85,8 +85,13 @@ class Level:
 
     step: IdleStep  # SLEEP: level 1; DEEPEN: level 2; STOP: stopped
     held_gib: float  # GPU memory held while resting there
-    down_us: int  # a sleep at that level, or a stop
-    up_us: int  # a wake from it, or a start, to ready
+    down_us: int  # a sleep at that level, or a stop (the mean)
+    up_us: int  # a wake from it, or a start, to ready (the mean)
+    # How long a request that comes during the way down (up) waits for it to end, on average:
+    # E[D^2] / 2E[D], half of it for a fixed duration, far more for a long tail (a lognormal
+    # sleep of median 1 s holds such a request for minutes). None: half the mean.
+    down_left_us: int | None = None
+    up_left_us: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,8 +122,14 @@ def _intercept_gib_h(costs: PricedCosts, level: Level, price: float, rate_per_s:
     """Return ``B_L`` in GiB-hours: the round trip's held memory and the wait it causes."""
     freed = costs.awake_gib - level.held_gib
     trip_h = (level.down_us + level.up_us) / HOUR_US
-    up_s = level.up_us / SECOND_US
-    wait_s = up_s * (1 + rate_per_s * up_s / 2)  # request-seconds
+    up_s, down_s = level.up_us / SECOND_US, level.down_us / SECOND_US
+    up_left = (level.up_us / 2 if level.up_left_us is None else level.up_left_us) / SECOND_US
+    down_left = level.down_us / 2 if level.down_left_us is None else level.down_left_us
+    down_left /= SECOND_US
+    # The request that finds it resting waits the way up; those the hour expects meanwhile
+    # what is left of it; those that come while it goes down what is left of that, then
+    # the way up.
+    wait_s = up_s + rate_per_s * (up_s * up_left + down_s * (down_left + up_s))
     return freed * trip_h + price * wait_s
 
 

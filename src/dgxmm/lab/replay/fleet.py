@@ -168,7 +168,13 @@ def replay_fleet(
                 ladder=ladder if rules.idle or rules.histogram else IdleLadder(),
                 histogram=rules.histogram,
                 priced=(
-                    PricedPlan(deployment, arrivals, price=rules.price, start_us=start_us)
+                    PricedPlan(
+                        deployment,
+                        arrivals,
+                        price=rules.price,
+                        start_us=start_us,
+                        bounds=rules.bounds,
+                    )
                     if rules.priced
                     else None
                 ),

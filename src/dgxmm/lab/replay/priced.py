@@ -3,8 +3,11 @@
 ``PricedPlan`` gives ``IdleSteps`` (``idle.py``) what the product's runner reads for the
 priced policy (``dgxmm.decider.idle.priced``):
 
-- **the measured durations**: the deployment's ``ServerTimes`` medians, per level (the
-  product's measured times stand in the same way, with these as the fallback);
+- **the measured durations**: per level, the mean of the deployment's ``ServerTimes`` and
+  the mean time a request that meets the step waits for it to end (``E[D^2] / 2E[D]``),
+  each of 20,000 fixed-seed draws cut at the product's bound, as a log of the product's own
+  steps would give them (the product measures its wakes and starts, and falls back to
+  vLLM's published figures for the rest);
 - **the price**: the comparison's (``dgxmm lab replay --price``);
 - **the hour's profile**: built as the product's daily ``traffic_profiles`` job builds it,
   from the 28 local days before the replayed day, of the deployment's own requests, in its
@@ -30,14 +33,18 @@ from dgxmm.decider.idle.priced import (
     pre_wake_at,
     priced_ladder,
 )
+from dgxmm.decider.idle.pricing import measured
 from dgxmm.decider.traffic import hour_of_week, local_seconds
+from dgxmm.lab.durations import Duration
 from dgxmm.lab.fleetfile import LabDeployment
 from dgxmm.lab.ledger import Phase
+from dgxmm.lab.replay.server import PRODUCT_BOUNDS, ProductBounds
 from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import DAY_US, SECOND_US
 
-__all__ = ["PricedPlan"]
+__all__ = ["PricedPlan", "measured_duration"]
 
+MEASURED = 20_000  # the draws a duration's mean and time left are taken of
 PROFILE_DAYS = 28  # the product's profile reads 30 days; four whole weeks here
 _LEAST_DAYS = 7  # before a week is behind the replay, no profile
 _STEP = {Phase.ASLEEP_1: IdleStep.SLEEP, Phase.ASLEEP_2: IdleStep.DEEPEN,
@@ -48,21 +55,29 @@ class PricedPlan:
     """One replayed deployment's priced policy: its costs, price and day-by-day profile."""
 
     def __init__(
-        self, deployment: LabDeployment, arrivals: Ints, *, price: float, start_us: int
+        self,
+        deployment: LabDeployment,
+        arrivals: Ints,
+        *,
+        price: float,
+        start_us: int,
+        bounds: ProductBounds = PRODUCT_BOUNDS,
     ) -> None:
         footprint = deployment.footprint
         times = deployment.durations
         self.price = price
         self.zone = ZoneInfo(deployment.time_zone)
+        sleep_bound = bounds.sleep_timeout_us
+        up_bound = bounds.startup_timeout_us
         self.costs = PricedCosts(
             awake_gib=footprint.awake_gib,
             levels=(
-                Level(step=IdleStep.SLEEP, held_gib=footprint.level_1_gib,
-                      down_us=times.sleep_1.median_us, up_us=times.wake_1.median_us),
-                Level(step=IdleStep.DEEPEN, held_gib=footprint.level_2_gib,
-                      down_us=times.sleep_2.median_us, up_us=times.wake_2.median_us),
-                Level(step=IdleStep.STOP, held_gib=0.0,
-                      down_us=times.stop.median_us, up_us=times.start.median_us),
+                _level(IdleStep.SLEEP, footprint.level_1_gib, times.sleep_1, times.wake_1,
+                       down_most=sleep_bound, up_most=up_bound),
+                _level(IdleStep.DEEPEN, footprint.level_2_gib, times.sleep_2, times.wake_2,
+                       down_most=sleep_bound, up_most=up_bound),
+                _level(IdleStep.STOP, 0.0, times.stop, times.start,
+                       down_most=bounds.stop_grace_us, up_most=up_bound),
             ),
         )  # fmt: skip
         self._start_us = start_us
@@ -133,3 +148,20 @@ class PricedPlan:
             )
             for h in range(WEEK_HOURS)
         )
+
+
+def _level(
+    step: IdleStep, held_gib: float, down: Duration, up: Duration, *, down_most: int, up_most: int
+) -> Level:
+    """Return a level as the product would measure it: its durations' means and what is left."""
+    down_us, down_left = measured_duration(down, down_most)
+    up_us, up_left = measured_duration(up, up_most)
+    return Level(step=step, held_gib=held_gib, down_us=down_us, up_us=up_us,
+                 down_left_us=down_left, up_left_us=up_left)  # fmt: skip
+
+
+def measured_duration(duration: Duration, most_us: int) -> tuple[int, int]:
+    """Return a duration's mean and mean time left as met, as the product measures them
+    (``dgxmm.decider.idle.pricing.measured``) of fixed-seed draws, each cut at its bound."""
+    drawn = np.minimum(duration.draw(np.random.default_rng(0), MEASURED), most_us)
+    return measured(drawn.tolist(), (0, 0))
