@@ -16,9 +16,10 @@ from lab.labkit import FIXED_TIMES, lab_deployment, lab_fleet
 
 from dgxmm.decider.idle import IDLE_TICK_US
 from dgxmm.decider.idle.priced import priced_ladder
+from dgxmm.fleet import IdlePolicy
 from dgxmm.lab import Fixed, LogNormal, Phase, Trace
 from dgxmm.lab.compare import Policy, compare, priced_rules
-from dgxmm.lab.replay.fleet import replay_fleet
+from dgxmm.lab.replay.fleet import Rules, replay_fleet
 from dgxmm.lab.replay.priced import PricedPlan
 from dgxmm.lab.replay.server import PRODUCT_BOUNDS
 from dgxmm.time_units import SECOND_US
@@ -96,3 +97,14 @@ def test_compare_replays_priced_at_its_price_and_again_when_repriced() -> None:
     assert dear.total(Policy.PRICED).wait_total_s < found.total(Policy.PRICED).wait_total_s
     kept = found.repriced(machine, 10.0)  # without the trace, priced keeps its choices
     assert kept.total(Policy.PRICED) == found.total(Policy.PRICED)
+
+
+def test_a_deployment_whose_file_names_priced_plays_it_under_the_idle_rules() -> None:
+    requests = [(at("09:00:00") + k * 131 * S, "chat") for k in range(50)]
+    own = lab_fleet(replace(CHAT, idle_policy=IdlePolicy.PRICED))
+    span = {"start_us": at("08:00:00"), "end_us": at("12:00:00"), "seed": 7}
+    mine = replay_fleet(Trace.of(requests), own, Rules(idle=True), **span)["chat"]
+    priced = replay_fleet(Trace.of(requests), lab_fleet(CHAT), priced_rules(0.1), **span)["chat"]
+    assert mine.timeline.phases() == priced.timeline.phases()
+    schedules_only = replay_fleet(Trace.of(requests), own, Rules(), **span)["chat"]
+    assert schedules_only.timeline.phases() == [(at("08:00:00"), Phase.AWAKE)]

@@ -62,7 +62,7 @@ import numpy as np
 
 from dgxmm.decider.idle import IdleLadder
 from dgxmm.decider.schedules.lead import LEAD_OFF, LeadKind, WakeLead
-from dgxmm.fleet import DeploymentState, Fit, check_fit
+from dgxmm.fleet import DeploymentState, Fit, IdlePolicy, check_fit
 from dgxmm.lab.fleetfile import LabFleet
 from dgxmm.lab.ledger import DEFAULT_PRICE, Footprint, Ledger, Timeline
 from dgxmm.lab.replay.deployment import SimulatedDeployment
@@ -156,6 +156,9 @@ def replay_fleet(
         arrivals = trace.arrivals_of(deployment.model)
         arrivals = arrivals[(arrivals >= start_us) & (arrivals < end_us)]
         ladder = deployment.idle if not deployment.idle.is_off else rules.default_ladder
+        # Under the idle rules a deployment whose file names its idle policy plays it, as the
+        # product would; the rules' histogram and priced play theirs on every deployment.
+        own = deployment.idle_policy if rules.idle else IdlePolicy.LADDER
         sims.append(
             SimulatedDeployment(
                 deployment,
@@ -166,7 +169,7 @@ def replay_fleet(
                 start_us=start_us,
                 end_us=end_us,
                 ladder=ladder if rules.idle or rules.histogram else IdleLadder(),
-                histogram=rules.histogram,
+                histogram=rules.histogram or own is IdlePolicy.HISTOGRAM,
                 priced=(
                     PricedPlan(
                         deployment,
@@ -175,7 +178,7 @@ def replay_fleet(
                         start_us=start_us,
                         bounds=rules.bounds,
                     )
-                    if rules.priced
+                    if rules.priced or own is IdlePolicy.PRICED
                     else None
                 ),
                 wake_lead=(

@@ -163,6 +163,8 @@ class IdleSteps:
         """Return when the priced policy wakes a resting deployment ahead, or None."""
         if self.priced is None or self.server.rest is Phase.AWAKE or self.pre_woken:
             return None
+        if self.server.rest is Phase.STOPPED and self.stopped_by != IDLE_ACTOR:
+            return None  # what a schedule stopped, the idle policy never starts
         return self.priced.pre_wake_at(self.now, self.server.rest)
 
     def _soonest_idle_us(self: _Replayed) -> int:
