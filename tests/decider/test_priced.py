@@ -24,6 +24,7 @@ from dgxmm.decider.idle.priced import (
     hour_of_week_at,
     pre_wake_at,
     priced_ladder,
+    rate_before,
 )
 from dgxmm.lab.ledger import DEFAULT_PRICE
 
@@ -223,3 +224,21 @@ def test_the_hour_of_the_week_is_local() -> None:
 
 def test_the_product_decides_at_the_labs_default_price() -> None:
     assert PRODUCT_PRICE == DEFAULT_PRICE
+
+
+def test_the_rate_before_idling_counts_the_ten_minutes_before_the_last_request() -> None:
+    last = 3600 * S
+    arrivals = [last - 11 * 60 * S, last - 9 * 60 * S, last - 60 * S, last]
+    assert rate_before(arrivals, last) == pytest.approx(12.0)  # 2 in 10 minutes, not the last
+    assert rate_before(arrivals, None) is None
+    assert rate_before([last], last) == 0.0
+
+
+@given(hourly=st.floats(0, 100), recent=st.floats(0, 1000))
+def test_a_burst_the_hours_mean_hides_holds_the_rungs_on(hourly: float, recent: float) -> None:
+    hour = HourExpectation(requests=hourly, active_share=1)
+    by_hour = priced_ladder(costs(), price=1.0, hour=hour)
+    with_burst = priced_ladder(costs(), price=1.0, hour=hour, recent_per_hour=recent)
+    assert by_hour.sleep_after_us is not None
+    assert with_burst.sleep_after_us is not None
+    assert with_burst.sleep_after_us >= by_hour.sleep_after_us

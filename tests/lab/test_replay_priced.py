@@ -52,8 +52,13 @@ def test_it_goes_down_at_the_deciders_rungs_at_the_replays_price() -> None:
     assert phases[0] == (start, Phase.AWAKE)
     # Idle from the start, until the request: the first rung after the start, then again.
     assert phases[1] == (tick(start + rungs.sleep_after_us), Phase.GOING_DOWN)
+    # After the request, none in the ten minutes before it: the rate before idling is 0,
+    # and the rungs come down to a quarter.
+    alone = priced_ladder(plan.costs, price=0.1, recent_per_hour=0.0)
+    assert alone.sleep_after_us is not None
+    assert alone.sleep_after_us < rungs.sleep_after_us
     down_again = [when for when, phase in phases if phase is Phase.GOING_DOWN and when > request]
-    assert down_again[0] == tick(request + 4 * S + rungs.sleep_after_us)  # after its 4 s wake
+    assert down_again[0] == tick(request + 4 * S + alone.sleep_after_us)  # after its 4 s wake
     assert phases[-1][1] is Phase.STOPPED
     assert chat.waits_us.tolist() == [4 * S]  # the request met level 1 and its wake
 

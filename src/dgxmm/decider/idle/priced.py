@@ -40,6 +40,7 @@ Pure functions, no clock, lock or I/O: the product's ``IdleRunner`` and the savi
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,6 +54,7 @@ __all__ = [
     "MAX_FACTOR",
     "MIN_FACTOR",
     "PRODUCT_PRICE",
+    "RECENT_US",
     "HourExpectation",
     "Level",
     "PricedCosts",
@@ -63,6 +65,7 @@ __all__ = [
     "next_local_hour",
     "pre_wake_at",
     "priced_ladder",
+    "rate_before",
 ]
 
 # The price the product decides at when no wait budget found one: the lab's middle standard
@@ -73,6 +76,7 @@ MAX_FACTOR = 2.0  # a busy hour holds them on to twice, no longer
 QUIET_SHARE = 0.25  # the hour before a regular start had requests in at most this share of weeks
 BUSY_SHARE = 0.75  # and the start's hour in at least this share
 WEEK_HOURS = 168
+RECENT_US = 10 * 60 * SECOND_US  # the requests before the last one counted for its rate
 # A crossing later than this is no rung: a level that pays only after a month of idleness
 # (a sliver of memory against a long wake) is one a request always comes before.
 LONGEST_RUNG_US = 30 * 24 * HOUR_US
@@ -199,9 +203,14 @@ def priced_ladder(
     *,
     price: float,
     hour: HourExpectation | None = None,
+    recent_per_hour: float | None = None,
     in_awake_window: bool = False,
 ) -> IdleLadder:
     """Return the priced rungs at this hour as a ladder (sleep, deepen, stop; None: skipped).
+
+    ``recent_per_hour``: the rate of the requests just before the idle time began
+    (``RECENT_US`` before the last one), when known: a burst the hour's mean hides holds
+    the rungs on as a busy hour does; the higher of the two is taken.
 
     Inside a scheduled awake window the deployment goes no further than level 1
     (``idle_step``): the envelope is then the one over level 1 alone, which is on it even
@@ -212,7 +221,9 @@ def priced_ladder(
             awake_gib=costs.awake_gib,
             levels=tuple(level for level in costs.levels if level.step is IdleStep.SLEEP),
         )
-    rate = None if hour is None else hour.requests
+    known = [rate for rate in (None if hour is None else hour.requests, recent_per_hour)
+             if rate is not None]  # fmt: skip
+    rate = max(known) if known else None
     rungs = break_even_rungs(costs, price=price, requests_per_hour=rate or 0.0)
     factor = hour_factor(rate, rungs[0].after_us if rungs else None)
     scaled = _increasing([Rung(step=r.step, after_us=round(r.after_us * factor)) for r in rungs])
@@ -222,6 +233,17 @@ def priced_ladder(
         deepen_after_us=at.get(IdleStep.DEEPEN),
         stop_after_us=at.get(IdleStep.STOP),
     )
+
+
+def rate_before(arrivals_us: Sequence[int], last_us: int | None) -> float | None:
+    """Return the requests an hour of the ``RECENT_US`` before the last one (sorted; None: none).
+
+    Without the last itself: a window that ends at an arrival, counted without it, is a fair
+    sample of the rate."""
+    if last_us is None:
+        return None
+    count = bisect_left(arrivals_us, last_us) - bisect_left(arrivals_us, last_us - RECENT_US)
+    return count * HOUR_US / RECENT_US
 
 
 def hour_of_week_at(at_us: int, zone: ZoneInfo) -> int:

@@ -11,6 +11,8 @@ ahead (``priced.py``, pure) for a deployment now, from:
   are not timed by the deployer: theirs are always the published figures;
 - **its memory**: awake and asleep, per GPU, times its GPUs (the product has one asleep
   figure, so level 2 holds what level 1 holds and is never on the envelope);
+- **the rate before it went idle**: the proxy's requests of the ten minutes before the last
+  one (the runner's, in memory);
 - **its traffic profile** (``profiles.py``, rebuilt daily): per local hour of the week, the
   requests it expects (its active minutes, a request each) and the share of observed weeks
   that had any;
@@ -81,14 +83,22 @@ class Pricing:
         self._costs: dict[int, tuple[int, PricedCosts]] = {}
         self._hours: dict[int, tuple[int, tuple[HourExpectation | None, ...]]] = {}
 
-    def ladder(self, deployment: Deployment, now: int, *, in_awake_window: bool) -> IdleLadder:
-        """Return the deployment's priced rungs now, as a ladder."""
+    def ladder(
+        self,
+        deployment: Deployment,
+        now: int,
+        *,
+        in_awake_window: bool,
+        recent_per_hour: float | None = None,
+    ) -> IdleLadder:
+        """Return the deployment's priced rungs now, as a ladder (``priced_ladder``)."""
         hours = self._profile(deployment, now)
         hour = hours[hour_of_week_at(now, ZoneInfo(deployment.time_zone))] if hours else None
         return priced_ladder(
             self.costs(deployment, now),
             price=PRODUCT_PRICE,
             hour=hour,
+            recent_per_hour=recent_per_hour,
             in_awake_window=in_awake_window,
         )
 

@@ -37,6 +37,7 @@ and its wake ahead come from ``pricing.py``.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ from dgxmm.decider.idle.ladder import (
 )
 from dgxmm.decider.idle.ladder import idle_step as step_of
 from dgxmm.decider.idle.notices import pause_idle, record_forecast, tell_of_room
+from dgxmm.decider.idle.priced import RECENT_US, rate_before
 from dgxmm.decider.idle.pricing import Pricing
 from dgxmm.decider.idle.watched import Watched, Watcher
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
@@ -143,6 +145,7 @@ class _Known:
     lead: tuple[int, int] | None = None  # (read at, the measured level-1 wake time)
     forecast: tuple[int, _Kind] | None = None  # the last would-be step recorded (idle since)
     timeouts: int = 0  # idle sleeps timed out in a row (the third pauses)
+    recent: deque[int] = field(default_factory=deque)  # arrivals of the last RECENT_US
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,7 +250,10 @@ class IdleRunner:
             if histogram and known.histogram is not None and known.last_arrival is not None:
                 known.histogram.add(at - known.last_arrival, at)
             known.last_arrival = at if known.last_arrival is None else max(known.last_arrival, at)
+            known.recent.append(at)
             known.pre_woken = False  # a request came: the next sleep may plan a pre-wake
+        while known.recent and known.recent[0] < (known.last_arrival or 0) - RECENT_US:
+            known.recent.popleft()
         if deployment.state is S.RUNNING and (
             known.came_up is None or known.came_up < deployment.state_since
         ):
@@ -284,7 +290,9 @@ class IdleRunner:
         window = awake_window(pulse.slots.get(deployment.id, ()), now)
         ladder = deployment.idle
         if priced:
-            ladder = self._pricing.ladder(deployment, now, in_awake_window=window)
+            recent = rate_before(known.recent, last)  # the rate before it went idle
+            ladder = self._pricing.ladder(deployment, now, in_awake_window=window,
+                                          recent_per_hour=recent)  # fmt: skip
         if histogram and known.histogram is not None and last is not None:
             ladder = ladder_in_effect(
                 ladder,

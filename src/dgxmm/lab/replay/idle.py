@@ -97,7 +97,9 @@ class IdleSteps:
         """Return the sleep, deepen and stop times in use now (priced, histogram or ladder)."""
         if self.priced is not None:
             window = self.rows.in_awake_window(self.now)
-            return self.priced.ladder_at(self.now, in_awake_window=window).steps_us()
+            return self.priced.ladder_at(
+                self.now, last_request_us=self.last_arrival, in_awake_window=window
+            ).steps_us()
         if self.histogram is None or self.last_arrival is None:
             return self.ladder.steps_us()
         return ladder_in_effect(

@@ -9,6 +9,7 @@ priced policy (``dgxmm.decider.idle.priced``):
   steps would give them (the product measures its wakes and starts, and falls back to
   vLLM's published figures for the rest);
 - **the price**: the comparison's (``dgxmm lab replay --price``);
+- **the rate before it went idle**: its requests of the ten minutes up to the last one;
 - **the hour's profile**: built as the product's daily ``traffic_profiles`` job builds it,
   from the 28 local days before the replayed day, of the deployment's own requests, in its
   zone: per hour of the week the mean requests and the share of weeks with one. Before a
@@ -32,6 +33,7 @@ from dgxmm.decider.idle.priced import (
     next_local_hour,
     pre_wake_at,
     priced_ladder,
+    rate_before,
 )
 from dgxmm.decider.idle.pricing import measured
 from dgxmm.decider.traffic import hour_of_week, local_seconds
@@ -82,23 +84,28 @@ class PricedPlan:
         )  # fmt: skip
         self._start_us = start_us
         self._arrivals = np.asarray(arrivals, dtype=np.int64)
+        self._arrival_list: list[int] = self._arrivals.tolist()
         seconds = self._arrivals // SECOND_US
         self._wall_hours = local_seconds(seconds, self.zone) // 3600 if len(seconds) else seconds
         self._day = -1
         self._hours: tuple[HourExpectation, ...] = ()
-        self._ladders: dict[tuple[int, int, bool], IdleLadder] = {}  # (day, hour, window)
+        self._ladders: dict[tuple[int, int, float | None, bool], IdleLadder] = {}
 
-    def ladder_at(self, now_us: int, *, in_awake_window: bool) -> IdleLadder:
-        """Return the priced rungs at ``now_us`` (its hour of the week's, from its profile)."""
+    def ladder_at(
+        self, now_us: int, *, last_request_us: int | None, in_awake_window: bool
+    ) -> IdleLadder:
+        """Return the priced rungs at ``now_us``: its hour's, and the rate before it idled."""
         hours = self._profile(now_us)
         hour = hour_of_week_at(now_us, self.zone) if hours else -1
-        key = (self._day, hour, in_awake_window)
+        recent = rate_before(self._arrival_list, last_request_us)
+        key = (self._day, hour, recent, in_awake_window)
         found = self._ladders.get(key)
         if found is None:
             found = priced_ladder(
                 self.costs,
                 price=self.price,
                 hour=hours[hour] if hours else None,
+                recent_per_hour=recent,
                 in_awake_window=in_awake_window,
             )
             self._ladders[key] = found
