@@ -7,11 +7,14 @@ from __future__ import annotations
 from decider.schedulekit import Kit
 from proxy.proxykit import ProxyKit
 from proxy.proxykit import proxied as proxied  # noqa: PLC0414  (the fixture, by its own name)
+from sqlalchemy import insert
 from support import at
 
 from dgxmm.decider.idle import PRODUCT_PRICE, IdleOutcome, priced_ladder
 from dgxmm.decider.idle.pricing import Pricing
+from dgxmm.decider.tables import traffic_profiles
 from dgxmm.fleet import DeploymentState, IdlePolicy
+from dgxmm.store import writing
 
 S = 1_000_000
 T0 = at("2026-06-03T12:00:00+02:00")  # the kit's clock when its deployments start
@@ -66,3 +69,34 @@ def test_an_idle_sleep_that_times_out_is_tried_again_and_the_third_pauses(
     paused = kit.fleet.deployments.get(deployment).idle_paused
     assert paused is not None
     assert "idle sleep failed" in paused
+
+
+def test_it_wakes_ahead_of_a_regular_start_by_the_measured_wake_time(proxied: ProxyKit) -> None:
+    kit = proxied
+    # A small model (1 GiB awake, half of it asleep): a wake's 1.7 s of waiting at 0.1 is
+    # worth more than half a GiB held for the minute until the start hour's first request.
+    deployment = kit.deployment("early", idle_policy="priced", awake=1.0, asleep=0.5)
+    start = 2 * 24 + 13  # Wednesday 13:00-13:59, Berlin: quiet before, busy every week
+    with writing(kit.store.engine) as connection:
+        connection.execute(
+            insert(traffic_profiles),
+            [
+                {"deployment_id": deployment, "hour_of_week": hour, "rpm_p50": 0.0,
+                 "rpm_p95": 0.0, "active_share": 1.0 if hour == start else 0.0,
+                 "observed_minutes": 240, "observed_weeks": 4,
+                 "idle_weeks": 0 if hour == start else 4, "built_at": T0}
+                for hour in range(168)
+            ],
+        )  # fmt: skip
+    # A quiet hour: down well within half an hour (asleep, or stopped when its measured
+    # start is quick enough to make the stop the first rung).
+    assert pulse(kit, T0 + 1800 * S) == [IdleOutcome.DONE]
+    state = kit.fleet.deployments.get(deployment).state
+    assert state in (DeploymentState.SLEEPING, DeploymentState.STOPPED)
+    one = at("2026-06-03T13:00:00+02:00")
+    assert pulse(kit, one - 10 * S) == []  # not yet: its way up takes less than that
+    assert pulse(kit, one - S // 100) == [IdleOutcome.DONE]  # its measured way up before 13:00
+    assert kit.fleet.deployments.get(deployment).state is DeploymentState.RUNNING
+    up = "wake" if state is DeploymentState.SLEEPING else "start"
+    ups = [(a, actor) for a, actor, _, _ in kit.events(deployment) if a == up]
+    assert ups[-1] == (up, "idle")

@@ -113,3 +113,20 @@ def test_a_deployment_whose_file_names_priced_plays_it_under_the_idle_rules() ->
     assert mine.timeline.phases() == priced.timeline.phases()
     schedules_only = replay_fleet(Trace.of(requests), own, Rules(), **span)["chat"]
     assert schedules_only.timeline.phases() == [(at("08:00:00"), Phase.AWAKE)]
+
+
+def test_after_a_week_it_wakes_ahead_of_the_days_regular_start() -> None:
+    # Every day, 30 requests a minute apart from 13:00:30, nothing else; a small model whose
+    # 4 s wake, at 1 GiB-h a request-second, is worth far more than half a GiB held a minute.
+    small = replace(CHAT, memory_gib_awake=1.0, memory_gib_asleep=0.5, memory_gib_asleep_2=0.25)
+    requests = [
+        (at("13:00:30", day) + k * 60 * S, "chat") for day in range(1, 15) for k in range(30)
+    ]
+    chat = replay_fleet(
+        Trace.of(requests), lab_fleet(small), priced_rules(1.0), start_us=at("00:00:00"),
+        end_us=at("00:00:00", 15), seed=7,
+    )["chat"]  # fmt: skip
+    firsts = chat.waits_us[::30].tolist()  # each day's first request
+    assert all(wait > 0 for wait in firsts[:7])  # the first week: no profile, woken by it
+    assert firsts[7:] == [0] * 7  # then up 4 s before 13:00, every day
+    assert chat.steps["pre-wakes"] == 7
