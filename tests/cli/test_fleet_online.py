@@ -179,6 +179,8 @@ def test_it_sets_shows_and_clears_the_idle_settings(live: Live) -> None:
         refused = live.cli("deployments", "update", "idle", *args)
         assert (refused.code, refused.err.split(":")[:2]) == (2, ["error", f" {field}"]), args
     assert live.cli("deployments", "show", "idle", "--json").json() == before  # nothing changed
+    priced = live.cli("deployments", "update", "idle", "--idle-policy", "priced", "--json")
+    assert (priced.code, priced.json()["idle_policy"]) == (0, "priced"), priced.err
 
 
 def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:

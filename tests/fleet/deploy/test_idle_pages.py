@@ -100,3 +100,14 @@ def test_a_paused_idle_policy_says_why_until_its_settings_change(
     assert 'data-policy="histogram">histogram: awake and asleep windows learned' in page
     fleet.deployments.update(created.id, "user:a", idle_sleep_after_s=120)
     assert 'id="idle-paused"' not in client.get(f"/deployments/{created.id}").text
+
+
+def test_a_priced_deployments_page_says_the_price_it_decides_at(
+    client: TestClient, fleet: Fleet
+) -> None:
+    created = fleet.deployments.create(actor="user:a", **standin("chat"), idle_policy="priced")
+    page = html.unescape(client.get(f"/deployments/{created.id}").text)
+    assert 'data-policy="priced">priced: its own steps, from its measured sleep and wake' in page
+    assert "price of waiting of 0.1 GiB-hours a request-second (the standard price" in page
+    form = client.get(f"/deployments/{created.id}/edit").text
+    assert '<option value="priced" selected>priced</option>' in form

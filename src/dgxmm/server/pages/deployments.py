@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from dgxmm.decider.idle import PRODUCT_PRICE
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import (
@@ -251,6 +252,7 @@ def deployment_page(
         synthetic=synthetic_note(fleet, deployment_id),
         gpus={gpu.index: gpu for gpu in fleet.inventory.gpus},
         ladder=_idle_ladder(deployment),
+        priced_price=f"{PRODUCT_PRICE:g}",
         wake_times=_wake_times(fleet, deployment_id),
         wake_lead_s=_duration(deployment.wake_lead.seconds),  # shown for a lead in seconds
     )
