@@ -31,7 +31,8 @@ from dgxmm.fleet import (
 )
 from dgxmm.fleet.activity import Minute
 from dgxmm.fleet.backends.process import LOG_NAME
-from dgxmm.fleet.demo.demo import DEMO_MODELS, synthetic_rollups
+from dgxmm.fleet.demo.history import synthetic_rollups
+from dgxmm.fleet.demo.models import DEMO_MODELS
 from dgxmm.fleet.deployments.tables import deployments
 from dgxmm.server import (
     FLEET_ROUTES,
