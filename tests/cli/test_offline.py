@@ -223,7 +223,8 @@ def test_it_lists_tokens_and_revokes_one_by_its_id(data: Path) -> None:
     assert (ops["role"], ops["state"]) == ("admin", "live")
     assert token not in listed  # the list never carries a token
     code, shown, _ = dgxmm("token", "list", "--data", str(data))
-    assert "ops" in shown and "live" in shown
+    assert "ops" in shown
+    assert "live" in shown
     assert dgxmm("token", "revoke", str(ops["id"]), "--data", str(data))[:2] == (
         0,
         f"revoked token {ops['id']}\n",
