@@ -65,6 +65,7 @@ __all__ = ["Demo", "prepare_demo_gpus", "synthetic_note"]
 
 ACTOR = "system"
 _WAVE_S = 600.0  # the traffic rises and falls over ten minutes
+_YIELD_S = 0.05  # between two days of synthetic request minutes: the others' turn to write
 HISTORY_DAYS = 28
 HISTORY_KEY = "demo-history"  # the insight of a deployment whose history is synthetic
 
@@ -315,34 +316,39 @@ class Demo:
         # tick give up on the lock.)
         if fleet.events.state_changes(deployment.id, 0, fleet.clock.now_us() + 1)[1]:
             return
-        with writing(fleet.store.engine) as connection:
-            connection.execute(
-                update(deployments_table)
-                .where(deployments_table.c.id == deployment.id)
-                .values(created_at=min(deployment.created_at, since))
-            )
         events, minutes = synthetic_story(
             rows, sleep_after_us=round(model.idle_sleep_after_s * SECOND_US)
         )
         note = " (synthetic demo history)"
         start = EventAction.START
-        fleet.events.record(
-            deployment.id, start, actor=ACTOR, outcome=EventOutcome.DONE,
-            detail=f"{start.value}{note}", state=DeploymentState.RUNNING.value, at_us=since,
-        )  # fmt: skip
-        for event in events:
+        with writing(fleet.store.engine) as connection:  # a few hundred rows: one transaction
+            connection.execute(
+                update(deployments_table)
+                .where(deployments_table.c.id == deployment.id)
+                .values(created_at=min(deployment.created_at, since))
+            )
             fleet.events.record(
-                deployment.id, event.action, actor=event.actor, outcome=EventOutcome.DONE,
-                detail=f"{event.action.value}{note}", state=event.state.value, at_us=event.at_us,
-                ready=None if event.ready_us is None else (event.ready_us, 1),
+                deployment.id, start, actor=ACTOR, outcome=EventOutcome.DONE,
+                detail=f"{start.value}{note}", state=DeploymentState.RUNNING.value, at_us=since,
+                connection=connection,
             )  # fmt: skip
-        # A day at a time: one transaction of four weeks held the write lock for seconds,
-        # longer than the others wait for it (BUSY_TIMEOUT_MS).
+            for event in events:
+                ready = None if event.ready_us is None else (event.ready_us, 1)
+                fleet.events.record(
+                    deployment.id, event.action, actor=event.actor, outcome=EventOutcome.DONE,
+                    detail=f"{event.action.value}{note}", state=event.state.value,
+                    at_us=event.at_us, ready=ready, connection=connection,
+                )  # fmt: skip
+        # A day at a time, with a pause between two: four weeks in one transaction held the
+        # write lock for seconds, and back-to-back ones starved the host's tick of it (SQLite
+        # lets no waiter in line): its writes waited past BUSY_TIMEOUT_MS.
         days: dict[int, dict[tuple[int, int], Minute]] = {}
         for at, minute in minutes.items():
             days.setdefault(at // DAY_US, {})[(deployment.id, at)] = minute
         for day in days.values():
             fleet.request_minutes.add(day)
+            if self._stopping.wait(_YIELD_S):
+                return
 
     def _start_all(self) -> None:
         try:
