@@ -223,6 +223,10 @@ def test_the_smaller_things_a_newcomer_met(browse: Any, served: Served, width: i
     # The glossary: "held" explained where it is shown.
     assert "weights" not in (page.locator("abbr.gloss").first.get_attribute("title") or "x")
     assert "GPU memory" in (page.locator("abbr.gloss").first.get_attribute("title") or "")
+    page.goto("/jobs/stats_flush")  # a system job's description: "... to the sidecar"
+    assert "dgxmm.db.workload.json" in (
+        page.locator("abbr.gloss").first.get_attribute("title") or ""
+    )
     page.goto(f"/deployments/{served.chat}")
     assert "in all; one bar per 10 minutes" in page.locator("#traffic-total").inner_text()
     assert "level 2" in (page.locator("#wake-times").get_attribute("title") or "")
