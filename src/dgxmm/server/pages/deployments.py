@@ -24,6 +24,7 @@ from dgxmm.fleet import (
     BackendKind,
     Deployment,
     DeploymentState,
+    Event,
     Fleet,
     Gpu,
     GpuGauge,
@@ -198,7 +199,7 @@ EVENT_ROWS = 50  # a deployment's events a page, as the Runs page's 50 runs
 
 def _events_page(
     fleet: Fleet, deployment_id: int, cursor: str | None
-) -> tuple[list[Any], str | None]:
+) -> tuple[list[Event], str | None]:
     """Return a page of its events, newest first, and the next (older) page's cursor."""
     key = read_cursor(cursor or None, "deployment-events")
     if key is not None and not (
