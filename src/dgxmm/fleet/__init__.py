@@ -36,12 +36,12 @@ from dgxmm.fleet.backends import RayBackend as RayBackend
 from dgxmm.fleet.backends import StopOutcome as StopOutcome
 from dgxmm.fleet.backends import wait_until_healthy as wait_until_healthy
 from dgxmm.fleet.backends.process import LOG_NAME as LOG_NAME
-from dgxmm.fleet.demo.demo import DEMO_RAY_NODES as DEMO_RAY_NODES
 from dgxmm.fleet.demo.demo import Demo as Demo
 from dgxmm.fleet.demo.demo import prepare_demo_gpus as prepare_demo_gpus
 from dgxmm.fleet.demo.demo import synthetic_note as synthetic_note
 from dgxmm.fleet.demo.local_cluster import LocalCluster as LocalCluster
 from dgxmm.fleet.demo.local_cluster import LocalNode as LocalNode
+from dgxmm.fleet.demo.models import DEMO_RAY_NODES as DEMO_RAY_NODES
 from dgxmm.fleet.deployer import Deployer as Deployer
 from dgxmm.fleet.deployments.audit import Audit as Audit
 from dgxmm.fleet.deployments.audit import AuditAction as AuditAction

@@ -104,7 +104,7 @@ def test_it_goes_through_the_proxy_when_one_runs_and_counts_the_servers_tokens(
     assert result.route is CheckRoute.PROXY
     assert (result.answer, result.tokens) == ("Hello", 2)
     assert result.first_token_ms == 250.0
-    assert result.tokens_per_s == 2.0  # one token after the first, in 0.5 s
+    assert result.tokens_per_s is None  # 2 tokens tell no speed: the page shows "-"
     assert result.total_ms == 1000.0
 
 
@@ -162,3 +162,33 @@ def test_the_check_itself_refuses_before_any_call(fleet: Fleet) -> None:
     stopped = fleet.deployments.create(actor="user:a", **standin_keys("idle"))
     with pytest.raises(Conflict, match="never wakes"):
         run_check(stopped, ModelCheck(kind=CheckKind.CHAT, prompt="hi"), proxy_url=None)
+
+
+def _stream_of(pieces: int) -> str:
+    chunks = [f'data: {{"choices":[{{"delta":{{"content":"w{i} "}}}}]}}\n\n' for i in range(pieces)]
+    return "".join(chunks) + "data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(
+    ("pieces", "step_s", "speed"),
+    [
+        pytest.param(3, 0.00001, None, id="3-tokens-in-0.05-ms"),
+        pytest.param(4, 0.5, None, id="4-tokens-too-few"),
+        pytest.param(6, 0.0001, None, id="6-tokens-within-half-a-millisecond"),
+        pytest.param(6, 0.25, 4.0, id="6-tokens-over-1.25-s"),
+    ],
+)
+def test_it_tells_a_speed_only_of_five_tokens_over_a_millisecond_or_more(
+    fleet: Fleet, pieces: int, step_s: float, speed: float | None
+) -> None:
+    # 59,642 tokens/s for 3 tokens within 0.05 ms was shown (issue 45).
+    ticks = iter([0.0] + [1.0 + i * step_s for i in range(pieces)] + [9.0])
+    result = run_check(
+        _deployment(fleet),
+        ModelCheck(kind=CheckKind.CHAT, prompt="hi"),
+        proxy_url=None,
+        transport=httpx.MockTransport(lambda _: httpx.Response(200, text=_stream_of(pieces))),
+        timer=lambda: next(ticks),
+    )
+    assert result.tokens == pieces
+    assert result.tokens_per_s == speed

@@ -292,22 +292,21 @@ class Events:
         since_us: int | None = None,
         until_us: int | None = None,
         before: tuple[int, int] | None = None,
+        every_action: bool = False,
     ) -> builtins.list[Event]:
         """Return the actions that move a server, of every deployment, newest first.
 
         The Runs page's other half: start, stop, sleep, wake, failed and reattach (a
         definition's create or update is the audit's). ``since_us`` inclusive, ``until_us``
         exclusive; ``before``: only events after this (time, id) in the order.
+        ``every_action``: every event, create and update too (a deployment's page lists them).
         """
         if not 1 <= limit <= 10_000:
             raise InvalidInput("limit", f"{limit} is out of range 1-10000")
         c = deployment_events.c
-        query = (
-            select(deployment_events)
-            .where(c.action.in_([a.value for a in _STATE_CHANGES]))
-            .order_by(c.at_us.desc(), c.id.desc())
-            .limit(limit)
-        )
+        query = select(deployment_events).order_by(c.at_us.desc(), c.id.desc()).limit(limit)
+        if not every_action:
+            query = query.where(c.action.in_([a.value for a in _STATE_CHANGES]))
         if deployment_id is not None:
             query = query.where(c.deployment_id == deployment_id)
         if outcomes is not None:

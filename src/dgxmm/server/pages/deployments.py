@@ -25,6 +25,7 @@ from dgxmm.fleet import (
     BackendKind,
     Deployment,
     DeploymentState,
+    Event,
     Fleet,
     Gpu,
     GpuGauge,
@@ -194,6 +195,30 @@ def _gpu(gpu: Gpu, held: list[Holding], measured: GpuGauge | None = None) -> dic
     }
 
 
+EVENT_ROWS = 50  # a deployment's events a page, as the Runs page's 50 runs
+
+
+def _events_page(
+    fleet: Fleet, deployment_id: int, cursor: str | None
+) -> tuple[list[Event], str | None]:
+    """Return a page of its events, newest first, and the next (older) page's cursor."""
+    key = read_cursor(cursor or None, "deployment-events")
+    if key is not None and not (
+        isinstance(key, list) and len(key) == 2 and all(type(part) is int for part in key)
+    ):
+        raise InvalidInput("cursor", "is not a cursor of a deployment's events")
+    found = fleet.events.newest(
+        limit=EVENT_ROWS + 1,
+        deployment_id=deployment_id,
+        before=None if key is None else (key[0], key[1]),
+        every_action=True,
+    )
+    page = found[:EVENT_ROWS]
+    if len(found) <= EVENT_ROWS:
+        return page, None
+    return page, make_cursor("deployment-events", [page[-1].at_us, page[-1].id])
+
+
 @router.get("/deployments/{deployment_id}", response_class=HTMLResponse)
 def deployment_page(
     request: Request,
@@ -203,8 +228,10 @@ def deployment_page(
     fleet: FleetDep,
     sections: SectionsDep,
     range: Annotated[str, Query(max_length=10)] = "day",
+    cursor: CursorQuery = None,
 ) -> Response:
-    """One deployment: its facts, actions, traffic over the range picked, events."""
+    """One deployment: its facts, actions, traffic over the range picked, its events paged
+    as the Runs page pages runs (newest first, ``EVENT_ROWS`` a page, ``cursor`` older)."""
     host = services.host
     who = identify(request)
     deployment = deployment_shown_to(fleet.deployments.get(deployment_id), who)
@@ -218,6 +245,7 @@ def deployment_page(
         measure: traffic_chart(rollups, window=range, measure=measure, now_us=now, zone=zone)
         for measure in ("requests", "latency")
     }
+    events, older = _events_page(fleet, deployment_id, cursor)
     extras = [
         {
             "name": section.name,
@@ -243,10 +271,9 @@ def deployment_page(
         ranges=list(WINDOWS),
         per=per,
         requests_shown=sum(r.requests for r in rollups),
-        events=[
-            {"e": event_shown_to(e, who), "at": iso(e.at_us, host)}
-            for e in fleet.events.list(deployment_id)
-        ],
+        events=[{"e": event_shown_to(e, who), "at": iso(e.at_us, host)} for e in events],
+        events_older=older,
+        events_first=cursor is None,
         extras=extras,
         log=log,
         synthetic=synthetic_note(fleet, deployment_id),
