@@ -125,6 +125,7 @@ class Engine:
         self._latency_sum = 0.0
         self._latency_count = 0
         self._faults = config.faults
+        self._sent: list[int] = []  # the bytes each long answer had sent when it ended
 
     def faults(self) -> Faults:
         """Return the faults switched on now."""
@@ -135,6 +136,16 @@ class Engine:
         """Switch faults on or off."""
         with self._cond:
             self._faults = faults
+
+    def sent(self) -> list[int]:
+        """Return the bytes each long answer (a fault's) had sent when it ended."""
+        with self._cond:
+            return list(self._sent)
+
+    def note_sent(self, count: int) -> None:
+        """Note the bytes a long answer had sent when it ended."""
+        with self._cond:
+            self._sent.append(count)
 
     def phase(self) -> Phase:
         """Return the phase now (the start-up delay ends by itself)."""
