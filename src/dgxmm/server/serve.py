@@ -250,6 +250,7 @@ def _serve(
                 if options.proxy_port is not None
                 else None
             ),
+            proxy_check_key=proxy.app.check_key if proxy is not None else None,
             alerts=alerts,
         ),
         [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES, ALERT_ROUTES],
