@@ -17,8 +17,9 @@ Three are answers no reader should take whole, for the bounds of dgxmm's reads (
 ``error_bytes`` answers every completion with 500 and a body that long; ``long_line_bytes``
 answers a streamed one with a line that long and no newline; ``drip_s`` starts a streamed
 answer with comment lines, one every so many seconds, for as long as the fault is on (600 at
-most), before its events. ``GET /dgxmm/sent`` tells the bytes each long answer had sent when
-it ended (the reader took them, or they sat in the sockets' buffers when it hung up).
+most), before its events. ``GET /dgxmm/seen`` tells the bytes each long answer had sent when
+it ended (the reader took them, or they sat in the sockets' buffers when it hung up), and
+the requests a hang fault holds now (``{"wake_hang_s": 1}``: a wake under way).
 """
 
 from __future__ import annotations

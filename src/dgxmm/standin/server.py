@@ -255,8 +255,9 @@ def _wake_up(handler: Handler, query: Query, body: bytes) -> None:
 def _hang(engine: Engine, fault: str) -> None:
     """Hold the request for the fault's seconds, or until the fault is switched off."""
     end = time.monotonic() + getattr(engine.faults(), fault)
-    while time.monotonic() < end and getattr(engine.faults(), fault) > 0:
-        time.sleep(0.05)
+    with engine.hanging_on(fault):
+        while time.monotonic() < end and getattr(engine.faults(), fault) > 0:
+            time.sleep(0.05)
 
 
 def _collective_rpc(handler: Handler, query: Query, body: bytes) -> None:
@@ -292,8 +293,9 @@ def _metrics(handler: Handler, query: Query, body: bytes) -> None:
     handler._send(HTTPStatus.OK, text, "text/plain; version=0.0.4; charset=utf-8")
 
 
-def _sent(handler: Handler, query: Query, body: bytes) -> None:
-    handler._send_json(HTTPStatus.OK, {"sent": handler._engine.sent()})
+def _seen(handler: Handler, query: Query, body: bytes) -> None:
+    engine = handler._engine
+    handler._send_json(HTTPStatus.OK, {"sent": engine.sent(), "hanging": engine.hanging()})
 
 
 def _faults(handler: Handler, query: Query, body: bytes) -> None:
@@ -320,7 +322,7 @@ _ROUTES: dict[tuple[str, str], Callable[[Handler, Query, bytes], None]] = {
     ("POST", "/reset_prefix_cache"): _reset_prefix_cache,
     ("GET", "/dgxmm/faults"): _faults,  # not vLLM's: the fault modes
     ("POST", "/dgxmm/faults"): _faults,
-    ("GET", "/dgxmm/sent"): _sent,  # not vLLM's: what the long answers had sent
+    ("GET", "/dgxmm/seen"): _seen,  # not vLLM's: what long answers sent, what hangs now
 }
 _ERROR_TYPES = {
     HTTPStatus.BAD_REQUEST: "BadRequestError",

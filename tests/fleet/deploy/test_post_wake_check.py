@@ -95,7 +95,7 @@ def test_a_check_answered_with_500_and_a_huge_body_is_read_only_to_the_bound(
     server.client.post("/dgxmm/faults", json={"error_bytes": huge})
     with pytest.raises(BackendError, match=r"post-wake check.*answered 500"):
         fleet.deployer.wake(created.id, actor="user:a")
-    [sent] = wait_for(lambda: server.client.get("/dgxmm/sent").json()["sent"], "the answer's end")
+    [sent] = wait_for(lambda: server.client.get("/dgxmm/seen").json()["sent"], "the answer's end")
     assert sent < huge // 4
     deployment = fleet.deployments.get(created.id)
     assert deployment.state.value == "failed"

@@ -3,7 +3,7 @@
 One deadline for the whole call (a server that drips a line a second never trips a per-read
 timeout), a byte bound that holds inside a line, a bounded error read, and checks that hang
 never starve the other routes. Real stand-ins on 127.0.0.1; the bytes the stand-in had sent
-when dgxmm hung up are what it reports (``GET /dgxmm/sent``), never the process's RSS.
+when dgxmm hung up are what it reports (``GET /dgxmm/seen``), never the process's RSS.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def check(deployment: Deployment) -> model_check.CheckResult:
 
 
 def sent(server: StandinProcess) -> int:
-    [count] = wait_for(lambda: server.client.get("/dgxmm/sent").json()["sent"], "its end")
+    [count] = wait_for(lambda: server.client.get("/dgxmm/seen").json()["sent"], "its end")
     return int(count)
 
 
