@@ -103,6 +103,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(size))
+        self.send_header("Connection", "close")  # the reader may hang up part way
         self.end_headers()
         self.close_connection = True
         piece = b"x" * (1024 * 1024)
