@@ -347,7 +347,9 @@ class Metrics:
         server never delays the others, and one still unanswered at the deadline counts as
         unreadable; it is not scraped again until its request ends. A process found dead, or
         a server whose port refuses, marks its deployment failed; a running deployment whose
-        server reports itself asleep (``vllm:engine_sleep_state``) is marked sleeping.
+        server reports itself asleep (``vllm:engine_sleep_state``, or ``GET /is_sleeping``
+        when its page has no such gauge) is marked sleeping, and a sleeping one whose
+        ``GET /is_sleeping`` says awake is marked running.
         """
         if ctx is not None:
             ctx.check()
