@@ -15,8 +15,11 @@ import threading
 from pathlib import Path
 
 import httpx
+from fleet.fleetkit import ensure_gone
 from server.test_serve import serve, stop
 from support import PATIENCE_S, standin_keys, wait_for
+
+from dgxmm.fleet.backends.pidfile import read_pid_file
 
 
 def test_a_wake_cut_by_kill_9_is_found_running_once_it_finished(tmp_path: Path) -> None:
@@ -80,3 +83,7 @@ def test_a_wake_cut_by_kill_9_is_found_running_once_it_finished(tmp_path: Path) 
         elif process.poll() is None:
             process.kill()
             process.communicate(timeout=PATIENCE_S)
+        # A failed test leaves the model server running (servers outlive dgxmm): not ours to keep.
+        record = read_pid_file(data / "deployments" / str(deployment) / "server.pid")
+        if record is not None:
+            ensure_gone(record.pid)
