@@ -74,6 +74,16 @@ def serve_command(
             "pretend GPUs (needs pip install 'dgxmm[ray]').",
         ),
     ] = False,
+    alerts_allow_private_networks: Annotated[
+        bool,
+        typer.Option(
+            "--alerts-allow-private-networks",
+            envvar="DGXMM_ALERTS_ALLOW_PRIVATE_NETWORKS",
+            help="Let alert channels point at private networks and this machine (10/8, "
+            "172.16/12, 192.168/16, 127/8, fc00::/7, ::1). Link-local and cloud metadata "
+            "addresses are refused always; see docs/alerts.md.",
+        ),
+    ] = False,
     fast_clock: Annotated[
         str | None,
         typer.Option(
@@ -100,6 +110,7 @@ def serve_command(
             proxy_port=proxy_port,
             ray=ray,
             fast_clock=fast_clock,
+            alerts_allow_private_networks=alerts_allow_private_networks,
         )
     )
 

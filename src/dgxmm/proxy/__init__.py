@@ -40,8 +40,10 @@ from dgxmm.proxy.replies import Refusal as Refusal
 from dgxmm.proxy.replies import Rejection as Rejection
 from dgxmm.proxy.serving import ProxyServer as ProxyServer
 from dgxmm.proxy.stats import HOLD_BUCKETS_S as HOLD_BUCKETS_S
+from dgxmm.proxy.stats import WAIT_BUCKETS_S as WAIT_BUCKETS_S
 from dgxmm.proxy.stats import ProxyStats as ProxyStats
 from dgxmm.proxy.stats import StatsSnapshot as StatsSnapshot
+from dgxmm.proxy.stats import WaitHistogram as WaitHistogram
 from dgxmm.proxy.upstream import LOGIN_COOKIE as LOGIN_COOKIE
 from dgxmm.proxy.waking import REQUEST_ACTOR as REQUEST_ACTOR
 
@@ -60,6 +62,7 @@ __all__ = [
     "OPENAI_PATHS",
     "PROXY_LIMITS",
     "REQUEST_ACTOR",
+    "WAIT_BUCKETS_S",
     "ConnectionLimits",
     "HoldBounds",
     "ModelState",
@@ -69,6 +72,7 @@ __all__ = [
     "Refusal",
     "Rejection",
     "StatsSnapshot",
+    "WaitHistogram",
     "bound_settings",
     "check_bounds",
     "give_back_memory",

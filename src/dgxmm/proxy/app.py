@@ -313,10 +313,11 @@ class ProxyApp:
 
     async def _forward(
         self, route: Route, scope: Scope, body: bytes, receive: Receive, send: Send,
-        *, counted: bool = True,
+        *, waited_s: float = 0.0, counted: bool = True,
     ) -> None:  # fmt: skip
         """Pass the request on, within the deployment's concurrency limit (``Slots``);
-        ``counted`` in the proxy's forwarded count (a model check is not)."""
+        ``waited_s``: how long it was held while the deployment was brought up; ``counted``
+        in the proxy's forwarded count (a model check is not)."""
         deployment = route.deployment
         limit = deployment.max_concurrent_requests
         if limit is not None:
@@ -329,7 +330,7 @@ class ProxyApp:
                 return  # the client went away while it waited
         try:
             if counted:
-                self.stats.forwarded(deployment.name)
+                self.stats.forwarded(deployment.name, waited_s)
             await self._upstream.forward(
                 deployment.url, scope, body, receive, send, name=deployment.name
             )
@@ -400,12 +401,13 @@ class ProxyApp:
         wait_us = round((self._monotonic() - began) * 1e6)
         self._fleet.activity.held(deployment_id, arrived_us, wait_us)
         fresh = await self._table.fresh(deployment_id)
+        waited_s = wait_us / 1e6
         if progress is None:
-            await self._forward(fresh, scope, body, receive, send)
+            await self._forward(fresh, scope, body, receive, send, waited_s=waited_s)
             return
         await progress.ready()
         try:
-            await self._forward(fresh, scope, body, receive, progress.send)
+            await self._forward(fresh, scope, body, receive, progress.send, waited_s=waited_s)
         except ProxyRefused as failed:
             self._refused(deployment_id, failed.refusal)
             await progress.fail(failed.message, failed.refusal.value)

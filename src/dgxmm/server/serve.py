@@ -20,7 +20,7 @@ from pathlib import Path
 
 import uvicorn
 
-from dgxmm.alerts import KEY_FILE, Alerts, load_or_create_key
+from dgxmm.alerts import KEY_FILE, Alerts, Destinations, KeyFile
 from dgxmm.clock import FastClock, from_us
 from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
@@ -79,6 +79,8 @@ class ServeOptions:
     # A test and demo facility: RATE@ANCHOR makes this server's clock run RATE times faster
     # from the instant ANCHOR (``clock.FastClock``); None: the machine's clock.
     fast_clock: str | None = None
+    # Alert channels may point at private networks and this machine (docs/alerts.md).
+    alerts_allow_private_networks: bool = False
 
 
 class _Stop(Exception):
@@ -145,7 +147,9 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         raise second_server(store)
     tokens = Tokens(store.engine, store.clock)
     store.protect_paths([data_dir / ADMIN_TOKEN_FILE], what="the server's admin token")
-    store.protect_paths([data_dir / KEY_FILE], what="the alerts' sealing key")
+    store.protect_paths(
+        [data_dir / KEY_FILE, data_dir / f"{KEY_FILE}.next"], what="the alerts' sealing key"
+    )
     created = tokens.ensure_admin_token(data_dir)
     if created is not None:
         say(f"dgxmm: created an admin token in {created} (mode 0600); read it with: cat {created}")
@@ -213,9 +217,10 @@ def _serve(
     alerts = Alerts(
         store,
         fleet,
-        key=load_or_create_key(data_dir),
+        key=KeyFile(data_dir),
         schedules=schedules,
         shown=lambda text: public_text(text) or "",
+        destinations=Destinations(allow_private=options.alerts_allow_private_networks),
     )
     host = Host(
         store,
