@@ -256,6 +256,7 @@ def _serve(
             metrics=metrics,
             proxy=proxy.app.stats if proxy is not None else None,
             proxy_url=proxy_url,
+            proxy_check_key=proxy.app.check_key if proxy is not None else None,
             alerts=alerts,
         ),
         [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES, ALERT_ROUTES],
