@@ -26,7 +26,8 @@
 - **Durations**: a start, wake, sleep or stop done records how long it took on its event
   (``Events``), a sleep that timed out its bound: the priced idle policy prices their mean,
   and a timed-out sleep held the memory that long at least (leaving it out would price the
-  way down below what it cost). A stop of a process already gone measures nothing.
+  way down below what it cost). A stop that stopped nothing (a process already gone, an
+  external server) measures nothing.
 - **Telemetry**: each action (an eviction too) tells ``Telemetry.action_finished`` its
   outcome and how long it took, by the injected ``timer``; a refusal counts as ``skipped``,
   an error as ``failed``, an unknown deployment not at all.
@@ -355,7 +356,8 @@ class Deployer:
                 self._rec.restarted(deployment_id)
                 state, how, level = S.STOPPED, _STOPPED_HOW[outcome], 0
             took = round((self._timer() - began) * SECOND_US)
-            gone = not sleeping and outcome is StopOutcome.NOT_RUNNING  # nothing was timed
+            # A process already gone, or an external server left running: no way down.
+            gone = not sleeping and outcome in (StopOutcome.NOT_RUNNING, StopOutcome.NOT_OWNED)
             return self._rec.record(
                 deployment=deployment,
                 action=action,

@@ -5,11 +5,13 @@ all; where none was measured, vLLM's published figures stand in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 from fleet.deploy.deploykit import standin
-from support import PATIENCE_S
+from support import PATIENCE_S, StandinProcess
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.idle import IdleStep
@@ -141,3 +143,19 @@ def test_an_actions_page_says_how_long_a_way_down_took(client: TestClient, fleet
     page = client.get(f"/runs/actions/{wake.id}").text
     assert "<dt>Ready after</dt><dd>2.0 s" in page
     assert "(from sleep level 2)" in page
+
+
+def test_a_stop_that_stopped_nothing_measures_nothing(
+    fleet: Fleet, standin: Callable[..., StandinProcess]
+) -> None:
+    # An external server: dgxmm marks it stopped, the server keeps running; no way down.
+    server = standin()
+    created = fleet.deployments.create(
+        actor="user:a", name="remote", model=server.model, backend="external",
+        base_url=server.base_url, gpus=[0], memory_gib_awake=40.0, memory_gib_asleep=4.0,
+    )  # fmt: skip
+    fleet.deployer.start(created.id, actor="user:a")
+    stopped = fleet.deployer.stop(created.id, actor="user:a")
+    assert (stopped.event.ready_us, stopped.event.from_level) == (None, None)
+    assert fleet.events.down_times(created.id, 0, 20) == []
+    assert len(fleet.events.ready_times(created.id, 0, 20)) == 1  # its start was timed
