@@ -24,10 +24,10 @@
   only what is left, so no lock is held past the action's timeout. A sleep the server
   finishes later is reconciled by the metrics pass (``reconciler.py``, under these locks).
 - **Durations**: a start, wake, sleep or stop done records how long it took on its event
-  (``Events``), a sleep that timed out its bound: the priced idle policy prices their mean,
-  and a timed-out sleep held the memory that long at least (leaving it out would price the
-  way down below what it cost). A stop that stopped nothing (a process already gone, an
-  external server) measures nothing.
+  (``Events``), and a sleep that timed out records its bound: the priced idle policy prices
+  their mean, and a timed-out sleep held the memory that long at least (leaving it out would
+  price the way down below what it cost). A stop that stopped nothing (a process already
+  gone, an external server) measures nothing.
 - **Telemetry**: each action (an eviction too) tells ``Telemetry.action_finished`` its
   outcome and how long it took, by the injected ``timer``; a refusal counts as ``skipped``,
   an error as ``failed``, an unknown deployment not at all.
