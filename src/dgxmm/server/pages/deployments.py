@@ -67,6 +67,7 @@ def _row(deployment: Deployment, host: Host) -> dict[str, Any]:
 
 _MEASURED = WakeLead(kind=LeadKind.MEASURED)
 _COMES_UP = ((1, "level-1 wakes"), (2, "level-2 wakes"), (0, "starts"))  # 0: from stopped
+_GOES_DOWN = ((1, "level-1 sleeps"), (2, "level-2 sleeps"), (0, "stops"))  # 0: to stopped
 
 
 def _duration(seconds: float) -> str:
@@ -110,6 +111,22 @@ def _wake_times(fleet: Fleet, deployment_id: int) -> list[dict[str, Any]]:
             text = f"15 min or more (p95 of the last {len(times)})"
         else:
             text = f"{_duration(lead.us / SECOND_US)} (p95 of the last {len(times)})"
+        found.append({"level": level, "what": what, "count": len(times), "text": text})
+    return found
+
+
+def _down_times(fleet: Fleet, deployment_id: int) -> list[dict[str, Any]]:
+    """Return its measured time to go down to each sleep level and to stop.
+
+    The mean of the last ``MEASURED_WAKES``, a timed-out sleep at its bound, as the priced
+    idle policy prices it (``decider/idle/pricing.py``), with how many were measured.
+    """
+    found = []
+    for level, what in _GOES_DOWN:
+        times = fleet.events.down_times(deployment_id, level, MEASURED_WAKES)
+        mean_s = sum(times) / len(times) / SECOND_US if times else 0.0
+        shown = f"{mean_s * 1000:.0f} ms" if mean_s < 1 else _duration(mean_s)
+        text = f"{shown} (mean of the last {len(times)})" if times else "none measured yet"
         found.append({"level": level, "what": what, "count": len(times), "text": text})
     return found
 
@@ -281,5 +298,6 @@ def deployment_page(
         ladder=_idle_ladder(deployment),
         priced_price=f"{PRODUCT_PRICE:g}",
         wake_times=_wake_times(fleet, deployment_id),
+        down_times=_down_times(fleet, deployment_id),
         wake_lead_s=_duration(deployment.wake_lead.seconds),  # shown for a lead in seconds
     )
