@@ -170,9 +170,13 @@ def test_a_deployments_page_shows_its_measured_sleep_and_stop_times_at_390_and_1
         assert two == "level-2 sleeps: none measured yet"
         assert stops.startswith("stops: ")
         assert stops.endswith(" (mean of the last 1)")
-        # Beside the wake times, in the same column, its lines wrapped within it, none cut.
-        # (At 390 px the facts column is wider than the screen already: the server log's
-        # path, a long unbroken line, widens it; not these lines.)
+        # Beside the wake times, in the same column, its lines wrapped within it, none cut;
+        # and no fact widens the list past the screen (the server log's path, one long
+        # unbroken line, made it 519 px wide at 390 px).
+        assert fleet_page.evaluate(
+            "(() => { const f = document.querySelector('#facts');"
+            " return f.scrollWidth <= f.clientWidth && f.getBoundingClientRect().right <= innerWidth; })()"
+        ), width
         box, wake = shown.bounding_box(), fleet_page.locator("#wake-times").bounding_box()
         assert box is not None
         assert wake is not None
