@@ -175,7 +175,8 @@ def test_a_deployments_page_shows_its_measured_sleep_and_stop_times_at_390_and_1
         # unbroken line, made it 519 px wide at 390 px).
         assert fleet_page.evaluate(
             "(() => { const f = document.querySelector('#facts');"
-            " return f.scrollWidth <= f.clientWidth && f.getBoundingClientRect().right <= innerWidth; })()"
+            " return f.scrollWidth <= f.clientWidth"
+            " && f.getBoundingClientRect().right <= innerWidth; })()"
         ), width
         box, wake = shown.bounding_box(), fleet_page.locator("#wake-times").bounding_box()
         assert box is not None
