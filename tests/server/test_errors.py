@@ -125,6 +125,24 @@ def test_it_refuses_a_path_that_cannot_name_a_file(client: TestClient, directory
     assert response.json()["field"] == "directory"
 
 
+@pytest.mark.parametrize(
+    "target",
+    ["nul\\u0000byte.db", "sqlite:///nul\\u0000byte.db", "~nobody-has-this-name/x.db"],
+    ids=["nul", "nul-url", "unknown-home"],
+)
+def test_it_refuses_a_restore_target_that_cannot_name_a_file(
+    client: TestClient, tmp_path: Path, target: str
+) -> None:
+    # Found by schemathesis (issue 44): a NUL character in the target came back as a 500.
+    client.post("/api/store/backup", json={"directory": str(tmp_path / "b")})
+    body = '{"directory": "' + str(tmp_path / "b") + '", "target": "' + target + '"}'
+    response = client.post(
+        "/api/store/restore", content=body.encode(), headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["field"] == "target"
+
+
 def test_openapi_lists_the_values_of_every_enum_field(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     assert schemas["JobAction"]["enum"] == ["query", "checkpoint", "backup"]
