@@ -11,7 +11,11 @@ and over the lazy oracle's (found at that W; the other policies are replayed onc
 workload's deployment has schedules (a wake at 07:45 and a sleep at 18:30 on weekdays, in
 Europe/Berlin); the others have none, so ``schedules`` is always-on there.
 
-Then the targets, for dgxmm's best policy on each workload (the dgxmm policy that frees the
+Then ``priced``'s targets (issue 42, point 7), at each standard price, its own replay at that
+price: a cost below Ollama's stop, llama-swap's sleep, Knative and the ladder's defaults; at
+most 1.2x the lazy oracle's; below 1.0x on office hours and diurnal (only waking ahead can).
+
+And the targets, for dgxmm's best policy on each workload (the dgxmm policy that frees the
 most among those with fewer cold requests than Ollama's 5-minute stop; ties to the fewer cold):
 
 - at least 90 % of the oracle's freed GiB-hours;
@@ -37,7 +41,18 @@ from dgxmm.clock import to_us
 from dgxmm.lab import STANDARD, Comparison, Phase, Policy, compare, parse_fleet
 from dgxmm.lab.ledger import STANDARD_PRICES
 
-DGXMM = (Policy.SCHEDULES, Policy.PROPOSALS, Policy.LADDER, Policy.LADDER_LEAD, Policy.HISTOGRAM)
+DGXMM = (
+    Policy.SCHEDULES,
+    Policy.PROPOSALS,
+    Policy.LADDER,
+    Policy.LADDER_LEAD,
+    Policy.HISTOGRAM,
+    Policy.PRICED,
+)
+# Issue 42, point 7: priced below each of these at each standard price.
+BEATEN = (Policy.OLLAMA, Policy.LLAMA_SWAP, Policy.KNATIVE, Policy.LADDER)
+LAZY_MOST = 1.2  # and at most this times the lazy oracle's cost
+AHEAD = ("office-hours", "diurnal")  # and below the lazy oracle's, where waking ahead can
 ZONES = {
     "office-hours": "Europe/Berlin",
     "diurnal": "America/New_York",
@@ -93,6 +108,28 @@ def office_cold(found: Comparison, policy: Policy) -> int:
     return cold
 
 
+def priced_targets(name: str, priced: list[Comparison]) -> list[str]:
+    """Print ``priced``'s cost against its targets at each price; return the ones missed."""
+    missed: list[str] = []
+    for each in priced:
+        mine = each.cost(Policy.PRICED)
+        words = []
+        for other in BEATEN:
+            theirs = each.cost(other)
+            words.append(f"{other.value} {mine / theirs:.2f}x" if theirs else other.value)
+            if not mine < theirs:
+                missed.append(f"{name} W={each.price:g}: priced costs {mine:.0f}, "
+                              f"{other.value} {theirs:.0f} ({mine / theirs - 1:+.1%})")  # fmt: skip
+        lazy = each.cost_ratio(Policy.PRICED, Policy.LAZY_ORACLE)
+        most = 1.0 if name in AHEAD else LAZY_MOST
+        if not (lazy < most if name in AHEAD else lazy <= most):
+            missed.append(f"{name} W={each.price:g}: priced is {lazy:.2f}x the lazy oracle, "
+                          f"{lazy - most:+.2f} over {most:g}x")  # fmt: skip
+        print(f"  priced at W={each.price:g}: cost {mine:.0f}, {lazy:.2f}x the lazy oracle; "
+              f"against {', '.join(words)}")  # fmt: skip
+    return missed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weeks", type=int, default=4)
@@ -108,7 +145,7 @@ def main() -> None:
         trace = STANDARD[name](start, args.weeks)
         fleet = parse_fleet(fleet_for(name), f"{name} fleet")
         found = compare(trace, fleet, start_us=start, end_us=end, seed=args.seed)
-        priced = [found.repriced(fleet, price) for price in STANDARD_PRICES]
+        priced = [found.repriced(fleet, price, trace) for price in STANDARD_PRICES]
         took = time.perf_counter() - began
         print(f"\n{name}: {len(trace):,} requests over {args.weeks} weeks ({took:.1f} s)")
         costs = "".join(f"{f'W={price:g} /or /lazy':>24}" for price in STANDARD_PRICES)
@@ -151,6 +188,7 @@ def main() -> None:
                     f"{name}: {top.value} has {inside[top]} cold request(s) while its schedules "
                     f"keep it up (schedules alone: {inside[Policy.SCHEDULES]})"
                 )
+        misses.extend(priced_targets(name, priced))
     print("\ntargets:", "all met" if not misses else "missed")
     for miss in misses:
         print("  -", miss)

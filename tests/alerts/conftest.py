@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from alerts.alertkit import KEY, POLICY
+from alerts.alertkit import KEY, LOOPBACK_ALLOWED, POLICY
 from support import at
 
 from dgxmm.alerts import Alerts
@@ -51,6 +51,6 @@ def fleet(store: Store, clock: ManualClock) -> Iterator[Fleet]:
 
 @pytest.fixture
 def alerts(store: Store, fleet: Fleet, clock: ManualClock) -> Iterator[Alerts]:
-    made = Alerts(store, fleet, key=KEY, clock=clock, policy=POLICY)
+    made = Alerts(store, fleet, key=KEY, clock=clock, policy=POLICY, destinations=LOOPBACK_ALLOWED)
     yield made
     made.stop()

@@ -7,7 +7,7 @@ import socket
 from datetime import timedelta
 from pathlib import Path
 
-from alerts.alertkit import KEY, POLICY, Receiver
+from alerts.alertkit import KEY, LOOPBACK_ALLOWED, POLICY, Receiver
 from sqlalchemy import insert
 
 from dgxmm.alerts import Alerts
@@ -92,6 +92,7 @@ def test_a_message_says_no_log_tail_and_no_key(
     store: Store, fleet: Fleet, clock: ManualClock
 ) -> None:
     alerts = Alerts(store, fleet, key=KEY, clock=clock, policy=POLICY,
+                    destinations=LOOPBACK_ALLOWED,
                     shown=lambda text: public_text(text) or "")  # fmt: skip
     key = fleet.deployments.create(
         actor="user:alice", name="llama", model="m", backend="external",
@@ -149,7 +150,10 @@ def test_a_failed_scheduled_action_that_paused_its_schedules_fires(
     store: Store, fleet: Fleet, clock: ManualClock
 ) -> None:
     schedules = ScheduleService(store, fleet, clock=clock)
-    alerts = Alerts(store, fleet, key=KEY, clock=clock, policy=POLICY, schedules=schedules)
+    alerts = Alerts(
+        store, fleet, key=KEY, clock=clock, policy=POLICY, schedules=schedules,
+        destinations=LOOPBACK_ALLOWED,
+    )  # fmt: skip
     key = fleet.deployments.create(
         actor="user:alice", name="llama", model="m", backend="external",
         base_url="http://127.0.0.1:9", gpus=[0], memory_gib_awake=1.0, memory_gib_asleep=0.5,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from alerts.alertkit import KEY, Receiver, Scripted
+from alerts.alertkit import KEY, LOOPBACK_ALLOWED, Receiver, Scripted
 from support import wait_for
 
 from dgxmm.alerts import Alerts, SendPolicy
@@ -37,7 +37,8 @@ def test_a_stalled_receiver_never_delays_a_tick(live_store: Store) -> None:
     fleet = Fleet(live_store, inventory=GpuInventory(gpus=(), source=InventorySource.CONFIGURATION))
     finder = Scripted()
     policy = SendPolicy(timeout_s=1.0, first_retry_s=0.2, max_retry_s=1.0)
-    alerts = Alerts(live_store, fleet, key=KEY, policy=policy, conditions=finder, poll_seconds=0.05)
+    alerts = Alerts(live_store, fleet, key=KEY, policy=policy, conditions=finder,
+                    poll_seconds=0.05, destinations=LOOPBACK_ALLOWED)  # fmt: skip
     pulses: list[float] = []
     pulse_costs: list[float] = []
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from alerts.alertkit import KEY, POLICY, Receiver, Scripted
+from alerts.alertkit import KEY, LOOPBACK_ALLOWED, POLICY, Receiver, Scripted
 
 from dgxmm.alerts import Alerts
 from dgxmm.clock import ManualClock
@@ -25,7 +25,10 @@ from dgxmm.time_units import MINUTE_US
 @pytest.fixture
 def scripted(store: Store, fleet: Fleet, clock: ManualClock) -> Iterator[tuple[Alerts, Scripted]]:
     finder = Scripted()
-    made = Alerts(store, fleet, key=KEY, clock=clock, policy=POLICY, conditions=finder)
+    made = Alerts(
+        store, fleet, key=KEY, clock=clock, policy=POLICY, conditions=finder,
+        destinations=LOOPBACK_ALLOWED,
+    )  # fmt: skip
     yield made, finder
     made.stop()
 

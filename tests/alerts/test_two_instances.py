@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from alerts.alertkit import KEY, Receiver, Scripted
+from alerts.alertkit import KEY, LOOPBACK_ALLOWED, Receiver, Scripted
 from support import wait_for
 
 from dgxmm.alerts import Alerts, SendPolicy
@@ -30,7 +30,15 @@ def test_each_message_is_sent_once_by_one_of_two_instances(tmp_path: Path, pg_ur
     finders = [Scripted(), Scripted()]
     policy = SendPolicy(timeout_s=2.0, first_retry_s=0.2)
     instances = [
-        Alerts(store, fleet, key=KEY, policy=policy, conditions=finder, poll_seconds=0.01)
+        Alerts(
+            store,
+            fleet,
+            key=KEY,
+            policy=policy,
+            conditions=finder,
+            poll_seconds=0.01,
+            destinations=LOOPBACK_ALLOWED,
+        )
         for store, fleet, finder in zip(stores, fleets, finders, strict=True)
     ]
     first = instances[0]

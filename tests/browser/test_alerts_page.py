@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from alerts.alertkit import KEY, Receiver
+from alerts.alertkit import KEY, LOOPBACK_ALLOWED, Receiver
 from browser.browserkit import log_in
 from support import serving, wait_for
 
@@ -30,7 +30,14 @@ class LiveAlerts:
 def live_alerts(fresh_db: Path) -> Iterator[LiveAlerts]:
     store = Store.open(fresh_db)
     fleet = Fleet(store, inventory=GpuInventory(gpus=(), source=InventorySource.CONFIGURATION))
-    alerts = Alerts(store, fleet, key=KEY, policy=SendPolicy(timeout_s=2.0), poll_seconds=0.05)
+    alerts = Alerts(
+        store,
+        fleet,
+        key=KEY,
+        policy=SendPolicy(timeout_s=2.0),
+        poll_seconds=0.05,
+        destinations=LOOPBACK_ALLOWED,
+    )
     tokens = Tokens(store.engine, store.clock)
     token = tokens.create(Role.ADMIN, "alice")
     host = Host(store, time_zone="UTC")

@@ -9,7 +9,7 @@ import pytest
 from cli.clikit import Live
 from support import copy_migrated, serving
 
-from dgxmm.alerts import Alerts, SendPolicy
+from dgxmm.alerts import Alerts, Destinations, KeyFile, SendPolicy
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
@@ -47,10 +47,11 @@ def live(tmp_path: Path, migrated_template: Path) -> Iterator[Live]:
     alerts = Alerts(
         store,
         fleet,
-        key=bytes(range(32)),
+        key=KeyFile(data, environ={}),  # alerts.key in the data directory, as serve keeps it
         schedules=schedules,
         policy=SendPolicy(timeout_s=1.0),
         poll_seconds=0.1,
+        destinations=Destinations(allow_private=True),  # the tests' receivers: 127.0.0.1
     )
     services = Services(
         host=host,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from alerts.alertkit import Receiver
 from cli.clikit import Live
 
+from dgxmm.alerts import KEY_FILE
+
 
 def test_it_adds_a_channel_tests_it_and_shows_the_log(live: Live) -> None:
     with Receiver(fail_first=1) as receiver:
@@ -27,6 +29,21 @@ def test_it_adds_a_channel_tests_it_and_shows_the_log(live: Live) -> None:
     assert log.out.splitlines()[0].split()[:5] == ["ID", "MADE", "CHANNEL", "KIND", "STATE"]
     assert "retried:500" in log.out
     assert "sent:200" in log.out
+
+
+def test_it_rotates_the_sealing_key_and_the_channels_go_on_working(live: Live) -> None:
+    with Receiver() as receiver:
+        made = live.cli("alerts", "add-channel", "ops", receiver.url, "--json")
+        receiver.secret = made.json()["secret"]
+        key_before = (live.data / KEY_FILE).read_text()
+        rotated = live.cli("alerts", "rotate-key")
+        assert rotated.code == 0, rotated.out + rotated.err
+        assert "1 channel sealed again" in rotated.out
+        assert (live.data / KEY_FILE).read_text() != key_before
+        sent = live.cli("alerts", "test", "ops")
+        assert sent.code == 0, sent.out
+    [got] = receiver.requests()
+    assert got.signed  # the same secret, opened under the new key
 
 
 def test_it_adds_and_removes_a_rule(live: Live) -> None:

@@ -179,6 +179,8 @@ def test_it_sets_shows_and_clears_the_idle_settings(live: Live) -> None:
         refused = live.cli("deployments", "update", "idle", *args)
         assert (refused.code, refused.err.split(":")[:2]) == (2, ["error", f" {field}"]), args
     assert live.cli("deployments", "show", "idle", "--json").json() == before  # nothing changed
+    priced = live.cli("deployments", "update", "idle", "--idle-policy", "priced", "--json")
+    assert (priced.code, priced.json()["idle_policy"]) == (0, "priced"), priced.err
 
 
 def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
@@ -208,10 +210,13 @@ def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     shown = live.cli("proposals", "show", str(proposal), "--json").json()
     assert (shown["id"], shown["status"]) == (proposal, "open")
     # A backtest in which 2 requests would have waited: accept asks first.
-    week = {"start_us": 0, "end_us": 1, "freed_gib_h": 100.0, "requests": 40, "cold": 2,
-            "wait_p50_s": 1.0, "wait_p99_s": 3.0, "wait_max_s": 3.0}  # fmt: skip
-    tested = {"learned_from_us": 0, "tested_from_us": 0, "tested_until_us": 1, "held_out": True,
-              "freed_gib_h": 100.0, "cold": 2, "weeks": [week]}  # fmt: skip
+    # Its one week is a day and a half, with the waits kept since issue 42.
+    week = {"start_us": 0, "end_us": 36 * 3600 * 10**6, "freed_gib_h": 100.0, "requests": 40,
+            "cold": 2, "wait_p50_s": 1.0, "wait_p99_s": 3.0, "wait_max_s": 3.0,
+            "held_gib_h": 50.0, "wait_total_s": 4.0, "wait_mean_s": 0.1, "wait_p99_all_s": 3.0,
+            "in_force_wait_total_s": 0.0}  # fmt: skip
+    tested = {"learned_from_us": 0, "tested_from_us": 0, "tested_until_us": week["end_us"],
+              "held_out": True, "freed_gib_h": 100.0, "cold": 2, "weeks": [week]}  # fmt: skip
     with writing(live.store.engine) as connection:
         change_proposal(connection, proposal, {"backtest": json.dumps(tested)})
     said = live.cli("proposals", "show", str(proposal)).out
@@ -222,7 +227,14 @@ def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     assert max(len(line) for line in said.splitlines()) <= 120
     assert re.search(r"^  sleep: +\w+ at \d\d:\d\d$", said, re.M), said
     assert "backtest (held out): 1 week of traffic replayed with it" in said
+    assert "week 1 (partial: 1.5 of 7 days): frees 100 GiB-h" in said
     assert "2 of 40 requests would have waited (p50 1.0 s, p99 3.0 s)" in said
+    assert "added wait 4 request-s, mean 0.100 s, p99 of all 3.0 s; saves 100 GiB-h at 0.1" in said
+    priced = live.cli("proposals", "show", str(proposal), "--price", "10").out
+    assert "saves 60 GiB-h at 10 GiB-h per request-s" in priced
+    refused = live.cli("proposals", "show", str(proposal), "--price", "-1")
+    assert refused.code != 0
+    assert "price" in refused.err
     asked = live.cli("proposals", "accept", str(proposal))
     assert asked.code == 2
     assert asked.err.startswith("error: yes: 2 requests would have waited")
@@ -252,6 +264,19 @@ def test_it_prints_the_savings_per_deployment_and_day(live: Live) -> None:
     ]
     refused = live.cli("savings", "--from", "someday")
     assert (refused.code, refused.err.startswith("error: from: ")) == (2, True)
+    # The waits over every request and the cost at a price (issue 42), who put it down (45).
+    assert header.split()[-6:] == ["WAKES", "STARTS", "SLEEPS", "STOPS", "FREED", "BY"]
+    assert "WAIT S" in header
+    assert "P99 ALL S" in header
+    assert "COST" in header
+    assert "cost 0.0 GiB-h at 0.1 GiB-h per request-s" in summary
+    priced = live.cli("savings", "--price", "2", "--json").json()
+    assert priced["price"] == 2.0
+    assert {"wait_total_s", "wait_mean_s", "wait_p99_all_s", "cost", "freed_by"} <= set(
+        priced["totals"]
+    )
+    wrong = live.cli("savings", "--price", "-2")
+    assert (wrong.code, wrong.err.startswith("error: price: ")) == (2, True)
 
 
 def test_it_switches_forecast_only_on_and_off(live: Live) -> None:

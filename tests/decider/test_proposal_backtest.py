@@ -20,7 +20,12 @@ from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, InsightKind
 from dgxmm.fleet.activity import Minute
 from dgxmm.fleet.deployments.tables import metric_rollups
-from dgxmm.lab.backtest import Backtest, arrivals_of_minutes, proposal_backtester
+from dgxmm.lab.backtest import (
+    Backtest,
+    arrivals_of_minutes,
+    proposal_backtester,
+    shown_backtest,
+)
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet, LabSchedule
 from dgxmm.lab.ledger import Ledger
 from dgxmm.lab.replay.fleet import Rules, replay_fleet
@@ -95,6 +100,9 @@ def test_a_proposals_backtest_equals_a_direct_lab_replay(
         now - 30 * DAY_US, now - 9 * DAY_US, now,
     )  # fmt: skip
     assert [w.end_us - w.start_us for w in stored.weeks] == [7 * DAY_US, 2 * DAY_US]
+    # The last week is the span's rest, and says so (issue 45 point 10).
+    assert [(w.days, w.is_partial) for w in stored.weeks] == [(7.0, False), (2.0, True)]
+    assert [w.to_json()["partial"] for w in stored.weeks] == [False, True]
     assert stored.held_out  # the first 21 days make the same proposal
     assert stored.freed_gib_h > 0
     # The same figures from the lab directly: the same arrivals, the deployment alone with no
@@ -137,8 +145,22 @@ def test_a_proposals_backtest_equals_a_direct_lab_replay(
         assert (week.requests, week.cold) == (held[1].requests, held[1].cold)
         waits = held[1].waits_s
         assert week.wait_max_s == (pytest.approx(max(waits)) if waits else None)
+        # The waits over every request and the cost at a price, as the lab gives them.
+        assert week.held_gib_h == pytest.approx(held[1].held_gib_h)
+        assert week.wait_total_s == pytest.approx(held[1].wait_total_s)
+        assert week.wait_mean_s == pytest.approx(held[1].wait_mean_s)
+        assert week.wait_p99_all_s == pytest.approx(held[1].wait_all_s(0.99))
+        assert week.cost(1.0) == pytest.approx(held[1].cost(1.0))
+        assert week.saves(1.0) == pytest.approx(held[0].cost(1.0) - held[1].cost(1.0))
     # The API gives it with the proposal.
     assert proposal.to_json()["backtest"]["cold"] == stored.cold
+    # As shown (the API, the page): each week priced, the partial one marked.
+    shown = shown_backtest(proposal.backtest, 1.0)
+    assert shown is not None
+    assert [w["saves"] for w in shown["weeks"]] == [
+        pytest.approx(w.saves(1.0), abs=1e-5) for w in stored.weeks
+    ]
+    assert [w["partial"] for w in shown["weeks"]] == [False, True]
 
 
 def test_minutes_become_arrivals_spread_inside_each_minute() -> None:
@@ -186,6 +208,9 @@ def test_an_accepted_proposals_weeks_stand_beside_its_backtest_and_a_cold_one_is
     (first, second) = proposals.realized(accepted, later)
     assert (first.first_day, first.days, first.cold, first.requests) == ("2026-06-01", 7, 30, 30)
     assert first.predicted_cold == 0.0
+    # What they waited, beside what the backtest's weeks waited (issue 42): 30 x 2 s.
+    assert first.wait_total_s == pytest.approx(60.0)
+    assert first.predicted_wait_total_s == 0.0
     assert first.colder_than_predicted
     assert second.days == 2  # the week under way, to today
     assert proposals.check_realized(later) == 1

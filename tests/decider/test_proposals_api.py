@@ -108,6 +108,13 @@ def test_it_answers_errors_in_the_projects_shape(env: Env) -> None:
         == 400  # a text outside an enum, in the query as in a body (issue 28)
     )
     assert env.viewer.get("/api/deployments/999/proposals").status_code == 404
+    # The price of waiting a backtest's cost is given at (issue 42): a number >= 0.
+    for price in ("-1", "nan", "inf", "cheap", ""):
+        for path in (f"/api/deployments/{env.deployment}/proposals", "/api/proposals/1"):
+            wrong = env.viewer.get(f"{path}?price={price}")
+            assert wrong.status_code == 400, (path, price, wrong.text)
+            assert wrong.json()["field"] == "price"
+    assert env.viewer.get(f"/api/deployments/{env.deployment}/proposals?price=0").status_code == 200
     assert env.admin.post("/api/proposals/999/accept").status_code == 404
     assert env.admin.post("/api/proposals/999/dismiss").status_code == 404
 

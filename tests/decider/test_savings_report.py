@@ -3,13 +3,17 @@ go back, in the deployment's zone, on both databases (issue 26, point 1)."""
 
 from __future__ import annotations
 
+import math
 from datetime import date
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import at
 
 from dgxmm.clock import ManualClock
 from dgxmm.decider.savings import Actor, SavingsReport, actor_of, parse_day
+from dgxmm.decider.waits import Waits
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import DeploymentState, EventAction, EventOutcome, Fleet
 from dgxmm.fleet.activity import Minute
@@ -32,7 +36,7 @@ def made_day(fleet: Fleet, clock: ManualClock) -> int:
         clock.set(at(iso))
         ready = None if ready_s is None else (round(ready_s * SECOND_US), 0)
         fleet.events.record(
-            deployment, action, actor=actor, outcome=EventOutcome.DONE, ready=ready,
+            deployment, action, actor=actor, outcome=EventOutcome.DONE, took=ready,
             state=state.value,
         )  # fmt: skip
 
@@ -92,12 +96,27 @@ def test_the_report_sums_a_hand_made_day_across_the_change_of_clocks(
     assert changed.refused == {"hold_full": 1}
     assert changed.wakes == {"request": 1}
     assert changed.starts == {}
+    # Every request's wait (issue 42): 8 served (the refused one left out), 5 of them warm.
+    shown = changed.to_json(price=0.1)
+    assert shown["wait_total_s"] == pytest.approx(42.5)
+    assert shown["wait_mean_s"] == pytest.approx(42.5 / 8)
+    assert shown["wait_p99_all_s"] == 30.0  # the 8th of 8: the longest
+    held = changed.held_awake_gib_h + changed.held_asleep_gib_h
+    assert shown["cost"] == pytest.approx(held + 0.1 * 42.5, abs=1e-5)
+    # Who put it down, and what each freed (issue 45): the schedule's sleep and its stop.
+    assert (changed.sleeps, changed.stops) == ({"schedule": 1}, {"schedule": 1})
+    assert changed.freed_by == {"schedule": pytest.approx(36.0 * asleep_h + 40.0 * 2)}
+    assert sum(changed.freed_by.values()) == pytest.approx(changed.freed_gib_h)
+    # Stopped as created until the first start: the system's, not a person's choice.
+    assert first.freed_by == {"system": pytest.approx(first.freed_gib_h)}
     # The 26th: stopped all day, the 7 requests of 00:30 Berlin time, nothing held.
     assert after.hours == pytest.approx(24.0)
     assert (after.held_awake_gib_h, after.held_asleep_gib_h) == (0.0, 0.0)
     assert after.freed_gib_h == pytest.approx(40.0 * 24)
     assert (after.requests, after.held, after.wait_p50_s) == (7, 0, None)
     assert after.to_json()["day"] == "2026-10-26"
+    assert after.freed_by == {"schedule": pytest.approx(40.0 * 24)}  # the stop of the 25th
+    assert after.to_json()["wait_p99_all_s"] == 0.0
 
 
 def test_a_day_not_over_counts_up_to_now(profile_fleet: Fleet, profile_clock: ManualClock) -> None:
@@ -143,3 +162,44 @@ def test_it_refuses_a_span_backwards_or_past_a_year(profile_fleet: Fleet) -> Non
     assert backwards.value.field == "to"
     with pytest.raises(InvalidInput, match="at most 366 days"):
         report.days(since=date(2025, 1, 1), until=date(2026, 10, 24), now_us=NOW)
+
+
+def test_waits_past_the_kept_ones_stand_for_the_minute() -> None:
+    """A minute that held more than it kept (``MAX_WAITS``): the kept waits stand for all."""
+    waits = Waits.of_minutes([(3000, 0, 2500, [1000] * 1000 + [3000] * 1000)])
+    assert (waits.served, waits.held) == (3000, 2500)
+    assert waits.total_s == pytest.approx(2500 * 2.0)  # 2 s on average, 2,500 times
+    assert waits.mean_s == pytest.approx(2500 * 2.0 / 3000)
+    assert waits.all_rank_s(0.10) == 0.0  # a warm one: 500 of 3,000
+    assert waits.all_rank_s(0.99) == 3.0
+    assert waits.held_rank_s(0.5) == 1.0
+    together = Waits.merged([waits, Waits.of_minutes([(10, 2, 0, [])])])
+    assert (together.served, together.held) == (3008, 2500)
+    assert together.cost(100.0, 1.0) == pytest.approx(100.0 + 5000.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    minutes=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=30),  # warm requests served
+            st.integers(min_value=0, max_value=3),  # refused
+            st.lists(st.integers(min_value=0, max_value=120_000), max_size=20),  # held waits
+        ),
+        max_size=8,
+    ),
+    share=st.sampled_from([0.5, 0.9, 0.99, 1.0]),
+)
+def test_waits_below_the_kept_bound_are_exact_over_every_request(
+    minutes: list[tuple[int, int, list[int]]], share: float
+) -> None:
+    """The waits of every request served, a warm one as 0, by nearest rank, as if listed."""
+    waits = Waits.of_minutes(
+        (warm + refused + len(held), refused, len(held), held) for warm, refused, held in minutes
+    )
+    every = sorted([0] * sum(warm for warm, _, _ in minutes) + [w for *_, h in minutes for w in h])
+    assert waits.served == len(every)
+    assert waits.total_s == pytest.approx(sum(every) / 1000)
+    assert waits.mean_s == pytest.approx(sum(every) / 1000 / len(every) if every else 0.0)
+    expected = every[max(0, math.ceil(share * len(every)) - 1)] / 1000 if every else 0.0
+    assert waits.all_rank_s(share) == expected

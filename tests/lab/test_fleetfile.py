@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dgxmm.decider import ScheduleAction
 from dgxmm.decider.idle import IdleLadder
 from dgxmm.errors import DefinitionError, NotFound
+from dgxmm.fleet import IdlePolicy
 from dgxmm.lab import (
     Fixed,
     Footprint,
@@ -104,6 +105,13 @@ def test_it_gives_the_product_defaults_where_a_deployment_is_silent() -> None:
     assert code.schedules == ()
     assert code.idle == IdleLadder()
     assert code.durations == ServerTimes()
+
+
+def test_a_deployment_may_name_the_priced_idle_policy_and_it_reads_back() -> None:
+    fleet = parse_fleet(_set("deployments.0.idle_policy", "priced"), "fleet.json")
+    assert fleet.deployments[0].idle_policy is IdlePolicy.PRICED
+    assert fleet.deployments[1].idle_policy is IdlePolicy.LADDER  # silent: the product's default
+    assert parse_fleet(fleet.to_json(), "again") == fleet
 
 
 def test_it_sums_a_footprint_over_the_deployments_gpus() -> None:
@@ -240,6 +248,13 @@ REFUSALS = [
         "deployments[0].idle.sleep_after_s",
         '"sleep_after_s": -1',
         id="idle-negative",
+    ),
+    pytest.param(
+        "deployments.0.idle_policy",
+        "cheapest",
+        "deployments[0].idle_policy",
+        '"idle_policy": "cheapest"',
+        id="idle-policy",
     ),
     pytest.param(
         "deployments.0.durations.wake_1",

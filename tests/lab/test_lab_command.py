@@ -47,6 +47,7 @@ def test_it_prints_every_policy_beside_the_oracle(tmp_path: Path) -> None:
         "idle-ladder",
         "ladder-wake-ahead",
         "histogram",
+        "priced",
         "oracle",
         "lazy-oracle",
     ]

@@ -46,7 +46,7 @@ def replay_chat(
     )["chat"]  # fmt: skip
 
 
-def test_an_idle_sleep_past_its_timeout_ends_awake_and_pauses_the_idle_policy() -> None:
+def test_an_idle_sleep_past_its_timeout_ends_awake_and_the_third_in_a_row_pauses() -> None:
     # The reproduction's draw: a level-1 sleep of 3,397 s, from the lognormal's tail.
     slow = replace(DURATIONS, sleep_1=Fixed(value_us=3397 * S))
     chat = replay_chat(
@@ -55,14 +55,19 @@ def test_an_idle_sleep_past_its_timeout_ends_awake_and_pauses_the_idle_policy() 
     )  # fmt: skip
     # The sleep begins at 00:05:10; the deployer gives it up after 300 s, at 00:10:10, and
     # records the deployment running (the server "did not sleep"); the held request is
-    # forwarded then. The failed step pauses the idle policy until a person changes it.
+    # forwarded then. The sleep is tried again 15 minutes after it ended (issue 42), and the
+    # third timed out in a row pauses the idle policy until a person changes it.
     assert chat.waits_us.tolist() == [0, 240 * S, 0]
     assert chat.timeline.phases() == [
         (at("00:00:00"), Phase.AWAKE),
         (at("00:05:10"), Phase.GOING_DOWN),
         (at("00:10:10"), Phase.AWAKE),
+        (at("00:25:10"), Phase.GOING_DOWN),
+        (at("00:30:10"), Phase.AWAKE),
+        (at("00:45:10"), Phase.GOING_DOWN),
+        (at("00:50:10"), Phase.AWAKE),
     ]
-    assert chat.steps == {"idle sleeps": 1, "sleeps timed out": 1}
+    assert chat.steps == {"idle sleeps": 3, "sleeps timed out": 3}
     assert chat.refused == {}
 
 

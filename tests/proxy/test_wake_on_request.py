@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
 from proxy.proxykit import ProxyKit, chat_body
 from proxy.proxykit import proxied as proxied  # noqa: PLC0414  (the fixture, by its own name)
 from support import wait_for
@@ -44,6 +45,15 @@ def test_a_hundred_requests_to_a_sleeping_deployment_wake_it_once(proxied: Proxy
     assert served["dgxmm_proxy_wakes_total", "sleepy"] == 1
     assert served["dgxmm_proxy_hold_seconds_count", None] == stats.hold_count
     assert served["dgxmm_proxy_hold_seconds_sum", None] > 0
+    # Every request forwarded, by its added wait (issue 42): the held ones waited the wake.
+    assert served["dgxmm_proxy_added_wait_seconds_count", "sleepy"] == 100
+    waited = served["dgxmm_proxy_added_wait_seconds_sum", "sleepy"]
+    assert waited > 0
+    added = stats.added_waits["sleepy"]
+    assert added.count == 100
+    assert added.sum_s == pytest.approx(waited)
+    # Those that found it up waited 0; as many as were held waited more.
+    assert added.buckets[0] == 100 - stats.held_total["sleepy"]
     # Each request stops counting just after its last byte went out.
     wait_for(lambda: proxied.fleet.activity.in_flight(deployment) == 0, "no request in flight")
 

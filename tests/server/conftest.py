@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from support import at
 
-from dgxmm.alerts import Alerts
+from dgxmm.alerts import Alerts, Destinations
 from dgxmm.clock import ManualClock
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.errors import Busy
@@ -111,7 +111,13 @@ def fleet(store: Store, clock: ManualClock) -> Iterator[Fleet]:
 @pytest.fixture
 def alerts(store: Store, fleet: Fleet, clock: ManualClock) -> Iterator[Alerts]:
     """The alerts service, its thread not started (tests send with ``alerts.step()``)."""
-    made = Alerts(store, fleet, key=bytes(range(32)), clock=clock)
+    made = Alerts(
+        store,
+        fleet,
+        key=bytes(range(32)),
+        clock=clock,
+        destinations=Destinations(allow_private=True),  # the tests' receivers: 127.0.0.1
+    )
     yield made
     made.stop()
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from alerts.alertkit import Receiver
-from server.test_serve import serve, stop
+from server.test_serve import ALLOW_PRIVATE, serve, stop
 from support import wait_for
 
 KEY = {"DGXMM_ALERTS_KEY": "ab" * 32}
@@ -24,8 +24,8 @@ KEY = {"DGXMM_ALERTS_KEY": "ab" * 32}
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_two_servers_send_each_message_once(tmp_path: Path, pg_url: str) -> None:
-    first, first_port = serve(tmp_path / "a", "--db", pg_url, env=KEY)
-    second, second_port = serve(tmp_path / "b", "--db", pg_url, env=KEY)
+    first, first_port = serve(tmp_path / "a", "--db", pg_url, ALLOW_PRIVATE, env=KEY)
+    second, second_port = serve(tmp_path / "b", "--db", pg_url, ALLOW_PRIVATE, env=KEY)
     token = (tmp_path / "a" / "admin-token").read_text().strip()
     clients = [
         httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30,

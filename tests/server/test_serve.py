@@ -14,6 +14,8 @@ import pytest
 from alerts.alertkit import Receiver
 from support import start_serve, wait_for
 
+ALLOW_PRIVATE = "--alerts-allow-private-networks"  # for a webhook receiver on 127.0.0.1
+
 
 def start(
     data: Path, port: int, *more: str, env: dict[str, str] | None = None
@@ -52,7 +54,8 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(
     tmp_path: Path, receiver: Receiver
 ) -> None:
     data = tmp_path / "data"
-    process, port = serve(data)
+    # The receiver is on 127.0.0.1, a private address: the operator allows it here.
+    process, port = serve(data, ALLOW_PRIVATE)
     token_file = data / "admin-token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     # The alerts' sealing key: beside the token, kept from the database and its backups.
@@ -88,7 +91,7 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(
     sidecar = data / "dgxmm.db.workload.json"
     assert '"cp"' in sidecar.read_text()  # the statistics were flushed on the way out
 
-    again, _ = serve(data, port=port)
+    again, _ = serve(data, ALLOW_PRIVATE, port=port)
     try:
         assert token_file.read_text().strip() == token  # no second admin token
         jobs = httpx.get(f"{base}/api/jobs", headers=headers, timeout=30).json()["jobs"]

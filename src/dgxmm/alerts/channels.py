@@ -3,13 +3,16 @@
 A channel is made by an admin (audited). Its secret is made here, returned once by
 ``create`` (and by ``new_secret``) and kept only sealed: no read of a channel returns it, nor
 its URL past the host (a Slack or Teams URL is a credential in itself). A URL is refused
-unless it is http or https with a host, and without a user or password in it.
+unless it is http or https with a host, and without a user or password in it, and unless
+its host is an address allowed (``destinations.py``).
 """
 
 from __future__ import annotations
 
 import builtins
 import secrets
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -19,7 +22,8 @@ import httpx
 from sqlalchemy import Connection, Engine, Row, delete, insert, select, update
 
 from dgxmm.alerts.checks import Refusals, check_known_keys, check_name
-from dgxmm.alerts.sealing import Sealer
+from dgxmm.alerts.destinations import Destinations
+from dgxmm.alerts.sealing import Sealer, Unsealable
 from dgxmm.alerts.tables import alert_channels
 from dgxmm.clock import Clock
 from dgxmm.errors import Conflict, DefinitionError, NotFound
@@ -94,8 +98,8 @@ class Target:
         return f"Target(channel={self.channel.name!r})"
 
 
-def check_url(value: object, field: str = "url") -> str:
-    """Check a webhook URL: http or https, a host, no credentials in it."""
+def check_url(value: object, *, destinations: Destinations, field: str = "url") -> str:
+    """Check a webhook URL: http or https, a host, no credentials in it, an address allowed."""
     if not isinstance(value, str) or not value.strip():
         raise DefinitionError(field, "a webhook needs a URL (http:// or https://)")
     url = value.strip()
@@ -114,9 +118,10 @@ def check_url(value: object, field: str = "url") -> str:
     if parts.username is not None or parts.password is not None:
         raise DefinitionError(field, "no user or password in the URL: messages are signed")
     try:
-        httpx.URL(url)  # what the sender will make of it
+        host = httpx.URL(url).host  # what the sender will make of it
     except httpx.InvalidURL as error:
         raise DefinitionError(field, f"not a URL httpx can send to ({error})") from None
+    destinations.check_host(host, field)
     return url
 
 
@@ -134,11 +139,25 @@ def _new_secret() -> str:
 class Channels:
     """Makes, lists, removes channels; hands the sender their targets."""
 
-    def __init__(self, engine: Engine, clock: Clock, sealer: Sealer, audit: Audit) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock,
+        sealer: Sealer,
+        audit: Audit,
+        *,
+        destinations: Destinations,
+        on_removed: Callable[[int], None] = lambda channel_id: None,
+    ) -> None:
         self._engine = engine
         self._clock = clock
         self._sealer = sealer
         self._audit = audit
+        self._destinations = destinations
+        self._on_removed = on_removed
+        # Held while a value is sealed and written, and through a key's rotation: no value
+        # sealed under the key going out is written after the rotation sealed everything again.
+        self._sealing = threading.Lock()  # the sender's lane stops, its attempt under way too
 
     def create(self, keys: dict[str, Any], *, actor: str) -> tuple[Channel, str]:
         """Make a channel from ``{name, url, format?}``; return it and its secret (shown once).
@@ -148,7 +167,7 @@ class Channels:
         refusals = Refusals()
         refusals.check(lambda: check_known_keys(keys, CHANNEL_KEYS))
         name = refusals.check(lambda: check_name(keys.get("name"), kind="channel"))
-        url = refusals.check(lambda: check_url(keys.get("url")))
+        url = refusals.check(lambda: check_url(keys.get("url"), destinations=self._destinations))
         body_format = refusals.check(lambda: _check_format(keys.get("format", "generic")))
         refusals.raise_any()
         assert name is not None
@@ -156,7 +175,7 @@ class Channels:
         assert body_format is not None
         secret = _new_secret()
         now = self._clock.now_us()
-        with writing(self._engine) as connection:
+        with self._sealing, writing(self._engine) as connection:
             if self._find(connection, name) is not None:
                 raise Conflict(f"a channel named {name!r} exists", field="name")
             key = connection.execute(
@@ -187,7 +206,7 @@ class Channels:
     def new_secret(self, channel_id: int, *, actor: str) -> tuple[Channel, str]:
         """Replace a channel's secret; return the new one (shown once)."""
         secret = _new_secret()
-        with writing(self._engine) as connection:
+        with self._sealing, writing(self._engine) as connection:
             self._get(connection, channel_id)
             connection.execute(
                 update(alert_channels)
@@ -216,6 +235,65 @@ class Channels:
                 detail={"name": channel.name},
                 connection=connection,
             )
+        self._on_removed(channel_id)
+
+    def reseal(self) -> int:
+        """Seal again under the current key and scheme each value that is not; return how
+        many channels changed (at start: an upgrade's old values, a rotation cut short).
+
+        A value no key of this instance opens is left as it is (the sender says so)."""
+        c = alert_channels.c
+        changed = 0
+        with self._sealing, writing(self._engine) as connection:
+            for row in connection.execute(select(c.id, c.url_sealed, c.secret_sealed)).all():
+                values = {}
+                for column in ("url_sealed", "secret_sealed"):
+                    sealed = getattr(row, column)
+                    try:
+                        if not self._sealer.is_current(sealed):
+                            values[column] = self._sealer.seal(self._sealer.open(sealed))
+                    except Unsealable:
+                        continue
+                if values:
+                    connection.execute(
+                        update(alert_channels).where(c.id == row.id).values(**values)
+                    )
+                    changed += 1
+        return changed
+
+    def rotate(self, key: bytes, *, actor: str) -> int:
+        """Seal every value again under ``key``, in one transaction, and seal with it from
+        now on; return how many channels. Refused whole (``Conflict``) when a value does
+        not open here: it would be lost."""
+        c = alert_channels.c
+        fresh = Sealer(key)
+        with self._sealing:
+            with writing(self._engine) as connection:
+                rows = connection.execute(select(c.id, c.name, c.url_sealed, c.secret_sealed)).all()
+                for row in rows:
+                    try:
+                        url, secret = (self._sealer.open(row.url_sealed),
+                                       self._sealer.open(row.secret_sealed))  # fmt: skip
+                    except Unsealable:
+                        raise Conflict(
+                            f"channel {row.name} does not open with this instance's key: "
+                            "the key is not rotated (nothing changed)"
+                        ) from None
+                    connection.execute(
+                        update(alert_channels)
+                        .where(c.id == row.id)
+                        .values(url_sealed=fresh.seal(url), secret_sealed=fresh.seal(secret))
+                    )
+                self._audit.record(
+                    actor=actor,
+                    action=AuditAction.ALERT_KEY_ROTATE,
+                    subject=AuditSubject.ALERT_CHANNEL,
+                    subject_id=None,
+                    detail={"channels": len(rows)},
+                    connection=connection,
+                )
+            self._sealer.rotate(key)
+        return len(rows)
 
     def get(self, channel_id: int) -> Channel:
         """Return one channel (``NotFound``)."""

@@ -122,19 +122,26 @@ class Deliveries:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def due(self, now_us: int, limit: int = 20) -> builtins.list[tuple[int, int, int]]:
+    def due(
+        self, now_us: int, limit: int = 20, *, channel_id: int | None = None
+    ) -> builtins.list[tuple[int, int, int]]:
         """Return (delivery, message, channel) ids that may be claimed now, oldest first."""
         d = alert_deliveries.c
-        query = (
-            select(d.id, d.message_id, d.channel_id)
-            .where(_claimable(now_us))
-            .order_by(d.next_at, d.id)
-            .limit(limit)
-        )
+        query = select(d.id, d.message_id, d.channel_id).where(_claimable(now_us))
+        if channel_id is not None:
+            query = query.where(d.channel_id == channel_id)
+        query = query.order_by(d.next_at, d.id).limit(limit)
         with reading(self._engine) as connection:
             return [
                 (int(r.id), int(r.message_id), int(r.channel_id)) for r in connection.execute(query)
             ]
+
+    def due_channels(self, now_us: int) -> builtins.set[int]:
+        """Return the channels that have a delivery to claim now."""
+        d = alert_deliveries.c
+        query = select(d.channel_id).where(_claimable(now_us)).distinct()
+        with reading(self._engine) as connection:
+            return {int(r.channel_id) for r in connection.execute(query)}
 
     def claim(self, delivery_id: int, *, instance: str, now_us: int, hold_us: int) -> bool:
         """Take a delivery for this instance until ``now + hold``; tell whether it is ours."""

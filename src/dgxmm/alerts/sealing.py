@@ -2,33 +2,40 @@
 
 A webhook's secret must be read back to sign each message (a hash, as ``api_tokens`` keeps,
 would not do), and a Slack or Teams webhook URL is itself a credential. Both are sealed with
-a key that lives outside the database, in the data directory (``alerts.key``, mode 0600, or
-``DGXMM_ALERTS_KEY``): a backup, a restore elsewhere, or a saved query reading the table
-sees only ciphertext. Instances that share one PostgreSQL database share one key.
+a key that lives outside the database (``keys.py``): a backup, a restore elsewhere, or a
+saved query reading the table sees only ciphertext.
 
-The construction uses only the standard library: HMAC-SHA256 in counter mode as the key
-stream (a PRF, so a stream cipher under a fresh random nonce), then HMAC-SHA256 over the
-version, nonce and ciphertext (encrypt-then-MAC), with separate keys derived for each. A
-sealed text that was altered, or sealed under another key, does not open (``Unsealable``).
+The cipher is ``cryptography``'s AES-256-GCM (authenticated: a sealed text that was altered,
+or sealed under another key, does not open, ``Unsealable``), under a key derived from the
+sealing key with HKDF-SHA256 and a fresh 96-bit random nonce per value: ``s2:`` and the
+base64 of nonce, ciphertext and tag.
+
+Values sealed before (``s1:``, a construction of dgxmm's own from HMAC-SHA256) still open,
+so that an upgrade loses no channel; ``Channels.reseal`` seals them again as ``s2`` when the
+alerts start. Nothing seals ``s1`` any more.
 """
 
 from __future__ import annotations
 
 import base64
 import hmac
-import os
 import secrets
-from pathlib import Path
+import threading
+from collections.abc import Sequence
 
-from dgxmm.errors import DgxmmError, InvalidInput
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-__all__ = ["KEY_ENV", "KEY_FILE", "Sealer", "Unsealable", "load_or_create_key"]
+from dgxmm.errors import DgxmmError
 
-KEY_FILE = "alerts.key"
-KEY_ENV = "DGXMM_ALERTS_KEY"
-_VERSION = b"s1"
-_NONCE = 16
-_TAG = 32
+__all__ = ["MIN_KEY_BYTES", "Sealer", "Unsealable"]
+
+MIN_KEY_BYTES = 32
+_VERSION = "s2"
+_NONCE = 12  # GCM's own nonce size
+_CONTEXT = b"dgxmm alerts: channel URL and secret (s2)"  # bound to every value (AAD)
 
 
 class Unsealable(DgxmmError):
@@ -36,81 +43,88 @@ class Unsealable(DgxmmError):
 
 
 class Sealer:
-    """Seals and opens short texts under one 32-byte key."""
+    """Seals under one key; opens under it or an older one (a rotation under way)."""
 
-    def __init__(self, key: bytes) -> None:
-        if len(key) < 32:
-            raise ValueError("a sealing key has at least 32 bytes")
-        self._encrypt = hmac.digest(key, b"dgxmm alerts: encrypt", "sha256")
-        self._sign = hmac.digest(key, b"dgxmm alerts: authenticate", "sha256")
+    def __init__(self, key: bytes, older: Sequence[bytes] = ()) -> None:
+        for each in (key, *older):
+            if len(each) < MIN_KEY_BYTES:
+                raise ValueError(f"a sealing key has at least {MIN_KEY_BYTES} bytes")
+        self._lock = threading.Lock()
+        self._keys = [_Key(key), *(_Key(k) for k in older)]
 
     def seal(self, text: str) -> str:
-        """Return ``text`` sealed, as ASCII."""
+        """Return ``text`` sealed under the current key, as ASCII."""
+        with self._lock:
+            current = self._keys[0]
         nonce = secrets.token_bytes(_NONCE)
-        plain = text.encode()
-        cipher = bytes(a ^ b for a, b in zip(plain, self._stream(nonce, len(plain)), strict=True))
-        tag = hmac.digest(self._sign, _VERSION + nonce + cipher, "sha256")
-        return (_VERSION + b":" + base64.urlsafe_b64encode(nonce + cipher + tag)).decode()
+        sealed = current.aead.encrypt(nonce, text.encode(), _CONTEXT)
+        return f"{_VERSION}:" + base64.urlsafe_b64encode(nonce + sealed).decode()
 
     def open(self, sealed: str) -> str:
-        """Return the text ``sealed`` holds (``Unsealable`` when it does not open)."""
-        version, _, body = sealed.encode().partition(b":")
+        """Return the text ``sealed`` holds (``Unsealable`` when no key of ours opens it)."""
+        return self._open(sealed)[0]
+
+    def is_current(self, sealed: str) -> bool:
+        """Tell whether ``sealed`` is of this scheme and under the current key."""
+        return sealed.startswith(f"{_VERSION}:") and self._open(sealed)[1] == 0
+
+    def rotate(self, key: bytes) -> None:
+        """Seal under ``key`` from now on; the keys before it still open what they sealed."""
+        if len(key) < MIN_KEY_BYTES:
+            raise ValueError(f"a sealing key has at least {MIN_KEY_BYTES} bytes")
+        with self._lock:
+            self._keys = [_Key(key), *self._keys]
+
+    def forget_older(self) -> None:
+        """Open with the current key alone (every value was sealed again under it)."""
+        with self._lock:
+            self._keys = self._keys[:1]
+
+    def _open(self, sealed: str) -> tuple[str, int]:
+        version, _, body = sealed.partition(":")
+        if version not in (_VERSION, "s1"):
+            raise Unsealable("a sealed value of an unknown kind")
         try:
-            raw = base64.urlsafe_b64decode(body)
+            raw = base64.urlsafe_b64decode(body.encode())
         except ValueError:
             raise Unsealable("a sealed value that is not base64") from None
-        if version != _VERSION or len(raw) < _NONCE + _TAG:
-            raise Unsealable("a sealed value of an unknown kind")
-        nonce, cipher, tag = raw[:_NONCE], raw[_NONCE:-_TAG], raw[-_TAG:]
-        expected = hmac.digest(self._sign, _VERSION + nonce + cipher, "sha256")
-        if not hmac.compare_digest(tag, expected):
-            raise Unsealable("a sealed value that does not open with this instance's key")
-        plain = bytes(a ^ b for a, b in zip(cipher, self._stream(nonce, len(cipher)), strict=True))
-        return plain.decode()
-
-    def _stream(self, nonce: bytes, size: int) -> bytes:
-        blocks = (size + 31) // 32
-        return b"".join(
-            hmac.digest(self._encrypt, nonce + n.to_bytes(8, "big"), "sha256")
-            for n in range(blocks)
-        )[:size]
+        with self._lock:
+            keys = list(self._keys)
+        for index, key in enumerate(keys):
+            opened = key.open(raw) if version == _VERSION else key.open_legacy(raw)
+            if opened is not None:
+                return opened, index
+        raise Unsealable("a sealed value that does not open with this instance's key")
 
 
-def load_or_create_key(data_dir: Path, environ: dict[str, str] | None = None) -> bytes:
-    """Return the sealing key: ``DGXMM_ALERTS_KEY`` (hex), else ``alerts.key``, made if missing."""
-    env = os.environ if environ is None else environ
-    given = env.get(KEY_ENV)
-    if given:
+class _Key:
+    """One sealing key: its AES-GCM key, and what opens the values sealed before ``s2``."""
+
+    def __init__(self, key: bytes) -> None:
+        derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_CONTEXT).derive(key)
+        self.aead = AESGCM(derived)
+        self._legacy_encrypt = hmac.digest(key, b"dgxmm alerts: encrypt", "sha256")
+        self._legacy_sign = hmac.digest(key, b"dgxmm alerts: authenticate", "sha256")
+
+    def open(self, raw: bytes) -> str | None:
+        """Open an ``s2`` value; None when it is not this key's (or was altered)."""
+        if len(raw) <= _NONCE:
+            return None
         try:
-            key = bytes.fromhex(given.strip())
-        except ValueError:
-            key = b""
-        if len(key) < 32:
-            raise InvalidInput(KEY_ENV, "a key of 64 or more hexadecimal digits")
-        return key
-    path = data_dir / KEY_FILE
-    try:
-        return _read_key(path)
-    except FileNotFoundError:
-        pass
-    key = secrets.token_bytes(32)
-    # O_EXCL: of two processes making it at once, one writes it and the other reads it.
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return _read_key(path)
-    with os.fdopen(fd, "w") as out:
-        out.write(key.hex() + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    return key
+            return self.aead.decrypt(raw[:_NONCE], raw[_NONCE:], _CONTEXT).decode()
+        except InvalidTag:
+            return None
 
-
-def _read_key(path: Path) -> bytes:
-    try:
-        key = bytes.fromhex(path.read_text().strip())
-    except ValueError:
-        key = b""
-    if len(key) < 32:
-        raise InvalidInput(str(path), "not a sealing key (64 or more hexadecimal digits)")
-    return key
+    def open_legacy(self, raw: bytes) -> str | None:
+        """Open an ``s1`` value (only to seal it again); None when it is not this key's."""
+        if len(raw) < 16 + 32:
+            return None
+        nonce, cipher, tag = raw[:16], raw[16:-32], raw[-32:]
+        expected = hmac.digest(self._legacy_sign, b"s1" + nonce + cipher, "sha256")
+        if not hmac.compare_digest(tag, expected):
+            return None
+        stream = b"".join(
+            hmac.digest(self._legacy_encrypt, nonce + n.to_bytes(8, "big"), "sha256")
+            for n in range((len(cipher) + 31) // 32)
+        )
+        return bytes(a ^ b for a, b in zip(cipher, stream, strict=False)).decode()

@@ -15,6 +15,7 @@ import typer
 from dgxmm.cli.client import Client
 from dgxmm.cli.common import Answer, Target, command, table
 from dgxmm.errors import InvalidInput, NotFound
+from dgxmm.words import counted
 
 __all__ = ["app"]
 
@@ -77,6 +78,18 @@ def remove_channel(where: Target, channel: ChannelArgument) -> Answer:
     with where.client() as api:
         done = api.delete(f"/api/alerts/channels/{channel_id(api, channel)}")
     return Answer(value=done, text=f"removed channel {channel}")
+
+
+@command(app, "rotate-key", offline=False)
+def rotate_key(where: Target) -> Answer:
+    """Make a new sealing key (alerts.key) and seal every channel's URL and secret again."""
+    with where.client() as api:
+        done = api.post("/api/alerts/key/rotate")
+    text = (
+        f"the alerts' sealing key is new; {counted(done['channels'], 'channel')} sealed again "
+        "under it (other instances on this database need the new alerts.key)"
+    )
+    return Answer(value=done, text=text)
 
 
 @command(app, "test", offline=False)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Answer",
     "JsonOption",
+    "PriceOption",
     "Switch",
     "SwitchArgument",
     "Target",
@@ -53,6 +54,14 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+# The price of waiting a cost is given at; the server (or the lab) checks it, naming price.
+PriceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--price",
+        help="W: GiB-hours one request-second of waiting is worth, >= 0 (default 0.1).",
+    ),
+]
 
 
 class Switch(StrEnum):

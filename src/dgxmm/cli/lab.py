@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dgxmm.cli.common import JsonOption, handles_errors, table
+from dgxmm.cli.common import JsonOption, PriceOption, handles_errors, table
 from dgxmm.cli.help_text import PlainCommand
 from dgxmm.clock import to_us
 from dgxmm.errors import InvalidInput
@@ -66,13 +66,7 @@ def replay(
         int,
         typer.Option("--workers", min=1, max=64, help="Processes for dgxmm's policies."),
     ] = 1,
-    price: Annotated[
-        str | None,
-        typer.Option(
-            "--price",
-            help="W: GiB-hours one request-second of waiting is worth, >= 0 (default 0.1).",
-        ),
-    ] = None,
+    price: PriceOption = None,
     as_json: JsonOption = False,
     svg: Annotated[
         Path | None,
@@ -216,14 +210,9 @@ def _each(counts: dict[str, int]) -> str:
 
 def _price(text: str) -> float:
     """Read ``--price``: a finite number >= 0 (0: waiting is free, the memory alone counts)."""
-    from dgxmm.lab.ledger import check_price
+    from dgxmm.lab.ledger import read_price
 
-    try:
-        return check_price(float(text))
-    except ValueError:
-        raise InvalidInput(
-            "price", f"{text!r} is not a number >= 0 (GiB-hours per request-second)"
-        ) from None
+    return read_price(text)
 
 
 def _instant(text: str, field: str) -> int:

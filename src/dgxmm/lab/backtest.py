@@ -32,10 +32,10 @@ from dgxmm.decider.profiles import WINDOW_DAYS, read_profile
 from dgxmm.decider.proposals.rows import Proposal
 from dgxmm.decider.schedules import ScheduleAction, ScheduleService
 from dgxmm.decider.traffic import read_minutes
-from dgxmm.fleet import Fleet, Gpu
+from dgxmm.fleet import Deployment, Fleet, Gpu
 from dgxmm.jobs import resolve_zone
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet, LabSchedule
-from dgxmm.lab.ledger import Ledger
+from dgxmm.lab.ledger import Ledger, check_price
 from dgxmm.lab.replay.fleet import Rules, ScheduleReplay, replay_fleet
 from dgxmm.lab.replay.proposed import learn_proposals, learning_end_us
 from dgxmm.lab.traces.trace import Ints, Trace
@@ -48,7 +48,10 @@ __all__ = [
     "arrivals_of_minutes",
     "backtest",
     "backtest_proposal",
+    "deployment_alone",
     "proposal_backtester",
+    "recorded_arrivals",
+    "shown_backtest",
 ]
 
 WEEK_US = 7 * DAY_US
@@ -57,7 +60,11 @@ ProposalKey = tuple[int, str, int, str, str]  # sleep days, time, wake days, tim
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BacktestWeek:
-    """One held-out week: what the proposal would have freed and cost."""
+    """One held-out week: what the proposal would have freed and cost.
+
+    The wait figures and ``held_gib_h`` are None in a backtest stored before they were kept
+    (issue 42): such a week gives no cost.
+    """
 
     start_us: int
     end_us: int
@@ -67,23 +74,63 @@ class BacktestWeek:
     wait_p50_s: float | None  # the cold ones' added wait (None: no cold request)
     wait_p99_s: float | None
     wait_max_s: float | None
+    held_gib_h: float | None = None  # with the proposal
+    wait_total_s: float | None = None  # with the proposal, in request-seconds
+    wait_mean_s: float | None = None  # over every request, a warm one as 0
+    wait_p99_all_s: float | None = None
+    in_force_wait_total_s: float | None = None  # the schedules in force alone
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the week as JSON values."""
-        return {
+    @property
+    def days(self) -> float:
+        """Return the week's length in days: 7, or fewer for the last one."""
+        return (self.end_us - self.start_us) / DAY_US
+
+    @property
+    def is_partial(self) -> bool:
+        """Tell whether the week is shorter than 7 days (the span's rest)."""
+        return self.end_us - self.start_us < WEEK_US
+
+    def cost(self, price: float) -> float | None:
+        """Return ``GiB-hours held + price x request-seconds waited`` with the proposal."""
+        if self.held_gib_h is None or self.wait_total_s is None:
+            return None
+        return self.held_gib_h + check_price(price) * self.wait_total_s
+
+    def saves(self, price: float) -> float | None:
+        """Return the cost at ``price`` with the schedules in force, less with the proposal."""
+        if self.wait_total_s is None or self.in_force_wait_total_s is None:
+            return None
+        added = self.wait_total_s - self.in_force_wait_total_s
+        return self.freed_gib_h - check_price(price) * added
+
+    def to_json(self, price: float | None = None) -> dict[str, Any]:
+        """Return the week as JSON values; with a price, its cost and saving at it too."""
+        shown: dict[str, Any] = {
             "start_us": self.start_us,
             "end_us": self.end_us,
+            "days": round(self.days, 6),
+            "partial": self.is_partial,
             "freed_gib_h": round(self.freed_gib_h, 6),
             "requests": self.requests,
             "cold": self.cold,
             "wait_p50_s": self.wait_p50_s,
             "wait_p99_s": self.wait_p99_s,
             "wait_max_s": self.wait_max_s,
+            "held_gib_h": _rounded(self.held_gib_h),
+            "wait_total_s": _rounded(self.wait_total_s),
+            "wait_mean_s": _rounded(self.wait_mean_s),
+            "wait_p99_all_s": _rounded(self.wait_p99_all_s),
+            "in_force_wait_total_s": _rounded(self.in_force_wait_total_s),
         }
+        if price is not None:
+            shown["price"] = price
+            shown["cost"] = _rounded(self.cost(price))
+            shown["saves"] = _rounded(self.saves(price))
+        return shown
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BacktestWeek:
-        """Read a week written by ``to_json``."""
+        """Read a week written by ``to_json`` (``days`` and ``partial`` are derived)."""
         return cls(
             start_us=int(data["start_us"]),
             end_us=int(data["end_us"]),
@@ -93,7 +140,16 @@ class BacktestWeek:
             wait_p50_s=data["wait_p50_s"],
             wait_p99_s=data["wait_p99_s"],
             wait_max_s=data["wait_max_s"],
+            held_gib_h=data.get("held_gib_h"),
+            wait_total_s=data.get("wait_total_s"),
+            wait_mean_s=data.get("wait_mean_s"),
+            wait_p99_all_s=data.get("wait_p99_all_s"),
+            in_force_wait_total_s=data.get("in_force_wait_total_s"),
         )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,8 +172,8 @@ class Backtest:
         """Return what it would have freed against the schedules in force, in all weeks."""
         return sum(week.freed_gib_h for week in self.weeks)
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the backtest as JSON values (what a proposal stores)."""
+    def to_json(self, price: float | None = None) -> dict[str, Any]:
+        """Return the backtest as JSON values (what a proposal stores; a price: as shown)."""
         return {
             "learned_from_us": self.learned_from_us,
             "tested_from_us": self.tested_from_us,
@@ -125,7 +181,7 @@ class Backtest:
             "held_out": self.held_out,
             "freed_gib_h": round(self.freed_gib_h, 6),
             "cold": self.cold,
-            "weeks": [week.to_json() for week in self.weeks],
+            "weeks": [week.to_json(price) for week in self.weeks],
         }
 
     @classmethod
@@ -221,6 +277,11 @@ def _week(
         wait_p50_s=_quantile(waits, 0.50),
         wait_p99_s=_quantile(waits, 0.99),
         wait_max_s=None if not len(waits) else round(float(waits.max()), 6),
+        held_gib_h=proposal.held_gib_h,
+        wait_total_s=proposal.wait_total_s,
+        wait_mean_s=proposal.wait_mean_s,
+        wait_p99_all_s=proposal.wait_all_s(0.99),
+        in_force_wait_total_s=force.wait_total_s,
     )
 
 
@@ -258,19 +319,48 @@ def backtest_proposal(
     when the profile was never built or the span holds no week to hold out.
     """
     deployment = fleet.deployments.get(proposal.deployment_id)
-    zone = resolve_zone(deployment.time_zone)
     with reading(fleet.store.engine) as connection:
         built = read_profile(connection, deployment.id, deployment.time_zone).built_at
-        if built is None:
-            return None
-        start = built - WINDOW_DAYS * DAY_US
-        found = dict(read_minutes(connection, {deployment.id: zone}, start, built))
-    series = found.get(deployment.id)
-    arrivals = (
-        np.zeros(0, dtype=np.int64)
-        if series is None
-        else arrivals_of_minutes(series.minute_us, series.requests)
+    if built is None:
+        return None
+    start = built - WINDOW_DAYS * DAY_US
+    arrivals = recorded_arrivals(fleet, deployment, start, built)
+    lab, machine = deployment_alone(deployment, schedules)
+    proposed = (
+        LabSchedule(action=ScheduleAction.SLEEP, days=proposal.sleep_days,
+                    time=proposal.sleep_time, time_zone=proposal.time_zone),
+        LabSchedule(action=ScheduleAction.WAKE, days=proposal.wake_days,
+                    time=proposal.wake_time, time_zone=proposal.time_zone),
+    )  # fmt: skip
+    return backtest(
+        arrivals_us=arrivals,
+        deployment=lab,
+        fleet=machine,
+        proposed=proposed,
+        key=proposal.key,
+        measured_lead=proposal.wake_lead is not None,
+        start_us=start,
+        end_us=built,
     )
+
+
+def recorded_arrivals(fleet: Fleet, deployment: Deployment, start_us: int, end_us: int) -> Ints:
+    """Return a deployment's requests on record in ``[start_us, end_us)``: its rollups'
+    minutes, each spread evenly inside it (``arrivals_of_minutes``)."""
+    zone = resolve_zone(deployment.time_zone)
+    with reading(fleet.store.engine) as connection:
+        found = dict(read_minutes(connection, {deployment.id: zone}, start_us, end_us))
+    series = found.get(deployment.id)
+    if series is None:
+        return np.zeros(0, dtype=np.int64)
+    return arrivals_of_minutes(series.minute_us, series.requests)
+
+
+def deployment_alone(
+    deployment: Deployment, schedules: ScheduleService
+) -> tuple[LabDeployment, LabFleet]:
+    """Return a deployment as the lab replays it alone on its own GPUs, with its switched-on
+    schedules, vLLM's published durations and no idle ladder of its own."""
     count = max(1, deployment.gpu_count)
     lab = LabDeployment(
         name=deployment.name,
@@ -293,22 +383,13 @@ def backtest_proposal(
         gpus=tuple(Gpu(index=i, name="GPU", memory_gib=room) for i in range(count)),
         deployments=(lab,),
     )
-    proposed = (
-        LabSchedule(action=ScheduleAction.SLEEP, days=proposal.sleep_days,
-                    time=proposal.sleep_time, time_zone=proposal.time_zone),
-        LabSchedule(action=ScheduleAction.WAKE, days=proposal.wake_days,
-                    time=proposal.wake_time, time_zone=proposal.time_zone),
-    )  # fmt: skip
-    return backtest(
-        arrivals_us=arrivals,
-        deployment=lab,
-        fleet=machine,
-        proposed=proposed,
-        key=proposal.key,
-        measured_lead=proposal.wake_lead is not None,
-        start_us=start,
-        end_us=built,
-    )
+    return lab, machine
+
+
+def shown_backtest(stored: dict[str, Any] | None, price: float) -> dict[str, Any] | None:
+    """Return a stored backtest as the API and the pages show it: each week's length, whether
+    it is partial, and its cost and saving at ``price``."""
+    return None if stored is None else Backtest.from_json(stored).to_json(price)
 
 
 def proposal_backtester(

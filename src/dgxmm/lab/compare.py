@@ -12,15 +12,16 @@ policy's share of the oracle's freed GiB-hours.
   weeks, ``replay/proposed.py``: the schedules as given until ``learned_until_us``, with the
   accepted proposals after), ``idle-ladder`` (the schedules and the ladder),
   ``ladder-wake-ahead`` (and the measured wake lead), ``histogram`` (the schedules, the
-  histogram policy over the ladder, the measured lead);
+  histogram policy over the ladder, the measured lead), ``priced`` (the schedules and the
+  priced policy's break-even rungs at the comparison's price, ``decider/idle/priced.py``);
 - ``oracle``: the limit, knowing every request (``oracle.py``). It **ignores schedules and the
   fit between deployments**.
 - ``lazy-oracle``: the fair limit at the comparison's price of waiting: it knows every request
   but wakes only when one arrives (``oracle.py``); it ignores schedules and the fit too.
 
 Each policy's cost at the price (``Ledger.cost``) is given against both oracles'.
-``repriced`` finds the lazy oracle at another price without replaying the rest: it is the
-only policy whose choices depend on the price.
+``repriced`` finds the lazy oracle at another price without replaying the rest; ``priced``
+decides at the price too, so ``repriced`` replays it again at the new one.
 
 Where the issue is silent: the anchors' servers draw each step from its distribution as
 dgxmm's replays do (``durations.py``; the oracle alone takes medians, knowing the future); a
@@ -63,6 +64,7 @@ class Policy(StrEnum):
     LADDER = "idle-ladder"
     LADDER_LEAD = "ladder-wake-ahead"
     HISTOGRAM = "histogram"
+    PRICED = "priced"
     ORACLE = "oracle"
     LAZY_ORACLE = "lazy-oracle"
 
@@ -74,6 +76,11 @@ _DGXMM: Mapping[Policy, Rules] = {
     Policy.LADDER_LEAD: Rules(idle=True, wake_lead=MEASURED),
     Policy.HISTOGRAM: Rules(idle=True, histogram=True, wake_lead=MEASURED),
 }
+
+
+def priced_rules(price: float) -> Rules:
+    """Return the priced policy's rules at ``price``: it decides at the comparison's price."""
+    return Rules(idle=True, priced=True, price=price)
 
 
 _ANCHORS: Mapping[Policy, IdleTimeout] = {
@@ -92,6 +99,7 @@ class Comparison:
     arrivals: Mapping[str, Ints]  # each deployment's requests in the span, by its name
     learned_until_us: int  # the proposals policy learned before this, and played after
     price: float = DEFAULT_PRICE  # W, GiB-hours a request-second: the costs' and lazy oracle's
+    seed: int = 0  # the replays' (``repriced`` replays ``priced`` with it)
 
     def total(self, policy: Policy) -> Ledger:
         """Return the deployments' figures summed, as one ledger named after the policy."""
@@ -128,15 +136,24 @@ class Comparison:
         """Return a policy's cost over a limit's (``Policy.ORACLE`` or ``LAZY_ORACLE``)."""
         return cost_ratio(self.total(policy), self.total(limit), self.price)
 
-    def repriced(self, fleet: LabFleet, price: float) -> Comparison:
-        """Return this comparison at another price: the lazy oracle found again at it."""
-        ledgers, timelines = _lazy_oracles(fleet, self.arrivals, check_price(price), *self._span())
-        return replace(
-            self,
-            price=price,
-            ledgers={**self.ledgers, Policy.LAZY_ORACLE: ledgers},
-            timelines={**self.timelines, Policy.LAZY_ORACLE: timelines},
+    def repriced(self, fleet: LabFleet, price: float, trace: Trace | None = None) -> Comparison:
+        """Return this comparison at another price: the lazy oracle found again at it.
+
+        Given the ``trace`` it was made of, ``priced`` is replayed again at that price too
+        (without it, ``priced`` keeps its choices at the comparison's price).
+        """
+        start, end = self._span()
+        ledgers = {**self.ledgers}
+        timelines = {**self.timelines}
+        ledgers[Policy.LAZY_ORACLE], timelines[Policy.LAZY_ORACLE] = _lazy_oracles(
+            fleet, self.arrivals, check_price(price), start, end
         )
+        if trace is not None:
+            replays = _replay(
+                trace, fleet, priced_rules(price), start_us=start, end_us=end, seed=self.seed
+            )
+            ledgers[Policy.PRICED], timelines[Policy.PRICED] = _ledgers_of(fleet, replays)
+        return replace(self, price=price, ledgers=ledgers, timelines=timelines)
 
     def _span(self) -> tuple[int, int]:
         first = self.timelines[Policy.ALWAYS_ON][0]  # a fleet holds at least one deployment
@@ -216,6 +233,7 @@ def compare(
     jobs: dict[Policy, tuple[Callable[..., dict[str, ScheduleReplay]], tuple[Any, ...]]] = {
         policy: (_replay, (trace, fleet, rules)) for policy, rules in _DGXMM.items()
     }
+    jobs[Policy.PRICED] = (_replay, (trace, fleet, priced_rules(price)))
     jobs[Policy.PROPOSALS] = (_proposals, (trace, fleet, learned_until))
     if workers > 1:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
@@ -262,6 +280,7 @@ def compare(
         arrivals=requests,
         learned_until_us=learned_until,
         price=price,
+        seed=seed,
     )
 
 
@@ -285,6 +304,17 @@ def _lazy_oracles(
             )
         )
     return tuple(ledgers), tuple(timelines)
+
+
+def _ledgers_of(
+    fleet: LabFleet, replays: Mapping[str, ScheduleReplay]
+) -> tuple[tuple[Ledger, ...], tuple[Timeline, ...]]:
+    """Return a replay's ledger and timeline of each deployment, in the fleet's order."""
+    names = [deployment.name for deployment in fleet.deployments]
+    return (
+        tuple(replays[name].ledger(name, fleet.footprint(name)) for name in names),
+        tuple(replays[name].timeline for name in names),
+    )
 
 
 def _replay(

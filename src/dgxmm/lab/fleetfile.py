@@ -18,7 +18,8 @@ A JSON object with the machine's GPUs (as ``config.json`` lists them) and the de
     }
 
 A deployment is held to the product's own rules, by the product's own checks: its name,
-model, GPUs (in the file's machine), memory, priority, zone and sleep level by the fleet's
+model, GPUs (in the file's machine), memory, priority, zone, sleep level and idle policy
+(``idle_policy``: ``ladder``, ``histogram`` or ``priced``) by the fleet's
 definition check (``check_definition``, as for an external deployment, which names no
 command); its GPUs by the configuration's reader (``parse_gpu_config``); each schedule by
 the decider's (``checked_changes``: the action, a days mask from 1 to 127, a strict
@@ -55,7 +56,14 @@ from dgxmm.decider.days import ALL_DAYS, days_in
 from dgxmm.decider.idle import IdleLadder
 from dgxmm.decider.schedules.rows import ScheduleAction, checked_changes
 from dgxmm.errors import DefinitionError, InvalidInput, NotFound
-from dgxmm.fleet import Gpu, GpuInventory, InventorySource, check_definition, parse_gpu_config
+from dgxmm.fleet import (
+    Gpu,
+    GpuInventory,
+    IdlePolicy,
+    InventorySource,
+    check_definition,
+    parse_gpu_config,
+)
 from dgxmm.jobs.keys import Refusals
 from dgxmm.lab.durations import ServerTimes
 from dgxmm.lab.json_lines import key_lines, line_of
@@ -77,6 +85,7 @@ _DEPLOYMENT = (
     "time_zone",
     "schedules",
     "idle",
+    "idle_policy",
     "durations",
 )
 _REQUIRED = ("name", "model", "gpus", "memory_gib_awake", "memory_gib_asleep")
@@ -128,6 +137,7 @@ class LabDeployment:
     time_zone: str
     schedules: tuple[LabSchedule, ...] = ()
     idle: IdleLadder = field(default_factory=IdleLadder)
+    idle_policy: IdlePolicy = IdlePolicy.LADDER  # the product's: under the idle rules, its own
     durations: ServerTimes = field(default_factory=ServerTimes)
 
     @property
@@ -154,6 +164,7 @@ class LabDeployment:
             "time_zone": self.time_zone,
             "schedules": [schedule.to_json() for schedule in self.schedules],
             "idle": self.idle.to_json(),
+            "idle_policy": self.idle_policy.value,
             "durations": self.durations.to_json(),
         }
 
@@ -294,7 +305,8 @@ def _deployment(
         refusals.found.append(DefinitionError(f"{where}.{key}", "a deployment needs it"))
     if missing:  # the definition check would only say so again
         return None
-    keys = {key: entry[key] for key in (*_PRODUCT, "time_zone", "sleep_level") if key in entry}
+    own = (*_PRODUCT, "time_zone", "sleep_level", "idle_policy")
+    keys = {key: entry[key] for key in own if key in entry}
     if inventory is None:  # the machine was refused: its GPUs cannot be checked against it
         keys.pop("gpus")
     checked = _within(
@@ -334,6 +346,7 @@ def _deployment(
         time_zone=zone,
         schedules=tuple(schedules),
         idle=idle,
+        idle_policy=IdlePolicy(checked["idle_policy"]),
         durations=durations,
     )
 

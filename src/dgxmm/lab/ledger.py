@@ -30,11 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from dgxmm.errors import InvalidInput
 from dgxmm.lab.traces.trace import Ints
 from dgxmm.time_units import HOUR_US, SECOND_US
 
 __all__ = [
     "DEFAULT_PRICE",
+    "MAX_PRICE",
     "STANDARD_PRICES",
     "Footprint",
     "Ledger",
@@ -42,6 +44,7 @@ __all__ = [
     "Replayed",
     "Timeline",
     "check_price",
+    "read_price",
     "share_of_oracle",
 ]
 
@@ -60,6 +63,25 @@ def check_price(price: float) -> float:
         raise ValueError(
             f"price: {price} is not a finite number >= 0 (GiB-hours per request-second)"
         )
+    return price
+
+
+# The most a user may price a request-second at: a million GiB-hours, past any fleet's worth,
+# and far enough below a float's end that no cost of a report or a replay overflows to inf.
+MAX_PRICE = 1e6
+
+
+def read_price(text: str, field: str = "price") -> float:
+    """Read a price the user typed: a number from 0 to ``MAX_PRICE``, else ``InvalidInput``
+    naming ``field``. The one reader of ``--price`` and of the ``price`` query parameter."""
+    try:
+        price = check_price(float(text))
+    except ValueError:
+        raise InvalidInput(
+            field, f"{text!r} is not a number >= 0 (GiB-hours per request-second)"
+        ) from None
+    if price > MAX_PRICE:
+        raise InvalidInput(field, f"{text} is more than {MAX_PRICE:g} GiB-hours per request-second")
     return price
 
 

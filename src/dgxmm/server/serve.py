@@ -20,7 +20,7 @@ from pathlib import Path
 
 import uvicorn
 
-from dgxmm.alerts import KEY_FILE, Alerts, load_or_create_key
+from dgxmm.alerts import KEY_FILE, Alerts, Destinations, KeyFile
 from dgxmm.clock import FastClock, from_us
 from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
 from dgxmm.decider.proposals.service import ProposalService
@@ -79,6 +79,8 @@ class ServeOptions:
     # A test and demo facility: RATE@ANCHOR makes this server's clock run RATE times faster
     # from the instant ANCHOR (``clock.FastClock``); None: the machine's clock.
     fast_clock: str | None = None
+    # Alert channels may point at private networks and this machine (docs/alerts.md).
+    alerts_allow_private_networks: bool = False
 
 
 class _Stop(Exception):
@@ -145,7 +147,9 @@ def serve(options: ServeOptions, *, say: Callable[[str], None] = print) -> None:
         raise second_server(store)
     tokens = Tokens(store.engine, store.clock)
     store.protect_paths([data_dir / ADMIN_TOKEN_FILE], what="the server's admin token")
-    store.protect_paths([data_dir / KEY_FILE], what="the alerts' sealing key")
+    store.protect_paths(
+        [data_dir / KEY_FILE, data_dir / f"{KEY_FILE}.next"], what="the alerts' sealing key"
+    )
     created = tokens.ensure_admin_token(data_dir)
     if created is not None:
         say(f"dgxmm: created an admin token in {created} (mode 0600); read it with: cat {created}")
@@ -213,9 +217,10 @@ def _serve(
     alerts = Alerts(
         store,
         fleet,
-        key=load_or_create_key(data_dir),
+        key=KeyFile(data_dir),
         schedules=schedules,
         shown=lambda text: public_text(text) or "",
+        destinations=Destinations(allow_private=options.alerts_allow_private_networks),
     )
     host = Host(
         store,
@@ -236,6 +241,11 @@ def _serve(
         if options.proxy_port is not None
         else None
     )
+    proxy_url = (
+        local_url(options.proxy_host, options.proxy_port)
+        if options.proxy_port is not None
+        else None
+    )
     app = create_app(
         Services(
             host=host,
@@ -245,11 +255,8 @@ def _serve(
             proposals=proposals,
             metrics=metrics,
             proxy=proxy.app.stats if proxy is not None else None,
-            proxy_url=(
-                local_url(options.proxy_host, options.proxy_port)
-                if options.proxy_port is not None
-                else None
-            ),
+            proxy_url=proxy_url,
+            proxy_check_key=proxy.app.check_key if proxy is not None else None,
             alerts=alerts,
         ),
         [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES, ALERT_ROUTES],
@@ -257,8 +264,7 @@ def _serve(
     if proxy is not None:  # first: a port taken fails before anything else runs
         proxy.start()
         say(
-            f"dgxmm: OpenAI-compatible proxy on http://{options.proxy_host}:{options.proxy_port}"
-            "/v1 (requests wake sleeping deployments)"
+            f"dgxmm: OpenAI-compatible proxy on {proxy_url}/v1 (requests wake sleeping deployments)"
         )
     host.start()
     alerts.start()  # sends on every instance; evaluates on the pulses of the lease holder
@@ -269,6 +275,7 @@ def _serve(
             after_history=lambda: propose_now(proposals),
             quiet=lambda d: schedule_a_sleep_to_watch(schedules, d, store.clock.now_us()),
             ray_address=ray.address if ray is not None else None,
+            proxy_url=proxy_url,
         )
         if options.demo
         else None

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from dgxmm.alerts import Alerts
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
+from dgxmm.lab.trade import TradePictures
 from dgxmm.proxy import ProxyStats
 from dgxmm.server.access.tokens import Tokens
 from dgxmm.server.host import Host
+from dgxmm.server.model_check import CheckSlots
 from dgxmm.server.telemetry import ServerMetrics
 
 __all__ = ["Services"]
@@ -32,4 +34,8 @@ class Services:
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     proxy: ProxyStats | None = None  # the proxy's numbers, when it serves (for /metrics)
     proxy_url: str | None = None  # where this server's proxy listens (a model check's way)
+    proxy_check_key: str | None = None  # the proxy's check key (``ProxyApp.check_key``)
+    model_checks: CheckSlots = field(default_factory=CheckSlots)  # the checks at once
     alerts: Alerts | None = None  # channels, rules and the delivery log (admins)
+    # Each deployment's trade picture on the Savings page, replayed once a day and price.
+    trades: TradePictures = field(default_factory=TradePictures)

@@ -38,7 +38,7 @@ from dgxmm import __version__
 from dgxmm.decider.acts import PolicyAct
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import DeploymentState, Fleet
-from dgxmm.proxy import HOLD_BUCKETS_S, ProxyStats
+from dgxmm.proxy import HOLD_BUCKETS_S, WAIT_BUCKETS_S, ProxyStats
 from dgxmm.store import InstanceRole, Store
 from dgxmm.time_units import SECOND_US
 
@@ -267,3 +267,17 @@ class _Proxy:
             buckets=[*buckets, ("+Inf", float(now.hold_count))],
             sum_value=now.hold_sum_s,
         )
+        waits = HistogramMetricFamily(
+            "dgxmm_proxy_added_wait_seconds",
+            "Every request forwarded, by the wait its deployment's wake or start added (0: it "
+            "was up). _sum is the wait-seconds, _sum / _count the mean added wait, "
+            "histogram_quantile(0.99, ...) the p99 over every request.",
+            labels=["deployment"],
+        )
+        for name, found in sorted(now.added_waits.items()):
+            bounds = zip(WAIT_BUCKETS_S, found.buckets, strict=True)
+            counted = [(repr(bound), float(n)) for bound, n in bounds]
+            waits.add_metric(
+                [name], [*counted, ("+Inf", float(found.count))], sum_value=found.sum_s
+            )
+        yield waits

@@ -59,6 +59,17 @@ def test_the_idle_settings_round_trip_and_a_step_is_cleared_with_null(
     assert (ladder["idle_policy"], ladder["wake_lead"]) == ("ladder", "off")
 
 
+def test_the_priced_policy_is_taken_without_a_ladder_and_kept(client: TestClient) -> None:
+    made = client.post("/api/deployments", json={**standin("llama"), "idle_policy": "priced"})
+    assert made.status_code == 201, made.text
+    path = f"/api/deployments/{made.json()['id']}"
+    read = client.get(path).json()
+    assert read["idle_policy"] == "priced"
+    assert read["idle_sleep_after_s"] is None  # its rungs are its own: no ladder needed
+    kept = client.patch(path, json={"wake_lead": "measured"}).json()
+    assert kept["idle_policy"] == "priced"
+
+
 REFUSED = [
     pytest.param({"idle_sleep_after_s": -5}, "idle_sleep_after_s", "-5", id="negative"),
     pytest.param({"idle_sleep_after_s": 0}, "idle_sleep_after_s", "from 1 s", id="zero"),
@@ -76,6 +87,7 @@ REFUSED = [
         id="stop-at-the-deepening",
     ),
     pytest.param({"idle_policy": "sometimes"}, "idle_policy", "'sometimes'", id="unknown-policy"),
+    pytest.param({"idle_policy": "Priced"}, "idle_policy", "or 'priced'", id="policy-case"),
     pytest.param({"wake_lead": "soon"}, "wake_lead", "'soon'", id="lead-soon"),
     pytest.param({"wake_lead": 901}, "wake_lead", "from 0 to 900", id="lead-over-15-min"),
     pytest.param({"wake_lead": -1}, "wake_lead", "from 0 to 900", id="lead-negative"),

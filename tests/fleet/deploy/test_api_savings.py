@@ -3,8 +3,12 @@ parameter (issue 26, point 1)."""
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support import at
 
 from dgxmm.clock import ManualClock
@@ -52,6 +56,17 @@ def test_it_answers_the_days_of_one_deployment_or_all(
     assert (day["requests"], day["held"], day["cold"], day["wait_p50_s"]) == (2, 1, 1, 1.5)
     assert (day["wakes"], day["starts"]) == ({"schedule": 1}, {"person": 1})
     assert body["totals"]["freed_gib_h"] == pytest.approx(day["freed_gib_h"])
+    # The waits over every request and the cost at the default price (issue 42).
+    assert body["price"] == 0.1
+    assert (day["wait_total_s"], day["wait_mean_s"], day["wait_p99_all_s"]) == (1.5, 0.75, 1.5)
+    held = day["held_awake_gib_h"] + day["held_asleep_gib_h"]
+    assert day["cost"] == pytest.approx(held + 0.15)
+    assert body["totals"]["cost"] == pytest.approx(day["cost"])
+    priced = viewer.get("/api/savings?from=2026-06-03&to=2026-06-03&price=10").json()
+    assert priced["deployments"][0]["days"][0]["cost"] == pytest.approx(held + 15.0)
+    # Who put it down, and what each freed (issue 45).
+    assert (day["sleeps"], day["stops"]) == ({"idle": 1}, {})
+    assert day["freed_by"] == {"idle": pytest.approx(12 * 36.0)}
     by_id = viewer.get(f"/api/savings?from=2026-06-03&to=2026-06-03&deployment={made}").json()
     assert by_id["deployments"] == body["deployments"]
     # By default: the last 7 local days, up to today (the 5th, half over).
@@ -75,6 +90,18 @@ def test_it_answers_the_days_of_one_deployment_or_all(
         pytest.param("deployment=nobody", "deployment", id="unknown-name"),
         pytest.param("deployment=99999999999999999999999", "deployment", id="huge-id"),
         pytest.param("from=" + "9" * 5000, "from", id="long"),
+        pytest.param("price=-1", "price", id="price-negative"),
+        pytest.param("price=nan", "price", id="price-nan"),
+        pytest.param("price=inf", "price", id="price-inf"),
+        pytest.param("price=free", "price", id="price-words"),
+        pytest.param("price=1e308", "price", id="price-past-any-cost"),
+        # Issue 44 point 10: a span touching year 1 or 9999 was a 500 (a local midnight
+        # before year 1, or the day after 9999-12-31, is past what a date holds).
+        pytest.param("from=0001-01-01", "from", id="year-1"),
+        pytest.param("from=0001-01-01&to=0001-01-02", "from", id="year-1-span"),
+        pytest.param("from=9999-12-31", "from", id="year-9999"),
+        pytest.param("from=2026-06-01&to=9999-12-31", "to", id="year-9999-to"),
+        pytest.param("to=0001-01-01", "to", id="to-year-1"),
     ],
 )
 def test_a_wrong_parameter_is_a_400_naming_it(
@@ -101,3 +128,49 @@ def test_the_page_draws_the_days_and_says_what_it_refused(
     refused = client.get("/savings?from=someday").text
     assert 'id="savings-refused"' in refused
     assert "from: " in refused
+    # The fleet's freed GiB-hours per day, by who put it down, drawn (issue 45 point 8).
+    assert '<g class="bar" data-day="2026-06-03"' in html
+    assert 'data-actor="idle" data-gib-h="432.000"' in html
+    assert 'class="freed-by">432.0 GiB-h by idle' in html
+    assert 'class="sleeps">1 by idle' in html
+    priced = client.get("/savings?from=2026-06-03&to=2026-06-03&price=abc").text
+    assert "price: " in priced
+    assert 'name="price" size="6" value="abc"' in priced
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        pytest.param("from=0001-01-01", "from", id="year-1"),
+        pytest.param("from=9999-12-31", "from", id="year-9999"),
+        pytest.param("from=2026-06-01&to=9999-12-31", "to", id="to-year-9999"),
+    ],
+)
+def test_the_page_refuses_a_day_at_the_calendars_ends(
+    client: TestClient, fleet: Fleet, clock: ManualClock, query: str, field: str
+) -> None:
+    history(fleet, clock)
+    page = client.get(f"/savings?{query}")
+    assert page.status_code == 200, page.text
+    assert 'id="savings-refused"' in page.text
+    assert f"{field}: " in page.text
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(first=st.dates(), days=st.integers(min_value=-3, max_value=10))
+def test_any_span_of_days_is_answered_or_refused_never_a_500(
+    viewer: TestClient, first: date, days: int
+) -> None:
+    """Any pair of real dates, the calendar's ends included: a report, or a 400 naming one."""
+    try:
+        last = first + timedelta(days=days)
+    except OverflowError:
+        last = first
+    answer = viewer.get(f"/api/savings?from={first.isoformat()}&to={last.isoformat()}")
+    assert answer.status_code in (200, 400), answer.text
+    if answer.status_code == 400:
+        assert answer.json()["field"] in ("from", "to")
+    else:
+        assert len(answer.json()["totals"]) > 0

@@ -150,3 +150,25 @@ def test_a_rule_is_switched_off_and_on(full_admin: TestClient) -> None:
         full_admin.post("/api/alerts/rules/999/enabled", json={"enabled": True}).status_code == 404
     )
     assert full_admin.get("/api/alerts/rules").json()["rules"][0]["enabled"] is False
+
+
+def test_a_channel_on_a_metadata_address_is_refused_naming_the_url(
+    full_admin: TestClient,
+) -> None:
+    refused = full_admin.post(
+        "/api/alerts/channels", json={"name": "x", "url": "http://[::ffff:169.254.169.254]/"}
+    )
+    assert refused.status_code == 400
+    assert refused.json()["field"] == "url"
+    assert full_admin.get("/api/alerts/channels").json()["channels"] == []
+
+
+def test_a_key_not_kept_in_a_file_is_not_rotated(full_admin: TestClient) -> None:
+    # The tests' app is given its key as bytes: nothing on disk to rotate.
+    refused = full_admin.post("/api/alerts/key/rotate")
+    assert refused.status_code == 409
+    assert "not kept in a file" in refused.text
+
+
+def test_viewers_cannot_rotate_the_key(full_viewer: TestClient) -> None:
+    assert full_viewer.post("/api/alerts/key/rotate").status_code == 403

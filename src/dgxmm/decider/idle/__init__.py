@@ -4,14 +4,17 @@
   without requests), bounded by the schedules' awake windows; ``idle_step`` decides a step.
 - ``histogram``: the histogram policy (after "Serverless in the Wild"): keep-alive and
   pre-wake windows learned from the deployment's idle gaps.
+- ``priced``: the priced policy (issue 42): rungs from the break-even rule at a price of
+  waiting, over the deployment's measured durations, scaled by the hour's profile, and a
+  wake ahead of a regular start.
 
 - ``runner``: ``IdleRunner``, the product's: a pulse every second that decides each
   deployment's step and hands it to a worker (the lock, the quiet check with the door shut);
 - ``watched``: what the pulse looks at (the deployments with an idle policy and their
   schedules), read again only when their change versions moved.
 
-``ladder`` and ``histogram`` are pure functions and an accumulator, with no clock, lock or
-I/O: the product's runner and the savings lab (``dgxmm.lab``) call the same ones.
+``ladder``, ``histogram`` and ``priced`` are pure functions and an accumulator, with no
+clock, lock or I/O: the product's runner and the savings lab (``dgxmm.lab``) call the same ones.
 """
 
 from dgxmm.decider.idle.histogram import GapHistogram as GapHistogram
@@ -25,6 +28,11 @@ from dgxmm.decider.idle.ladder import IdleStep as IdleStep
 from dgxmm.decider.idle.ladder import ScheduleSlots as ScheduleSlots
 from dgxmm.decider.idle.ladder import awake_window as awake_window
 from dgxmm.decider.idle.ladder import idle_step as idle_step
+from dgxmm.decider.idle.priced import PRODUCT_PRICE as PRODUCT_PRICE
+from dgxmm.decider.idle.priced import HourExpectation as HourExpectation
+from dgxmm.decider.idle.priced import Level as Level
+from dgxmm.decider.idle.priced import PricedCosts as PricedCosts
+from dgxmm.decider.idle.priced import priced_ladder as priced_ladder
 from dgxmm.decider.idle.runner import PULSE_SECONDS as PULSE_SECONDS
 from dgxmm.decider.idle.runner import IdleOutcome as IdleOutcome
 from dgxmm.decider.idle.runner import IdleRunner as IdleRunner
@@ -32,16 +40,21 @@ from dgxmm.decider.idle.runner import IdleRunner as IdleRunner
 __all__ = [
     "IDLE_ACTOR",
     "IDLE_TICK_US",
+    "PRODUCT_PRICE",
     "PULSE_SECONDS",
     "GapHistogram",
     "HistogramWindows",
+    "HourExpectation",
     "IdleLadder",
     "IdleOutcome",
     "IdleRunner",
     "IdleStep",
+    "Level",
+    "PricedCosts",
     "ScheduleSlots",
     "awake_window",
     "idle_step",
     "ladder_in_effect",
     "pre_wake_at",
+    "priced_ladder",
 ]

@@ -32,6 +32,8 @@ from dgxmm.time_units import DAY_US, SECOND_US
 __all__ = [
     "IDLE_ACTOR",
     "IDLE_TICK_US",
+    "TIMED_OUT_RETRY_US",
+    "TIMEOUTS_BEFORE_PAUSE",
     "IdleLadder",
     "IdleStep",
     "ScheduleSlots",
@@ -45,6 +47,12 @@ IDLE_ACTOR = "idle"  # the actor of an idle step's events
 # longer on average, each time, which the lab measured as most of what the ladder fell short
 # of Ollama's 5-minute stop by (docs/savings.md).
 IDLE_TICK_US = SECOND_US
+# A sleep that timed out leaves the server running, and says nothing of the next one (a
+# lognormal's tail: the priced policy sleeps hundreds of times a day, and one slow sleep in
+# a thousand paused it for good, issue 42). It is tried again after this; only this many
+# in a row, with no step done between, pause the idle policy until a person acts.
+TIMED_OUT_RETRY_US = 15 * 60 * SECOND_US
+TIMEOUTS_BEFORE_PAUSE = 3
 _WEEK_DAYS = 8  # the latest slot of a weekly schedule lies within the last 8 local days
 
 

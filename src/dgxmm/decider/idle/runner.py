@@ -2,7 +2,7 @@
 
 The host calls ``IdleRunner.pulse(now)`` every second on the instance that holds the ticker's
 lease (``Host(pulses=...)``). A pulse looks at the deployments that have an idle policy (a
-ladder with a step, or the histogram) and their switched-on schedules, feeds each histogram
+ladder with a step, the histogram, or priced) and their switched-on schedules, feeds each histogram
 the requests the proxy took since the last pulse, and hands each deployment whose step is due
 to a bounded pool of workers. It never waits for a model server, so a slow server delays only
 its own deployment.
@@ -23,21 +23,21 @@ A step takes the path a scheduled sleep takes (``schedules/runner.py``):
   again a minute later); a request that came since means the deployment is not idle at all.
 - **The failure rules**: a state that changed, or a refusal by the deployer (a deepening's
   wake that does not fit), is skipped and tried again after ``REFUSED_RETRY_US``. A model
-  server that was asked and failed pauses the deployment's idle policy (``idle_paused``,
-  an insight and an audit row) until a person changes its idle settings: a server that fails
-  to sleep will fail again, and a failed server must not be retried every second.
+  server that was asked and failed pauses the deployment's idle policy (``notices.py``)
+  until a person changes its idle settings; a sleep that timed out (still running) is tried
+  again after ``TIMED_OUT_RETRY_US``, and only the third in a row pauses (issue 42).
 - **Events with actor ``idle``**, written by the deployer with its audit rows.
 
 Schedules bound the ladder (``awake_window``, ``idle_step``). The histogram policy
-(``GapHistogram``) learns from the proxy's requests only: the server's counters say how
-many requests came in a minute, not when. Its histograms live in memory: after a restart a
-deployment steps by its ladder until it has gathered gaps again. Where the issue is silent,
-an idle stop that leaves room for a start refused in the last hour raises an insight.
+(``GapHistogram``) learns from the proxy's requests only, in memory: after a restart a
+deployment steps by its ladder until it has gathered gaps again. The priced policy's rungs
+and its wake ahead come from ``pricing.py``.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -51,17 +51,33 @@ from dgxmm.decider.idle.histogram import (
     ladder_in_effect,
     pre_wake_at,
 )
-from dgxmm.decider.idle.ladder import IDLE_TICK_US, IdleStep, ScheduleSlots, awake_window
+from dgxmm.decider.idle.ladder import (
+    IDLE_TICK_US,
+    TIMED_OUT_RETRY_US,
+    TIMEOUTS_BEFORE_PAUSE,
+    IdleStep,
+    ScheduleSlots,
+    awake_window,
+)
 from dgxmm.decider.idle.ladder import idle_step as step_of
+from dgxmm.decider.idle.notices import pause_idle, record_forecast, tell_of_room
+from dgxmm.decider.idle.priced import RECENT_US, rate_before
+from dgxmm.decider.idle.pricing import Pricing
 from dgxmm.decider.idle.watched import Watched, Watcher
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
 from dgxmm.decider.schedules.rows import ScheduleRows
 from dgxmm.decider.schedules.verdicts import quiet_verdict
-from dgxmm.errors import BackendError, Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
+from dgxmm.errors import (
+    BackendError,
+    Conflict,
+    DgxmmError,
+    DoesNotFit,
+    NotFound,
+    ServerGone,
+    TimedOut,
+)
 from dgxmm.fleet import (
     IDLE_ACTOR,
-    AuditAction,
-    AuditSubject,
     Deployment,
     DeploymentState,
     Door,
@@ -69,13 +85,11 @@ from dgxmm.fleet import (
     EventOutcome,
     Fleet,
     IdlePolicy,
-    InsightKind,
     LeadKind,
-    Severity,
     WakeLead,
 )
-from dgxmm.store import Store, writing
-from dgxmm.time_units import HOUR_US, MINUTE_US, SECOND_US
+from dgxmm.store import Store
+from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = ["PULSE_SECONDS", "IdleOutcome", "IdleRunner"]
 
@@ -85,7 +99,6 @@ REFUSED_RETRY_US = 15 * MINUTE_US  # one the deployer refused (it does not fit, 
 # How long a level-1 sleep takes, for the histogram's "can a pre-wake follow the sleep":
 # dgxmm does not time sleeps; vLLM's take seconds (weights copied to CPU memory).
 TYPICAL_SLEEP_US = 10 * SECOND_US
-ROOM_LOOKBACK_US = HOUR_US  # an idle stop tells of room for a start refused this recently
 ACTION_WORKERS = 8
 _MEASURED = WakeLead(kind=LeadKind.MEASURED)
 S = DeploymentState
@@ -98,6 +111,7 @@ class IdleOutcome(StrEnum):
     DEFERRED = "deferred"  # not quiet: tried again after DEFER_RETRY_US
     NOT_IDLE = "not idle"  # a request came since the pulse decided; nothing recorded
     SKIPPED = "skipped"  # the state changed, the lock was taken, or the deployer refused
+    TIMED_OUT = "timed out"  # a sleep the server did not finish in time: tried again later
     FAILED = "failed"  # the model server failed: the idle policy is paused
     FORECAST = "forecast"  # forecast-only mode: recorded, not taken
 
@@ -130,6 +144,8 @@ class _Known:
     not_before: int = 0  # no step before then (a deferral's or a refusal's retry)
     lead: tuple[int, int] | None = None  # (read at, the measured level-1 wake time)
     forecast: tuple[int, _Kind] | None = None  # the last would-be step recorded (idle since)
+    timeouts: int = 0  # idle sleeps timed out in a row (the third pauses)
+    recent: deque[int] = field(default_factory=deque)  # arrivals of the last RECENT_US
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,6 +174,7 @@ class IdleRunner:
         self._known: dict[int, _Known] = {}
         self._watcher = Watcher(store, fleet, rows)
         self._watched: Watched | None = None  # the read the pulse last looked at
+        self._pricing = Pricing(store, fleet)  # the priced policy's inputs, kept a while
 
     def pulse(self, now: int, *, forecast_only: bool = False) -> list[Future[IdleOutcome]]:
         """Decide every deployment's step at ``now``; hand each to a worker; do not wait.
@@ -173,6 +190,7 @@ class IdleRunner:
             if watched is not self._watched:  # read again: an id used again keeps nothing
                 for renewed in watched.renewed:
                     self._known.pop(renewed, None)
+                    self._pricing.forget(renewed)
                 self._watched = watched
             for gone in self._known.keys() - watched.ids:  # also what a step noted since
                 del self._known[gone]
@@ -232,7 +250,10 @@ class IdleRunner:
             if histogram and known.histogram is not None and known.last_arrival is not None:
                 known.histogram.add(at - known.last_arrival, at)
             known.last_arrival = at if known.last_arrival is None else max(known.last_arrival, at)
+            known.recent.append(at)
             known.pre_woken = False  # a request came: the next sleep may plan a pre-wake
+        while known.recent and known.recent[0] < (known.last_arrival or 0) - RECENT_US:
+            known.recent.popleft()
         if deployment.state is S.RUNNING and (
             known.came_up is None or known.came_up < deployment.state_since
         ):
@@ -241,9 +262,10 @@ class IdleRunner:
     def _decide(self, deployment: Deployment, known: _Known, pulse: _Pulse) -> _Decision | None:
         now = pulse.now
         histogram = deployment.idle_policy is IdlePolicy.HISTOGRAM
+        priced = deployment.idle_policy is IdlePolicy.PRICED
         if deployment.idle_paused is not None or now < known.not_before:
             return None
-        if not histogram and deployment.idle.is_off:
+        if not (histogram or priced) and deployment.idle.is_off:
             return None
         seen = [deployment.last_request_at, known.last_arrival,
                 self._fleet.activity.last_request_at(deployment.id)]  # fmt: skip
@@ -256,13 +278,21 @@ class IdleRunner:
             and (last is None or last < planned)
         ):
             return _Decision(kind=_Kind.PRE_WAKE, idle_since=last or 0)
+        if priced and not known.pre_woken and self._pricing.wakes_ahead(deployment, now):
+            return _Decision(kind=_Kind.PRE_WAKE, idle_since=last or 0)
         # Idle counts from the latest request, or from when it came up if that is later;
-        # after a pre-wake from the request, so the keep-alive runs from it, not the wake.
-        if last is not None and known.pre_woken:
+        # after a histogram's pre-wake from the request, so the keep-alive runs from it, not
+        # the wake (the priced policy's wakes ahead of a request still to come: from the wake).
+        if last is not None and known.pre_woken and not priced:
             since = last
         else:
             since = max(last or 0, known.came_up or 0) or deployment.state_since
+        window = awake_window(pulse.slots.get(deployment.id, ()), now)
         ladder = deployment.idle
+        if priced:
+            recent = rate_before(known.recent, last)  # the rate before it went idle
+            ladder = self._pricing.ladder(deployment, now, in_awake_window=window,
+                                          recent_per_hour=recent)  # fmt: skip
         if histogram and known.histogram is not None and last is not None:
             ladder = ladder_in_effect(
                 ladder,
@@ -276,7 +306,7 @@ class IdleRunner:
             state=deployment.state,
             asleep_level=deployment.sleeps_at if deployment.state is S.SLEEPING else None,
             idle_for_us=now - since,
-            in_awake_window=awake_window(pulse.slots.get(deployment.id, ()), now),
+            in_awake_window=window,
         )
         return None if step is None else _Decision(kind=_KIND[step], idle_since=since)
 
@@ -289,19 +319,15 @@ class IdleRunner:
 
     def _forecast(self, deployment: Deployment, decision: _Decision, now: int) -> IdleOutcome:
         """Record what the step would have done (forecast-only mode); do nothing else."""
+        action = {_Kind.STOP: EventAction.STOP, _Kind.PRE_WAKE: EventAction.WAKE}.get(
+            decision.kind, EventAction.SLEEP
+        )
         try:
-            action = {_Kind.STOP: EventAction.STOP, _Kind.PRE_WAKE: EventAction.WAKE}.get(
-                decision.kind, EventAction.SLEEP
-            )
-            idle_s = max(0, now - decision.idle_since) // SECOND_US
-            self._fleet.events.record(
-                deployment.id, action, actor=IDLE_ACTOR, outcome=EventOutcome.FORECAST,
-                detail=f"would take the idle {decision.kind.value} now, idle for {idle_s} s "
-                "(forecast only: nothing was done)",
-            )  # fmt: skip
-            return IdleOutcome.FORECAST
+            record_forecast(self._fleet, deployment, action, decision.kind.value,
+                            idle_for_us=now - decision.idle_since)  # fmt: skip
         except NotFound:
             return IdleOutcome.SKIPPED
+        return IdleOutcome.FORECAST
 
     # -- acting (on a worker) -----------------------------------------------------------------
 
@@ -387,22 +413,49 @@ class IdleRunner:
                     return IdleOutcome.NOT_IDLE
             elif kind is _Kind.STOP:
                 deployer.stop(deployment.id, actor=IDLE_ACTOR)
+            elif deployment.state is S.STOPPED:  # the priced policy's start ahead
+                deployer.start(deployment.id, actor=IDLE_ACTOR, plans=False)
             else:
                 deployer.wake(deployment.id, actor=IDLE_ACTOR, plans=False)
         except (DoesNotFit, Conflict):  # the deployer wrote its skipped event
             self._later(deployment.id, now + REFUSED_RETRY_US, pre_wake_done=True)
             return IdleOutcome.SKIPPED
+        except TimedOut as error:
+            if self._timed_out(deployment, kind):
+                return IdleOutcome.TIMED_OUT
+            pause_idle(self._store, self._fleet, deployment, _failed(kind, error))
+            return IdleOutcome.FAILED
         except DgxmmError as error:  # the server was asked and failed
-            self._pause(deployment, kind, str(error))
+            pause_idle(self._store, self._fleet, deployment, _failed(kind, error))
             return IdleOutcome.FAILED
         self._fleet.telemetry.policy_acted(_ACT[kind])
         self._done(deployment, decision, now)
         return IdleOutcome.DONE
 
+    def _timed_out(self, deployment: Deployment, kind: _Kind) -> bool:
+        """Note an idle sleep that timed out; tell whether it is tried again (not paused).
+
+        The server did not sleep in time and is recorded running (the deployer's rule): one
+        slow sleep says little of the next, so it is tried again after
+        ``TIMED_OUT_RETRY_US``; the ``TIMEOUTS_BEFORE_PAUSE``-th in a row pauses."""
+        running = deployment.state is S.RUNNING
+        if kind not in (_Kind.SLEEP, _Kind.DEEPEN) or not running:
+            return False
+        with self._guard:
+            known = self._known.setdefault(deployment.id, _Known())
+            known.timeouts += 1
+            if known.timeouts >= TIMEOUTS_BEFORE_PAUSE:
+                known.timeouts = 0
+                return False
+            # From when the timeout was known: the sleep itself took its whole timeout.
+            known.not_before = self._store.clock.now_us() + TIMED_OUT_RETRY_US
+        return True
+
     def _done(self, deployment: Deployment, decision: _Decision, now: int) -> None:
         with self._guard:
             known = self._known.setdefault(deployment.id, _Known())
             known.pre_wake_at = None
+            known.timeouts = 0
             if decision.kind is _Kind.PRE_WAKE:
                 known.pre_woken = True
                 known.came_up = now
@@ -417,7 +470,7 @@ class IdleRunner:
                     # One already past would wake it again at once: none is planned.
                     known.pre_wake_at = begins if begins is not None and begins > now else None
         if decision.kind is _Kind.STOP:
-            self._tell_of_room(deployment, now)
+            tell_of_room(self._fleet, deployment, now)
 
     def _later(self, deployment_id: int, at: int, *, pre_wake_done: bool = False) -> None:
         with self._guard:
@@ -426,53 +479,9 @@ class IdleRunner:
             if pre_wake_done:
                 known.pre_wake_at = None
 
-    def _pause(self, deployment: Deployment, kind: _Kind, error: str) -> None:
-        """Pause the deployment's idle policy after a failed step; say so."""
-        fleet = self._fleet
-        reason = f"the idle {kind.value} failed: {error}"
-        with writing(self._store.engine) as connection:
-            fleet.deployments.set_idle_paused(connection, deployment.id, reason)
-            fleet.audit.record(
-                actor=IDLE_ACTOR, action=AuditAction.DEPLOYMENT_IDLE_PAUSE,
-                subject=AuditSubject.DEPLOYMENT, subject_id=str(deployment.id),
-                detail={"name": deployment.name, "reason": reason}, connection=connection,
-            )  # fmt: skip
-        fleet.insights.raise_insight(
-            InsightKind.IDLE_PAUSED,
-            deployment_id=deployment.id,
-            severity=Severity.WARNING,
-            message=(
-                f"{deployment.name}: {reason}. Its idle policy is paused until its idle "
-                "settings are changed."
-            ),
-            key=f"idle-paused:{deployment.id}",
-        )
 
-    def _tell_of_room(self, stopped: Deployment, now: int) -> None:
-        """Raise an insight for each start or wake refused lately that fits now."""
-        fleet = self._fleet
-        for other in fleet.deployments.list():
-            if other.id == stopped.id or other.state not in (S.STOPPED, S.FAILED, S.SLEEPING):
-                continue
-            action = EventAction.WAKE if other.state is S.SLEEPING else EventAction.START
-            refused = fleet.events.latest(other.id, action, outcome=None)
-            if (
-                refused is None
-                or refused.outcome is not EventOutcome.SKIPPED
-                or now - refused.at_us > ROOM_LOOKBACK_US
-                or not fleet.deployer.fit(other.id, S.RUNNING).fits
-            ):
-                continue
-            fleet.insights.raise_insight(
-                InsightKind.IDLE_STOP_FREED_ROOM,
-                deployment_id=other.id,
-                severity=Severity.INFO,
-                message=(
-                    f"The idle stop of {stopped.name} freed room for {other.name}, whose "
-                    f"{action.value} was refused ({refused.detail}): it fits now."
-                ),
-                key=f"idle-room:{other.id}:{refused.id}",
-            )
+def _failed(kind: _Kind, error: DgxmmError) -> str:
+    return f"the idle {kind.value} failed: {error}"
 
 
 def _applies(kind: _Kind, deployment: Deployment) -> bool:
@@ -484,4 +493,4 @@ def _applies(kind: _Kind, deployment: Deployment) -> bool:
         return state is S.RUNNING or (state is S.SLEEPING and deployment.sleeps_at == 1)
     if kind is _Kind.STOP:
         return state in (S.RUNNING, S.SLEEPING)
-    return state is S.SLEEPING
+    return state in (S.SLEEPING, S.STOPPED)  # a pre-wake; stopped: the priced policy's only

@@ -40,8 +40,8 @@ class Watched:
 
 
 def has_policy(deployment: Deployment) -> bool:
-    """Tell whether the idle pulse steps it: a ladder with a step, or the histogram."""
-    return deployment.idle_policy is IdlePolicy.HISTOGRAM or not deployment.idle.is_off
+    """Tell whether the idle pulse steps it: a ladder with a step, the histogram, priced."""
+    return deployment.idle_policy is not IdlePolicy.LADDER or not deployment.idle.is_off
 
 
 class Watcher:

@@ -21,6 +21,7 @@ from typing import Any
 from dgxmm.decider.proposals.rows import Proposal
 from dgxmm.decider.savings import SavingsReport
 from dgxmm.decider.schedules.slots import local_today
+from dgxmm.decider.waits import Waits
 from dgxmm.fleet import Fleet
 from dgxmm.jobs import resolve_zone
 from dgxmm.time_units import DAY_US
@@ -43,6 +44,8 @@ class RealizedWeek:
     requests: int
     predicted_freed_gib_h: float | None  # None: no backtest
     predicted_cold: float | None
+    wait_total_s: float = 0.0  # the request-seconds its cold requests waited (issue 42)
+    predicted_wait_total_s: float | None = None  # None: no backtest, or one without waits
 
     @property
     def colder_than_predicted(self) -> bool:
@@ -60,6 +63,8 @@ class RealizedWeek:
             "predicted_freed_gib_h": self.predicted_freed_gib_h,
             "predicted_cold": self.predicted_cold,
             "colder_than_predicted": self.colder_than_predicted,
+            "wait_total_s": round(self.wait_total_s, 6),
+            "predicted_wait_total_s": self.predicted_wait_total_s,
         }
 
 
@@ -82,7 +87,7 @@ def realized_weeks(fleet: Fleet, proposal: Proposal, now_us: int) -> list[Realiz
     ((_, days),) = SavingsReport(fleet).days(
         since=first, until=last, now_us=now_us, deployment_id=deployment.id
     )
-    per_day_freed = per_day_cold = None
+    per_day_freed = per_day_cold = per_day_wait = None
     if proposal.backtest is not None:
         tested_days = max(
             1e-9,
@@ -90,6 +95,9 @@ def realized_weeks(fleet: Fleet, proposal: Proposal, now_us: int) -> list[Realiz
         )
         per_day_freed = proposal.backtest["freed_gib_h"] / tested_days
         per_day_cold = proposal.backtest["cold"] / tested_days
+        waited = [week.get("wait_total_s") for week in proposal.backtest["weeks"]]
+        if waited and None not in waited:  # kept since issue 42
+            per_day_wait = sum(waited) / tested_days
     weeks = []
     for start in range(0, len(days), 7):
         chunk = days[start : start + 7]
@@ -106,6 +114,8 @@ def realized_weeks(fleet: Fleet, proposal: Proposal, now_us: int) -> list[Realiz
                 predicted_cold=None
                 if per_day_cold is None
                 else round(per_day_cold * len(chunk), 6),
+                wait_total_s=Waits.merged(day.waits for day in chunk).total_s,
+                predicted_wait_total_s=_scaled(per_day_wait, len(chunk)),
             )
         )
     return weeks

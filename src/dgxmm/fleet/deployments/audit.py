@@ -69,6 +69,7 @@ class AuditAction(StrEnum):
     ALERT_CHANNEL_SECRET = "alert_channel.secret"  # a new secret, shown once
     ALERT_CHANNEL_REMOVE = "alert_channel.remove"
     ALERT_CHANNEL_TEST = "alert_channel.test"
+    ALERT_KEY_ROTATE = "alert_key.rotate"  # every channel sealed again under a new key
     ALERT_RULE_CREATE = "alert_rule.create"
     ALERT_RULE_SWITCH = "alert_rule.switch"  # switched on or off
     ALERT_RULE_REMOVE = "alert_rule.remove"

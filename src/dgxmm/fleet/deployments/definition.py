@@ -26,12 +26,11 @@ from dgxmm.fleet.deployments.deployment import (
     Deployment,
     wake_lead_column,
 )
-from dgxmm.fleet.deployments.idle import IdleLadder, parse_idle_policy, parse_wake_lead
+from dgxmm.fleet.deployments.idle_columns import check_idle_columns, idle_keys
 from dgxmm.fleet.placement.cluster import check_ray_address, ray_missing
 from dgxmm.fleet.placement.inventory import GpuInventory, as_finite
 from dgxmm.jobs import resolve_zone
 from dgxmm.jobs.keys import Refusals, check_name
-from dgxmm.time_units import SECOND_US
 
 __all__ = [
     "DEFAULT_PRIORITY",
@@ -137,16 +136,8 @@ def current_keys(deployment: Deployment) -> dict[str, Any]:
         "ray_address": deployment.ray_address,
         "ray_node": deployment.ray_node,
         "num_gpus": deployment.num_gpus,
-        **{f"idle_{key}": value for key, value in _ladder_keys(deployment.idle).items()},
-        "idle_policy": deployment.idle_policy.value,
-        "wake_lead": deployment.wake_lead.to_json(),
+        **idle_keys(deployment),
     }
-
-
-def _ladder_keys(ladder: IdleLadder) -> dict[str, float | None]:
-    steps = {"sleep_after_s": ladder.sleep_after_us, "deepen_after_s": ladder.deepen_after_us,
-             "stop_after_s": ladder.stop_after_us}  # fmt: skip
-    return {key: None if us is None else us / SECOND_US for key, us in steps.items()}
 
 
 def columns_of(deployment: Deployment) -> dict[str, Any]:
@@ -235,7 +226,7 @@ def check_definition(keys: Mapping[str, Any], inventory: GpuInventory) -> dict[s
             lambda: _flag(keys.get("loading_progress", False), "loading_progress")
         ),
     )
-    values.update(_idle_columns(keys, refusals))
+    values.update(check_idle_columns(keys, refusals))
     refusals.raise_any()
     return values
 
@@ -298,25 +289,6 @@ def _fits_each(awake: float, gpus: list[int], inventory: GpuInventory) -> None:
                 f"{awake:g} GiB is more than GPU {index} ({gpu.name}) holds "
                 f"({gpu.memory_gib:g} GiB)",
             )
-
-
-def _idle_columns(keys: Mapping[str, Any], refusals: Refusals) -> dict[str, Any]:
-    """Check the idle ladder, the idle policy and the wake lead into their columns."""
-    checked = refusals.check
-    ladder = checked(
-        lambda: IdleLadder.of_seconds(
-            sleep_after_s=keys.get("idle_sleep_after_s"),
-            deepen_after_s=keys.get("idle_deepen_after_s"),
-            stop_after_s=keys.get("idle_stop_after_s"),
-        )
-    )
-    policy = checked(lambda: parse_idle_policy(keys.get("idle_policy")))
-    lead = checked(lambda: parse_wake_lead(keys.get("wake_lead")))
-    return {
-        **{f"idle_{key}": value for key, value in _ladder_keys(ladder or IdleLadder()).items()},
-        "idle_policy": None if policy is None else policy.value,
-        "wake_lead": None if lead is None else wake_lead_column(lead),
-    }
 
 
 def check_backend(value: Any) -> BackendKind:

@@ -9,9 +9,10 @@ whole without reaching up into the decider (issue 25).
 - ``IdleLadder``: three optional steps, each after a time without requests: a sleep at level 1
   (``idle_sleep_after_s``), a deepening to level 2 (``idle_deepen_after_s``), a stop
   (``idle_stop_after_s``); off by default, and when given, in that order.
-- ``IdlePolicy``: ``ladder`` (the default: the steps as given) or ``histogram`` (keep-alive
+- ``IdlePolicy``: ``ladder`` (the default: the steps as given), ``histogram`` (keep-alive
   and pre-wake windows learned from the deployment's idle gaps, falling back to the ladder
-  while they are not representative).
+  while they are not representative) or ``priced`` (its own rungs from the break-even rule
+  at a price of waiting, over its measured durations; the ladder's steps are not used).
 - ``WakeLead``: ``off`` (the spec's behaviour), a number of seconds, or ``measured``.
 """
 
@@ -43,16 +44,17 @@ class IdlePolicy(StrEnum):
 
     LADDER = "ladder"  # the idle ladder's steps as given (none: nothing)
     HISTOGRAM = "histogram"  # windows learned from its idle gaps; the ladder until they are
+    PRICED = "priced"  # rungs from the break-even rule at a price of waiting (issue 42)
 
 
 def parse_idle_policy(value: object, field: str = "idle_policy") -> IdlePolicy:
-    """Read ``ladder`` or ``histogram`` (absent: ``ladder``); refuse naming ``field``."""
+    """Read ``ladder``, ``histogram`` or ``priced`` (absent: ``ladder``); refuse naming it."""
     if value is None:
         return IdlePolicy.LADDER
     for policy in IdlePolicy:
         if value == policy.value:
             return policy
-    raise DefinitionError(field, f"{value!r} is not 'ladder' or 'histogram'")
+    raise DefinitionError(field, f"{value!r} is not 'ladder', 'histogram' or 'priced'")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,7 +37,8 @@ The product's bounds (``server.ProductBounds``; issue 42, point 6):
   first.
 - An action past its timeout ends as the server says (``Outcome``), and what failed is
   paused as the product pauses it, for the rest of the span (no person changes a setting
-  in a replay): a failed idle step pauses the idle policy (``idle_paused``), pre-wakes
+  in a replay): a failed idle step pauses the idle policy (``idle_paused``; an idle sleep
+  that timed out is tried again 15 minutes later, and only the third in a row pauses), pre-wakes
   included; a failed scheduled sleep or wake pauses the deployment's sleep and wake
   schedules (``pauses.PAUSING``), and its slot is recorded ``failed``. Requests held for
   a sleep that timed out are forwarded then (the deployment is running); those for a way
@@ -68,6 +69,7 @@ from dgxmm.fleet import Deployment, DeploymentState, MetricsSample
 from dgxmm.lab.fleetfile import LabDeployment, LabSchedule
 from dgxmm.lab.ledger import Phase
 from dgxmm.lab.replay.idle import FitCheck, IdleSteps
+from dgxmm.lab.replay.priced import PricedPlan
 from dgxmm.lab.replay.rows import RunnerRows, ScheduleRow, SlotDecision
 from dgxmm.lab.replay.server import Outcome, Owner, ProductBounds, SimulatedServer
 from dgxmm.lab.traces.trace import Ints
@@ -105,6 +107,7 @@ class SimulatedDeployment(IdleSteps):
         end_us: int,
         ladder: IdleLadder,
         histogram: bool,
+        priced: PricedPlan | None,
         wake_lead: WakeLead,
         fits: FitCheck,
         bounds: ProductBounds,
@@ -123,6 +126,7 @@ class SimulatedDeployment(IdleSteps):
         self.waits = np.zeros(len(self.arrivals), dtype=np.int64)
         self.ladder = ladder
         self.histogram = GapHistogram() if histogram else None
+        self.priced = priced
         self.wake_lead = wake_lead
         self.fits = fits
         self.rows = RunnerRows(
@@ -138,6 +142,7 @@ class SimulatedDeployment(IdleSteps):
         self.pre_woken = False  # woken by the histogram since the last request
         self.idle_not_before = start_us
         self.idle_paused = False  # an idle step failed: the product pauses the policy
+        self.idle_timeouts = 0  # idle sleeps timed out in a row (the third pauses)
         self.now = start_us  # the instant of the event it took last
         self.held_back_until: int | None = None  # a step the awake window holds: until it shuts
         self.refused: dict[str, int] = {}

@@ -27,7 +27,9 @@ that does not fit is refused (``does_not_fit``), a slot is skipped, a pre-wake i
 - **The idle policy**, in the same pass after the schedules: ``idle_step`` with the
   deployment's ladder (or the rules' default when it gives none) inside the schedules'
   ``awake_window`` bounds; with the histogram policy, its windows replace the ladder's first
-  step while they are representative, and a pre-wake is made ahead of the next request.
+  step while they are representative, and a pre-wake is made ahead of the next request;
+  with the priced policy (``Rules.priced``), its rungs at the rules' price replace the
+  ladder and it wakes ahead of a regular start (``priced.py``).
 
 - **The product's bounds** (``Rules.bounds``, the product's defaults): an action drawn past
   its timeout ends as the product ends it (a sleep timed out leaves the deployment running
@@ -60,10 +62,11 @@ import numpy as np
 
 from dgxmm.decider.idle import IdleLadder
 from dgxmm.decider.schedules.lead import LEAD_OFF, LeadKind, WakeLead
-from dgxmm.fleet import DeploymentState, Fit, check_fit
+from dgxmm.fleet import DeploymentState, Fit, IdlePolicy, check_fit
 from dgxmm.lab.fleetfile import LabFleet
-from dgxmm.lab.ledger import Footprint, Ledger, Timeline
+from dgxmm.lab.ledger import DEFAULT_PRICE, Footprint, Ledger, Timeline
 from dgxmm.lab.replay.deployment import SimulatedDeployment
+from dgxmm.lab.replay.priced import PricedPlan
 from dgxmm.lab.replay.rows import SlotDecision
 from dgxmm.lab.replay.server import PRODUCT_BOUNDS, ProductBounds
 from dgxmm.lab.traces.trace import Ints, Trace
@@ -86,6 +89,8 @@ class Rules:
 
     idle: bool = False  # the idle ladder: the deployment's own, else ``default_ladder``
     histogram: bool = False  # the histogram policy, over the ladder (implies ``idle``)
+    priced: bool = False  # the priced policy at ``price`` (its rungs replace the ladder)
+    price: float = DEFAULT_PRICE  # W, GiB-hours a request-second: what ``priced`` decides at
     wake_lead: WakeLead = LEAD_OFF  # every deployment's wake lead
     default_ladder: IdleLadder = DEFAULT_LADDER
     # These deployments' wake lead is measured whatever ``wake_lead`` says: accepting the
@@ -151,6 +156,9 @@ def replay_fleet(
         arrivals = trace.arrivals_of(deployment.model)
         arrivals = arrivals[(arrivals >= start_us) & (arrivals < end_us)]
         ladder = deployment.idle if not deployment.idle.is_off else rules.default_ladder
+        # Under the idle rules a deployment whose file names its idle policy plays it, as the
+        # product would; the rules' histogram and priced play theirs on every deployment.
+        own = deployment.idle_policy if rules.idle else IdlePolicy.LADDER
         sims.append(
             SimulatedDeployment(
                 deployment,
@@ -161,7 +169,18 @@ def replay_fleet(
                 start_us=start_us,
                 end_us=end_us,
                 ladder=ladder if rules.idle or rules.histogram else IdleLadder(),
-                histogram=rules.histogram,
+                histogram=rules.histogram or own is IdlePolicy.HISTOGRAM,
+                priced=(
+                    PricedPlan(
+                        deployment,
+                        arrivals,
+                        price=rules.price,
+                        start_us=start_us,
+                        bounds=rules.bounds,
+                    )
+                    if rules.priced or own is IdlePolicy.PRICED
+                    else None
+                ),
                 wake_lead=(
                     _MEASURED if deployment.name in rules.measured_lead else rules.wake_lead
                 ),

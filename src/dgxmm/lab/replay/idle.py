@@ -17,9 +17,11 @@ from typing import Protocol
 from dgxmm.decider.idle import IDLE_TICK_US, GapHistogram, IdleLadder, IdleStep
 from dgxmm.decider.idle import idle_step as ladder_step
 from dgxmm.decider.idle.histogram import ladder_in_effect, pre_wake_at
+from dgxmm.decider.idle.ladder import TIMED_OUT_RETRY_US, TIMEOUTS_BEFORE_PAUSE
 from dgxmm.decider.schedules.lead import LeadKind, WakeLead, lead_for
 from dgxmm.fleet import IDLE_ACTOR, DeploymentState, Fit
 from dgxmm.lab.ledger import Phase
+from dgxmm.lab.replay.priced import PricedPlan
 from dgxmm.lab.replay.rows import RunnerRows
 from dgxmm.lab.replay.server import Outcome, Owner, SimulatedServer
 from dgxmm.time_units import MINUTE_US
@@ -43,12 +45,14 @@ class _Replayed(Protocol):
     fits: FitCheck
     ladder: IdleLadder
     histogram: GapHistogram | None
+    priced: PricedPlan | None
     last_arrival: int | None
     shut_door: bool
     pre_wake_at: int | None
     pre_woken: bool
     idle_not_before: int
     idle_paused: bool
+    idle_timeouts: int
     held_back_until: int | None
     stopped_by: str | None
 
@@ -60,6 +64,8 @@ class _Replayed(Protocol):
     def _thresholds(self) -> tuple[int | None, int | None, int | None]: ...
     def _pre_wake_lead_us(self) -> int: ...
     def _plan_pre_wake(self) -> None: ...
+    def _priced_pre_wake(self) -> int | None: ...
+    def _next_priced_check(self) -> int | None: ...
 
 
 class IdleSteps:
@@ -70,6 +76,7 @@ class IdleSteps:
     pre_woken: bool
     idle_not_before: int
     idle_paused: bool
+    idle_timeouts: int
     held_back_until: int | None
     stopped_by: str | None
 
@@ -81,10 +88,18 @@ class IdleSteps:
         last = self.last_arrival
         if last is None:
             return self.server.active_since
-        return last if self.pre_woken else max(last, self.server.active_since)
+        # The priced policy's wake ahead is for the hour's first request, still to come:
+        # idle counts from the wake.
+        ahead = self.pre_woken and self.priced is None
+        return last if ahead else max(last, self.server.active_since)
 
     def _thresholds(self: _Replayed) -> tuple[int | None, int | None, int | None]:
-        """Return the sleep, deepen and stop times the policy uses now (histogram or ladder)."""
+        """Return the sleep, deepen and stop times in use now (priced, histogram or ladder)."""
+        if self.priced is not None:
+            window = self.rows.in_awake_window(self.now)
+            return self.priced.ladder_at(
+                self.now, last_request_us=self.last_arrival, in_awake_window=window
+            ).steps_us()
         if self.histogram is None or self.last_arrival is None:
             return self.ladder.steps_us()
         return ladder_in_effect(
@@ -96,12 +111,11 @@ class IdleSteps:
         ).steps_us()
 
     def _next_idle_check(self: _Replayed) -> int | None:
-        if (
-            self.idle_paused
-            or self.server.action is not None
-            or self.shut_door
-            or self.server.rest is Phase.STOPPED
-        ):
+        if self.idle_paused or self.server.action is not None or self.shut_door:
+            return None
+        if self.priced is not None:
+            return self._next_priced_check()
+        if self.server.rest is Phase.STOPPED:
             return None
         if self.server.rest is not Phase.AWAKE and self.pre_wake_at is not None:
             return (
@@ -124,10 +138,43 @@ class IdleSteps:
         due = max(due, self.now, self.idle_not_before)
         return math.ceil(due / IDLE_TICK_US) * IDLE_TICK_US
 
+    def _next_priced_check(self: _Replayed) -> int | None:
+        """Return the priced policy's next check: a step due, a wake ahead, the next hour.
+
+        The rungs change with the hour of the week, so each local hour is checked again."""
+        assert self.priced is not None
+        sleep, deepen, stop = self._thresholds()
+        level = {Phase.AWAKE: 0, Phase.ASLEEP_1: 1, Phase.ASLEEP_2: 2, Phase.STOPPED: 3}[
+            self.server.rest
+        ]
+        found = [self.priced.next_hour(self.now)]
+        steps = [after for after, most in ((sleep, 0), (deepen, 1), (stop, 2))
+                 if after is not None and level <= most]  # fmt: skip
+        if steps:
+            due = self._idle_base() + min(steps)
+            if self.held_back_until is not None:
+                due = max(due, self.held_back_until)
+            found.append(due)
+        ahead = self._priced_pre_wake()
+        if ahead is not None:
+            found.append(ahead)
+        due = max(min(found), self.now, self.idle_not_before)
+        return math.ceil(due / IDLE_TICK_US) * IDLE_TICK_US
+
+    def _priced_pre_wake(self: _Replayed) -> int | None:
+        """Return when the priced policy wakes a resting deployment ahead, or None."""
+        if self.priced is None or self.server.rest is Phase.AWAKE or self.pre_woken:
+            return None
+        if self.server.rest is Phase.STOPPED and self.stopped_by != IDLE_ACTOR:
+            return None  # what a schedule stopped, the idle policy never starts
+        return self.priced.pre_wake_at(self.now, self.server.rest)
+
     def _soonest_idle_us(self: _Replayed) -> int:
         """Return the shortest idle time after which any step could be due (for a run).
 
         The histogram's windows change with every gap, so its least is taken: a minute."""
+        if self.priced is not None:  # a quiet hour's rungs may be a second
+            return IDLE_TICK_US
         steps = [after for after in self.ladder.steps_us() if after is not None]
         if self.histogram is not None:
             steps.append(MINUTE_US)
@@ -146,6 +193,13 @@ class IdleSteps:
                 self.pre_woken = True
                 self.idle_paused = self._bring_up(now, Owner.RUNNER) is not Outcome.DONE
             return
+        ahead = self._priced_pre_wake()
+        if ahead is not None and ahead <= now:
+            if self.fits(self.index, _UP, now).fits:
+                self._count("pre-wakes")
+                self.pre_woken = True
+                self.idle_paused = self._bring_up(now, Owner.RUNNER) is not Outcome.DONE
+            return
         sleep, deepen, stop = self._thresholds()
         level = 2 if self.server.rest is Phase.ASLEEP_2 else 1
         step = ladder_step(
@@ -155,6 +209,11 @@ class IdleSteps:
             idle_for_us=now - self._idle_base(),
             in_awake_window=self.rows.in_awake_window(now),
         )
+        if step is None and self.priced is not None:
+            # Not due at this hour's rungs (checked again each hour), or an awake window's.
+            if self.rows.in_awake_window(now):
+                self.held_back_until = self.rows.window_shuts(now)
+            return
         if step is None:
             # Held back by an awake window: checked again when it shuts. (It was checked
             # again every 15 minutes: a step up to 14 minutes late, and a request meanwhile
@@ -174,8 +233,16 @@ class IdleSteps:
             self.stopped_by = IDLE_ACTOR
             outcome = self._go_down(now, Phase.STOPPED, self.server.draw(self.server.times.stop))
         # A server asked and failed pauses the idle policy until a person changes it (the
-        # idle runner's failure rule); no idle check comes while the action is under way.
+        # idle runner's failure rule); no idle check comes while the action is under way. A
+        # sleep that timed out is tried again later, and pauses only the third in a row.
+        if outcome is Outcome.TIMED_OUT and self.idle_timeouts + 1 < TIMEOUTS_BEFORE_PAUSE:
+            self.idle_timeouts += 1
+            action = self.server.action
+            until = action.until if action is not None else now
+            self.idle_not_before = max(self.idle_not_before, until + TIMED_OUT_RETRY_US)
+            return
         self.idle_paused = outcome is not Outcome.DONE
+        self.idle_timeouts = 0
 
     def _pre_wake_lead_us(self: _Replayed) -> int:
         """Return the measured level-1 wake time a pre-wake begins ahead by."""

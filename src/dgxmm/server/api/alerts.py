@@ -94,6 +94,12 @@ def remove_channel(channel_id: PathId, alerts: AlertsDep, who: Admin) -> dict[st
     return {"removed": channel_id}
 
 
+@router.post("/key/rotate", responses=answers(409))
+def rotate_key(alerts: AlertsDep, who: Admin) -> dict[str, Any]:
+    """Make a new sealing key and seal every channel's URL and secret again under it."""
+    return {"channels": alerts.rotate_key(actor=who.actor)}
+
+
 @router.get("/rules")
 def list_rules(alerts: AlertsDep, _: Admin) -> dict[str, Any]:
     """Every rule, by name, with its channels."""

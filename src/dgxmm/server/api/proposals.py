@@ -11,9 +11,10 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from dgxmm.decider.proposals import ModelKind, ProposalStatus
+from dgxmm.decider.proposals import ModelKind, Proposal, ProposalStatus
+from dgxmm.lab.backtest import shown_backtest
 from dgxmm.server.edge.bodies import Body
-from dgxmm.server.edge.deps import Admin, PathId, ProposalsDep, Viewer
+from dgxmm.server.edge.deps import Admin, PathId, PriceDep, ProposalsDep, Viewer
 from dgxmm.server.edge.openapi import answers
 
 __all__ = ["router"]
@@ -39,12 +40,25 @@ class ModelBody(Body):
     endpoint: EndpointBody | None = None
 
 
-@router.get("/api/deployments/{deployment_id}/proposals", responses=answers(404))
+@router.get("/api/deployments/{deployment_id}/proposals", responses=answers(400, 404))
 def list_proposals(
-    deployment_id: PathId, proposals: ProposalsDep, _: Viewer, status: ProposalStatus | None = None
+    deployment_id: PathId,
+    proposals: ProposalsDep,
+    _: Viewer,
+    price: PriceDep,
+    status: ProposalStatus | None = None,
 ) -> dict[str, Any]:
-    """A deployment's proposals, newest first (``?status=open|accepted|dismissed``)."""
-    return {"proposals": [p.to_json() for p in proposals.list(deployment_id, status=status)]}
+    """A deployment's proposals, newest first (``?status=open|accepted|dismissed``).
+
+    Each backtest week's cost and saving at ``?price=`` (default 0.1).
+    """
+    found = proposals.list(deployment_id, status=status)
+    return {"proposals": [_shown(p, price) for p in found]}
+
+
+def _shown(proposal: Proposal, price: float) -> dict[str, Any]:
+    """Return a proposal as the API gives it: its backtest's weeks priced."""
+    return {**proposal.to_json(), "backtest": shown_backtest(proposal.backtest, price)}
 
 
 @router.get("/api/proposals/model")
@@ -66,10 +80,12 @@ def put_model(body: ModelBody, proposals: ProposalsDep, who: Admin) -> dict[str,
     return {"settings": settings.to_json()}
 
 
-@router.get("/api/proposals/{proposal_id}", responses=answers(404))
-def get_proposal(proposal_id: PathId, proposals: ProposalsDep, _: Viewer) -> dict[str, Any]:
-    """One proposal with its evidence."""
-    return proposals.get(proposal_id).to_json()
+@router.get("/api/proposals/{proposal_id}", responses=answers(400, 404))
+def get_proposal(
+    proposal_id: PathId, proposals: ProposalsDep, _: Viewer, price: PriceDep
+) -> dict[str, Any]:
+    """One proposal with its evidence, its backtest's weeks priced at ``?price=``."""
+    return _shown(proposals.get(proposal_id), price)
 
 
 @router.post("/api/proposals/{proposal_id}/accept", responses=answers(404, 409))

@@ -1,8 +1,10 @@
-"""What was saved, as it happened: ``GET /api/savings?from=&to=&deployment=`` (issue 26).
+"""What was saved, as it happened: ``GET /api/savings?from=&to=&deployment=&price=`` (issue 26).
 
 Per deployment and local day in its zone (``decider/savings.py``): GiB-hours held awake,
 held asleep and freed; requests through the proxy, those held while it woke with their added
-wait p50 and p99, those refused by reason; wakes and starts by actor. ``from`` and ``to`` are
+wait p50 and p99, those refused by reason; the wait-seconds, the mean and p99 added wait over
+every request, and the cost at ``price`` (issue 42); wakes and starts by actor, and sleeps,
+stops and the GiB-hours freed by who put it down (issue 45). ``from`` and ``to`` are
 local dates, both included (by default the last 7 days up to today in the server's zone);
 ``deployment`` an id or a name (by default every deployment). A wrong one answers 400
 naming it. Any token reads it.
@@ -14,19 +16,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from dgxmm.decider.savings import SavingsReport, local_span, parse_day
+from dgxmm.decider.savings import SavingsReport, local_span, parse_day, totals_json
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.fleet import Deployment, Fleet
-from dgxmm.server.edge.deps import FleetDep, HostDep, Viewer
+from dgxmm.lab.ledger import DEFAULT_PRICE
+from dgxmm.server.edge.deps import FleetDep, HostDep, PriceDep, Viewer
 from dgxmm.server.edge.openapi import answers
 from dgxmm.server.host import Host
 
 __all__ = ["router", "savings_json"]
 
 router = APIRouter(prefix="/api/savings", tags=["savings"])
-
-_SUMMED = ("hours", "held_awake_gib_h", "held_asleep_gib_h", "freed_gib_h", "requests",
-           "held", "cold")  # fmt: skip
 
 
 @router.get("", responses=answers(400))
@@ -42,13 +42,20 @@ def get_savings(
     deployment: Annotated[
         str | None, Query(description="a deployment's id or name (default: all)")
     ] = None,
+    price: PriceDep,
 ) -> dict[str, Any]:
     """Held, freed and cold per deployment and local day; totals per deployment and in all."""
-    return savings_json(fleet, host, since=since, to=to, deployment=deployment)
+    return savings_json(fleet, host, since=since, to=to, deployment=deployment, price=price)
 
 
 def savings_json(
-    fleet: Fleet, host: Host, *, since: str | None, to: str | None, deployment: str | None
+    fleet: Fleet,
+    host: Host,
+    *,
+    since: str | None,
+    to: str | None,
+    deployment: str | None,
+    price: float = DEFAULT_PRICE,
 ) -> dict[str, Any]:
     """Return the report as the API gives it (``InvalidInput`` naming a wrong parameter)."""
     now = host.clock.now_us()
@@ -61,23 +68,22 @@ def savings_json(
         last = first  # from a day after today's: that day alone
     chosen = None if deployment is None else _deployment(fleet, deployment).id
     report = SavingsReport(fleet).days(since=first, until=last, now_us=now, deployment_id=chosen)
-    shown: list[dict[str, Any]] = []
-    for found, days in report:
-        written = [day.to_json() for day in days]
-        shown.append(
-            {
-                "id": found.id,
-                "name": found.name,
-                "time_zone": found.time_zone,
-                "days": written,
-                "totals": _totals(written),
-            }
-        )
+    shown = [
+        {
+            "id": found.id,
+            "name": found.name,
+            "time_zone": found.time_zone,
+            "days": [day.to_json(price) for day in days],
+            "totals": totals_json(days, price),
+        }
+        for found, days in report
+    ]
     return {
         "from": first.isoformat(),
         "to": last.isoformat(),
+        "price": price,
         "deployments": shown,
-        "totals": _totals([day for d in shown for day in d["days"]]),
+        "totals": totals_json([day for _, days in report for day in days], price),
     }
 
 
@@ -88,14 +94,3 @@ def _deployment(fleet: Fleet, given: str) -> Deployment:
         return fleet.deployments.by_name(given)
     except (NotFound, ValueError, OverflowError):
         raise InvalidInput("deployment", f"{given!r} is no deployment's id or name") from None
-
-
-def _totals(shown: list[dict[str, Any]]) -> dict[str, Any]:
-    totals: dict[str, Any] = {key: sum(day[key] for day in shown) for key in _SUMMED}
-    for key in ("refused", "wakes", "starts"):
-        merged: dict[str, int] = {}
-        for day in shown:
-            for name, count in day[key].items():
-                merged[name] = merged.get(name, 0) + count
-        totals[key] = dict(sorted(merged.items()))
-    return totals

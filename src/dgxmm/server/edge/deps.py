@@ -16,6 +16,7 @@ from dgxmm.alerts import Alerts
 from dgxmm.clock import EARLIEST_US, LATEST_US
 from dgxmm.decider import ProposalService, ScheduleService
 from dgxmm.fleet import Fleet
+from dgxmm.lab.ledger import DEFAULT_PRICE, read_price
 from dgxmm.server.access.tokens import Identity, Tokens
 from dgxmm.server.host import Host
 from dgxmm.server.routes import DeploymentSection
@@ -165,12 +166,27 @@ async def _services(request: Request) -> Services:
     return services_of(request)
 
 
+def _price(
+    price: Annotated[
+        str | None,
+        Query(
+            description="GiB-hours one request-second of waiting is worth, a number >= 0 "
+            f"(default {DEFAULT_PRICE})",
+            max_length=40,
+        ),
+    ] = None,
+) -> float:
+    return DEFAULT_PRICE if price is None else read_price(price)
+
+
 ServicesDep = Annotated[Services, Depends(_services)]
 HostDep = Annotated[Host, Depends(_host)]
 TokensDep = Annotated[Tokens, Depends(_tokens)]
 FleetDep = Annotated[Fleet, Depends(_fleet)]
 SchedulesDep = Annotated[ScheduleService, Depends(_schedules)]
 ProposalsDep = Annotated[ProposalService, Depends(_proposals)]
+# The price of waiting a figure's cost is given at: ``?price=W``, checked (400 naming it).
+PriceDep = Annotated[float, Depends(_price)]
 AlertsDep = Annotated[Alerts, Depends(_alerts)]
 SectionsDep = Annotated[tuple[DeploymentSection, ...], Depends(_sections)]
 Viewer = Annotated[Identity, Depends(require_viewer)]

@@ -139,7 +139,8 @@ _KNOWN = {
         label="Idle policy",
         kind="select",
         hint="ladder: the steps above; histogram: learned from the gaps between its requests, "
-        "the ladder until they are enough",
+        "the ladder until they are enough; priced: its own steps from its measured sleep and "
+        "wake times at a price of waiting (0.1 GiB-h a request-second), the steps above unused",
     ),
     "wake_lead": _Known(
         label="Wake lead",

@@ -13,7 +13,10 @@ from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.decider.proposals.rows import ProposalStatus
 from dgxmm.decider.schedules.week import down_intervals
+from dgxmm.errors import InvalidInput
 from dgxmm.fleet import Deployment, synthetic_note
+from dgxmm.lab.backtest import shown_backtest
+from dgxmm.lab.ledger import DEFAULT_PRICE, read_price
 from dgxmm.server.edge.deps import FleetDep, HostDep, PathId, ProposalsDep, SchedulesDep
 from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import render_page
@@ -46,8 +49,18 @@ def traffic_page(
     schedules: SchedulesDep,
     fleet: FleetDep,
     host: HostDep,
+    price: str | None = None,
 ) -> Response:
-    """A deployment's week as a heat map, with its schedules' and proposals' sleep windows."""
+    """A deployment's week as a heat map, with its schedules' and proposals' sleep windows.
+
+    Each backtest week's saving is given at ``?price=`` (a wrong one: said, and the default).
+    """
+    refused: InvalidInput | None = None
+    wait_price = DEFAULT_PRICE
+    try:
+        wait_price = DEFAULT_PRICE if not price else read_price(price)
+    except InvalidInput as error:
+        refused = error
     deployment = fleet.deployments.get(deployment_id)
     profile = proposals.profiles.profile(deployment_id)
     everything = proposals.list(deployment_id)
@@ -65,6 +78,9 @@ def traffic_page(
         ),
         peak=max((hour.rpm_p95 for hour in profile.hours), default=0.0),
         open_proposals=open_ones,
+        backtests={p.id: shown_backtest(p.backtest, wait_price) for p in open_ones},
+        price=wait_price,
+        refused=refused,
         decided=[
             {
                 "p": p,

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from dgxmm.cli.common import Answer, Target, command, local_time, table
-from dgxmm.cli.deployments import DeploymentArgument, deployment_id
+from dgxmm.cli.common import Answer, PriceOption, Target, command, local_time, table
+from dgxmm.cli.fleet.deployments import DeploymentArgument, deployment_id
 from dgxmm.errors import InvalidInput
 from dgxmm.words import counted
 
@@ -139,10 +139,10 @@ def list_proposals(
 
 
 @command(proposals_app, "show", offline=False)
-def show_proposal(where: Target, proposal: ProposalArgument) -> Answer:
-    """Show one proposal with its evidence."""
+def show_proposal(where: Target, proposal: ProposalArgument, price: PriceOption = None) -> Answer:
+    """Show one proposal with its evidence; its backtest's saving at ``--price``."""
     with where.client() as api:
-        row = api.get(f"/api/proposals/{proposal}")
+        row = api.get(f"/api/proposals/{proposal}", price=price)
     return Answer(value=row, text="\n".join(proposal_lines(row)))
 
 
@@ -190,10 +190,18 @@ def _backtest_lines(backtest: dict[str, Any] | None) -> list[str]:
             if week["cold"]
             else f"none of {counted(week['requests'], 'request')} would have waited"
         )
+        partial = f" (partial: {round(week['days'], 1):g} of 7 days)" if week.get("partial") else ""
         lines.append(
-            f"  week {number}: frees {week['freed_gib_h']:.0f} GiB-h more than the schedules "
-            f"in force; {waited}"
+            f"  week {number}{partial}: frees {week['freed_gib_h']:.0f} GiB-h more than the "
+            "schedules in force"
         )
+        lines.append(f"    {waited}")
+        if week.get("saves") is not None:  # a backtest stored before the waits were kept: none
+            lines.append(
+                f"    added wait {week['wait_total_s']:.0f} request-s, mean "
+                f"{week['wait_mean_s']:.3f} s, p99 of all {week['wait_p99_all_s']:.1f} s; "
+                f"saves {week['saves']:.0f} GiB-h at {week['price']:g} GiB-h per request-s"
+            )
     return lines
 
 

@@ -151,7 +151,10 @@ IdleStopOption = Annotated[
 ]
 IdlePolicyOption = Annotated[
     str | None,
-    typer.Option("--idle-policy", help="ladder (the steps as given) or histogram (learned)."),
+    typer.Option(
+        "--idle-policy",
+        help="ladder (the steps as given), histogram (learned) or priced (break-even rungs).",
+    ),
 ]
 WakeLeadOption = Annotated[
     str | None,

@@ -1,29 +1,35 @@
 """The sender: claims due deliveries, POSTs them signed, records each attempt, plans retries.
 
-It runs on the alerts' own thread (``service.py``), never on a tick, a pass or a request. A
-request has a short timeout and follows no redirect (a 3xx is a failure: a webhook that
-moved is the admin's to change, and following it would send the body and its signature
-where nobody chose). A failure is tried again after ``first_retry_s``, doubling up to
-``max_retry_s``, until ``give_up_after_s`` (an hour) after the message was made; then the
-delivery is failed. A channel whose attempts failed ``failing_after`` times in a row raises
-an insight (through ``on_failing``); its next success dismisses it (``on_recovered``).
+It runs in lanes (``lanes.py``), one task per channel on the alerts' own loop, never on a
+tick, a pass or a request: a channel's deliveries go one after another, and no channel waits
+for another. An attempt has one deadline for all of it (``attempt.py``) and follows no
+redirect (a 3xx is a failure: a webhook that moved is the admin's to change, and following
+it would send the body and its signature where nobody chose). A failure is tried again after
+``first_retry_s``, doubling up to ``max_retry_s``, until ``give_up_after_s`` (an hour) after
+the message was made; then the delivery is failed. A channel whose attempts failed
+``failing_after`` times in a row raises an insight (through ``on_failing``); its next
+success dismisses it (``on_recovered``). The database is reached on worker threads
+(``asyncio.to_thread``), so the loop only ever waits on receivers, each within its deadline.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import httpx
 from sqlalchemy import Engine, select, update
 
-from dgxmm.alerts.bodies import render, sign
 from dgxmm.alerts.channels import Channel, Channels, Target
 from dgxmm.alerts.deliveries import AttemptOutcome, Deliveries
+from dgxmm.alerts.destinations import Destinations
 from dgxmm.alerts.messages import Message
 from dgxmm.alerts.sealing import Unsealable
+from dgxmm.alerts.sending.attempt import Answer, post
+from dgxmm.alerts.sending.bodies import render, sign
 from dgxmm.alerts.tables import alert_channels, alert_deliveries, alert_messages
 from dgxmm.clock import Clock
 from dgxmm.errors import NotFound
@@ -39,7 +45,7 @@ log = logging.getLogger(__name__)
 class SendPolicy:
     """How a delivery is sent and retried."""
 
-    timeout_s: float = 5.0  # connect, read, write: one bound for each
+    timeout_s: float = 5.0  # one deadline for a whole attempt: resolve, connect, send, answer
     first_retry_s: float = 10.0
     max_retry_s: float = 600.0
     give_up_after_s: float = 3600.0  # retried for up to an hour after the message was made
@@ -49,16 +55,6 @@ class SendPolicy:
         """Return the wait before the try after ``attempts`` failed ones (1 and up)."""
         wait = min(self.max_retry_s, self.first_retry_s * 2 ** max(0, attempts - 1))
         return int(wait * SECOND_US)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Answer:
-    status_code: int | None
-    error: str | None
-
-    @property
-    def sent(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
 
 
 ChannelHook = Callable[[Channel], None]
@@ -78,8 +74,8 @@ class Sender:
         policy: SendPolicy,
         on_failing: ChannelHook,
         on_recovered: ChannelHook,
+        destinations: Destinations,
         on_unsealable: Callable[[str], None] = lambda instance: None,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._engine = engine
         self._channels = channels
@@ -90,30 +86,52 @@ class Sender:
         self._on_failing = on_failing
         self._on_recovered = on_recovered
         self._on_unsealable = on_unsealable
-        # The transport itself, not a Client: a Client logs every request's whole URL (a
-        # Slack or Teams URL is a credential), and follows redirects when asked; a transport
-        # does neither. No proxies from the environment, no cookies kept between receivers.
-        self._transport = transport or httpx.HTTPTransport()
-        self._timeout = httpx.Timeout(policy.timeout_s).as_dict()
+        self._destinations = destinations
 
     def send_due(self, limit: int = 20) -> int:
-        """Send the deliveries due now (each one this instance claims); return how many."""
+        """Send what is due now, every channel's lane at once, and wait; return how many.
+
+        The alerts' thread does not wait: it hands each channel to its lane (``Lanes.run``).
+        This is for a caller that wants the sends done when it returns (``Alerts.step``, a
+        test on a manual clock).
+        """
+        channels = sorted(self._deliveries.due_channels(self._clock.now_us()))
+
+        async def every_lane() -> int:
+            counts = await asyncio.gather(*(self.send_channel(c, limit) for c in channels))
+            return sum(counts)
+
+        # On a thread of its own: the caller's may run an event loop already (an ASGI test
+        # client, Playwright's sync API), and asyncio.run refuses to nest in one.
+        with ThreadPoolExecutor(1, thread_name_prefix="dgxmm-alerts-send") as pool:
+            return pool.submit(asyncio.run, every_lane()).result()
+
+    async def send_channel(self, channel_id: int, limit: int = 20) -> int:
+        """Send one channel's due deliveries one after another (its lane); return how many."""
         sent = 0
-        for delivery_id, message_id, channel_id in self._deliveries.due(
-            self._clock.now_us(), limit
+        while sent < limit:
+            claimed = await asyncio.to_thread(self._claim_next, channel_id)
+            if claimed is None:
+                break
+            await self._send(*claimed)
+            sent += 1
+        return sent
+
+    def _claim_next(self, channel_id: int) -> tuple[int, int, int] | None:
+        """Claim the channel's oldest due delivery this instance can send (or None)."""
+        for delivery_id, message_id, _ in self._deliveries.due(
+            self._clock.now_us(), channel_id=channel_id
         ):
             if not self._may_send(delivery_id, message_id, channel_id):
                 continue
-            # Each of connect, write and read has the timeout: past four of them and 30 s, the
-            # claimant is taken to be gone and another instance may send it.
-            hold = round((4 * self.policy.timeout_s + 30) * SECOND_US)
-            claimed = self._deliveries.claim(
+            # An attempt ends within its deadline: past two of them and 30 s, the claimant
+            # is taken to be gone and another instance may send it.
+            hold = round((2 * self.policy.timeout_s + 30) * SECOND_US)
+            if self._deliveries.claim(
                 delivery_id, instance=self._instance, now_us=self._clock.now_us(), hold_us=hold
-            )
-            if claimed:
-                self._send(delivery_id, message_id, channel_id)
-                sent += 1
-        return sent
+            ):
+                return delivery_id, message_id, channel_id
+        return None
 
     def _may_send(self, delivery_id: int, message_id: int, channel_id: int) -> bool:
         """Tell whether this instance can open the channel (or should fail the delivery).
@@ -140,38 +158,62 @@ class Sender:
         self._deliveries.postpone(delivery_id, now + self.policy.retry_after_us(1))
         return False
 
-    def close(self) -> None:
-        """Close the HTTP client."""
-        self._transport.close()
+    async def _send(self, delivery_id: int, message_id: int, channel_id: int) -> None:
+        message, target, unusable = await asyncio.to_thread(self._read, message_id, channel_id)
+        began = time.monotonic()
+        if target is None:
+            answer = Answer(status_code=None, error=f"cannot send: {unusable}")
+        else:
+            body = render(message, target.channel.body_format)
+            headers = sign(target.secret, self._clock.now_us() // SECOND_US, body)
+            headers["User-Agent"] = "dgxmm-alerts"
+            answer = await post(
+                target.url,
+                body,
+                headers,
+                deadline_s=self.policy.timeout_s,
+                destinations=self._destinations,
+            )
+        duration_ms = round((time.monotonic() - began) * 1000)
+        await asyncio.to_thread(
+            self._record,
+            delivery_id,
+            message,
+            channel_id,
+            answer=answer,
+            usable=target is not None,
+            duration_ms=duration_ms,
+        )
 
-    def _send(self, delivery_id: int, message_id: int, channel_id: int) -> None:
+    def _read(self, message_id: int, channel_id: int) -> tuple[Message, Target | None, str]:
         with reading(self._engine) as connection:
             message = Message.from_row(
                 connection.execute(
                     select(alert_messages).where(alert_messages.c.id == message_id)
                 ).one()
             )
-            target: Target | None = None
-            unusable = ""
             try:
-                target = self._channels.target(connection, channel_id)
+                return message, self._channels.target(connection, channel_id), ""
             except (Unsealable, NotFound) as error:
-                unusable = str(error)
-        began = time.monotonic()
-        if target is None:
-            answer = _Answer(status_code=None, error=f"cannot send: {unusable}")
-        else:
-            answer = self._post(
-                target.url, target.secret, render(message, target.channel.body_format)
-            )
-        duration_ms = round((time.monotonic() - began) * 1000)
+                return message, None, str(error)
+
+    def _record(
+        self,
+        delivery_id: int,
+        message: Message,
+        channel_id: int,
+        *,
+        answer: Answer,
+        usable: bool,
+        duration_ms: int,
+    ) -> None:
         now = self._clock.now_us()
         given_up_at = message.created_at + round(self.policy.give_up_after_s * SECOND_US)
         attempts = self._attempts(delivery_id) + 1
         next_at = now + self.policy.retry_after_us(attempts)
         if answer.sent:
             outcome = AttemptOutcome.SENT
-        elif target is not None and next_at <= given_up_at:
+        elif usable and next_at <= given_up_at:
             outcome = AttemptOutcome.RETRIED
         else:
             outcome = AttemptOutcome.FAILED
@@ -187,27 +229,6 @@ class Sender:
         )
         if recorded:
             self._count(channel_id, sent=answer.sent)
-
-    def _post(self, url: str, secret: str, body: bytes) -> _Answer:
-        headers = sign(secret, self._clock.now_us() // SECOND_US, body)
-        headers["User-Agent"] = "dgxmm-alerts"
-        try:
-            request = httpx.Request(
-                "POST", url, content=body, headers=headers, extensions={"timeout": self._timeout}
-            )
-            response = self._transport.handle_request(request)
-            response.close()  # its body is not read: a receiver's words are not needed
-        except httpx.TimeoutException:
-            return _Answer(status_code=None, error=f"no answer within {self.policy.timeout_s:g} s")
-        except (httpx.HTTPError, httpx.InvalidURL, OSError) as error:
-            # Its kind only: an error's text may quote the URL, a credential.
-            return _Answer(status_code=None, error=f"{type(error).__name__}: cannot reach it")
-        code = response.status_code
-        if 300 <= code < 400:
-            return _Answer(status_code=code, error="a redirect, not followed")
-        if 200 <= code < 300:
-            return _Answer(status_code=code, error=None)
-        return _Answer(status_code=code, error=f"answered {code}")
 
     def _attempts(self, delivery_id: int) -> int:
         with reading(self._engine) as connection:

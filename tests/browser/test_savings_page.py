@@ -1,0 +1,151 @@
+"""The Savings page's pictures in real Chromium, at 390 and 1280 px, light and dark: the
+fleet's freed GiB-hours per day by who put memory down (issue 45 point 8), and each
+deployment's trade of freed GiB-hours against mean added wait (issue 42 point 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from browser.browserkit import log_in
+from decider.traffickit import Minute, add_deployment, add_minutes
+from support import at, serving
+
+from dgxmm.clock import ManualClock, from_us
+from dgxmm.decider.schedules.service import ScheduleService
+from dgxmm.fleet import (
+    DeploymentState,
+    EventAction,
+    EventOutcome,
+    Fleet,
+    Gpu,
+    GpuInventory,
+    InventorySource,
+)
+from dgxmm.lab.trade import LADDER_STEPS_S
+from dgxmm.server import FLEET_ROUTES, SCHEDULE_ROUTES, Host, Role, Services, Tokens, create_app
+from dgxmm.store import Store
+from dgxmm.time_units import DAY_US, HOUR_US, MINUTE_US
+
+ZONE = "Europe/Berlin"
+NOW = "2026-06-29T12:00:00+02:00"  # a Monday
+
+
+@dataclass
+class Saved:
+    base: str
+    token: str
+
+
+def office_minutes(since_us: int, until_us: int) -> list[Minute]:
+    """A request every 10 minutes on weekdays, 09:00 to 17:00 Berlin."""
+    found = []
+    for at_us in range(since_us, until_us, 10 * MINUTE_US):
+        local = from_us(at_us, ZoneInfo(ZONE))
+        if local.weekday() < 5 and 9 <= local.hour < 17:
+            found.append(Minute(at_us=at_us, requests=1, running=1.0, latency_s=1.0))
+    return found
+
+
+@pytest.fixture
+def saved(fresh_db: Path) -> Iterator[Saved]:
+    clock = ManualClock(at(NOW))
+    store = Store.open(fresh_db, clock=clock)
+    fleet = Fleet(
+        store,
+        inventory=GpuInventory(
+            gpus=(Gpu(index=0, name="H100", memory_gib=80.0),),
+            source=InventorySource.CONFIGURATION,
+        ),
+        clock=clock,
+    )
+    schedules = ScheduleService(store, fleet, clock=clock)
+    host = Host(store, time_zone=ZONE, clock=clock)
+    tokens = Tokens(store.engine, clock)
+    token = tokens.create(Role.ADMIN, "alice")
+    now = clock.now_us()
+    office = add_deployment(store, "office", zone=ZONE, awake=40.0, asleep=4.0)
+    add_minutes(store, office, office_minutes(now - 35 * DAY_US, now))
+    # Three days of sleeps and stops by the idle ladder, a schedule and a person.
+    first = at("2026-06-26T00:00:00+02:00")
+    for day, (down, actor) in enumerate(
+        ((EventAction.SLEEP, "idle"), (EventAction.STOP, "schedule:1"),
+         (EventAction.SLEEP, "user:alice"))
+    ):  # fmt: skip
+        midnight = first + day * DAY_US
+        for offset, action, who, state in (
+            (8 * HOUR_US, EventAction.START, "user:alice", DeploymentState.RUNNING),
+            (18 * HOUR_US, down, actor,
+             DeploymentState.SLEEPING if down is EventAction.SLEEP else DeploymentState.STOPPED),
+        ):  # fmt: skip
+            fleet.events.record(office, action, actor=who, outcome=EventOutcome.DONE,
+                                state=state.value, at_us=midnight + offset)  # fmt: skip
+    app = create_app(
+        Services(host=host, tokens=tokens, fleet=fleet, schedules=schedules),
+        [FLEET_ROUTES, SCHEDULE_ROUTES],
+    )
+    with serving(app) as base:
+        yield Saved(base=base, token=token)
+    host.stop()
+    fleet.close()
+    store.close()
+
+
+# The rendered size of a chart's label, in CSS pixels: its font size times the SVG's scale.
+LABEL_PX = """(selector) => {
+  const svg = document.querySelector(selector);
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  return parseFloat(getComputedStyle(svg.querySelector('text.label')).fontSize) * scale;
+}"""
+FILL = "(selector) => getComputedStyle(document.querySelector(selector)).fill"
+
+
+def test_the_savings_pictures_on_a_phone_and_wide_light_and_dark(
+    browser: Any, saved: Saved
+) -> None:
+    context = browser.new_context(base_url=saved.base)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    log_in(page, saved.token, "/deployments")
+    fills = {}
+    for width, scheme in ((390, "dark"), (1280, "light")):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.emulate_media(color_scheme=scheme)
+        page.goto("/savings?from=2026-06-26&to=2026-06-28")
+        days = page.locator("#freed-days svg.freed-days")
+        assert days.is_visible()
+        bars = days.locator("g.bar")
+        assert bars.count() == 3
+        # Each day's freed memory goes to who put it down: the night before, then the
+        # evening's (stopped as created before the first start: the system's).
+        actors = [
+            set(bars.nth(n).locator("rect").evaluate_all("(r) => r.map((e) => e.dataset.actor)"))
+            for n in range(3)
+        ]
+        assert actors == [{"system", "idle"}, {"idle", "schedule"}, {"schedule", "person"}]
+        assert set(days.locator("g.legend text").all_text_contents()) >= {
+            "idle", "schedule", "person",
+        }  # fmt: skip
+        trade = page.locator("details[data-trade=office] svg.trade")
+        assert trade.is_visible()
+        assert trade.locator("g.point").count() == 3 + len(LADDER_STEPS_S) + 2
+        assert trade.locator("g.legend text").all_text_contents() == [
+            "anchors", "ladder", "oracles",
+        ]  # fmt: skip
+        rows = page.locator("details[data-trade=office] table.trade tbody tr")
+        assert rows.count() == 3 + len(LADDER_STEPS_S) + 2
+        # Labels legible: 11 px or more at either width; nothing scrolls sideways.
+        for chart in ("svg.freed-days", "svg.trade"):
+            assert page.evaluate(LABEL_PX, chart) >= 11
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        fills[scheme] = page.evaluate(FILL, "svg.freed-days rect.actor-idle")
+        assert page.locator("#savings-freed-by").inner_text().startswith("Freed by who")
+    assert fills["dark"] != fills["light"]  # the theme's accent, in each
+    context.close()
+    assert errors == []
