@@ -21,6 +21,7 @@ __all__ = [
     "Refusal",
     "Rejection",
     "Reply",
+    "error_events",
     "error_reply",
     "not_awake_reply",
     "refusal_reply",
@@ -111,6 +112,14 @@ def error_reply(
     if retry_after_s is not None:
         headers.append((b"retry-after", str(retry_after_s).encode()))
     return Reply(status, body, headers)
+
+
+def error_events(message: str, *, kind: str, code: str) -> bytes:
+    """Return the end of an event stream that failed after it began: an ``error`` event in
+    OpenAI's shape (the ``openai`` client raises its ``APIError`` with the message), then
+    ``[DONE]`` for clients that read on."""
+    error = {"message": message, "type": kind, "param": None, "code": code}
+    return b"data: " + json.dumps({"error": error}).encode() + b"\n\ndata: [DONE]\n\n"
 
 
 def refusal_reply(refusal: Refusal, message: str) -> Reply:

@@ -6,6 +6,9 @@ is set on the command line and can be switched at run time: ``GET /dgxmm/faults`
 them, ``POST /dgxmm/faults`` with a JSON object of some of the fields below changes those.
 The start-up delay is the command line's ``--startup-delay``.
 
+``die_mid_answer`` is a model server that dies while it answers: the proxy must not pass
+the cut answer on as a whole one.
+
 Two are not faults of vLLM but of a server dgxmm must not trust, for the proxy's tests:
 ``set_cookies`` sends each of its ``Set-Cookie`` values with every answer (a server trying
 to set dgxmm's login cookie), and ``echo_cookies`` tells in ``X-Standin-Cookies`` (a JSON
@@ -43,6 +46,10 @@ class Faults:
     metrics_silent: bool = False  # /metrics does not answer while this is on
     metrics_delay_s: float = 0.0  # /metrics answers this late
     completion_error: bool = False  # chat completions answer 500 (a woken engine that broke)
+    # The process exits part way through a completion's answer: a stream after its first
+    # event, a whole answer (sent chunked, as a server that streams its JSON does) after
+    # half its body; the client sees a cut answer, as when a server runs out of memory.
+    die_mid_answer: bool = False
     set_cookies: tuple[str, ...] = ()  # a Set-Cookie header with each answer, one per value
     echo_cookies: bool = False  # X-Standin-Cookies: the Cookie headers received, as JSON
     echo_headers: tuple[str, ...] = ()  # X-Standin-Headers: these headers received, as JSON

@@ -150,6 +150,16 @@ class Handler(BaseHTTPRequestHandler):
             if close is not None:
                 close()
 
+    def _die_after(self, part: bytes, content_type: str) -> None:
+        """Send an answer's head and ``part`` of its body (chunked), then exit: a fault."""
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._chunk(part)
+        print("dgxmm stand-in: dying mid-answer (a fault mode)", file=sys.stderr, flush=True)
+        os._exit(3)
+
     def _send_fault_headers(self) -> None:
         """The untrusted server's headers: the cookies to set, the cookies and headers received."""
         faults = self._engine.faults()
@@ -218,11 +228,16 @@ def _openai(kind: Kind) -> Callable[[Handler, Query, bytes], None]:
             return
         if not asked.stream:
             engine.generate()
-            handler._send_json(HTTPStatus.OK, answer(model, asked))
+            reply = json.dumps(answer(model, asked)).encode()
+            if engine.faults().die_mid_answer:
+                handler._die_after(reply[: len(reply) // 2], "application/json")
+            handler._send(HTTPStatus.OK, reply, "application/json")
             return
         events = list(chunks(model, asked))
         steps = engine.steps(len(events))
         next(steps)  # the first step admits it (or refuses, before any header is sent)
+        if engine.faults().die_mid_answer:
+            handler._die_after(events[0], "text/event-stream; charset=utf-8")
         handler._stream(steps, events)
 
     return route
@@ -354,6 +369,7 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
     add("--silent-metrics", action="store_true", help="fault: /metrics never answers")
     add("--slow-metrics", type=float, default=0.0, metavar="S", help="fault: /metrics is late")
     add("--fail-completion", action="store_true", help="fault: completions answer 500")
+    add("--die-mid-answer", action="store_true", help="fault: exit part way through an answer")
     add("--set-cookie", action="append", default=[], metavar="COOKIE",
         help="fault: send this Set-Cookie with every answer (repeatable)")  # fmt: skip
     add("--echo-cookies", action="store_true", help="tell the Cookie headers received")
@@ -384,6 +400,7 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
             metrics_silent=args.silent_metrics,
             metrics_delay_s=args.slow_metrics,
             completion_error=args.fail_completion,
+            die_mid_answer=args.die_mid_answer,
             set_cookies=tuple(args.set_cookie),
             echo_cookies=args.echo_cookies,
             echo_headers=tuple(args.echo_header),
