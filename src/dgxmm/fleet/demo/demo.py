@@ -333,11 +333,11 @@ class Demo:
                 connection=connection,
             )  # fmt: skip
             for event in events:
-                ready = None if event.ready_us is None else (event.ready_us, 1)
+                took = None if event.ready_us is None else (event.ready_us, 1)
                 fleet.events.record(
                     deployment.id, event.action, actor=event.actor, outcome=EventOutcome.DONE,
                     detail=f"{event.action.value}{note}", state=event.state.value,
-                    at_us=event.at_us, ready=ready, connection=connection,
+                    at_us=event.at_us, took=took, connection=connection,
                 )  # fmt: skip
         # A day at a time, with a pause between two: four weeks in one transaction held the
         # write lock for seconds, and back-to-back ones starved the host's tick of it (SQLite
