@@ -4,6 +4,7 @@ Import as `from support import need, at` (tests/ is on pytest's pythonpath)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import select
 import shutil
@@ -15,7 +16,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -42,6 +43,32 @@ class Answer(Protocol):
     def text(self) -> str: ...
 
     def json(self) -> Any: ...
+
+
+_R = TypeVar("_R")
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, _R]) -> _R:
+    """Run ``coroutine`` to its end on a thread of its own, and return what it returned.
+
+    Not ``asyncio.run`` on the test's thread: a browser test before it in the same worker
+    leaves Playwright's event loop running there, and ``asyncio.run`` refuses to start then.
+    """
+    done: list[_R] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(asyncio.run(coroutine))
+        except BaseException as error:  # handed to the test's thread below
+            failed.append(error)
+
+    thread = threading.Thread(target=run, name="run-coroutine")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
 
 
 def need(condition: bool, reason: str) -> None:

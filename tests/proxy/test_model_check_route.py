@@ -8,14 +8,13 @@ state instead of holding it, and never counts it as a client's request.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 
 import httpx
 import pytest
 from proxy.proxykit import ProxyKit, chat_body
 from proxy.proxykit import proxied as proxied  # noqa: PLC0414  (the fixture, by its own name)
-from support import PATIENCE_S, wait_for
+from support import PATIENCE_S, run_coroutine, wait_for
 
 from dgxmm.errors import Conflict
 from dgxmm.fleet import Deployment
@@ -27,7 +26,7 @@ ASKED = ModelCheck(kind=CheckKind.CHAT, prompt="hi", max_tokens=4)
 
 def check(proxied: ProxyKit, deployment: Deployment) -> CheckResult:
     """Send the console's check through the proxy, with its key, as the API route does."""
-    return asyncio.run(
+    return run_coroutine(
         run_check(deployment, ASKED, proxy_url=proxied.proxy_url, check_key=proxied.proxy.check_key)
     )
 
@@ -62,7 +61,7 @@ def test_a_check_during_a_persons_sleep_is_refused_and_wakes_nothing(proxied: Pr
 def test_a_check_to_an_awake_deployment_answers_and_is_not_counted(proxied: ProxyKit) -> None:
     deployment_id = proxied.deployment("awake", "--echo-header", CHECK_KEY_HEADER)
     deployment = proxied.fleet.deployments.get(deployment_id)
-    result = asyncio.run(
+    result = run_coroutine(
         run_check(deployment, ASKED, proxy_url=proxied.proxy_url, check_key=proxied.proxy.check_key)
     )
     assert result.route is CheckRoute.PROXY

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from support import standin_keys
+from support import run_coroutine, standin_keys
 
 from dgxmm.errors import BackendError, Conflict, InvalidInput
 from dgxmm.fleet import Deployment, DeploymentState, Fleet
@@ -94,7 +93,7 @@ def test_it_goes_through_the_proxy_when_one_runs_and_counts_the_servers_tokens(
         return httpx.Response(200, text=STREAM)
 
     ticks = iter([0.0, 0.25, 0.75, 1.0])
-    result = asyncio.run(
+    result = run_coroutine(
         run_check(
             _deployment(fleet),
             ModelCheck(kind=CheckKind.CHAT, prompt="hi"),
@@ -123,7 +122,7 @@ def test_a_failing_server_is_a_backend_error_saying_why(
     fleet: Fleet, reply: httpx.Response, said: str
 ) -> None:
     with pytest.raises(BackendError, match=said):
-        asyncio.run(
+        run_coroutine(
             run_check(
                 _deployment(fleet),
                 ModelCheck(kind=CheckKind.COMPLETION, prompt="hi"),
@@ -143,15 +142,19 @@ def test_a_silent_or_gone_server_is_a_backend_error(fleet: Fleet) -> None:
     check = ModelCheck(kind=CheckKind.CHAT, prompt="hi")
     running = _deployment(fleet)
     with pytest.raises(BackendError, match="no answer within 60 s"):
-        asyncio.run(run_check(running, check, proxy_url=None, transport=httpx.MockTransport(slow)))
+        run_coroutine(
+            run_check(running, check, proxy_url=None, transport=httpx.MockTransport(slow))
+        )
     with pytest.raises(BackendError, match="could not be reached"):
-        asyncio.run(run_check(running, check, proxy_url=None, transport=httpx.MockTransport(gone)))
+        run_coroutine(
+            run_check(running, check, proxy_url=None, transport=httpx.MockTransport(gone))
+        )
 
 
 def test_a_long_answer_is_cut_at_the_bound(fleet: Fleet) -> None:
     event = 'data: {"choices":[{"delta":{"content":"word "}}]}\n\n'
     endless = event * (MAX_ANSWER_BYTES // len(event) + 10)
-    result = asyncio.run(
+    result = run_coroutine(
         run_check(
             _deployment(fleet),
             ModelCheck(kind=CheckKind.CHAT, prompt="hi"),
@@ -168,7 +171,7 @@ def test_the_check_itself_refuses_before_any_call(fleet: Fleet) -> None:
         ModelCheck(kind=CheckKind.CHAT, prompt="x" * 4001)
     stopped = fleet.deployments.create(actor="user:a", **standin_keys("idle"))
     with pytest.raises(Conflict, match="never wakes"):
-        asyncio.run(
+        run_coroutine(
             run_check(stopped, ModelCheck(kind=CheckKind.CHAT, prompt="hi"), proxy_url=None)
         )
 
@@ -192,7 +195,7 @@ def test_it_tells_a_speed_only_of_five_tokens_over_a_millisecond_or_more(
 ) -> None:
     # 59,642 tokens/s for 3 tokens within 0.05 ms was shown (issue 45).
     ticks = iter([0.0] + [1.0 + i * step_s for i in range(pieces)] + [9.0])
-    result = asyncio.run(
+    result = run_coroutine(
         run_check(
             _deployment(fleet),
             ModelCheck(kind=CheckKind.CHAT, prompt="hi"),

@@ -8,7 +8,6 @@ when dgxmm hung up are what it reports (``GET /dgxmm/seen``), never the process'
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import threading
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 from fastapi import FastAPI
-from support import PATIENCE_S, StandinProcess, serving, wait_for
+from support import PATIENCE_S, StandinProcess, run_coroutine, serving, wait_for
 
 from dgxmm.errors import BackendError
 from dgxmm.fleet import Deployment, DeploymentState, Fleet
@@ -39,7 +38,7 @@ def running(fleet: Fleet, server: StandinProcess) -> Deployment:
 
 def check(deployment: Deployment) -> model_check.CheckResult:
     asked = ModelCheck(kind=CheckKind.CHAT, prompt="hi", max_tokens=8)
-    return asyncio.run(run_check(deployment, asked, proxy_url=None))
+    return run_coroutine(run_check(deployment, asked, proxy_url=None))
 
 
 def sent(server: StandinProcess) -> int:
