@@ -90,6 +90,15 @@ Lead = Annotated[
     str | float | None,
     Field(description="how early scheduled wakes and starts begin: off, measured or seconds"),
 ]
+# Any JSON, checked by the domain (400 naming idle_wait_budget or its key, never 422); set
+# and cleared whole.
+Budget = Annotated[
+    Any,
+    Field(
+        description="the priced policy's wait budget: a mean added wait per request in ms "
+        'and/or a p99 in s, e.g. {"mean_ms": 50, "p99_s": 5}; null: none'
+    ),
+]
 
 
 class CreateDeployment(Body):
@@ -126,6 +135,7 @@ class CreateDeployment(Body):
     idle_stop_after_s: StopAfter = None
     idle_policy: Policy = None
     wake_lead: Lead = None
+    idle_wait_budget: Budget = None
 
 
 class UpdateDeployment(Body):
@@ -159,6 +169,7 @@ class UpdateDeployment(Body):
     idle_stop_after_s: StopAfter = None
     idle_policy: Policy = None
     wake_lead: Lead = None
+    idle_wait_budget: Budget = None
 
 
 class ActionBody(Body):
