@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from dgxmm.alerts import Alerts
 from dgxmm.decider import ProposalService, ScheduleService
+from dgxmm.decider.idle import WaitBudgets
 from dgxmm.fleet import Fleet
 from dgxmm.lab.trade import TradePictures
 from dgxmm.proxy import ProxyStats
@@ -34,5 +35,7 @@ class Services:
     proxy: ProxyStats | None = None  # the proxy's numbers, when it serves (for /metrics)
     proxy_url: str | None = None  # where this server's proxy listens (a model check's way)
     alerts: Alerts | None = None  # channels, rules and the delivery log (admins)
+    # The wait budgets' daily prices (their job runs on the host; their choices are shown).
+    budgets: WaitBudgets | None = None
     # Each deployment's trade picture on the Savings page, replayed once a day and price.
     trades: TradePictures = field(default_factory=TradePictures)
