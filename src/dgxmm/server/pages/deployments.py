@@ -18,6 +18,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dgxmm.decider.idle import PRODUCT_PRICE
+from dgxmm.decider.idle.budgets import budget_price, read_choice
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import (
@@ -49,6 +50,7 @@ from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.svg.gpu_bars import gpu_bar
 from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
+from dgxmm.store import reading
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["router"]
@@ -91,6 +93,34 @@ def _idle_ladder(deployment: Deployment) -> list[dict[str, str]]:
         {"step": step, "what": what, "after": "off" if us is None else _duration(us / SECOND_US)}
         for step, what, us in steps
     ]
+
+
+def _budget(fleet: Fleet, deployment: Deployment, host: Host) -> dict[str, Any]:
+    """Return what its wait budget chose and why, from what the daily job recorded."""
+    if deployment.idle_wait_budget is None:
+        return {"state": "none", "price": f"{PRODUCT_PRICE:g}", "text": "", "at": None,
+                "budgeted": False}  # fmt: skip
+    with reading(fleet.store.engine) as connection:
+        choice = read_choice(connection, deployment.id)
+    found = budget_price(deployment, choice)
+    budget = deployment.idle_wait_budget.describe()
+    if choice is None or choice.budget != deployment.idle_wait_budget:
+        state = "pending"
+        text = (
+            f"{budget}: not yet computed for this budget; the daily wait_budgets job (01:00) "
+            f"finds its price on the last 28 days, and until then it decides at "
+            f"{PRODUCT_PRICE:g}"
+        )
+    else:
+        state = choice.outcome.value
+        text = f"{budget}: {choice.explain()}"
+    return {
+        "state": state,
+        "price": f"{PRODUCT_PRICE if found is None else found:g}",
+        "text": text,
+        "at": None if choice is None or state == "pending" else iso(choice.computed_at, host),
+        "budgeted": found is not None,
+    }
 
 
 def _wake_times(fleet: Fleet, deployment_id: int) -> list[dict[str, Any]]:
@@ -252,7 +282,7 @@ def deployment_page(
         synthetic=synthetic_note(fleet, deployment_id),
         gpus={gpu.index: gpu for gpu in fleet.inventory.gpus},
         ladder=_idle_ladder(deployment),
-        priced_price=f"{PRODUCT_PRICE:g}",
+        budget=_budget(fleet, deployment, host),
         wake_times=_wake_times(fleet, deployment_id),
         wake_lead_s=_duration(deployment.wake_lead.seconds),  # shown for a lead in seconds
     )
