@@ -42,10 +42,10 @@ def test_the_form_takes_a_budget_in_two_boxes(client: TestClient, fleet: Fleet) 
     # Either alone: the other box is empty (a budget of a mean alone once answered 500).
     for given, mean, p99 in (({"mean_ms": 20}, "20", ""), ({"p99_s": 2.5}, "", "2.5")):
         fleet.deployments.update(made.id, "user:a", idle_wait_budget=given)
-        form = client.get(f"/deployments/{made.id}/edit")
-        assert form.status_code == 200
-        assert f'placeholder="mean ms" value="{mean}"' in form.text
-        assert f'placeholder="p99 s" value="{p99}"' in form.text
+        answer = client.get(f"/deployments/{made.id}/edit")
+        assert answer.status_code == 200
+        assert f'placeholder="mean ms" value="{mean}"' in answer.text
+        assert f'placeholder="p99 s" value="{p99}"' in answer.text
 
 
 def test_a_deployment_without_a_budget_says_so(client: TestClient, fleet: Fleet) -> None:
