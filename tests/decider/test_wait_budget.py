@@ -137,9 +137,10 @@ def office(since_us: int, until_us: int) -> list[Minute]:
 
 
 @pytest.fixture
-def env(fresh_db: Path) -> Iterator[Env]:
+def env(profile_target: str, tmp_path: Path) -> Iterator[Env]:
+    """The services on SQLite and on PostgreSQL (``profile_target``: each test runs on both)."""
     clock = ManualClock(at("2026-06-29T12:00:00+02:00"))  # a Monday
-    store = Store.open(fresh_db, clock=clock)
+    store = Store.open(profile_target, clock=clock, data_dir=tmp_path / "data")
     fleet = Fleet(
         store,
         inventory=GpuInventory(
