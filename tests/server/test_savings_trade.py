@@ -85,6 +85,7 @@ def test_the_page_draws_each_deployments_trade_and_keeps_it_for_the_day(env: Env
         assert f'<tr data-point="{label}">' in html
     # Its own last 28 whole local days: 20 weekdays of 48 requests.
     assert "Its 960 recorded requests of" in html
+    assert "the priced policy at a sweep of prices of waiting, and both oracles" in html
     assert "No request on record in its last four weeks" in html  # the quiet one
     fleet = env.services.fleet
     assert fleet is not None
@@ -132,6 +133,7 @@ def test_a_budgeted_deployments_picture_has_the_point_of_the_price_its_budget_fo
     html = env.client.get("/savings?deployment=office").text
     label = f"budget at {choice.price:g}"
     assert html.count('<g class="point series-') == POINTS + 1
+    assert "the priced policy at a sweep of prices of waiting and at the price its wait" in html
     assert f'data-series="budget" data-label="{label}"' in html
     # The point is the search's own: the same weeks replayed at the same price.
     found = f'data-freed="{choice.chosen.freed_gib_h:.3f}"'
