@@ -96,3 +96,25 @@ def test_a_budget_no_price_meets_is_said_to_be_unmet(client: TestClient, fleet: 
     assert "the budget of 50 ms mean added wait, 1 s p99 could not be met by any price" in page
     assert "it decides at the dearest, 100 GiB-h a request-second" in page
     assert "It applies to the priced idle policy only; this deployment's is ladder." in page
+
+
+def test_the_api_says_what_the_budget_chose_and_the_price_it_decides_at(
+    client: TestClient, viewer: TestClient, fleet: Fleet
+) -> None:
+    made = fleet.deployments.create(actor="user:a", **standin("chat"), idle_policy="priced")
+    path = f"/api/deployments/{made.id}/wait-budget"
+    none = viewer.get(path).json()
+    assert (none["budget"], none["state"], none["price"], none["choice"]) == (
+        None, "none", 0.1, None
+    )  # fmt: skip
+    client.patch(f"/api/deployments/{made.id}", json={"idle_wait_budget": {"mean_ms": 50}})
+    assert viewer.get(path).json()["state"] == "pending"
+    [choice] = _budgets(fleet, mean_s=0.0038).refresh()
+    shown = viewer.get(path).json()
+    assert (shown["budget"], shown["state"], shown["price"]) == (
+        {"mean_ms": 50.0}, "met", choice.price
+    )  # fmt: skip
+    assert shown["says"].startswith("50 ms mean added wait: on the last 28 days: ")
+    assert shown["choice"]["met"] is True
+    assert len(shown["choice"]["trials"]) == len(choice.trials)
+    assert viewer.get("/api/deployments/999/wait-budget").status_code == 404

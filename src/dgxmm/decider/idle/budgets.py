@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import builtins
 import json
+from dataclasses import dataclass
+from enum import StrEnum
 
 from sqlalchemy import Connection, delete, insert, select
 
@@ -35,7 +37,16 @@ from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, reading, writing
 from dgxmm.words import counted
 
-__all__ = ["WAIT_BUDGETS", "WaitBudgets", "budget_price", "price_for", "read_choice"]
+__all__ = [
+    "WAIT_BUDGETS",
+    "BudgetState",
+    "BudgetStatus",
+    "WaitBudgets",
+    "budget_price",
+    "budget_status",
+    "price_for",
+    "read_choice",
+]
 
 WAIT_BUDGETS = "wait_budgets"
 
@@ -164,6 +175,46 @@ def price_for(deployment: Deployment, choice: BudgetChoice | None) -> float:
     """Return the price the priced policy decides at: its budget's, else ``PRODUCT_PRICE``."""
     found = budget_price(deployment, choice)
     return PRODUCT_PRICE if found is None else found
+
+
+class BudgetState(StrEnum):
+    """Where a deployment's wait budget stands, as its page and the API say."""
+
+    NONE = "none"  # no budget: the standard price
+    PENDING = "pending"  # not yet computed for the budget it has now
+    MET = "met"
+    NOT_MET = "not_met"
+    NO_TRAFFIC = "no_traffic"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetStatus:
+    """What a deployment's budget chose and why: the price it decides at, in words."""
+
+    state: BudgetState
+    price: float  # what the priced policy decides at
+    says: str  # "" for NONE
+    choice: BudgetChoice | None  # the record, when it is for the budget it has now
+
+
+def budget_status(deployment: Deployment, choice: BudgetChoice | None) -> BudgetStatus:
+    """Return where the deployment's budget stands, from the recorded ``choice``."""
+    budget = deployment.idle_wait_budget
+    if budget is None:
+        return BudgetStatus(state=BudgetState.NONE, price=PRODUCT_PRICE, says="", choice=None)
+    if choice is None or choice.budget != budget:
+        says = (
+            f"{budget.describe()}: not yet computed for this budget; the daily {WAIT_BUDGETS} "
+            f"job (01:00) finds its price on the last 28 days, and until then it decides at "
+            f"{PRODUCT_PRICE:g}"
+        )
+        return BudgetStatus(state=BudgetState.PENDING, price=PRODUCT_PRICE, says=says, choice=None)
+    return BudgetStatus(
+        state=BudgetState(choice.outcome.value),
+        price=price_for(deployment, choice),
+        says=f"{budget.describe()}: {choice.explain()}",
+        choice=choice,
+    )
 
 
 def _record(connection: Connection, deployment_id: int, choice: BudgetChoice) -> None:

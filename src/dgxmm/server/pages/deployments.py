@@ -17,8 +17,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.decider.idle import PRODUCT_PRICE
-from dgxmm.decider.idle.budgets import budget_price, read_choice
+from dgxmm.decider.idle.budgets import budget_price, budget_status, read_choice
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import (
@@ -97,29 +96,17 @@ def _idle_ladder(deployment: Deployment) -> list[dict[str, str]]:
 
 def _budget(fleet: Fleet, deployment: Deployment, host: Host) -> dict[str, Any]:
     """Return what its wait budget chose and why, from what the daily job recorded."""
-    if deployment.idle_wait_budget is None:
-        return {"state": "none", "price": f"{PRODUCT_PRICE:g}", "text": "", "at": None,
-                "budgeted": False}  # fmt: skip
-    with reading(fleet.store.engine) as connection:
-        choice = read_choice(connection, deployment.id)
-    found = budget_price(deployment, choice)
-    budget = deployment.idle_wait_budget.describe()
-    if choice is None or choice.budget != deployment.idle_wait_budget:
-        state = "pending"
-        text = (
-            f"{budget}: not yet computed for this budget; the daily wait_budgets job (01:00) "
-            f"finds its price on the last 28 days, and until then it decides at "
-            f"{PRODUCT_PRICE:g}"
-        )
-    else:
-        state = choice.outcome.value
-        text = f"{budget}: {choice.explain()}"
+    choice = None
+    if deployment.idle_wait_budget is not None:
+        with reading(fleet.store.engine) as connection:
+            choice = read_choice(connection, deployment.id)
+    status = budget_status(deployment, choice)
     return {
-        "state": state,
-        "price": f"{PRODUCT_PRICE if found is None else found:g}",
-        "text": text,
-        "at": None if choice is None or state == "pending" else iso(choice.computed_at, host),
-        "budgeted": found is not None,
+        "state": status.state.value,
+        "price": f"{status.price:g}",
+        "text": status.says,
+        "at": None if status.choice is None else iso(status.choice.computed_at, host),
+        "budgeted": budget_price(deployment, status.choice) is not None,
     }
 
 
