@@ -4,6 +4,7 @@ and a bad value answers 400 naming the field (or its key) and changes nothing.""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -109,7 +110,9 @@ def test_any_budget_body_is_kept_as_checked_or_refused_naming_it_with_nothing_ch
     made = listed[0] if listed else client.post("/api/deployments", json=standin("llama")).json()
     path = f"/api/deployments/{made['id']}"
     before = client.get(path).json()
-    answer = client.patch(path, json={"idle_wait_budget": value})
+    # NaN and infinities go as JSON's NaN and Infinity literals, which Python's reader takes.
+    body = json.dumps({"idle_wait_budget": value}, allow_nan=True)
+    answer = client.patch(path, content=body, headers={"Content-Type": "application/json"})
     try:
         expected: WaitBudget | None = parse_wait_budget(value)
     except ValueError:
