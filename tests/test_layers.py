@@ -52,6 +52,7 @@ _FLEET_TOP = (
     "dgxmm.fleet.service",
     "dgxmm.fleet.reattach",
     "dgxmm.fleet.reconciler",
+    "dgxmm.fleet.settling",
 )
 _LAB_ROOMS = ("dgxmm.lab.traces", "dgxmm.lab.replay")
 _LAB_TOP = (

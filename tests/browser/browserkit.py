@@ -21,8 +21,9 @@ class Live:
 
 def log_in(page: Any, token: str, then: str | None = None) -> None:
     """Log ``page`` in through the login form with ``token``; wait until it is on ``then``
-    (``/login?next=``), or on the page a login lands on without one (``/jobs``)."""
+    (``/login?next=``), or on the page ``/`` leads to without one (``home``: ``/deployments``
+    where a fleet is served, else ``/jobs``)."""
     page.goto("/login" if then is None else f"/login?next={then}")
     page.fill("#token", token)
     page.click("button[type=submit]")
-    page.wait_for_url(f"**{then or '/jobs'}")
+    page.wait_for_url(f"**{then}" if then is not None else lambda url: "/login" not in url)

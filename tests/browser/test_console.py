@@ -31,7 +31,8 @@ from dgxmm.fleet import (
 )
 from dgxmm.fleet.activity import Minute
 from dgxmm.fleet.backends.process import LOG_NAME
-from dgxmm.fleet.demo.demo import DEMO_MODELS, synthetic_rollups
+from dgxmm.fleet.demo.history import synthetic_rollups
+from dgxmm.fleet.demo.models import DEMO_MODELS
 from dgxmm.fleet.deployments.tables import deployments
 from dgxmm.server import (
     FLEET_ROUTES,
@@ -358,11 +359,11 @@ def test_the_display_zone_switch_moves_every_time(page: Any, console: Console) -
     assert first.inner_text().endswith("03:00:00")  # the server's zone, Berlin
     page.select_option("#zone-switch select", "UTC")
     page.wait_for_load_state()
-    page.locator("#display-zone[data-zone=UTC]").wait_for()
+    page.locator("#display-zone[data-zone=UTC]").wait_for(state="attached")
     shown = page.locator("#next-times li").first.inner_text()
     assert shown.endswith(("01:00:00", "02:00:00"))  # 03:00 Berlin in UTC
     page.select_option("#zone-switch select", "server")
-    page.locator("#display-zone[data-zone='Europe/Berlin']").wait_for()
+    page.locator("#display-zone[data-zone='Europe/Berlin']").wait_for(state="attached")
 
 
 PAGES = [

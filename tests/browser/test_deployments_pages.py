@@ -149,3 +149,40 @@ def test_a_start_that_cannot_make_room_says_why(fleet_page: Any, live_fleet: Liv
     assert "20 GiB short" in preview.inner_text()
     assert not fleet_page.locator("#plan-confirm").is_visible()
     assert fleet.deployments.by_name("intern").state.value == "stopped"
+
+
+def test_a_deployments_page_shows_its_measured_sleep_and_stop_times_at_390_and_1280_px(
+    fleet_page: Any, live_fleet: LiveFleet
+) -> None:
+    fleet = live_fleet.fleet
+    deployment = add(fleet, "timed", priority=50, awake=30)
+    fleet.deployer.start(deployment, actor="user:alice")
+    fleet.deployer.sleep(deployment, actor="user:alice")
+    fleet.deployer.wake(deployment, actor="user:alice")
+    fleet.deployer.stop(deployment, actor="user:alice")
+    for width in (390, 1280):
+        fleet_page.set_viewport_size({"width": width, "height": 800})
+        fleet_page.goto(f"/deployments/{deployment}")
+        shown = fleet_page.locator("#down-times")
+        one, two, stops = shown.locator(".down-time").all_inner_texts()
+        assert one.startswith("level-1 sleeps: ")
+        assert one.endswith(" (mean of the last 1)")
+        assert two == "level-2 sleeps: none measured yet"
+        assert stops.startswith("stops: ")
+        assert stops.endswith(" (mean of the last 1)")
+        # Beside the wake times, in the same column, its lines wrapped within it, none cut;
+        # and no fact widens the list past the screen (the server log's path, one long
+        # unbroken line, made it 519 px wide at 390 px).
+        assert fleet_page.evaluate(
+            "(() => { const f = document.querySelector('#facts');"
+            " return f.scrollWidth <= f.clientWidth"
+            " && f.getBoundingClientRect().right <= innerWidth; })()"
+        ), width
+        box, wake = shown.bounding_box(), fleet_page.locator("#wake-times").bounding_box()
+        assert box is not None
+        assert wake is not None
+        assert (box["x"], box["width"]) == (wake["x"], wake["width"])
+        assert shown.evaluate("e => e.scrollWidth <= e.clientWidth"), width
+        assert shown.evaluate(
+            "e => [...e.children].every(s => s.getBoundingClientRect().width < 390)"
+        )

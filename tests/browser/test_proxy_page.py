@@ -127,12 +127,23 @@ def test_a_model_check_on_a_deployments_page_shows_the_answer_and_its_speed(
         assert page.locator("#check-first").inner_text().endswith(" ms")
         assert "token" in page.locator("#check-speed").inner_text()
         assert page.locator("#check-route").inner_text().startswith("straight to the server")
+        # Three tokens tell no speed: "-" (59,642 tokens/s of 3 tokens was shown, issue 45).
+        page.fill("#check-max-tokens", "3")
+        page.click("#check-send")
+        page.wait_for_function(
+            "document.getElementById('check-speed').textContent.startsWith('- (3 tokens')"
+        )
         page.fill("#check-max-tokens", "0")
         page.click("#check-send")
         page.locator("[data-error-for=max_tokens]:not(:empty)").wait_for()
         page.set_viewport_size({"width": 390, "height": 800})
         page.emulate_media(color_scheme="dark")
         page.goto(f"/deployments/{made.id}")
+        page.fill("#check-max-tokens", "3")
+        page.click("#check-send")
+        page.wait_for_function(
+            "document.getElementById('check-speed').textContent.startsWith('- (3 tokens')"
+        )
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
     finally:
         served.fleet.deployer.stop(made.id, actor="user:a")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -97,10 +98,16 @@ def test_it_creates_and_revokes_tokens_on_the_server(live: Live) -> None:
     identity = tokens.identify(token)
     assert identity is not None
     assert (identity.name, identity.role) == ("ops", Role.VIEWER)
-    assert live.cli("token", "revoke", token).out.strip() == "revoked"
+    (ops,) = [t for t in json.loads(live.cli("token", "list", "--json").out)["tokens"]
+              if t["name"] == "ops"]  # fmt: skip
+    assert (ops["role"], ops["state"]) == ("viewer", "live")
+    assert live.cli("token", "revoke", str(ops["id"])).out.strip() == f"revoked token {ops['id']}"
     assert tokens.identify(token) is None
-    again = live.cli("token", "revoke", token)
+    again = live.cli("token", "revoke", str(ops["id"]))
     assert again.code == 2
+    listed = live.cli("token", "list").out
+    assert "revoked" in listed
+    assert token not in listed
     assert live.cli("token", "create", "--role", "root").code == 2
     expiring = live.cli("token", "create", "--name", "week", "--expires-in-days", "7")
     row = next(r for r in Tokens(live.store.engine, live.store.clock).list() if r.name == "week")

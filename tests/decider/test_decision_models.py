@@ -10,6 +10,7 @@ import pytest
 from decider.chatkit import ChatServer, Standin
 from decider.traffickit import add_deployment, hours
 from sqlalchemy import insert, update
+from support import wait_for
 
 from dgxmm.decider.proposals.candidates import (
     Candidate,
@@ -277,3 +278,22 @@ def test_a_managed_deployment_is_asked_only_while_it_runs(
         missing.close()
     finally:
         model.close()
+
+
+def test_a_huge_answer_from_the_chat_endpoint_is_read_only_to_the_bound(
+    sqlite_store: Store, fleet: Fleet
+) -> None:
+    # A model server's answer is read with a byte bound (issue 44): one that answered the
+    # verdict's question with 500 and 256 MiB would have been read whole.
+    huge = 256 * 1024 * 1024
+    standin = Standin()
+    model = ChatModel(Endpoint(base_url=standin.base_url), deployments=fleet.deployments)
+    try:
+        standin.client.post("/dgxmm/faults", json={"error_bytes": huge})
+        with pytest.raises(CannotDecide, match="answered 500"):
+            model.decide(_candidate(9))
+        [sent] = wait_for(lambda: standin.client.get("/dgxmm/seen").json()["sent"], "its end")
+        assert sent < huge // 4  # the rest never left the stand-in: dgxmm hung up
+    finally:
+        model.close()
+        standin.stop()

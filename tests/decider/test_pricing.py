@@ -37,3 +37,15 @@ def test_measured_is_the_mean_and_the_time_a_request_that_meets_it_waits(
     samples: list[int], expected: tuple[int, int]
 ) -> None:
     assert measured(samples, (7, 8)) == expected
+
+
+def test_a_sleep_that_timed_out_at_its_bound_raises_the_mean_and_the_wait_of_one_met() -> None:
+    # Four sleeps of 2 s and one that timed out at its 300 s bound: leaving it out would
+    # price the way down at 2 s; counted at its bound, the mean is 61.6 s, and a request
+    # that meets a sleep waits what is left of the long one far more than half the mean.
+    quick = [2 * S] * 4
+    assert measured(quick, (7, 8)) == (2 * S, S)
+    mean, left = measured([*quick, 300 * S], (7, 8))
+    assert mean == round(61.6 * S)
+    assert left == round((4 * 4 + 300 * 300) / 5 / (2 * 61.6) * S)
+    assert left > mean  # the long tail: E[D^2] / 2E[D] past the mean

@@ -36,7 +36,7 @@ def made_day(fleet: Fleet, clock: ManualClock) -> int:
         clock.set(at(iso))
         ready = None if ready_s is None else (round(ready_s * SECOND_US), 0)
         fleet.events.record(
-            deployment, action, actor=actor, outcome=EventOutcome.DONE, ready=ready,
+            deployment, action, actor=actor, outcome=EventOutcome.DONE, took=ready,
             state=state.value,
         )  # fmt: skip
 

@@ -48,7 +48,7 @@ def test_a_measured_lead_says_its_p95_and_how_many_it_was_taken_of(
     for seconds in (40, 50, 45):
         kit.fleet.events.record(
             deployment, EventAction.START, actor="user:alice", outcome=EventOutcome.DONE,
-            ready=(seconds * SECOND_US, 0),
+            took=(seconds * SECOND_US, 0),
         )  # fmt: skip
     says = "begins 50 s early: p95 of the last 3 starts"
     assert leads(admin, deployment) == {"start": {"seconds": 50.0, "says": says}, "stop": None}

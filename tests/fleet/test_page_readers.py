@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fleet.test_metrics_sample import page as metrics_page
-from support import free_port
+from support import free_port, wait_for
 
 from dgxmm.clock import ManualClock
 from dgxmm.errors import BackendError, ServerGone, TimedOut
@@ -31,12 +31,17 @@ from dgxmm.fleet.backends import InlinePages, ModelServerClient, PageProcess, Pa
 from dgxmm.fleet.backends.pages import Failure, Page
 
 RELEASE = threading.Event()  # lets the hung answers go at the end of a test
+HUGE = 256 * 1024 * 1024
+SENT: list[int] = []  # what each huge page had sent when its reader hung up
 
 
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.startswith("/hang/"):
             RELEASE.wait(30)
+            return
+        if self.path in ("/huge/metrics", "/drip/metrics"):
+            self._send_long(drip=self.path.startswith("/drip/"))
             return
         status, body = {
             "/ok/metrics": (200, metrics_page(running="2", stop="7", sleep="weights_offloaded")),
@@ -51,6 +56,31 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(encoded)))
         self.end_headers()
         self.wfile.write(encoded)
+
+    def _send_long(self, *, drip: bool) -> None:
+        """A page of HUGE bytes: at once, or a line every 0.05 s (for at most 30 s)."""
+        self.send_response(200)
+        self.send_header("Content-Length", str(HUGE))
+        self.end_headers()
+        sent = 0
+        try:
+            if drip:
+                for _ in range(600):
+                    if RELEASE.is_set():
+                        return
+                    self.wfile.write(b"# still here\n")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                return
+            piece = b"#" * (1024 * 1024)
+            while sent < HUGE:
+                self.wfile.write(piece)
+                sent += len(piece)
+        except OSError:
+            pass
+        finally:
+            if not drip:
+                SENT.append(sent)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -121,6 +151,22 @@ def test_a_server_error_keeps_its_status_and_the_start_of_its_body(
         "'CUDA error: out of memory'",
     )
     assert (page.is_success, page.sample, page.invalid) == (False, None, None)
+
+
+def test_a_huge_metrics_page_is_read_only_to_its_bound(pages: Pages, server: str) -> None:
+    # Issue 44: what a model server sends is read with a byte bound (8 MiB of /metrics).
+    SENT.clear()
+    page = pages.read(ask(f"{server}/huge/metrics", timeout_s=30.0))
+    assert page.sample is None
+    assert page.invalid == "the page is over 8388608 bytes (dgxmm reads no more of it)"
+    [sent] = wait_for(lambda: list(SENT), "the page's end")
+    assert sent < HUGE // 4  # dgxmm hung up: the rest never left
+
+
+def test_a_dripping_metrics_page_ends_at_its_one_deadline(pages: Pages, server: str) -> None:
+    # A line every 0.05 s never trips httpx's per-read timeout; the page's own one does.
+    page = pages.read(ask(f"{server}/drip/metrics", timeout_s=1.0))
+    assert page.failure is Failure.TIMEOUT
 
 
 def test_a_health_page_is_its_status_alone(pages: Pages, server: str) -> None:

@@ -159,3 +159,79 @@ def test_a_price_of_zero_counts_the_memory_alone(tmp_path: Path) -> None:
     for policy in done.json()["policies"]:
         held = policy["held_awake_gib_h"] + policy["held_asleep_gib_h"]
         assert policy["cost"] == pytest.approx(held)
+
+
+# Two requests for a model no deployment of COMMAND_FLEET serves, and one for another.
+UNKNOWN = "2026-06-01T10:00:00+00:00,code\n2026-06-01T10:05:00+00:00,code\n"
+UNKNOWN += "2026-06-01T11:00:00+00:00,embed\n"
+
+
+def test_requests_for_models_the_fleet_lacks_are_refused_naming_them_and_their_counts(
+    tmp_path: Path,
+) -> None:
+    fleet, trace = files(tmp_path)
+    Path(trace).write_text(REQUESTS + UNKNOWN)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace)
+    assert done.code != 0
+    assert "'code' (2 requests)" in done.err
+    assert "'embed' (1 request)" in done.err
+    assert "--ignore-unknown-models" in done.err
+    assert "POLICY" not in done.out
+
+
+def test_ignore_unknown_models_replays_the_rest_and_says_how_many_were_left_out(
+    tmp_path: Path,
+) -> None:
+    fleet, trace = files(tmp_path)
+    Path(trace).write_text(REQUESTS + UNKNOWN)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--ignore-unknown-models")
+    assert done.code == 0, done.err
+    first = done.out.splitlines()[0]
+    assert first.startswith("4 requests (3 left out, for models the fleet lacks: ")
+    assert "'code' 2, 'embed' 1" in first
+    # The same figures as the trace without them.
+    (tmp_path / "alone").mkdir()
+    alone = files(tmp_path / "alone")
+    plain = run("lab", "replay", "--fleet", alone[0], "--trace", alone[1], "--json")
+    kept = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--json",
+               "--ignore-unknown-models")  # fmt: skip
+    assert kept.code == 0, kept.err
+    assert kept.json() == plain.json()  # stdout stays JSON; the note goes to stderr
+    assert "3 requests left out" in kept.err
+
+
+def test_a_trace_with_no_request_for_the_fleets_models_is_refused_even_when_ignoring(
+    tmp_path: Path,
+) -> None:
+    fleet, trace = files(tmp_path)
+    Path(trace).write_text("timestamp,model\n" + UNKNOWN)
+    done = run("lab", "replay", "--fleet", fleet, "--trace", trace, "--ignore-unknown-models")
+    assert done.code != 0
+    assert "no request for the fleet's models" in done.err
+
+
+def docs_example() -> tuple[dict[str, Any], str]:
+    """Return docs/savings.md's fleet file and its Azure command line's model."""
+    text = (Path(__file__).parents[2] / "docs" / "savings.md").read_text(encoding="utf-8")
+    fleet_part = text.split("## The fleet file", 1)[1]
+    fleet = json.loads(fleet_part.split("```json\n", 1)[1].split("```", 1)[0])
+    command = next(line for line in text.splitlines() if "--azure" in line and "lab replay" in line)
+    return fleet, command.split("--azure", 1)[1].split()[0]
+
+
+def test_the_docs_azure_example_runs_on_the_docs_fleet_and_meets_cold_requests(
+    tmp_path: Path,
+) -> None:
+    fleet, model = docs_example()
+    assert model in {each["model"] for each in fleet["deployments"]}
+    (tmp_path / "fleet.json").write_text(json.dumps(fleet))
+    # The Azure trace's shape: a busy few minutes on a Monday evening after the 20:00 sleep.
+    rows = [f"2026-06-01 19:{minute:02d}:00.0000000,100,10" for minute in range(20, 40)]
+    (tmp_path / "azure.csv").write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                        + "\n".join(rows) + "\n")  # fmt: skip
+    done = run("lab", "replay", "--fleet", str(tmp_path / "fleet.json"),
+               "--trace", str(tmp_path / "azure.csv"), "--azure", model, "--json")  # fmt: skip
+    assert done.code == 0, done.err
+    by_policy = {policy["name"]: policy for policy in done.json()["policies"]}
+    assert by_policy["schedules"]["cold"] >= 1  # the 20:00 Berlin sleep met the requests
+    assert by_policy["oracle"]["share_of_oracle"] == 1.0

@@ -234,6 +234,65 @@ def test_it_refuses_text_that_is_not_utf8_naming_its_line(tmp_path: Path) -> Non
     assert refused.value.field == "line 3, row"
 
 
+def test_it_names_the_line_of_bytes_that_are_not_utf8_far_into_the_file(tmp_path: Path) -> None:
+    # Past the first MiB, where the file is read as a stream, not looked at whole.
+    rows = "".join(f"{k},model\n" for k in range(200_000))
+    path = tmp_path / "late.csv"
+    path.write_bytes(f"timestamp,model\n{rows}5,caf\xe9\n".encode("latin-1"))
+
+    with pytest.raises(InvalidInput) as refused:
+        read_requests_csv(path)
+
+    assert refused.value.field == "line 200002, row"
+
+
+CHUNKED = (
+    "timestamp,model,input_tokens\n"
+    "2026-03-30T08:00:05Z,b,5\n"
+    "2026-03-30T08:00:01Z,a,\n"
+    "1774857602,c,7\n"  # 08:00:02Z, in Unix seconds: a chunk of one form, another of another
+    "\n"
+    "2026-03-30T08:00:01Z,b,9\n"
+    "2026-03-30T08:00:00Z,a,1\n"
+)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5], ids=lambda n: f"chunk-{n}")
+def test_a_file_read_in_chunks_reads_as_one_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    whole = read_requests_csv(write(tmp_path, CHUNKED))
+    monkeypatch.setattr("dgxmm.lab.traces.records.CHUNK", chunk)
+
+    parts = read_requests_csv(write(tmp_path, CHUNKED))
+
+    assert parts.models == whole.models == ("a", "b", "c")
+    for column in ("at_us", "model", "input_tokens", "output_tokens"):
+        assert getattr(parts, column).tolist() == getattr(whole, column).tolist(), column
+    assert parts.input_tokens.tolist() == [1, NO_TOKENS, 9, 7, 5]  # ties keep the file's order
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3], ids=lambda n: f"chunk-{n}")
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (CHUNKED + "yesterday,a,1\n2026-03-30T08:00:00Z,,1\n", "line 8, timestamp"),
+        (CHUNKED + "2026-03-30T08:00:00Z,a\n2026-03-30T08:00:00Z,a,x\n", "line 8, input_tokens"),
+        (CHUNKED + "2026-03-30T08:00:00Z,a,1,2\nnever,a,1\n", "line 8, column 4"),
+    ],
+    ids=["bad-value", "short-line", "long-line"],
+)
+def test_a_file_read_in_chunks_names_the_earliest_bad_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, text: str, field: str
+) -> None:
+    monkeypatch.setattr("dgxmm.lab.traces.records.CHUNK", chunk)
+
+    with pytest.raises(InvalidInput) as refused:
+        read_requests_csv(write(tmp_path, text))
+
+    assert refused.value.field == field
+
+
 def test_it_refuses_a_missing_file_naming_the_path(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as refused:
         read_requests_csv(tmp_path / "nowhere.csv")

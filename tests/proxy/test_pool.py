@@ -229,3 +229,39 @@ def test_the_address_of_a_url() -> None:
     assert ServerAddress.of("http://[::1]:9/").host_header == b"[::1]:9"
     with pytest.raises(ValueError, match="not an http"):
         ServerAddress.of("ftp://host/")
+
+
+@pytest.mark.parametrize(
+    ("answer", "is_whole"),
+    [
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello", True),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", True),
+        (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello", True),  # ends where it closes
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nhello", False),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", False),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX", False),
+    ],
+    ids=["length", "chunked", "until-close", "short-of-length", "no-last-chunk", "garbled"],
+)
+def test_a_body_cut_by_the_servers_close_is_not_whole(answer: bytes, is_whole: bool) -> None:
+    async def main() -> None:
+        async def handler(
+            reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _: int
+        ) -> None:
+            await server.read_request(reader)
+            writer.write(answer)
+            await writer.drain()  # then the server closes (RawServer)
+
+        async with RawServer(handler) as server:
+            pool = UpstreamPool()
+            exchange = await pool.exchange(server.address, REQUEST)
+            await exchange.answer()
+            body = b""
+            while (chunk := await exchange.next_chunk()) is not None:
+                body += chunk
+            assert body.startswith(b"hello")
+            assert exchange.is_whole() is is_whole
+            exchange.close()
+            await pool.aclose()
+
+    run(main())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -10,9 +11,11 @@ import pytest
 from support import at, wait_for
 
 from dgxmm.clock import ManualClock
+from dgxmm.errors import Busy
 from dgxmm.jobs import CronSchedule, Job, JobKind, Outcome, RunContext
 from dgxmm.server import Host
 from dgxmm.store import Store
+from dgxmm.store.database import BUSY_MESSAGE
 
 
 def test_it_picks_up_a_defined_changed_and_dropped_job_at_its_next_tick(
@@ -90,3 +93,33 @@ def test_it_abandons_a_run_that_cannot_get_a_thread_and_frees_its_group(
     monkeypatch.setattr(threading.Thread, "start", start)
     assert host.run_now("second", timeout=30).outcome is Outcome.SUCCEEDED  # the group is free
     assert ran == ["second"]
+
+
+def test_a_tick_that_waited_too_long_for_the_database_says_so_in_one_line(
+    store: Store,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The demo's first run held the write lock for seconds: the host's tick logged a 60-line
+    # traceback of "database is locked" that read as a crash (issue 45).
+    host = Host(store, time_zone="UTC", clock=clock, tick_seconds=0.05)
+
+    def busy_tick() -> None:
+        raise Busy(BUSY_MESSAGE)
+
+    with caplog.at_level(logging.WARNING, logger="dgxmm.server.host.host"):
+        host.start()  # its first tick plans, on this thread; the ticker's then wait too long
+        monkeypatch.setattr(host, "tick", busy_tick)
+        try:
+            wait_for(
+                lambda: (
+                    len([r for r in caplog.records if "waited too long" in r.getMessage()]) >= 2
+                ),
+                "two ticks that waited",
+            )
+        finally:
+            host.stop()
+    said = [r for r in caplog.records if "waited too long" in r.getMessage()]
+    assert all(r.exc_info is None and "\n" not in r.getMessage() for r in said)
+    assert "ticking on" in said[0].getMessage()

@@ -81,3 +81,33 @@ def test_it_answers_metrics_late_when_told(standin: Start) -> None:
     server = standin("--slow-metrics", "0.5")
     assert server.client.get("/dgxmm/faults").json()["metrics_delay_s"] == 0.5
     assert "vllm:num_requests_waiting" in server.client.get("/metrics").text
+
+
+def test_its_long_answers_are_what_they_say_and_counted(standin: Start) -> None:
+    server = standin()
+    refused = server.client.post("/dgxmm/faults", json={"error_bytes": 1.5})
+    assert refused.json()["error"]["message"].startswith("error_bytes: 1.5 is not a whole")
+    chat = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+    server.client.post("/dgxmm/faults", json={"long_line_bytes": 3 * 1024 * 1024})
+    line = server.client.post("/v1/chat/completions", json=chat)
+    assert (line.status_code, len(line.content)) == (200, 3 * 1024 * 1024)
+    assert b"\n" not in line.content
+    server.client.post("/dgxmm/faults", json={"long_line_bytes": 0, "error_bytes": 1000})
+    error = server.client.post("/v1/chat/completions", json=chat)
+    assert (error.status_code, len(error.content)) == (500, 1000)
+    assert server.client.get("/dgxmm/seen").json() == {"sent": [3 * 1024 * 1024, 1000],
+                                                       "hanging": {}}  # fmt: skip
+
+
+def test_it_drips_a_streamed_answer_while_told(standin: Start) -> None:
+    server = standin()
+    server.client.post("/dgxmm/faults", json={"drip_s": 0.01})
+    chat = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+    lines: list[str] = []
+    with server.client.stream("POST", "/v1/chat/completions", json=chat) as answer:
+        for line in answer.iter_lines():
+            lines.append(line)
+            if len(lines) == 3:  # dripping: switch it off, and the events come
+                server.client.post("/dgxmm/faults", json={"drip_s": 0})
+    assert lines[:3] == [": still thinking"] * 3
+    assert [line for line in lines if line][-1] == "data: [DONE]"

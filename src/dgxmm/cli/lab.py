@@ -2,15 +2,20 @@
 
 ``dgxmm lab replay --fleet fleet.json --trace requests.csv`` reads the fleet file
 (docs/savings.md) and a trace (a CSV of ``timestamp,model[,input_tokens,output_tokens]``, or
-the Azure LLM trace format with ``--azure MODEL``), replays it under each policy and prints
-one line per policy: GiB-hours freed against always-on, the share of the oracle's, the
-requests that met a cold model, the wait-seconds (total, mean and p99 over every request), and
-the cost ``GiB-hours held + W x request-seconds waited`` at ``--price W`` (GiB-hours a
-request-second is worth; default 0.1, the middle of the standard 0.01, 0.1 and 1) against both
-oracles': the oracle, which wakes ahead, and the lazy oracle, which wakes on arrival and picks
-its rests at that price. It asks no server and writes nothing, unless ``--svg PATH``
-asks for one day's picture (``lab/picture.py``): ``--deployment`` (default: the fleet's
-first) on ``--day`` (``YYYY-MM-DD`` in its zone; default: the replay's first day).
+the Azure LLM trace format with ``--azure MODEL``, MODEL one of the fleet's), replays it
+under each policy and prints one line per policy: GiB-hours freed against always-on, the
+share of the oracle's, the requests that met a cold model, the wait-seconds (total, mean and
+p99 over every request), and the cost ``GiB-hours held + W x request-seconds waited`` at
+``--price W`` (GiB-hours a request-second is worth; default 0.1, the middle of the standard
+0.01, 0.1 and 1) against both oracles': the oracle, which wakes ahead, and the lazy oracle,
+which wakes on arrival and picks its rests at that price. It asks no server and writes
+nothing, unless ``--svg PATH`` asks for one day's picture (``lab/picture.py``):
+``--deployment`` (default: the fleet's first) on ``--day`` (``YYYY-MM-DD`` in its zone;
+default: the replay's first day).
+
+A trace with requests for models no deployment serves is refused, naming each and its count:
+replayed, they would reach no deployment, and an idle fleet would look thrifty.
+``--ignore-unknown-models`` replays without them and says how many it left out.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from dgxmm.time_units import DAY_US
 from dgxmm.words import counted
 
 if TYPE_CHECKING:
-    from dgxmm.lab import LabFleet, Ledger
+    from dgxmm.lab import LabFleet, Ledger, Trace
 
 __all__ = ["app"]
 
@@ -44,7 +49,7 @@ def replay(
     trace: Annotated[Path, typer.Option("--trace", help="The requests (CSV).")],
     azure: Annotated[
         str | None,
-        typer.Option("--azure", help="Read --trace as the Azure LLM trace, for this model."),
+        typer.Option("--azure", help="Read --trace as the Azure LLM trace, for this fleet model."),
     ] = None,
     start: Annotated[
         str | None,
@@ -75,6 +80,14 @@ def replay(
         str | None,
         typer.Option("--deployment", help="The picture's deployment (default: the first)."),
     ] = None,
+    ignore_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-unknown-models",
+            help="Replay without the requests for models no deployment serves, saying how "
+            "many (without it such a trace is refused).",
+        ),
+    ] = False,
 ) -> None:
     """Replay a trace on a fleet under every policy; print what each frees and costs."""
     # Here, not above: `dgxmm --help` should not load numpy and the lab.
@@ -87,6 +100,7 @@ def replay(
     requests = read_azure_trace(trace, azure) if azure else read_requests_csv(trace)
     if not len(requests):
         raise InvalidInput("trace", f"{trace} holds no request")
+    requests, left_out = _served(requests, lab_fleet, trace, ignore_unknown=ignore_unknown)
     first, last = requests.span_us
     start_us = _instant(start, "from") if start else first - first % DAY_US
     end_us = _instant(end, "to") if end else last - last % DAY_US + DAY_US
@@ -105,11 +119,18 @@ def replay(
         name, picture_day, zone = drawn
         svg.write_text(day_picture(found, name, picture_day, zone=zone), encoding="utf-8")
     if as_json:
+        if left_out:  # stdout stays one JSON document
+            typer.echo(f"{counted(sum(left_out.values()), 'request')} left out, for models "
+                       f"the fleet lacks: {_each(left_out)}", err=True)  # fmt: skip
         typer.echo(json.dumps(found.to_json(), indent=2))
         return
     hours = (end_us - start_us) / 3_600_000_000
+    left = ""
+    if left_out:
+        left = f" ({sum(left_out.values())} left out, for models the fleet lacks: "
+        left += f"{_each(left_out)})"
     typer.echo(
-        f"{counted(len(requests), 'request')}, "
+        f"{counted(len(requests), 'request')}{left}, "
         f"{counted(len(lab_fleet.deployments), 'deployment')}, {hours:g} h; "
         "the oracles ignore schedules and the fit between deployments; "
         f"cost = GiB-h held + {wait_price:g} x request-s waited"
@@ -152,6 +173,39 @@ def _row(
         f"{cost_ratio(ledger, lazy, price):.3f}", ledger.wakes, ledger.starts, ledger.sleeps,
         ledger.stops, refused, f"{ledger.held_awake_gib_h:.1f}", f"{ledger.held_asleep_gib_h:.1f}",
     )  # fmt: skip
+
+
+def _served(
+    requests: Trace, lab_fleet: LabFleet, path: Path, *, ignore_unknown: bool
+) -> tuple[Trace, dict[str, int]]:
+    """Return the requests for the fleet's models and the counts of those left out.
+
+    A request for a model no deployment serves would be replayed as nothing (no deployment
+    sees it): an idle fleet would look thrifty. Refused, naming each such model and its count,
+    unless ``--ignore-unknown-models`` says to leave them out."""
+    served = {each.model for each in lab_fleet.deployments}
+    unknown = {name: n for name, n in requests.counts().items() if name not in served}
+    if not unknown:
+        return requests, {}
+    if not ignore_unknown:
+        raise InvalidInput(
+            "trace",
+            f"{path} has requests for models no deployment of the fleet serves: "
+            + ", ".join(f"{name!r} ({counted(n, 'request')})" for name, n in unknown.items())
+            + f" (the fleet serves {', '.join(map(repr, sorted(served)))}); serve them in the "
+            "fleet file, or give --ignore-unknown-models to replay without them",
+        )
+    kept = requests.only(served)
+    if not len(kept):
+        raise InvalidInput(
+            "trace", f"{path} holds no request for the fleet's models "
+            f"({', '.join(map(repr, sorted(served)))}), only for {_each(unknown)}",
+        )  # fmt: skip
+    return kept, unknown
+
+
+def _each(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name!r} {n}" for name, n in counts.items())
 
 
 def _price(text: str) -> float:

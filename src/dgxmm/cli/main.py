@@ -1,5 +1,10 @@
 """``dgxmm``: serve, and the commands that ask a running server (jobs, queries, store,
-catalog, attic, deployments, schedules, insights, audit, proposals, token), and cron."""
+catalog, attic, deployments, schedules, proxy, insights, audit, proposals, token), and cron.
+
+Each command group is a module in a room by what it is about: ``catalog/`` (jobs, queries,
+attic, store and catalog), ``fleet/`` (deployments, schedules, proxy, insights, audit,
+proposals, savings), ``access/`` (tokens); ``alerts.py`` and ``lab.py`` stand alone.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dgxmm.cli.common import Answer, JsonOption, Target, command, handles_errors
+from dgxmm.cli.common import JsonOption, handles_errors
 from dgxmm.cli.help_text import PlainCommand
 from dgxmm.clock import SystemClock
 from dgxmm.jobs import CronSchedule, resolve_zone
@@ -144,86 +149,19 @@ def cron_next(
     typer.echo(json.dumps(value, indent=2) if as_json else "\n".join(lines))
 
 
-token = typer.Typer(help="API tokens.", no_args_is_help=True)
-app.add_typer(token, name="token")
-
-
-@command(token, "create")
-def token_create(
-    where: Target,
-    role: Annotated[str, typer.Option("--role", help="admin (everything) or viewer (reads).")] = (
-        "viewer"
-    ),
-    name: Annotated[str | None, typer.Option("--name", help="Who it is for.")] = None,
-    expires_in_days: Annotated[
-        int | None,
-        typer.Option("--expires-in-days", help="Whole days until it expires (default: never)."),
-    ] = None,
-) -> Answer:
-    """Create a token and print it (it is shown only this once)."""
-    from dgxmm.errors import InvalidInput
-    from dgxmm.server.access.tokens import Role, Tokens
-    from dgxmm.server.api.tokens import MAX_EXPIRY_DAYS
-    from dgxmm.time_units import DAY_US
-
-    chosen = Role.named(role)  # refuses a role that is not admin or viewer
-    if expires_in_days is not None and not 1 <= expires_in_days <= MAX_EXPIRY_DAYS:
-        raise InvalidInput(
-            "expires_in_days",
-            f"{expires_in_days} is not a whole number of days from 1 to {MAX_EXPIRY_DAYS}",
-        )
-    if where.offline:
-        with where.store() as store:
-            expires = (
-                None if expires_in_days is None else store.clock.now_us() + expires_in_days * DAY_US
-            )
-            created = Tokens(store.engine, store.clock).create(
-                chosen, name or chosen.value, expires_at=expires
-            )
-    else:
-        with where.client() as api:
-            body = {"role": chosen.value, "name": name, "expires_in_days": expires_in_days}
-            created = api.post("/api/tokens", body)["token"]
-    return Answer(value={"token": created, "role": chosen.value}, text=created)
-
-
-@command(token, "revoke")
-def token_revoke(
-    where: Target, value: Annotated[str, typer.Argument(help="The token to revoke.")]
-) -> Answer:
-    """Revoke a token: from now on it opens nothing."""
-    from dgxmm.errors import NotFound
-    from dgxmm.server.access.tokens import Tokens
-
-    if where.offline:
-        with where.store() as store:
-            if not Tokens(store.engine, store.clock).revoke(value.strip()):
-                raise NotFound("live token", "(as given)")
-    else:
-        with where.client() as api:
-            api.post("/api/tokens/revoke", {"token": value.strip()})
-    return Answer(value={"revoked": True}, text="revoked")
-
-
 def _register() -> None:
-    from dgxmm.cli import (
-        alerts,
-        attic,
-        deployments,
-        insights,
-        jobs,
-        lab,
-        queries,
-        savings,
-        schedules,
-        store_ops,
-    )
+    from dgxmm.cli import alerts, lab
+    from dgxmm.cli.access import tokens
+    from dgxmm.cli.catalog import attic, jobs, queries, store_ops
+    from dgxmm.cli.fleet import deployments, insights, model_check, proxy, savings, schedules
 
+    app.add_typer(tokens.app, name="token")
     app.add_typer(jobs.app, name="jobs")
     app.add_typer(queries.app, name="queries")
     app.add_typer(store_ops.store_app, name="store")
     app.add_typer(store_ops.catalog_app, name="catalog")
     app.add_typer(attic.app, name="attic")
+    model_check.register(deployments.app)
     app.add_typer(deployments.app, name="deployments")
     app.add_typer(schedules.app, name="schedules")
     app.add_typer(insights.insights_app, name="insights")
@@ -232,6 +170,7 @@ def _register() -> None:
     app.add_typer(lab.app, name="lab")
     app.add_typer(alerts.app, name="alerts")
     savings.register(app)
+    proxy.register(app)
 
 
 _register()

@@ -23,6 +23,8 @@ from dgxmm.fleet.activity import Entry as Entry
 from dgxmm.fleet.activity import RequestActivity as RequestActivity
 from dgxmm.fleet.backends import DEFAULT_STOP_GRACE_S as DEFAULT_STOP_GRACE_S
 from dgxmm.fleet.backends import LOG_TAIL_MARK as LOG_TAIL_MARK
+from dgxmm.fleet.backends import MAX_CONTROL_BYTES as MAX_CONTROL_BYTES
+from dgxmm.fleet.backends import Answer as Answer
 from dgxmm.fleet.backends import Backend as Backend
 from dgxmm.fleet.backends import BackendKind as BackendKind
 from dgxmm.fleet.backends import ExternalBackend as ExternalBackend
@@ -34,14 +36,15 @@ from dgxmm.fleet.backends import ProcessBackend as ProcessBackend
 from dgxmm.fleet.backends import ProcessSpec as ProcessSpec
 from dgxmm.fleet.backends import RayBackend as RayBackend
 from dgxmm.fleet.backends import StopOutcome as StopOutcome
+from dgxmm.fleet.backends import read_answer as read_answer
 from dgxmm.fleet.backends import wait_until_healthy as wait_until_healthy
 from dgxmm.fleet.backends.process import LOG_NAME as LOG_NAME
-from dgxmm.fleet.demo.demo import DEMO_RAY_NODES as DEMO_RAY_NODES
 from dgxmm.fleet.demo.demo import Demo as Demo
 from dgxmm.fleet.demo.demo import prepare_demo_gpus as prepare_demo_gpus
 from dgxmm.fleet.demo.demo import synthetic_note as synthetic_note
 from dgxmm.fleet.demo.local_cluster import LocalCluster as LocalCluster
 from dgxmm.fleet.demo.local_cluster import LocalNode as LocalNode
+from dgxmm.fleet.demo.models import DEMO_RAY_NODES as DEMO_RAY_NODES
 from dgxmm.fleet.deployer import Deployer as Deployer
 from dgxmm.fleet.deployments.audit import Audit as Audit
 from dgxmm.fleet.deployments.audit import AuditAction as AuditAction
@@ -147,11 +150,13 @@ __all__ = [
     "MAX_BUDGET_MEAN_MS",
     "MAX_BUDGET_P99_S",
     "MAX_CHUNK",
+    "MAX_CONTROL_BYTES",
     "MAX_LEAD_US",
     "METRICS_PURGE",
     "METRICS_ROLLUP",
     "REQUEST_ACTOR",
     "ActionResult",
+    "Answer",
     "Audit",
     "AuditAction",
     "AuditEntry",
@@ -237,6 +242,7 @@ __all__ = [
     "parse_wake_lead",
     "prepare_demo_gpus",
     "ray_missing",
+    "read_answer",
     "read_gauges",
     "read_log",
     "read_nvml",

@@ -23,6 +23,11 @@
   ``startup_timeout_s``, a sleep by its ``sleep_timeout_s``; every request of the action gets
   only what is left, so no lock is held past the action's timeout. A sleep the server
   finishes later is reconciled by the metrics pass (``reconciler.py``, under these locks).
+- **Durations**: a start, wake, sleep or stop done records how long it took on its event
+  (``Events``), and a sleep that timed out records its bound: the priced idle policy prices
+  their mean, and a timed-out sleep held the memory that long at least (leaving it out would
+  price the way down below what it cost). A stop that stopped nothing (a process already
+  gone, an external server) measures nothing.
 - **Telemetry**: each action (an eviction too) tells ``Telemetry.action_finished`` its
   outcome and how long it took, by the injected ``timer``; a refusal counts as ``skipped``,
   an error as ``failed``, an unknown deployment not at all.
@@ -44,7 +49,7 @@ from functools import partial
 
 from sqlalchemy import Engine
 
-from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone
+from dgxmm.errors import Conflict, DgxmmError, DoesNotFit, NotFound, ServerGone, TimedOut
 from dgxmm.fleet.activity import RequestActivity
 from dgxmm.fleet.backends.protocol import (
     Backend,
@@ -193,7 +198,7 @@ class Deployer:
             backend = self._backends.of(deployment)
             with self._startup, self._activity.closing(deployment_id) as door:
                 deployment, _ = self._fitted(deployment_id, EventAction.SLEEP, actor)
-                began = time.monotonic()
+                began, timed = time.monotonic(), self._timer()
                 try:
                     backend.wake(1, timeout_s=deployment.startup_timeout_s)
                     wait_until_healthy(backend, deployment.startup_timeout_s, began=began)
@@ -229,6 +234,7 @@ class Deployer:
                 state=S.SLEEPING,
                 error=KEEP,
                 asleep_level=2,
+                took=(round((self._timer() - timed) * SECOND_US), 2),
             )
 
     # -- inside -------------------------------------------------------------------------------
@@ -298,7 +304,7 @@ class Deployer:
                     # A new server clears the last error; a woken one keeps it on record.
                     error=KEEP if waking else None,
                     evictions=evictions,
-                    ready=(round(took * SECOND_US), deployment.sleeps_at if waking else 0),
+                    took=(round(took * SECOND_US), deployment.sleeps_at if waking else 0),
                 )
 
     def _take_down(
@@ -336,6 +342,7 @@ class Deployer:
                 )
             backend = self._backends.of(deployment)
             level = level or deployment.sleep_level
+            began = self._timer()
             if sleeping:
                 state, how = S.SLEEPING, self._sleep_backend(deployment, backend, actor, level)
             else:
@@ -347,7 +354,10 @@ class Deployer:
                     self._rec.fail(deployment, action, actor, str(error), backend, stop=False)
                     raise
                 self._rec.restarted(deployment_id)
-                state, how = S.STOPPED, _STOPPED_HOW[outcome]
+                state, how, level = S.STOPPED, _STOPPED_HOW[outcome], 0
+            took = round((self._timer() - began) * SECOND_US)
+            # A process already gone, or an external server left running: no way down.
+            gone = not sleeping and outcome in (StopOutcome.NOT_RUNNING, StopOutcome.NOT_OWNED)
             return self._rec.record(
                 deployment=deployment,
                 action=action,
@@ -357,6 +367,7 @@ class Deployer:
                 state=state,
                 error=KEEP if sleeping else None,  # a stopped server's last error is over
                 asleep_level=level if sleeping else None,
+                took=None if gone else (took, level),
             )
 
     def _take_over_stop(self, deployment: Deployment, actor: str) -> ActionResult | None:
@@ -388,12 +399,14 @@ class Deployer:
             self._rec.fail(deployment, EventAction.SLEEP, actor, str(error), backend)
             raise
         except Exception as error:  # the server is there but did not sleep: still running
+            bound = round(deployment.sleep_timeout_s * SECOND_US)
             self._rec.record(
                 deployment=deployment,
                 action=EventAction.SLEEP,
                 outcome=EventOutcome.FAILED,
                 actor=actor,
                 detail=str(error),
+                took=(bound, level) if isinstance(error, TimedOut) else None,
             )
             raise
         return f"asleep (level {level})"

@@ -12,7 +12,10 @@ What was found, by the state the row was left in:
 - ``stopped`` / ``failed`` with a process of ours still running: that process is stopped.
 
 An unreachable external server in a ``running`` or ``sleeping`` row is left as it is: the
-metrics job marks it failed when its port refuses.
+metrics job marks it failed when its port refuses. What ``/is_sleeping`` says now may not
+last: an action dgxmm began before it stopped may still run on the server (its record is
+written when it ends), so the fleet asks those found up again until they settle
+(``settling.py``).
 """
 
 from __future__ import annotations

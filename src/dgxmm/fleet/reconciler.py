@@ -1,15 +1,21 @@
 """The reconciliations: a deployment's row brought up to date with what its server is now.
 
-The metrics pass finds a server gone or asleep behind a row that says otherwise: a process
-that died, an external server whose port refuses, or a sleep that finished after its action
-gave up waiting (``sleep_timeout_s``). ``Reconciler`` writes what it found, with the
-deployer's per-deployment locks and the door of ``RequestActivity`` shut while it does, so
-the proxy knows its cached state is stale afterwards:
+The metrics pass finds a server gone, asleep or awake behind a row that says otherwise: a
+process that died, an external server whose port refuses, a sleep that finished after its
+action gave up waiting (``sleep_timeout_s``), or a wake that was still running when dgxmm
+was killed (its record is written when it ends, so the restart found the server asleep).
+``Reconciler`` writes what it found, with the deployer's per-deployment locks and the door of
+``RequestActivity`` shut while it does, so the proxy knows its cached state is stale
+afterwards:
 
 - ``mark_failed``: an up deployment whose server is gone is ``failed``, with ``last_error``,
   an insight, and what is left of a process dgxmm owns stopped.
 - ``mark_asleep``: a running deployment whose server sleeps is ``sleeping``; the result names
   the failed sleeps it finished (``ActionResult.finishes``).
+- ``mark_awake``: a sleeping deployment whose server no longer sleeps is ``running``.
+
+Neither believes anything but the server's ``GET /is_sleeping``, and neither waits for the
+deployment's lock: an action under way knows the state better.
 
 After a restart, finding each server again is ``reattach.py``'s.
 """
@@ -123,3 +129,37 @@ class Reconciler:
             error=KEEP,
         )
         return replace(found, finishes=late)
+
+    def mark_awake(
+        self, deployment_id: int, reason: str, *, actor: str = "system"
+    ) -> ActionResult | None:
+        """Mark a sleeping deployment whose server is awake as running; None when it is not so.
+
+        A wake that finished after dgxmm stopped waiting for it: one under way when dgxmm was
+        killed, or one that timed out. Never waits for the lock; asks ``/is_sleeping``.
+        """
+        lock = self._lock(deployment_id)
+        if not lock.acquire(blocking=False):
+            return None
+        try:
+            with self._activity.closing(deployment_id):
+                deployment = self._deployments.get(deployment_id)
+                if deployment.state is not S.SLEEPING:
+                    return None
+                try:
+                    if self._backends.of(deployment).is_sleeping():
+                        return None
+                except DgxmmError:
+                    return None  # the next pass looks again
+                return self._rec.record(
+                    deployment=deployment,
+                    action=EventAction.WAKE,
+                    outcome=EventOutcome.DONE,
+                    actor=actor,
+                    detail=f"found awake ({reason}): a wake that finished after dgxmm stopped "
+                    "waiting for it, or one under way when dgxmm restarted",
+                    state=S.RUNNING,
+                    error=KEEP,
+                )
+        finally:
+            lock.release()

@@ -19,7 +19,7 @@ from pathlib import Path
 from sqlalchemy import Connection, delete
 
 from dgxmm.clock import Clock
-from dgxmm.errors import DgxmmError
+from dgxmm.errors import DgxmmError, NotFound
 from dgxmm.fleet.activity import RequestActivity
 from dgxmm.fleet.backends.pages import Pages
 from dgxmm.fleet.backends.protocol import DEFAULT_STOP_GRACE_S, BackendKind, HttpTimeouts
@@ -43,6 +43,7 @@ from dgxmm.fleet.placement.inventory import Gpu, GpuInventory, InventorySource
 from dgxmm.fleet.placement.nodes import node_holdings
 from dgxmm.fleet.reattach import reattach
 from dgxmm.fleet.reconciler import Reconciler
+from dgxmm.fleet.settling import Settling, Unsettled
 from dgxmm.jobs import CronSchedule, Job, JobKind, RunContext
 from dgxmm.store import Store, Topic, writing
 from dgxmm.telemetry import NO_TELEMETRY, Telemetry
@@ -58,6 +59,7 @@ METRICS_PURGE = "metrics_purge"
 RemovalHook = Callable[[Connection, Deployment, str], None]
 # Told of a reconciliation that found failed attempts finished after all (``finishes``).
 LateFinishHook = Callable[[ActionResult], None]
+S = DeploymentState
 
 
 class Fleet:
@@ -115,6 +117,7 @@ class Fleet:
             insights=self.insights,
             on_gone=self._gone,
             on_asleep=self._asleep,
+            on_awake=self._awake,
             telemetry=telemetry,
             retention_days=lambda: store.get_setting(RETENTION_SETTING, DEFAULT_RETENTION_DAYS),
         )
@@ -151,6 +154,7 @@ class Fleet:
         self._hooks: list[RemovalHook] = [self.insights.remove_for]
         self._late_hooks: list[LateFinishHook] = []
         self._note_inventory()
+        self.settling = Settling(self._settle)
         self.reattach()
 
     # -- removal ------------------------------------------------------------------------------
@@ -204,7 +208,11 @@ class Fleet:
     # -- restarts, jobs, life -----------------------------------------------------------------
 
     def reattach(self) -> list[ActionResult]:
-        """Find every deployment's server again (done once when the fleet is built)."""
+        """Find every deployment's server again (done once when the fleet is built).
+
+        Those found up are asked again until they settle (``settling.py``): one may have
+        been mid-action when dgxmm stopped.
+        """
         found = []
         for deployment in self.deployments.list():
             try:
@@ -220,6 +228,13 @@ class Fleet:
                 continue
             if result is not None:
                 found.append(result)
+        up = [r.deployment for r in found if r.deployment.state in (S.RUNNING, S.SLEEPING)]
+        self.settling.watch(
+            [
+                Unsettled(deployment_id=d.id, window_s=max(d.startup_timeout_s, d.sleep_timeout_s))
+                for d in up
+            ]
+        )
         return found
 
     def system_jobs(self) -> list[Job]:
@@ -281,6 +296,7 @@ class Fleet:
 
     def close(self) -> None:
         """Close the HTTP clients; the model servers keep running."""
+        self.settling.close()
         self.metrics.close()
         self.backends.close()
 
@@ -289,15 +305,32 @@ class Fleet:
         # lock meets the gone server itself. A caller holding the lock re-enters it.
         self.reconciler.mark_failed(deployment.id, why, wait=False)
 
-    def _asleep(self, deployment: Deployment, why: str) -> None:
+    def _asleep(self, deployment: Deployment, why: str) -> ActionResult | None:
         found = self.reconciler.mark_asleep(deployment.id, why)
         if found is None or not found.finishes:
-            return
+            return found
         for hook in list(self._late_hooks):
             try:
                 hook(found)
             except DgxmmError as error:  # the pass goes on; the pause stays until someone looks
                 log.warning("after finding %s asleep: %s", deployment.name, error)
+        return found
+
+    def _awake(self, deployment: Deployment, why: str) -> None:
+        self.reconciler.mark_awake(deployment.id, why)
+
+    def _settle(self, deployment_id: int) -> bool:
+        """Compare ``/is_sleeping`` with the record once; True when nothing is left to ask."""
+        try:
+            deployment = self.deployments.get(deployment_id)
+        except NotFound:
+            return True  # removed since
+        why = "asked again after a dgxmm restart"
+        if deployment.state is S.SLEEPING:
+            return self.reconciler.mark_awake(deployment_id, why) is not None
+        if deployment.state is S.RUNNING:
+            return self._asleep(deployment, why) is not None
+        return True  # an action moved it on: it knows the state
 
     def _rollup(self, ctx: RunContext) -> str:
         written = self.request_minutes.add(self.activity.take_minutes())

@@ -201,10 +201,12 @@ def _seconds(keys: Mapping[str, Any], key: str) -> float | None:
         not isinstance(value, int | float)
         or isinstance(value, bool)
         or not 0 < value <= RETRY_WAIT_MAX_S  # NaN fails it too
+        or timedelta(seconds=value) <= timedelta(0)  # kept to the microsecond, as the window
     ):
         raise DefinitionError(
             key,
-            f"expected a positive number of seconds of at most {RETRY_WAIT_MAX_S}, got {value!r}",
+            "expected a positive number of seconds (a microsecond at least) of at most "
+            f"{RETRY_WAIT_MAX_S}, got {value!r}",
         )
     return float(value)
 
@@ -259,10 +261,12 @@ def _window(keys: Mapping[str, Any]) -> float | None:
         not isinstance(value, int | float)
         or isinstance(value, bool)
         or not 0 < value <= CATCHUP_WINDOW_MAX_S  # NaN fails it too
+        # The window is kept to the microsecond: less would be a window of none.
+        or timedelta(seconds=value) <= timedelta(0)
     ):
         raise DefinitionError(
             "catchup_window_s",
-            f"expected a positive number of seconds of at most {CATCHUP_WINDOW_MAX_S}, "
-            f"got {value!r}",
+            "expected a positive number of seconds (a microsecond at least) of at most "
+            f"{CATCHUP_WINDOW_MAX_S}, got {value!r}",
         )
     return float(value)

@@ -26,6 +26,7 @@ from dgxmm.proxy.bounds import HoldBounds as HoldBounds
 from dgxmm.proxy.bounds import bound_settings as bound_settings
 from dgxmm.proxy.bounds import check_bounds as check_bounds
 from dgxmm.proxy.bounds import read_bounds as read_bounds
+from dgxmm.proxy.checks import CHECK_KEY_HEADER as CHECK_KEY_HEADER
 from dgxmm.proxy.connections import API_LIMITS as API_LIMITS
 from dgxmm.proxy.connections import PROXY_LIMITS as PROXY_LIMITS
 from dgxmm.proxy.connections import ConnectionLimits as ConnectionLimits
@@ -34,6 +35,7 @@ from dgxmm.proxy.listing import ModelState as ModelState
 from dgxmm.proxy.listing import model_state as model_state
 from dgxmm.proxy.memory import GIVE_BACK_AFTER_BYTES as GIVE_BACK_AFTER_BYTES
 from dgxmm.proxy.memory import give_back_memory as give_back_memory
+from dgxmm.proxy.replies import NOT_AWAKE as NOT_AWAKE
 from dgxmm.proxy.replies import Refusal as Refusal
 from dgxmm.proxy.replies import Rejection as Rejection
 from dgxmm.proxy.serving import ProxyServer as ProxyServer
@@ -47,6 +49,7 @@ from dgxmm.proxy.waking import REQUEST_ACTOR as REQUEST_ACTOR
 
 __all__ = [
     "API_LIMITS",
+    "CHECK_KEY_HEADER",
     "DEFAULT_BOUNDS",
     "GIVE_BACK_AFTER_BYTES",
     "HOLD_BUCKETS_S",
@@ -55,6 +58,7 @@ __all__ = [
     "MAX_HELD_BYTES_TOTAL_SETTING",
     "MAX_HELD_SETTING",
     "MAX_HOLD_SETTING",
+    "NOT_AWAKE",
     "OPENAI_PATHS",
     "PROXY_LIMITS",
     "REQUEST_ACTOR",

@@ -14,6 +14,8 @@ activity.
   (``bounds.py``), 503 at once; a client that goes away leaves the hold.
 - **Going down** (the door is shut: a sleep or a stop, or a scheduled sleep's quiet check):
   held the same way; the bring-up waits for the deployment's lock, then looks again.
+- **The console's model check** (it carries ``check_key``): passed through when awake, else
+  409 with the state; never held, woken for or counted (``server/model_check.py``).
 - **Refused** (opted out, stopped by a person, failed, or the bring-up was refused, such as
   a wake that does not fit): 503 at once with ``Retry-After``, the reason as the error's
   ``code``. An unknown model is 404, in OpenAI's shape.
@@ -39,6 +41,8 @@ the memory is given back to the system (``memory.py``).
 from __future__ import annotations
 
 import asyncio
+import hmac
+import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -49,11 +53,13 @@ from dgxmm.fleet import Deployment, DeploymentState, Fleet
 from dgxmm.proxy.bounds import HoldBounds, read_bounds
 from dgxmm.proxy.checks import (
     MAX_BODY_BYTES,
+    check_key_of,
     content_length,
     model_of,
     rejection_of,
     renamed,
     too_large,
+    without_check_key,
 )
 from dgxmm.proxy.concurrency import Slots
 from dgxmm.proxy.listing import models_reply
@@ -64,6 +70,7 @@ from dgxmm.proxy.replies import (
     Refusal,
     Reply,
     error_reply,
+    not_awake_reply,
     refusal_reply,
 )
 from dgxmm.proxy.routes import Route, RouteTable
@@ -104,6 +111,9 @@ class ProxyApp:
             monotonic=monotonic,
         )
         self._waker = Waker(fleet, self.stats)
+        # The console's model check carries it (checks.CHECK_KEY_HEADER): made anew by each
+        # app, known only to the server in this process.
+        self.check_key = secrets.token_urlsafe(32)
         self.slots = Slots()  # the concurrency limits' slots and queues (event loop only)
         # Per deployment id, the requests held now and their bodies' bytes (event loop only).
         self._held: dict[int, int] = {}
@@ -188,6 +198,12 @@ class ProxyApp:
             # An alias: the server knows its model by the one name (vLLM answers 404 for any
             # other), so the body goes up renamed; a request by the model goes up untouched.
             body = renamed(body, route.deployment.model)
+        key = check_key_of(scope)
+        if key is not None:
+            scope = without_check_key(scope)
+            if hmac.compare_digest(key, self.check_key.encode()):
+                await self._model_check(route, scope, body, receive, send)
+                return
         deployment_id = route.deployment.id
         activity = self._fleet.activity
         entry = activity.enter(deployment_id)
@@ -205,6 +221,28 @@ class ProxyApp:
             await _send(send, refusal_reply(refused.refusal, refused.message))
         finally:
             activity.leave(deployment_id)
+
+    async def _model_check(
+        self, route: Route, scope: Scope, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """Forward the console's model check to an awake deployment; never hold or wake it.
+
+        Not a client's request: not in the request activity (nor a knock that would put off a
+        sleep), the savings' record or the forwarded count. The state is read afresh."""
+        try:
+            route = await self._table.fresh(route.deployment.id)
+        except NotFound:
+            await _send(send, _unknown_model(route.deployment.model))
+            return
+        deployment = route.deployment
+        closed = self._fleet.activity.is_closed(deployment.id)
+        if closed or deployment.state is not DeploymentState.RUNNING:
+            await _send(send, not_awake_reply(deployment.name, deployment.state.value, closed))
+            return
+        try:
+            await self._forward(route, scope, body, receive, send, counted=False)
+        except ProxyRefused as refused:
+            await _send(send, refusal_reply(refused.refusal, refused.message))
 
     def _refused(self, deployment_id: int, refusal: Refusal) -> None:
         self.stats.refused(refusal)
@@ -274,17 +312,12 @@ class ProxyApp:
             loop.call_soon(loop.run_in_executor, None, self._give_back_memory)
 
     async def _forward(
-        self,
-        route: Route,
-        scope: Scope,
-        body: bytes,
-        receive: Receive,
-        send: Send,
-        *,
-        waited_s: float = 0.0,
-    ) -> None:
+        self, route: Route, scope: Scope, body: bytes, receive: Receive, send: Send,
+        *, waited_s: float = 0.0, counted: bool = True,
+    ) -> None:  # fmt: skip
         """Pass the request on, within the deployment's concurrency limit (``Slots``);
-        ``waited_s``: how long it was held while the deployment was brought up."""
+        ``waited_s``: how long it was held while the deployment was brought up; ``counted``
+        in the proxy's forwarded count (a model check is not)."""
         deployment = route.deployment
         limit = deployment.max_concurrent_requests
         if limit is not None:
@@ -296,7 +329,8 @@ class ProxyApp:
             if not took:
                 return  # the client went away while it waited
         try:
-            self.stats.forwarded(deployment.name, waited_s)
+            if counted:
+                self.stats.forwarded(deployment.name, waited_s)
             await self._upstream.forward(
                 deployment.url, scope, body, receive, send, name=deployment.name
             )

@@ -14,9 +14,36 @@ import json
 from dgxmm.proxy.replies import Rejection, Reply, error_reply, rejection_reply
 from dgxmm.proxy.upstream import Scope
 
-__all__ = ["MAX_BODY_BYTES", "content_length", "model_of", "rejection_of", "renamed", "too_large"]
+__all__ = [
+    "CHECK_KEY_HEADER",
+    "MAX_BODY_BYTES",
+    "check_key_of",
+    "content_length",
+    "model_of",
+    "rejection_of",
+    "renamed",
+    "too_large",
+    "without_check_key",
+]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # embeddings of long documents; vLLM takes this much
+# The console's model check (server/model_check.py) carries the proxy's check key in this
+# header: the proxy never holds or wakes for it, nor counts it as a client's request.
+CHECK_KEY_HEADER = "x-dgxmm-check"
+_CHECK_KEY = CHECK_KEY_HEADER.encode()
+
+
+def check_key_of(scope: Scope) -> bytes | None:
+    """Return the check key the request carries, or None."""
+    for key, value in scope["headers"]:
+        if key == _CHECK_KEY:
+            return bytes(value)
+    return None
+
+
+def without_check_key(scope: Scope) -> Scope:
+    """Return the scope without the check key: it never goes up to a model server."""
+    return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != _CHECK_KEY]}
 
 
 def content_length(scope: Scope) -> int | None:

@@ -16,6 +16,10 @@ last one used is warm), taken and given back in O(1).
   ``_HIGH_WATER`` bytes read and not yet passed on, reading pauses.
 - **Giving up.** ``Exchange.close`` drops the connection: the server sees its client go, and
   stops generating for nobody.
+- **A cut answer.** An answer's body ends where its framing says (its ``Content-Length``,
+  chunked's last chunk) or, with neither, where the server closes (RFC 9112 6.3). A body
+  that ends any other way (the server died, or sent bytes no parser reads) is not whole:
+  ``Exchange.is_whole`` says so, and the proxy does not pass it on as whole.
 """
 
 from __future__ import annotations
@@ -104,6 +108,7 @@ class _Connection(asyncio.Protocol):
         self.head_done = False
         self.done = False
         self.keep_alive = False
+        self.until_close = False  # no length and not chunked: the body ends where the server closes
         self.received = False  # a byte of this exchange's answer came
         self.chunks: deque[bytes] = deque()
         self.buffered = 0
@@ -139,6 +144,11 @@ class _Connection(asyncio.Protocol):
         self.status = self._parser.get_status_code()
         if self.status >= 200 or self.status == 101:
             self.head_done = True
+            self.until_close = not any(
+                name.lower() == b"content-length"
+                or (name.lower() == b"transfer-encoding" and b"chunked" in value.lower())
+                for name, value in self.headers
+            )
 
     def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
@@ -231,6 +241,13 @@ class Exchange:
             if connection.done or connection.lost or connection.broken:
                 return None
             await connection.wait()
+
+    def is_whole(self) -> bool:
+        """Whether the body read to its end was the whole body (once ``next_chunk`` gave None)."""
+        connection = self._connection
+        if connection.broken:
+            return False
+        return connection.done or (connection.until_close and connection.lost)
 
     def close(self) -> None:
         """Give the connection back when its answer was read whole; drop it otherwise."""

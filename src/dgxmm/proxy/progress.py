@@ -26,6 +26,7 @@ import uuid
 from collections.abc import MutableMapping
 from typing import Any
 
+from dgxmm.proxy.replies import error_events
 from dgxmm.proxy.upstream import Send
 
 __all__ = ["EVERY_S", "Progress", "wants_progress"]
@@ -77,11 +78,8 @@ class Progress:
     async def fail(self, message: str, code: str) -> None:
         """End the stream with an error event in OpenAI's shape, then ``[DONE]``."""
         await self._stop()
-        error = {"message": message, "type": "service_unavailable_error", "param": None,
-                 "code": code}  # fmt: skip
-        await self._event(json.dumps({"error": error}).encode())
-        await self._event(b"[DONE]")
-        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        ending = error_events(message, kind="service_unavailable_error", code=code)
+        await self._send({"type": "http.response.body", "body": ending, "more_body": False})
 
     async def send(self, message: MutableMapping[str, Any]) -> None:
         """The ASGI send for the server's answer: its head is ours already; an error answer

@@ -16,16 +16,20 @@ from enum import StrEnum
 from dgxmm.errors import DgxmmError
 
 __all__ = [
+    "NOT_AWAKE",
     "ProxyRefused",
     "Refusal",
     "Rejection",
     "Reply",
+    "error_events",
     "error_reply",
+    "not_awake_reply",
     "refusal_reply",
     "rejection_reply",
 ]
 
 Headers = list[tuple[bytes, bytes]]
+NOT_AWAKE = "model_check_not_awake"  # the code of a model check's 409: the deployment is not awake
 
 
 class Refusal(StrEnum):
@@ -110,6 +114,14 @@ def error_reply(
     return Reply(status, body, headers)
 
 
+def error_events(message: str, *, kind: str, code: str) -> bytes:
+    """Return the end of an event stream that failed after it began: an ``error`` event in
+    OpenAI's shape (the ``openai`` client raises its ``APIError`` with the message), then
+    ``[DONE]`` for clients that read on."""
+    error = {"message": message, "type": kind, "param": None, "code": code}
+    return b"data: " + json.dumps({"error": error}).encode() + b"\n\ndata: [DONE]\n\n"
+
+
 def refusal_reply(refusal: Refusal, message: str) -> Reply:
     """Return the 503 (502, 429) of a refusal, with ``Retry-After`` and its reason as ``code``.
 
@@ -119,6 +131,17 @@ def refusal_reply(refusal: Refusal, message: str) -> Reply:
     return error_reply(
         refusal.status, message, kind=kind, code=refusal.value,
         retry_after_s=refusal.retry_after_s,
+    )  # fmt: skip
+
+
+def not_awake_reply(name: str, state: str, closed: bool) -> Reply:
+    """Return the 409 of a model check to a deployment that is not awake (``NOT_AWAKE``).
+
+    ``closed``: a sleep or stop (or a scheduled sleep's quiet check) has its door shut."""
+    where = "being put to sleep or stopped (a take-down is under way)" if closed else state
+    return error_reply(
+        409, f"deployment {name!r} is {where}: a model check never wakes or starts anything",
+        kind="invalid_request_error", code=NOT_AWAKE,
     )  # fmt: skip
 
 

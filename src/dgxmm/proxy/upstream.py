@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from dgxmm.proxy.pool import ServerAddress, UpstreamPool, UpstreamUnreachable
-from dgxmm.proxy.replies import ProxyRefused, Refusal
+from dgxmm.proxy.replies import ProxyRefused, Refusal, error_events
 
 __all__ = ["LOGIN_COOKIE", "Upstream", "wait_disconnected"]
 
@@ -76,7 +76,8 @@ class Upstream:
         """Send the request to deployment ``name`` at ``base_url``; stream its answer back.
 
         ``ProxyRefused`` (unreachable) when the server could not be asked; once the answer
-        began nothing is raised: a server that breaks off mid-answer ends the client's too.
+        began nothing is raised: a server that breaks off mid-answer ends the client's with
+        an error event or a cut (``_broken_off``), never a clean end.
         A client that goes away (at any point: before the request went up too) ends it, and
         its connection to the server is dropped.
         """
@@ -141,11 +142,37 @@ class Upstream:
             ]
             await send({"type": "http.response.start", "status": answer.status,
                         "headers": headers})  # fmt: skip
+            tail = b""  # the last bytes passed on: does the stream stand between two events?
             while (chunk := await exchange.next_chunk()) is not None:
+                tail = (tail + chunk)[-4:]
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            if exchange.is_whole():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            await _broken_off(headers, tail, send, name)
         finally:
             exchange.close()
+
+
+async def _broken_off(headers: list[tuple[bytes, bytes]], tail: bytes, send: Send,
+                      name: str) -> None:  # fmt: skip
+    """End the answer of a server that broke off mid-body, so the client cannot take it as whole.
+
+    An event stream cut between two events ends with an error event (the way the loading
+    progress ends a stream that failed, ``replies.error_events``); any other is left without
+    its end: the ASGI app returns with the answer unfinished, and uvicorn closes the
+    connection with no chunked terminator (or short of its ``Content-Length``), which every
+    HTTP client reads as a cut body. So does a stream cut inside an event, whose half a client
+    would read glued to the error event.
+    """
+    log.warning("proxy: the model server of deployment %r broke off its answer", name)
+    kinds = [value.lower() for key, value in headers if key.lower() == b"content-type"]
+    sized = any(key.lower() == b"content-length" for key, _ in headers)
+    between = not tail or tail.endswith((b"\n\n", b"\r\r", b"\r\n\r\n"))
+    if kinds and kinds[0].startswith(b"text/event-stream") and not sized and between:
+        message = f"the model server of deployment {name!r} broke off its answer"
+        ending = error_events(message, kind="server_error", code="server_broke_off")
+        await send({"type": "http.response.body", "body": ending, "more_body": False})
 
 
 def _unreachable(name: str, why: str) -> ProxyRefused:

@@ -248,6 +248,11 @@ def _serve(
         if options.proxy_port is not None
         else None
     )
+    proxy_url = (
+        local_url(options.proxy_host, options.proxy_port)
+        if options.proxy_port is not None
+        else None
+    )
     app = create_app(
         Services(
             host=host,
@@ -257,11 +262,8 @@ def _serve(
             proposals=proposals,
             metrics=metrics,
             proxy=proxy.app.stats if proxy is not None else None,
-            proxy_url=(
-                local_url(options.proxy_host, options.proxy_port)
-                if options.proxy_port is not None
-                else None
-            ),
+            proxy_url=proxy_url,
+            proxy_check_key=proxy.app.check_key if proxy is not None else None,
             alerts=alerts,
             budgets=budgets,
         ),
@@ -270,8 +272,7 @@ def _serve(
     if proxy is not None:  # first: a port taken fails before anything else runs
         proxy.start()
         say(
-            f"dgxmm: OpenAI-compatible proxy on http://{options.proxy_host}:{options.proxy_port}"
-            "/v1 (requests wake sleeping deployments)"
+            f"dgxmm: OpenAI-compatible proxy on {proxy_url}/v1 (requests wake sleeping deployments)"
         )
     host.start()
     alerts.start()  # sends on every instance; evaluates on the pulses of the lease holder
@@ -282,6 +283,7 @@ def _serve(
             after_history=lambda: propose_now(proposals),
             quiet=lambda d: schedule_a_sleep_to_watch(schedules, d, store.clock.now_us()),
             ray_address=ray.address if ray is not None else None,
+            proxy_url=proxy_url,
         )
         if options.demo
         else None

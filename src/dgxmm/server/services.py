@@ -12,6 +12,7 @@ from dgxmm.lab.trade import TradePictures
 from dgxmm.proxy import ProxyStats
 from dgxmm.server.access.tokens import Tokens
 from dgxmm.server.host import Host
+from dgxmm.server.model_check import CheckSlots
 from dgxmm.server.telemetry import ServerMetrics
 
 __all__ = ["Services"]
@@ -34,6 +35,8 @@ class Services:
     metrics: ServerMetrics = field(default_factory=ServerMetrics)
     proxy: ProxyStats | None = None  # the proxy's numbers, when it serves (for /metrics)
     proxy_url: str | None = None  # where this server's proxy listens (a model check's way)
+    proxy_check_key: str | None = None  # the proxy's check key (``ProxyApp.check_key``)
+    model_checks: CheckSlots = field(default_factory=CheckSlots)  # the checks at once
     alerts: Alerts | None = None  # channels, rules and the delivery log (admins)
     # The wait budgets' daily prices (their job runs on the host; their choices are shown).
     budgets: WaitBudgets | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from http import HTTPStatus
@@ -125,6 +126,8 @@ class Engine:
         self._latency_sum = 0.0
         self._latency_count = 0
         self._faults = config.faults
+        self._sent: list[int] = []  # the bytes each long answer had sent when it ended
+        self._hanging: dict[str, int] = {}  # the requests a hang fault holds now, by fault
 
     def faults(self) -> Faults:
         """Return the faults switched on now."""
@@ -135,6 +138,32 @@ class Engine:
         """Switch faults on or off."""
         with self._cond:
             self._faults = faults
+
+    def sent(self) -> list[int]:
+        """Return the bytes each long answer (a fault's) had sent when it ended."""
+        with self._cond:
+            return list(self._sent)
+
+    def note_sent(self, count: int) -> None:
+        """Note the bytes a long answer had sent when it ended."""
+        with self._cond:
+            self._sent.append(count)
+
+    def hanging(self) -> dict[str, int]:
+        """Return the requests a hang fault holds now, by the fault's name."""
+        with self._cond:
+            return {fault: count for fault, count in self._hanging.items() if count}
+
+    @contextmanager
+    def hanging_on(self, fault: str) -> Iterator[None]:
+        """Count a request as held by ``fault`` for the block."""
+        with self._cond:
+            self._hanging[fault] = self._hanging.get(fault, 0) + 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._hanging[fault] -= 1
 
     def phase(self) -> Phase:
         """Return the phase now (the start-up delay ends by itself)."""

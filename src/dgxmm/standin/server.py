@@ -98,6 +98,27 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _send_long(self, status: HTTPStatus, size: int, content_type: str) -> None:
+        """Send a body of ``size`` bytes (no newline) in pieces; note how much went out."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(size))
+        self.send_header("Connection", "close")  # the reader may hang up part way
+        self.end_headers()
+        self.close_connection = True
+        piece = b"x" * (1024 * 1024)
+        sent = 0
+        try:
+            while sent < size:
+                part = piece[: size - sent]
+                self.wfile.write(part)
+                sent += len(part)
+            self.wfile.flush()
+        except OSError:  # the reader hung up: what it took, or its buffers hold, is counted
+            pass
+        finally:
+            self._engine.note_sent(sent)
+
     def _stream(self, steps: Iterator[int], events: list[bytes]) -> None:
         """Send server-sent events chunk by chunk (HTTP/1.1 chunked), one per engine step."""
         self.send_response(HTTPStatus.OK)
@@ -108,6 +129,12 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             try:
+                for _ in range(600):  # a slow server's drip, while the fault is on
+                    drip_s = self._engine.faults().drip_s
+                    if drip_s <= 0:
+                        break
+                    self._chunk(b": still thinking\n")
+                    time.sleep(drip_s)
                 self._chunk(events[0])
                 for step in steps:
                     self._chunk(events[step])
@@ -122,6 +149,16 @@ class Handler(BaseHTTPRequestHandler):
             close = getattr(steps, "close", None)
             if close is not None:
                 close()
+
+    def _die_after(self, part: bytes, content_type: str) -> None:
+        """Send an answer's head and ``part`` of its body (chunked), then exit: a fault."""
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._chunk(part)
+        print("dgxmm stand-in: dying mid-answer (a fault mode)", file=sys.stderr, flush=True)
+        os._exit(3)
 
     def _send_fault_headers(self) -> None:
         """The untrusted server's headers: the cookies to set, the cookies and headers received."""
@@ -180,15 +217,27 @@ def _openai(kind: Kind) -> Callable[[Handler, Query, bytes], None]:
         asked = read_request(kind, body)
         if asked.model is not None and asked.model != model:
             raise Refused(HTTPStatus.NOT_FOUND, f"The model `{asked.model}` does not exist.")
-        if engine.faults().completion_error:
+        faults = engine.faults()
+        if faults.completion_error:
             raise Refused(HTTPStatus.INTERNAL_SERVER_ERROR, "the engine failed (a fault mode)")
+        if faults.error_bytes:
+            handler._send_long(HTTPStatus.INTERNAL_SERVER_ERROR, faults.error_bytes, "text/plain")
+            return
+        if asked.stream and faults.long_line_bytes:
+            handler._send_long(HTTPStatus.OK, faults.long_line_bytes, "text/event-stream")
+            return
         if not asked.stream:
             engine.generate()
-            handler._send_json(HTTPStatus.OK, answer(model, asked))
+            reply = json.dumps(answer(model, asked)).encode()
+            if engine.faults().die_mid_answer:
+                handler._die_after(reply[: len(reply) // 2], "application/json")
+            handler._send(HTTPStatus.OK, reply, "application/json")
             return
         events = list(chunks(model, asked))
         steps = engine.steps(len(events))
         next(steps)  # the first step admits it (or refuses, before any header is sent)
+        if engine.faults().die_mid_answer:
+            handler._die_after(events[0], "text/event-stream; charset=utf-8")
         handler._stream(steps, events)
 
     return route
@@ -222,8 +271,9 @@ def _wake_up(handler: Handler, query: Query, body: bytes) -> None:
 def _hang(engine: Engine, fault: str) -> None:
     """Hold the request for the fault's seconds, or until the fault is switched off."""
     end = time.monotonic() + getattr(engine.faults(), fault)
-    while time.monotonic() < end and getattr(engine.faults(), fault) > 0:
-        time.sleep(0.05)
+    with engine.hanging_on(fault):
+        while time.monotonic() < end and getattr(engine.faults(), fault) > 0:
+            time.sleep(0.05)
 
 
 def _collective_rpc(handler: Handler, query: Query, body: bytes) -> None:
@@ -259,6 +309,11 @@ def _metrics(handler: Handler, query: Query, body: bytes) -> None:
     handler._send(HTTPStatus.OK, text, "text/plain; version=0.0.4; charset=utf-8")
 
 
+def _seen(handler: Handler, query: Query, body: bytes) -> None:
+    engine = handler._engine
+    handler._send_json(HTTPStatus.OK, {"sent": engine.sent(), "hanging": engine.hanging()})
+
+
 def _faults(handler: Handler, query: Query, body: bytes) -> None:
     engine = handler._engine
     if body:
@@ -283,6 +338,7 @@ _ROUTES: dict[tuple[str, str], Callable[[Handler, Query, bytes], None]] = {
     ("POST", "/reset_prefix_cache"): _reset_prefix_cache,
     ("GET", "/dgxmm/faults"): _faults,  # not vLLM's: the fault modes
     ("POST", "/dgxmm/faults"): _faults,
+    ("GET", "/dgxmm/seen"): _seen,  # not vLLM's: what long answers sent, what hangs now
 }
 _ERROR_TYPES = {
     HTTPStatus.BAD_REQUEST: "BadRequestError",
@@ -313,6 +369,7 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
     add("--silent-metrics", action="store_true", help="fault: /metrics never answers")
     add("--slow-metrics", type=float, default=0.0, metavar="S", help="fault: /metrics is late")
     add("--fail-completion", action="store_true", help="fault: completions answer 500")
+    add("--die-mid-answer", action="store_true", help="fault: exit part way through an answer")
     add("--set-cookie", action="append", default=[], metavar="COOKIE",
         help="fault: send this Set-Cookie with every answer (repeatable)")  # fmt: skip
     add("--echo-cookies", action="store_true", help="tell the Cookie headers received")
@@ -343,6 +400,7 @@ def _parse_args(argv: Sequence[str] | None) -> StandinConfig:
             metrics_silent=args.silent_metrics,
             metrics_delay_s=args.slow_metrics,
             completion_error=args.fail_completion,
+            die_mid_answer=args.die_mid_answer,
             set_cookies=tuple(args.set_cookie),
             echo_cookies=args.echo_cookies,
             echo_headers=tuple(args.echo_header),

@@ -126,8 +126,10 @@ def _sqlite_target(text: str, base: Path | None) -> Target:
         raise InvalidInput("target", _IN_MEMORY)
     try:
         path = Path(text).expanduser()  # ~nobody-known raises RuntimeError
+        if "\x00" in text:  # is_dir() would say False, and resolving it raise ValueError
+            raise ValueError("it holds a NUL character")
         path = path if path.is_absolute() else (base or Path.cwd()) / path
-        is_dir = path.is_dir()  # a NUL character raises ValueError, a long name OSError
+        is_dir = path.is_dir()  # a long name raises OSError
     except OSError as error:
         raise InvalidInput("target", f"cannot use {text}: {error.strerror or error}") from error
     except (RuntimeError, ValueError) as error:

@@ -56,3 +56,21 @@ def test_a_text_where_a_number_goes_is_named_beside_the_other_wrong_ones(
     assert answer.status_code == 400
     assert [e["field"] for e in answer.json()["errors"]] == ["max_held", "max_hold_s"]
     assert read_bounds(fleet.store.get_setting).max_held == 1000
+
+
+def test_get_proxy_says_there_is_no_proxy_and_lists_the_models(
+    client: TestClient, fleet: Fleet
+) -> None:
+    fleet.deployments.create(
+        actor="user:a", name="chat", model="org/chat", backend="external",
+        base_url="http://127.0.0.1:9", gpus=[0], memory_gib_awake=10.0, aliases=["assistant"],
+    )  # fmt: skip
+    shown = client.get("/api/proxy").json()
+    assert (shown["address"], shown["running"], shown["refusals"]) == (None, False, [])
+    (model,) = shown["models"]
+    assert (model["model"], model["aliases"], model["state"]) == (
+        "org/chat",
+        ["assistant"],
+        "stopped",
+    )
+    assert shown["settings"]["max_held_bytes"] == 128 << 20

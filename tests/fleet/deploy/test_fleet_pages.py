@@ -69,10 +69,10 @@ def test_a_deployments_page_shows_facts_charts_and_events(
     fleet.metrics.rollup_all()
     page = client.get(f"/deployments/{created.id}").text
     assert "<h1>chat" in page
-    assert "4 requests, per 10 minutes" in page
+    assert "4 requests in all; one bar per 10 minutes" in page  # the total, not a rate
     assert page.count('data-measure="requests"') == 1  # the range picked: a day by default
     week = client.get(f"/deployments/{created.id}", params={"range": "week"}).text
-    assert "4 requests, per hour" in week
+    assert "4 requests in all; one bar per hour" in week
     wrong = client.get(f"/deployments/{created.id}", params={"range": "year"})
     assert wrong.status_code == 400
     assert "'year' is not one of hour, day, week, month" in wrong.text

@@ -65,7 +65,7 @@ def test_a_deployment_without_a_ladder_says_it_is_off(client: TestClient, fleet:
     assert "off: scheduled wakes and starts begin at their minute" in page
     for level in (1, 2, 0):
         assert f'data-level="{level}" data-count="0"' in page
-    assert page.count(": none measured yet</span>") == 3
+    assert page.count(": none measured yet</span>") == 6  # 3 ways up, 3 ways down
 
 
 def test_the_page_shows_the_measured_wake_times_and_how_many(
@@ -75,13 +75,37 @@ def test_the_page_shows_the_measured_wake_times_and_how_many(
     for ready_s, level in ((5.0, 1), (7.25, 1), (6.0, 1), (65.0, 0)):
         fleet.events.record(
             created.id, EventAction.WAKE if level else EventAction.START, actor="user:a",
-            outcome=EventOutcome.DONE, ready=(round(ready_s * SECOND_US), level),
+            outcome=EventOutcome.DONE, took=(round(ready_s * SECOND_US), level),
         )  # fmt: skip
     page = client.get(f"/deployments/{created.id}").text
     assert 'data-level="1" data-count="3">level-1 wakes: 7.2 s (p95 of the last 3)' in page
     assert 'data-level="2" data-count="0">level-2 wakes: none measured yet' in page
     assert 'data-level="0" data-count="1">starts: 65 s (p95 of the last 1)' in page
     assert 'data-lead="measured">measured: scheduled wakes and starts begin early' in page
+
+
+def test_the_page_shows_the_measured_sleep_and_stop_times_beside_the_wake_times(
+    client: TestClient, fleet: Fleet
+) -> None:
+    created = fleet.deployments.create(actor="user:a", **standin("chat"))
+    # A sleep of 2.5 s and one that timed out at its 30 s bound (failed), a level-2 one of
+    # 0.04 s, and a stop of 4 s; a sleep that failed otherwise measures nothing.
+    for action, outcome, took in (
+        (EventAction.SLEEP, EventOutcome.DONE, (2_500_000, 1)),
+        (EventAction.SLEEP, EventOutcome.FAILED, (30 * SECOND_US, 1)),
+        (EventAction.SLEEP, EventOutcome.FAILED, None),
+        (EventAction.SLEEP, EventOutcome.DONE, (40_000, 2)),
+        (EventAction.STOP, EventOutcome.DONE, (4 * SECOND_US, 0)),
+    ):
+        fleet.events.record(created.id, action, actor="idle", outcome=outcome, took=took)
+    page = client.get(f"/deployments/{created.id}").text
+    assert "<dt>Measured sleep and stop time</dt>" in page
+    assert 'class="down-time" data-level="1" data-count="2">level-1 sleeps: 16.2 s (mean of' in page
+    assert 'data-level="2" data-count="1">level-2 sleeps: 40 ms (mean of the last 1)' in page
+    assert 'data-level="0" data-count="1">stops: 4 s (mean of the last 1)' in page
+    # The wake times read only the ways up: none of these.
+    assert page.count("wakes: none measured yet") == 2
+    assert "starts: none measured yet" in page
 
 
 def test_a_paused_idle_policy_says_why_until_its_settings_change(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 import pytest
 from fleet.deploy.deploykit import standin
 from sqlalchemy import select
+from support import StandinProcess, wait_for
 
 from dgxmm.errors import BackendError
 from dgxmm.fleet import Fleet
@@ -73,3 +76,28 @@ def test_the_check_is_not_request_activity(fleet: Fleet) -> None:
     assert httpx.post(f"{url}/v1/chat/completions", json=chat, timeout=30).status_code == 200
     fleet.metrics.sample_now(created.id)  # a user's request still counts
     assert fleet.metrics.last_request_at(created.id) is not None
+
+
+def test_a_check_answered_with_500_and_a_huge_body_is_read_only_to_the_bound(
+    fleet: Fleet, standin: Callable[..., StandinProcess]
+) -> None:
+    # Issue 44: an external server that answered a wake's check with 500 and 256 MiB grew
+    # dgxmm by 715 MiB. dgxmm now hangs up after a few KiB: the stand-in could send no more
+    # than the sockets' buffers hold (a few MiB on the loopback), never the whole body.
+    huge = 256 * 1024 * 1024
+    server = standin()
+    created = fleet.deployments.create(
+        actor="user:a", name="huge_error", model=server.model, backend="external",
+        base_url=server.base_url, gpus=[0], memory_gib_awake=40.0, memory_gib_asleep=4.0,
+    )  # fmt: skip
+    fleet.deployer.start(created.id, actor="user:a")
+    fleet.deployer.sleep(created.id, actor="user:a")
+    server.client.post("/dgxmm/faults", json={"error_bytes": huge})
+    with pytest.raises(BackendError, match=r"post-wake check.*answered 500"):
+        fleet.deployer.wake(created.id, actor="user:a")
+    [sent] = wait_for(lambda: server.client.get("/dgxmm/seen").json()["sent"], "the answer's end")
+    assert sent < huge // 4
+    deployment = fleet.deployments.get(created.id)
+    assert deployment.state.value == "failed"
+    assert deployment.last_error is not None
+    assert len(deployment.last_error) < 2000

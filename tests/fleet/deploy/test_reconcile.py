@@ -96,3 +96,26 @@ def test_a_hung_wake_fails_at_the_start_up_timeout(fleet: Fleet) -> None:
     lock = fleet.deployer.lock(created.id)
     assert lock.acquire(blocking=False)
     lock.release()
+
+
+def test_a_sleeping_deployment_whose_server_woke_is_found_running(fleet: Fleet) -> None:
+    # Issue 44: a wake under way when dgxmm was killed finished on the server, and 90 s later
+    # dgxmm still said sleeping. Each metrics pass now asks a sleeping server /is_sleeping.
+    created = fleet.deployments.create(actor="user:a", **standin("woke_around"))
+    fleet.deployer.start(created.id, actor="user:a")
+    fleet.deployer.sleep(created.id, actor="user:a")
+    url = url_of(fleet, created.id)
+    httpx.post(f"{url}/wake_up", timeout=PATIENCE_S)  # woken around dgxmm
+    fleet.metrics.rollup_all()
+    deployment = fleet.deployments.get(created.id)
+    assert deployment.state.value == "running"
+    last = fleet.events.list(created.id)[0]
+    assert (last.action, last.actor, last.outcome) == (
+        EventAction.WAKE,
+        "system",
+        EventOutcome.DONE,
+    )
+    assert "found awake" in (last.detail or "")
+    assert "GET /is_sleeping" in (last.detail or "")
+    fleet.metrics.rollup_all()  # nothing more to correct
+    assert fleet.events.list(created.id)[0] == last

@@ -1,4 +1,6 @@
-"""`dgxmm serve --demo` as a real process: three stand-ins up, traffic on them, stopped after."""
+"""`dgxmm serve --demo --proxy-port` as a real process: three stand-ins up, their traffic
+through the proxy, demo-code put to sleep by its idle ladder and woken by a request, stopped
+after."""
 
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ from dgxmm.fleet.backends.pidfile import read_pid_file
 
 def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    process, (port,) = start_serve(
+    process, (port, proxy_port) = start_serve(
         lambda ports: ["serve", "--data", str(data), "--port", str(ports[0]), "--time-zone", "UTC",
-                       "--tick", "0.5", "--demo"]
+                       "--tick", "0.5", "--demo", "--proxy-port", str(ports[1])],
+        ports=2,
     )  # fmt: skip
     try:
         token = (data / "admin-token").read_text().strip()
@@ -30,8 +33,10 @@ def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Pat
         )
 
         def all_running() -> list[dict[str, object]] | None:
+            # demo-code sleeps between two bursts of its traffic: up is running or asleep.
             found = api.get("/api/deployments").json()["deployments"]
-            return found if [d["state"] for d in found] == ["running"] * 3 else None
+            up = [d["state"] in ("running", "sleeping") for d in found]
+            return found if up == [True] * 3 else None
 
         # The demo writes four weeks of history and backtests its proposals first.
         deployments = wait_for(all_running, "the three demo deployments to run", timeout_s=180)
@@ -77,6 +82,22 @@ def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Pat
         assert shown["totals"]["wakes"].get("request", 0) >= 10  # a working morning each
         assert shown["totals"]["cold"] >= 10
         assert "demo-chat" in api.get("/savings").text
+        # The traffic goes through the proxy; demo-code sleeps by idle, a request wakes it.
+        proxy = api.get("/api/proxy").json()
+        assert proxy["address"] == f"http://127.0.0.1:{proxy_port}/v1"
+        code = next(d for d in deployments if d["name"] == "demo-code")
+        assert code["idle_sleep_after_s"] == 20.0  # its history's sleeps came after as long
+
+        def woken_by_request() -> bool:
+            events = api.get(f"/api/deployments/{code['id']}/events").json()["events"]
+            live = [e for e in events if "synthetic" not in (e["detail"] or "")]
+            return any(e["action"] == "wake" and e["actor"] == "request" for e in live)
+
+        wait_for(woken_by_request, "demo-code put to sleep by idle, then woken by a request",
+                 timeout_s=240)  # fmt: skip
+        passed = {m["deployment"]: m for m in api.get("/api/proxy").json()["models"]}
+        assert passed["demo-chat"]["forwarded"] > 0
+        assert passed["demo-code"]["wakes"] >= 1
         batch = next(d for d in deployments if d["name"] == "demo-batch")
         quiet = api.get(f"/api/deployments/{batch['id']}/schedules").json()["schedules"]
         assert [s["action"] for s in quiet] == ["sleep", "wake"]  # a sleep to watch go through
@@ -87,5 +108,7 @@ def test_the_demo_runs_three_stand_ins_with_traffic_and_stops_them(tmp_path: Pat
         output, _ = process.communicate(timeout=120)
     assert process.returncode == 0, output
     assert "dgxmm: stopped" in output
+    # The first ticks after writing four weeks of history: at most a line each, no traceback.
+    assert "Traceback" not in output
     for pid in pids:
         assert not pid_exists(pid)

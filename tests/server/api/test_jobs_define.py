@@ -111,9 +111,25 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
             "expected a positive number of seconds",
         ),
         (
+            {
+                "schedule": "0 3 * * *",
+                "action": "checkpoint",
+                "retries": 1,
+                "retry_backoff_s": 1e-9,
+            },
+            "retry_backoff_s",
+            "expected a positive number of seconds (a microsecond at least)",
+        ),
+        (
             {"schedule": "0 3 * * *", "action": "checkpoint", "catchup_window_s": -60},
             "catchup_window_s",
-            "expected a positive number of seconds of at most 604800, got -60",
+            "(a microsecond at least) of at most 604800, got -60",
+        ),
+        (
+            # Found by schemathesis (issue 44): positive, but no microsecond, was a 500.
+            {"schedule": "0 3 * * *", "action": "checkpoint", "catchup_window_s": 3.5e-153},
+            "catchup_window_s",
+            "expected a positive number of seconds (a microsecond at least) of at most 604800",
         ),
         (
             {"schedule": "0 3 * * *", "action": "checkpoint", "coalesce": "newest"},
@@ -142,7 +158,9 @@ def test_it_replaces_a_job_and_records_who(client: TestClient, store: Store) -> 
         "retries-no-backoff",
         "retries-negative",
         "backoff-negative",
+        "backoff-under-a-microsecond",
         "window-negative",
+        "window-under-a-microsecond",
         "coalesce-unknown",
         "overlap-unknown",
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import httpx
@@ -93,18 +94,20 @@ def test_it_goes_through_the_proxy_when_one_runs_and_counts_the_servers_tokens(
         return httpx.Response(200, text=STREAM)
 
     ticks = iter([0.0, 0.25, 0.75, 1.0])
-    result = run_check(
-        _deployment(fleet),
-        ModelCheck(kind=CheckKind.CHAT, prompt="hi"),
-        proxy_url="http://127.0.0.1:9999",
-        transport=httpx.MockTransport(answer),
-        timer=lambda: next(ticks),
+    result = asyncio.run(
+        run_check(
+            _deployment(fleet),
+            ModelCheck(kind=CheckKind.CHAT, prompt="hi"),
+            proxy_url="http://127.0.0.1:9999",
+            transport=httpx.MockTransport(answer),
+            timer=lambda: next(ticks),
+        )
     )
     assert seen == ["http://127.0.0.1:9999/v1/chat/completions"]
     assert result.route is CheckRoute.PROXY
     assert (result.answer, result.tokens) == ("Hello", 2)
     assert result.first_token_ms == 250.0
-    assert result.tokens_per_s == 2.0  # one token after the first, in 0.5 s
+    assert result.tokens_per_s is None  # 2 tokens tell no speed: the page shows "-"
     assert result.total_ms == 1000.0
 
 
@@ -120,11 +123,13 @@ def test_a_failing_server_is_a_backend_error_saying_why(
     fleet: Fleet, reply: httpx.Response, said: str
 ) -> None:
     with pytest.raises(BackendError, match=said):
-        run_check(
-            _deployment(fleet),
-            ModelCheck(kind=CheckKind.COMPLETION, prompt="hi"),
-            proxy_url=None,
-            transport=httpx.MockTransport(lambda _request: reply),
+        asyncio.run(
+            run_check(
+                _deployment(fleet),
+                ModelCheck(kind=CheckKind.COMPLETION, prompt="hi"),
+                proxy_url=None,
+                transport=httpx.MockTransport(lambda _request: reply),
+            )
         )
 
 
@@ -138,19 +143,21 @@ def test_a_silent_or_gone_server_is_a_backend_error(fleet: Fleet) -> None:
     check = ModelCheck(kind=CheckKind.CHAT, prompt="hi")
     running = _deployment(fleet)
     with pytest.raises(BackendError, match="no answer within 60 s"):
-        run_check(running, check, proxy_url=None, transport=httpx.MockTransport(slow))
+        asyncio.run(run_check(running, check, proxy_url=None, transport=httpx.MockTransport(slow)))
     with pytest.raises(BackendError, match="could not be reached"):
-        run_check(running, check, proxy_url=None, transport=httpx.MockTransport(gone))
+        asyncio.run(run_check(running, check, proxy_url=None, transport=httpx.MockTransport(gone)))
 
 
 def test_a_long_answer_is_cut_at_the_bound(fleet: Fleet) -> None:
     event = 'data: {"choices":[{"delta":{"content":"word "}}]}\n\n'
     endless = event * (MAX_ANSWER_BYTES // len(event) + 10)
-    result = run_check(
-        _deployment(fleet),
-        ModelCheck(kind=CheckKind.CHAT, prompt="hi"),
-        proxy_url=None,
-        transport=httpx.MockTransport(lambda _request: httpx.Response(200, text=endless)),
+    result = asyncio.run(
+        run_check(
+            _deployment(fleet),
+            ModelCheck(kind=CheckKind.CHAT, prompt="hi"),
+            proxy_url=None,
+            transport=httpx.MockTransport(lambda _request: httpx.Response(200, text=endless)),
+        )
     )
     assert result.cut
     assert len(result.answer) < MAX_ANSWER_BYTES
@@ -161,4 +168,38 @@ def test_the_check_itself_refuses_before_any_call(fleet: Fleet) -> None:
         ModelCheck(kind=CheckKind.CHAT, prompt="x" * 4001)
     stopped = fleet.deployments.create(actor="user:a", **standin_keys("idle"))
     with pytest.raises(Conflict, match="never wakes"):
-        run_check(stopped, ModelCheck(kind=CheckKind.CHAT, prompt="hi"), proxy_url=None)
+        asyncio.run(
+            run_check(stopped, ModelCheck(kind=CheckKind.CHAT, prompt="hi"), proxy_url=None)
+        )
+
+
+def _stream_of(pieces: int) -> str:
+    chunks = [f'data: {{"choices":[{{"delta":{{"content":"w{i} "}}}}]}}\n\n' for i in range(pieces)]
+    return "".join(chunks) + "data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(
+    ("pieces", "step_s", "speed"),
+    [
+        pytest.param(3, 0.00001, None, id="3-tokens-in-0.05-ms"),
+        pytest.param(4, 0.5, None, id="4-tokens-too-few"),
+        pytest.param(6, 0.0001, None, id="6-tokens-within-half-a-millisecond"),
+        pytest.param(6, 0.25, 4.0, id="6-tokens-over-1.25-s"),
+    ],
+)
+def test_it_tells_a_speed_only_of_five_tokens_over_a_millisecond_or_more(
+    fleet: Fleet, pieces: int, step_s: float, speed: float | None
+) -> None:
+    # 59,642 tokens/s for 3 tokens within 0.05 ms was shown (issue 45).
+    ticks = iter([0.0] + [1.0 + i * step_s for i in range(pieces)] + [9.0])
+    result = asyncio.run(
+        run_check(
+            _deployment(fleet),
+            ModelCheck(kind=CheckKind.CHAT, prompt="hi"),
+            proxy_url=None,
+            transport=httpx.MockTransport(lambda _: httpx.Response(200, text=_stream_of(pieces))),
+            timer=lambda: next(ticks),
+        )
+    )
+    assert result.tokens == pieces
+    assert result.tokens_per_s == speed

@@ -3,12 +3,13 @@
 ``Pricing`` gives the idle runner (``runner.py``) the priced policy's rungs and its wake
 ahead (``priced.py``, pure) for a deployment now, from:
 
-- **its measured durations**: per level, the mean of its last ``MEASURED_WAKES`` times to
-  ready of a wake from that level (or of a start), and the mean time a request that met
-  one waited for it to end (``E[D^2] / 2E[D]``), from the events the deployer records; where
-  nothing was measured yet, vLLM's published figures (``PUBLISHED``, the lab's
-  ``ServerTimes`` defaults cut at the product's bounds, docs/savings.md). Sleeps and stops
-  are not timed by the deployer: theirs are always the published figures;
+- **its measured durations**: per level and way, the mean of its last ``MEASURED_WAKES``
+  times the deployer recorded (``Events.ready_times``, ``down_times``): up, a wake from
+  that level or a start; down, a sleep at that level (level 2: a deepening's whole way) or a
+  stop, one that timed out at its bound; and the mean time a request that met one waited
+  for it to end (``E[D^2] / 2E[D]``). Where nothing was measured yet, vLLM's published
+  figures (``PUBLISHED``, the lab's ``ServerTimes`` defaults cut at the product's bounds,
+  docs/savings.md), each way on its own;
 - **its memory**: awake and asleep, per GPU, times its GPUs (the product has one asleep
   figure, so level 2 holds what level 1 holds and is never on the envelope);
 - **the rate before it went idle**: the proxy's requests of the ten minutes before the last
@@ -60,7 +61,7 @@ PUBLISHED: dict[tuple[IdleStep, bool], tuple[int, int]] = {
     (IdleStep.DEEPEN, True): (3_813_350, 3_997_477),
     (IdleStep.STOP, True): (56_594_600, 38_983_087),
 }
-_FROM_LEVEL = {IdleStep.SLEEP: 1, IdleStep.DEEPEN: 2, IdleStep.STOP: 0}  # ready_times' levels
+_LEVEL = {IdleStep.SLEEP: 1, IdleStep.DEEPEN: 2, IdleStep.STOP: 0}  # the events' levels
 TIMES_KEPT_US = MINUTE_US
 PROFILE_KEPT_US = 10 * MINUTE_US
 
@@ -174,9 +175,11 @@ class Pricing:
         levels = []
         for step, held in ((IdleStep.SLEEP, asleep), (IdleStep.DEEPEN, asleep),
                            (IdleStep.STOP, 0.0)):  # fmt: skip
-            times = self._fleet.events.ready_times(deployment.id, _FROM_LEVEL[step], MEASURED_WAKES)
-            down, down_left = PUBLISHED[(step, False)]
-            up, up_left = measured(times, PUBLISHED[(step, True)])
+            events, level = self._fleet.events, _LEVEL[step]
+            downs = events.down_times(deployment.id, level, MEASURED_WAKES)
+            down, down_left = measured(downs, PUBLISHED[(step, False)])
+            ups = events.ready_times(deployment.id, level, MEASURED_WAKES)
+            up, up_left = measured(ups, PUBLISHED[(step, True)])
             levels.append(
                 Level(
                     step=step,

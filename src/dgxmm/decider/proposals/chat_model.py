@@ -12,7 +12,9 @@ Each candidate is one ``POST /v1/chat/completions`` (temperature 0) with the can
 evidence, asking for exactly ``{"propose": bool, "confidence": 0..1, "reason": text}``. The
 answer is read defensively: the first JSON object in the message (code fences allowed); an
 answer that is not JSON, lacks a field, or has a confidence outside 0..1 is ``CannotDecide``,
-as is any HTTP failure, so the rules decide that candidate instead.
+as is any HTTP failure, so the rules decide that candidate instead. Every answer is read by
+the fleet's ``read_answer`` (a byte bound, one deadline): at most ``MAX_CONTROL_BYTES`` of a
+probe's, ``_ANSWER_BYTES`` of a verdict's.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import httpx
 from dgxmm.decider.proposals.candidates import Candidate
 from dgxmm.decider.proposals.decision_models import Decision, Endpoint, ModelKind, Readiness
 from dgxmm.errors import CannotDecide, NotFound
-from dgxmm.fleet import DeploymentRepo, DeploymentState
+from dgxmm.fleet import MAX_CONTROL_BYTES, Answer, DeploymentRepo, DeploymentState, read_answer
 
 __all__ = ["SYSTEM_PROMPT", "ChatModel", "parse_verdict"]
 
@@ -39,6 +41,7 @@ SYSTEM_PROMPT = (
     '"reason": "one short sentence"}.'
 )
 _PROBE_TIMEOUT_S = 5.0
+_ANSWER_BYTES = 64 * 1024  # a verdict is a line of JSON; the completion around it, a few KiB
 
 
 def parse_verdict(text: object) -> Decision:
@@ -123,7 +126,7 @@ class ChatModel:
             "temperature": 0,
             "max_tokens": 300,
         }
-        answer = self._json("POST", f"{base}/v1/chat/completions", json=body)
+        answer = self._json("POST", f"{base}/v1/chat/completions", body=body)
         try:
             content = answer["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError) as error:
@@ -149,14 +152,14 @@ class ChatModel:
 
     def _probe(self, base: str) -> None:
         health = self._get(f"{base}/health")
-        if health.status_code == 404:  # not every OpenAI-compatible server has /health
+        if health.status == 404:  # not every OpenAI-compatible server has /health
             health = self._get(f"{base}/v1/models")
-        if health.status_code != 200:
-            raise CannotDecide(f"the chat endpoint at {base} is not healthy ({health.status_code})")
+        if health.status != 200:
+            raise CannotDecide(f"the chat endpoint at {base} is not healthy ({health.status})")
         sleeping = self._get(f"{base}/is_sleeping")
-        if sleeping.status_code == 200:
+        if sleeping.status == 200:
             try:
-                asleep = sleeping.json().get("is_sleeping") is True
+                asleep = json.loads(sleeping.body).get("is_sleeping") is True
             except (ValueError, AttributeError):
                 asleep = False
             if asleep:
@@ -171,24 +174,36 @@ class ChatModel:
                 raise CannotDecide(f"the chat endpoint at {base} lists no model") from error
         return self._served
 
-    def _get(self, url: str) -> httpx.Response:
+    def _get(self, url: str) -> Answer:
+        seconds = min(_PROBE_TIMEOUT_S, self._endpoint.timeout_s)
         try:
-            return self._client.get(url, timeout=min(_PROBE_TIMEOUT_S, self._endpoint.timeout_s))
+            return read_answer(
+                self._client, "GET", url,
+                max_bytes=MAX_CONTROL_BYTES, seconds=seconds, connect_s=seconds,
+            )  # fmt: skip
         except httpx.HTTPError as error:
             raise CannotDecide(f"the chat endpoint is down: {url}: {error!r}") from error
 
-    def _json(self, method: str, url: str, **options: Any) -> Any:
+    def _json(self, method: str, url: str, *, body: object = None) -> Any:
+        seconds = self._endpoint.timeout_s
         try:
-            response = self._client.request(method, url, **options)
+            response = read_answer(
+                self._client, method, url,
+                max_bytes=_ANSWER_BYTES, seconds=seconds, connect_s=seconds, json=body,
+            )  # fmt: skip
         except httpx.HTTPError as error:
             raise CannotDecide(f"the chat endpoint failed: {method} {url}: {error!r}") from error
-        if response.status_code != 200:
+        if response.status != 200:
             raise CannotDecide(
-                f"the chat endpoint answered {response.status_code} to {method} {url}: "
+                f"the chat endpoint answered {response.status} to {method} {url}: "
                 f"{_clip(response.text)}"
             )
+        if response.cut:
+            raise CannotDecide(
+                f"the chat endpoint's answer to {method} {url} is over {_ANSWER_BYTES} bytes"
+            )
         try:
-            return response.json()
+            return json.loads(response.body)
         except ValueError as error:
             raise CannotDecide(
                 f"the chat endpoint's answer to {method} {url} is not JSON"

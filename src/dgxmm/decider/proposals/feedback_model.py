@@ -18,9 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 from sqlalchemy import Engine, func, select
 
 from dgxmm.decider.proposals.candidates import FEATURES, Candidate
@@ -115,6 +112,13 @@ class FeedbackModel:
 
 
 def _train(features: Sequence[Mapping[str, Any]], accepted: Sequence[bool]) -> Any:
+    # Imported here, at the first training: scikit-learn and the SciPy it loads took 2 s of
+    # every process that imports the decider (each `dgxmm` command that reaches the server
+    # package, `dgxmm token revoke --offline` among them), most of which never trains.
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     x = np.asarray([feature_vector(row) for row in features], dtype=np.float64)
     y = np.asarray(accepted, dtype=np.int64)
     classifier = make_pipeline(

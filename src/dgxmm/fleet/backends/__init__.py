@@ -8,8 +8,13 @@
 - ``client``: vLLM's HTTP surface, through httpx; ``pidfile``: finding our processes again.
 - ``pages`` / ``page_process``: the pages every metrics pass reads (``/metrics``, ``/health``),
   read in the calling thread or by a child process.
+- ``answers``: ``read_answer``, the one way an answer of a model server is read (a byte bound,
+  one deadline).
 """
 
+from dgxmm.fleet.backends.answers import MAX_CONTROL_BYTES as MAX_CONTROL_BYTES
+from dgxmm.fleet.backends.answers import Answer as Answer
+from dgxmm.fleet.backends.answers import read_answer as read_answer
 from dgxmm.fleet.backends.client import ModelServerClient as ModelServerClient
 from dgxmm.fleet.backends.external import ExternalBackend as ExternalBackend
 from dgxmm.fleet.backends.external import check_base_url as check_base_url
@@ -40,7 +45,9 @@ from dgxmm.fleet.backends.registry import run_dir_of as run_dir_of
 __all__ = [
     "DEFAULT_STOP_GRACE_S",
     "LOG_TAIL_MARK",
+    "MAX_CONTROL_BYTES",
     "PORT_PLACEHOLDER",
+    "Answer",
     "Backend",
     "BackendKind",
     "Backends",
@@ -61,6 +68,7 @@ __all__ = [
     "RaySpec",
     "StopOutcome",
     "check_base_url",
+    "read_answer",
     "read_pid_file",
     "run_dir_of",
     "wait_until_healthy",

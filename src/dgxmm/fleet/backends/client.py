@@ -1,5 +1,8 @@
 """vLLM's HTTP surface, spoken through httpx with explicit timeouts; both backends use it.
 
+Every answer is read by ``answers.read_answer``: at most ``MAX_CONTROL_BYTES`` of a control
+call's (``MAX_METRICS_BYTES`` of ``/metrics``), within the call's one deadline.
+
 Every failure becomes a ``BackendError`` whose message says what was asked, of which server,
 and what happened. A refused connection raises ``ServerGone``: nothing listens there any
 more. The sleep endpoints exist only on a vLLM started with ``VLLM_SERVER_DEV_MODE=1`` and
@@ -16,6 +19,13 @@ import httpx
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, InvalidInput, ServerGone, TimedOut
+from dgxmm.fleet.backends.answers import (
+    MAX_CONTROL_BYTES,
+    MAX_METRICS_BYTES,
+    Answer,
+    http_timeout,
+    read_answer,
+)
 from dgxmm.fleet.backends.pages import (
     Failure,
     InlinePages,
@@ -24,7 +34,6 @@ from dgxmm.fleet.backends.pages import (
     Pages,
     describe,
     excerpt,
-    http_timeout,
     tls_context,
 )
 from dgxmm.fleet.backends.protocol import Health, HealthCheck, HttpTimeouts
@@ -170,7 +179,9 @@ class ModelServerClient:
         # The probe timeout, not the metrics one: a hung /metrics must not eat the wake's time.
         wait = min(deadline.left("wake", self._server), self._timeouts.probe_s)
         try:
-            text = self._send("GET", "/metrics", what=what, timeout_s=wait).text
+            text = self._send(
+                "GET", "/metrics", what=what, timeout_s=wait, max_bytes=MAX_METRICS_BYTES
+            ).text
             state = sample_from_text(text, taken_at_us=0).sleep_state
         except (BackendError, InvalidInput):
             return None  # an older vLLM, or metrics that do not answer: the given level
@@ -182,7 +193,7 @@ class ModelServerClient:
         wait = _within(self._timeouts.probe_s, timeout_s)
         response = self._send("GET", "/is_sleeping", what=what, timeout_s=wait)
         try:
-            answer = json.loads(response.content)
+            answer = json.loads(response.body)
         except ValueError:
             answer = None
         value = answer.get("is_sleeping") if isinstance(answer, dict) else None
@@ -207,7 +218,7 @@ class ModelServerClient:
         wait = _within(self._timeouts.check_s, timeout_s)
         response = self._send("POST", "/v1/chat/completions", what=what, timeout_s=wait, json=body)
         try:
-            choices = json.loads(response.content)["choices"]
+            choices = json.loads(response.body)["choices"]
         except (ValueError, KeyError, TypeError):
             choices = None
         if not isinstance(choices, list) or not choices:
@@ -221,7 +232,7 @@ class ModelServerClient:
         what = "model list (GET /v1/models)"
         response = self._send("GET", "/v1/models", what=what, timeout_s=self._timeouts.probe_s)
         try:
-            cards = json.loads(response.content)["data"]
+            cards = json.loads(response.body)["data"]
             names = [card["id"] for card in cards]
         except (ValueError, KeyError, TypeError):
             names = None
@@ -235,7 +246,11 @@ class ModelServerClient:
     def fetch_metrics(self) -> str:
         """Return the ``GET /metrics`` page."""
         response = self._send(
-            "GET", "/metrics", what="metrics (GET /metrics)", timeout_s=self._timeouts.metrics_s
+            "GET",
+            "/metrics",
+            what="metrics (GET /metrics)",
+            timeout_s=self._timeouts.metrics_s,
+            max_bytes=MAX_METRICS_BYTES,
         )
         return response.text
 
@@ -282,11 +297,21 @@ class ModelServerClient:
         params: dict[str, str] | None = None,
         json: object = None,
         limit_s: float | None = None,
-    ) -> httpx.Response:
-        """Send one request; ``limit_s`` is the action's own timeout, named when it passes."""
+        max_bytes: int = MAX_CONTROL_BYTES,
+    ) -> Answer:
+        """Send one request, read at most ``max_bytes`` of its answer within ``timeout_s``;
+        ``limit_s`` is the action's own timeout, named when it passes."""
         try:
-            timeout = http_timeout(timeout_s, self._timeouts.connect_s)
-            response = self._client.request(method, path, params=params, json=json, timeout=timeout)
+            response = read_answer(
+                self._client,
+                method,
+                path,
+                max_bytes=max_bytes,
+                seconds=timeout_s,
+                connect_s=self._timeouts.connect_s,
+                params=params,
+                json=json,
+            )
         except httpx.ConnectError as err:
             raise ServerGone(
                 f"{what} on {self._server}: {describe(err)}; the server is gone"
@@ -295,14 +320,14 @@ class ModelServerClient:
             raise TimedOut(
                 f"{what} on {self._server}: no answer within {limit_s or timeout_s:.3g} s"
             ) from err
-        except httpx.TransportError as err:
+        except (httpx.TransportError, httpx.DecodingError) as err:
             raise BackendError(f"{what} on {self._server}: {describe(err)}") from err
         if response.is_success:
             return response
-        hint = _DEV_MODE_HINT if response.status_code == 404 and path != "/metrics" else ""
+        hint = _DEV_MODE_HINT if response.status == 404 and path != "/metrics" else ""
         raise BackendError(
-            f"{what} on {self._server}: answered {response.status_code} "
-            f"{response.reason_phrase}{hint}: {excerpt(response.text)}"
+            f"{what} on {self._server}: answered {response.status} "
+            f"{response.reason}{hint}: {excerpt(response.text)}"
         )
 
 

@@ -27,6 +27,11 @@ from typing import Any, Protocol
 import httpx
 
 from dgxmm.errors import InvalidInput
+from dgxmm.fleet.backends.answers import (
+    MAX_CONTROL_BYTES,
+    MAX_METRICS_BYTES,
+    read_answer,
+)
 from dgxmm.fleet.metrics.sample import MetricsSample, SleepState, sample_from_text
 
 __all__ = [
@@ -37,7 +42,6 @@ __all__ = [
     "Pages",
     "describe",
     "excerpt",
-    "http_timeout",
     "page_of_error",
     "page_of_response",
     "tls_context",
@@ -137,15 +141,27 @@ class InlinePages:
         self._client = client
 
     def read(self, request: PageRequest) -> Page:
-        """Read the page with the client; say what came back."""
+        """Read the page with the client (at most ``MAX_METRICS_BYTES`` of ``/metrics``,
+        ``MAX_CONTROL_BYTES`` of another); say what came back."""
+        bound = MAX_METRICS_BYTES if request.metrics else MAX_CONTROL_BYTES
         try:
-            timeout = http_timeout(request.timeout_s, request.connect_s)
-            response = self._client.get(request.url, timeout=timeout)
-        except httpx.TransportError as error:
+            answer = read_answer(
+                self._client,
+                "GET",
+                request.url,
+                max_bytes=bound,
+                seconds=request.timeout_s,
+                connect_s=request.connect_s,
+            )
+        except (httpx.TransportError, httpx.DecodingError) as error:
             return page_of_error(error)
-        return page_of_response(
-            response.status_code, response.reason_phrase, response.text, metrics=request.metrics
-        )
+        if answer.cut and answer.is_success and request.metrics:
+            return Page(
+                status=answer.status,
+                reason=answer.reason,
+                invalid=f"the page is over {bound} bytes (dgxmm reads no more of it)",
+            )
+        return page_of_response(answer.status, answer.reason, answer.text, metrics=request.metrics)
 
 
 @functools.cache
@@ -160,13 +176,7 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)
 
 
-def http_timeout(seconds: float, connect_s: float) -> httpx.Timeout:
-    """Return httpx's timeout for a request to a model server: ``seconds`` each step, and at
-    most ``connect_s`` of them to connect."""
-    return httpx.Timeout(seconds, connect=min(seconds, connect_s))
-
-
-def page_of_error(error: httpx.TransportError) -> Page:
+def page_of_error(error: httpx.TransportError | httpx.DecodingError) -> Page:
     """Return the page of a request that got no answer."""
     # ConnectError before TimeoutException: a ConnectTimeout is a timeout, not a refusal.
     if isinstance(error, httpx.ConnectError):
@@ -188,7 +198,7 @@ def page_of_response(status: int, reason: str, text: str, *, metrics: bool) -> P
         return Page(status=status, reason=reason, invalid=str(error))
 
 
-def describe(error: httpx.TransportError) -> str:
+def describe(error: httpx.TransportError | httpx.DecodingError) -> str:
     """Return what a transport error says, a refusal in two words."""
     text = str(error) or type(error).__name__
     if "refused" in text.lower() or _refused(error):

@@ -2,7 +2,7 @@
 
 - Where NVML finds no GPU and ``config.json`` lists none, two pretend GPUs are written into
   ``config.json`` (and said so), so that the fit check has something to count.
-- Three process deployments run the stand-in (``python -m dgxmm.standin``) on free
+- Three process deployments (``models.py``) run the stand-in (``python -m dgxmm.standin``) on free
   local ports, with different priorities, memory and latency; they are created once and
   found by name on later runs (a stopped one gets a free port again).
 - Before they start, four weeks of synthetic rollups are written for them (a weekday
@@ -10,11 +10,15 @@
   deployment says so, which its pages show as "synthetic": the heat map is full and the
   ``after_history`` hook (``serve`` rebuilds the profiles and proposes, each proposal with its
   backtest) leaves proposals waiting at once. The same weeks' sleeps, wakes and proxy
-  requests are written too (evenings asleep, the first request of a working morning held
-  while it wakes), so the savings page (``/savings``) has four weeks to show.
+  requests are written too (``history.py``: asleep by its idle ladder after the day's last
+  request, the first request of a working morning held while it wakes), so the savings page
+  (``/savings``) has four weeks to show, told only with the deployment's own settings.
 - They are started on a thread of their own (the server answers meanwhile), and a thread per
-  busy deployment sends chat completions to it while it runs, at a rate that rises and falls
-  over ten minutes, so the rollups, charts and request activity fill in. ``demo-batch`` gets
+  busy deployment sends chat completions to it, at a rate that rises and falls over ten
+  minutes, so the rollups, charts and request activity fill in. With a proxy (``serve
+  --proxy-port``) they go through it, as a client's would: the Proxy page counts them, and
+  ``demo-code``, whose traffic comes in bursts, is put to sleep by its idle ladder between
+  two and woken by the next one's first request. ``demo-batch`` gets
   none: once it runs, the ``quiet`` hook (``serve``: a sleep schedule a few minutes on, and
   a wake after it) shows a scheduled sleep going through.
 - With ``--ray`` they are ray deployments instead, on a local Ray cluster of two nodes with
@@ -33,106 +37,37 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import httpx
 from sqlalchemy import update
 
-from dgxmm.clock import from_us
 from dgxmm.errors import DgxmmError, NotFound
 from dgxmm.fleet.activity import Minute
 from dgxmm.fleet.backends.protocol import BackendKind
+from dgxmm.fleet.demo.history import synthetic_rollups, synthetic_story
 from dgxmm.fleet.demo.local_cluster import LocalNode
+from dgxmm.fleet.demo.models import DEMO_GPUS, DEMO_MODELS, DEMO_RAY_NODES, DemoModel
 from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments.events import EventAction, EventOutcome
 from dgxmm.fleet.deployments.insights import InsightKind, Severity
 from dgxmm.fleet.deployments.tables import deployments as deployments_table
 from dgxmm.fleet.metrics import Rollup
 from dgxmm.fleet.placement.config import configured_gpus, write_gpus
-from dgxmm.fleet.placement.inventory import Gpu, NvmlReader, read_nvml
+from dgxmm.fleet.placement.inventory import NvmlReader, read_nvml
 from dgxmm.fleet.service import Fleet
 from dgxmm.store import writing
-from dgxmm.time_units import DAY_US, MINUTE_US
+from dgxmm.time_units import DAY_US, MINUTE_US, SECOND_US
 from dgxmm.words import counted
 
-__all__ = [
-    "DEMO_GPUS",
-    "DEMO_MODELS",
-    "DEMO_RAY_NODES",
-    "Demo",
-    "DemoModel",
-    "prepare_demo_gpus",
-    "synthetic_note",
-    "synthetic_rollups",
-]
+__all__ = ["Demo", "prepare_demo_gpus", "synthetic_note"]
 
 ACTOR = "system"
-DEMO_GPUS = (
-    Gpu(index=0, name="demo GPU (pretend)", memory_gib=80.0),
-    Gpu(index=1, name="demo GPU (pretend)", memory_gib=48.0),
-)
 _WAVE_S = 600.0  # the traffic rises and falls over ten minutes
+_YIELD_S = 0.05  # between two days of synthetic request minutes: the others' turn to write
 HISTORY_DAYS = 28
 HISTORY_KEY = "demo-history"  # the insight of a deployment whose history is synthetic
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DemoModel:
-    """One demo deployment: what it pretends to serve and how busy it is."""
-
-    name: str
-    model: str
-    gpu: int  # the position in the inventory (the last GPU when there are fewer)
-    awake_share: float  # of its GPU's memory
-    asleep_share: float
-    priority: int
-    latency_ms: int
-    requests_per_s: float  # at the top of the wave; 0: quiet (no demo traffic at all)
-
-
-DEMO_MODELS = (
-    DemoModel(
-        name="demo-chat",
-        model="demo/chat-8b",
-        gpu=0,
-        awake_share=0.5,
-        asleep_share=0.05,
-        priority=80,
-        latency_ms=400,
-        requests_per_s=2.0,
-    ),
-    DemoModel(
-        name="demo-code",
-        model="demo/code-7b",
-        gpu=0,
-        awake_share=0.35,
-        asleep_share=0.04,
-        priority=50,
-        latency_ms=250,
-        requests_per_s=1.0,
-    ),
-    DemoModel(
-        name="demo-batch",
-        model="demo/batch-13b",
-        gpu=1,
-        awake_share=0.6,
-        asleep_share=0.05,
-        priority=20,
-        latency_ms=900,
-        requests_per_s=0.0,
-    ),
-)
-
-
-# The local Ray cluster of ``dgxmm serve --demo --ray``: demo-chat and demo-code on the
-# first node, demo-batch on the second.
-DEMO_RAY_NODES = (
-    LocalNode(name="demo-node-a", num_gpus=2, gpu_memory_gib=80.0),
-    LocalNode(name="demo-node-b", num_gpus=2, gpu_memory_gib=48.0),
-)
 
 
 def _command(model: DemoModel, *, host: str = "127.0.0.1") -> list[str]:
@@ -186,8 +121,12 @@ class Demo:
         quiet: Callable[[Deployment], None] | None = None,
         ray_address: str | None = None,
         ray_nodes: Sequence[LocalNode] = DEMO_RAY_NODES,
+        proxy_url: str | None = None,
     ) -> None:
         self._fleet = fleet
+        # Where the proxy listens (serve's --proxy-port): the traffic goes through it, as a
+        # client's would, so the proxy counts it and wakes a sleeping deployment for it.
+        self._proxy_url = proxy_url
         self._ray_address = ray_address  # None: process deployments on this machine
         self._ray_nodes = tuple(ray_nodes)
         self._say = say
@@ -220,8 +159,9 @@ class Demo:
             severity=Severity.INFO,
             message="Demo: three stand-in deployments (demo-chat, demo-code, demo-batch); "
             "the first two get a little traffic, demo-batch none, so its scheduled sleep "
-            f"goes through. They are not models, {self._where()}, and "
-            "the four weeks of traffic before now are synthetic; stop dgxmm to end the demo.",
+            f"goes through. {self._traffic_words()} They are not models, {self._where()}, "
+            "and the four weeks of traffic before now are synthetic; stop dgxmm to end the "
+            "demo.",
             key="demo",
         )
 
@@ -240,6 +180,20 @@ class Demo:
                 self._fleet.deployer.stop(deployment.id, actor=ACTOR)
             except DgxmmError as error:
                 self._say(f"dgxmm demo: stopping {deployment.name}: {error}")
+
+    def _traffic_words(self) -> str:
+        code = next(m for m in DEMO_MODELS if m.burst_s is not None)
+        if self._proxy_url is None:
+            return (
+                f"{code.name}'s traffic comes in bursts and its idle ladder puts it to sleep "
+                f"after {code.idle_sleep_after_s:g} s without one; with no proxy here "
+                "(serve --proxy-port) nothing wakes it but a person or a schedule."
+            )
+        return (
+            f"The traffic goes through the proxy at {self._proxy_url}/v1. {code.name}'s comes "
+            f"in bursts: its idle ladder puts it to sleep after {code.idle_sleep_after_s:g} s "
+            "without a request, and the next burst's first request wakes it."
+        )
 
     def _where(self) -> str:
         if self._ray_address is None:
@@ -269,7 +223,7 @@ class Demo:
                 )
             if at_rest and found.port is not None and not _is_free(found.port):
                 found = self._fleet.deployments.update(found.id, ACTOR, port=_free_port())
-            return found
+            return self._idle_as_given(found, model)
         return self._fleet.deployments.create(
             actor=ACTOR,
             name=model.name,
@@ -282,6 +236,7 @@ class Demo:
             memory_gib_asleep=round(model.asleep_share * gpu.memory_gib, 1) if gpu else 0.0,
             priority=model.priority,
             startup_timeout_s=60.0,
+            idle_sleep_after_s=model.idle_sleep_after_s,
         )
 
     def _ensure_on_ray(self, model: DemoModel, address: str) -> Deployment:
@@ -302,7 +257,7 @@ class Demo:
         if found is not None:
             if found.state in (DeploymentState.STOPPED, DeploymentState.FAILED):
                 found = self._fleet.deployments.update(found.id, ACTOR, gpus=[], **run)
-            return found
+            return self._idle_as_given(found, model)
         return self._fleet.deployments.create(
             actor=ACTOR,
             name=model.name,
@@ -312,6 +267,16 @@ class Demo:
             memory_gib_asleep=round(model.asleep_share * node.gpu_memory_gib, 1),
             priority=model.priority,
             startup_timeout_s=120.0,  # Ray starts a worker for the actor first
+            idle_sleep_after_s=model.idle_sleep_after_s,
+        )
+
+    def _idle_as_given(self, found: Deployment, model: DemoModel) -> Deployment:
+        """Give a demo deployment found from an earlier run this run's idle ladder."""
+        wanted = round(model.idle_sleep_after_s * SECOND_US)
+        if found.idle.sleep_after_us == wanted:
+            return found
+        return self._fleet.deployments.update(
+            found.id, ACTOR, idle_sleep_after_s=model.idle_sleep_after_s
         )
 
     def write_history(self, now_us: int) -> int:
@@ -321,7 +286,7 @@ class Demo:
         for model, deployment in zip(DEMO_MODELS, self.deployments, strict=True):
             rows = synthetic_rollups(model, deployment, since, now_us - MINUTE_US)
             written += self._fleet.metrics.write_history(rows)
-            self._write_savings(deployment, rows, since)
+            self._write_savings(model, deployment, rows, since)
             self._fleet.insights.raise_insight(
                 InsightKind.DEMO,
                 deployment_id=deployment.id,
@@ -333,51 +298,57 @@ class Demo:
             )
         return written
 
-    def _write_savings(self, deployment: Deployment, rows: list[Rollup], since: int) -> None:
+    def _write_savings(
+        self, model: DemoModel, deployment: Deployment, rows: list[Rollup], since: int
+    ) -> None:
         """Write the synthetic weeks' sleeps, wakes and proxy requests, once per deployment.
 
-        The story the savings page tells (``/savings``): each weekday evening at 19:30 the
-        idle ladder puts it to sleep, and the first request of the next working morning wakes
-        it through the proxy, held about 2 s; weekends asleep. Its requests are the synthetic
+        The story the savings page tells (``/savings``), in ``history.synthetic_story``: its
+        idle ladder puts it to sleep after its last request of a day, and the next working
+        morning's first request wakes it through the proxy. Its requests are the synthetic
         rollups' own. The deployment is dated back to the weeks' start, so the report counts
         them; a second run finds its history written and writes nothing.
         """
         fleet = self._fleet
-        if fleet.events.state_changes(deployment.id, 0, since)[0] is not None:
-            return  # written by an earlier run
-        zone = ZoneInfo(deployment.time_zone)
-        with writing(fleet.store.engine) as connection:
+        # Any state change at all: an earlier run wrote the history, then started it. (Asking
+        # for the last one before time 0 found none, so every restart wrote the weeks again:
+        # each evening's sleep twice, and a transaction long enough to make the host's first
+        # tick give up on the lock.)
+        if fleet.events.state_changes(deployment.id, 0, fleet.clock.now_us() + 1)[1]:
+            return
+        events, minutes = synthetic_story(
+            rows, sleep_after_us=round(model.idle_sleep_after_s * SECOND_US)
+        )
+        note = " (synthetic demo history)"
+        start = EventAction.START
+        with writing(fleet.store.engine) as connection:  # a few hundred rows: one transaction
             connection.execute(
                 update(deployments_table)
                 .where(deployments_table.c.id == deployment.id)
                 .values(created_at=min(deployment.created_at, since))
             )
-        note = " (synthetic demo history)"
-
-        def event(at: int, action: EventAction, actor: str, state: DeploymentState) -> None:
             fleet.events.record(
-                deployment.id, action, actor=actor, outcome=EventOutcome.DONE,
-                detail=f"{action.value}{note}", state=state.value, at_us=at,
+                deployment.id, start, actor=ACTOR, outcome=EventOutcome.DONE,
+                detail=f"{start.value}{note}", state=DeploymentState.RUNNING.value, at_us=since,
+                connection=connection,
             )  # fmt: skip
-
-        event(since, EventAction.START, ACTOR, DeploymentState.RUNNING)
-        asleep = False
-        minutes: dict[tuple[int, int], Minute] = {}
-        for rollup in rows:
-            local = from_us(rollup.minute_us, zone)
-            if rollup.requests and asleep:
-                event(rollup.minute_us + 2_000_000, EventAction.WAKE, "request",
-                      DeploymentState.RUNNING)  # fmt: skip
-                asleep = False
-                minutes[(deployment.id, rollup.minute_us)] = Minute(
-                    requests=rollup.requests, held=1, waits_ms=[2000]
-                )
-            elif rollup.requests:
-                minutes[(deployment.id, rollup.minute_us)] = Minute(requests=rollup.requests)
-            if not asleep and local.hour == 19 and local.minute == 30:
-                event(rollup.minute_us, EventAction.SLEEP, "idle", DeploymentState.SLEEPING)
-                asleep = True
-        fleet.request_minutes.add(minutes)
+            for event in events:
+                took = None if event.ready_us is None else (event.ready_us, 1)
+                fleet.events.record(
+                    deployment.id, event.action, actor=event.actor, outcome=EventOutcome.DONE,
+                    detail=f"{event.action.value}{note}", state=event.state.value,
+                    at_us=event.at_us, took=took, connection=connection,
+                )  # fmt: skip
+        # A day at a time, with a pause between two: four weeks in one transaction held the
+        # write lock for seconds, and back-to-back ones starved the host's tick of it (SQLite
+        # lets no waiter in line): its writes waited past BUSY_TIMEOUT_MS.
+        days: dict[int, dict[tuple[int, int], Minute]] = {}
+        for at, minute in minutes.items():
+            days.setdefault(at // DAY_US, {})[(deployment.id, at)] = minute
+        for day in days.values():
+            fleet.request_minutes.add(day)
+            if self._stopping.wait(_YIELD_S):
+                return
 
     def _start_all(self) -> None:
         try:
@@ -408,7 +379,13 @@ class Demo:
         began = time.monotonic()
         with httpx.Client(timeout=30.0, trust_env=False) as client:
             while not self._stopping.is_set():
-                phase = math.sin(2 * math.pi * (time.monotonic() - began) / _WAVE_S)
+                elapsed = time.monotonic() - began
+                pause = _pause_left(model, elapsed)
+                if pause > 0:
+                    if self._stopping.wait(pause):
+                        return
+                    continue
+                phase = math.sin(2 * math.pi * elapsed / _WAVE_S)
                 rate = model.requests_per_s * (0.55 + 0.45 * phase)
                 if self._stopping.wait(pick.expovariate(max(rate, 0.01))):
                     return
@@ -416,53 +393,36 @@ class Demo:
                     deployment = self._fleet.deployments.get(deployment_id)
                 except DgxmmError:
                     return  # removed
-                if deployment.state is not DeploymentState.RUNNING:
+                url = self._completions_url(deployment)
+                if url is None:
                     continue
                 try:
-                    client.post(f"{deployment.url}/v1/chat/completions", json=body)
+                    client.post(url, json=body)
                 except httpx.HTTPError:
                     continue  # stopped or asleep meanwhile: the next one will tell
 
+    def _completions_url(self, deployment: Deployment) -> str | None:
+        """Return where a request for ``deployment`` goes now (None: nowhere, skip it).
 
-def synthetic_rollups(
-    model: DemoModel, deployment: Deployment, since_us: int, until_us: int
-) -> list[Rollup]:
-    """Return a minute's rollup for each minute of the span: weekday office hours are busy.
+        Through the proxy while it runs or sleeps (the proxy wakes it); not while stopped or
+        failed, which a request does not undo. Without a proxy, to its server while it runs.
+        """
+        if self._proxy_url is not None:
+            if deployment.state in (DeploymentState.STOPPED, DeploymentState.FAILED):
+                return None
+            return f"{self._proxy_url}/v1/chat/completions"
+        if deployment.state is not DeploymentState.RUNNING:
+            return None
+        return f"{deployment.url}/v1/chat/completions"
 
-    Busy is Monday to Friday 08:00 to 18:59 in the deployment's zone, a little on Saturday
-    mornings for the chat; the rest of the week is idle, which is what proposals look for.
-    The numbers are seeded by the deployment's name, so a second run writes the same ones.
-    """
-    zone = ZoneInfo(deployment.time_zone)
-    pick = random.Random(model.name)
-    peak = max(model.requests_per_s, 0.2) * 60  # requests a minute at the top of the day
-    latency = model.latency_ms / 1000
-    rows = []
-    at = since_us - since_us % MINUTE_US
-    while at < until_us:
-        local = from_us(at, zone)
-        office = local.weekday() < 5 and 8 <= local.hour < 19
-        saturday = model.name == "demo-chat" and local.weekday() == 5 and 9 <= local.hour < 12
-        if office or saturday:
-            shape = math.sin(math.pi * (local.hour + local.minute / 60 - 8) / 11)
-            requests = max(1, round(peak * (0.3 + 0.7 * max(shape, 0.0)) * pick.uniform(0.6, 1.2)))
-            seconds = latency * pick.uniform(0.8, 1.4)
-            running = requests * seconds / 60
-        else:
-            requests, seconds, running = 0, None, 0.0
-        rows.append(
-            Rollup(
-                deployment_id=deployment.id,
-                minute_us=at,
-                requests=requests,
-                mean_running=running,
-                mean_waiting=0.0,
-                mean_latency_s=seconds,
-                samples=4,
-            )
-        )
-        at += MINUTE_US
-    return rows
+
+def _pause_left(model: DemoModel, elapsed_s: float) -> float:
+    """Return the seconds left of a pause between two bursts (0: within a burst)."""
+    if model.burst_s is None:
+        return 0.0
+    cycle = model.burst_s + model.pause_s
+    into = elapsed_s % cycle
+    return 0.0 if into < model.burst_s else cycle - into
 
 
 def synthetic_note(fleet: Fleet, deployment_id: int) -> str | None:

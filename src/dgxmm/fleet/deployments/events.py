@@ -3,6 +3,14 @@
 Every action of the deployer writes one (the schedule runner writes its own for slots it
 deferred or skipped before asking the deployer). ``actor`` is ``user:<name>``,
 ``schedule:<id>`` or ``system``; NULL in rows written before actors were recorded.
+
+A start, wake, sleep or stop the deployer did also records how long it took and the resting
+level at its far end (``ready_us`` and ``from_level``, named when only the ways up were
+timed): a start's time to ready (level 0), a wake's from its level, a sleep's until asleep
+at its level (a deepening's whole way to level 2), a stop's until stopped (level 0). A sleep
+that timed out records its bound: it held the memory and the door that long at least. The
+priced idle policy and the measured wake lead read the last ones (``ready_times``,
+``down_times``).
 """
 
 from __future__ import annotations
@@ -95,8 +103,10 @@ class Event:
     actor: str | None
     outcome: EventOutcome
     detail: str | None
-    ready_us: int | None = None  # a start or wake done: its time to ready
-    from_level: int | None = None  # and the level it came up from (0: a start)
+    # How long it took (a start or wake: to ready; a sleep or stop: to asleep or stopped) and
+    # the resting level at its far end (0: a start or a stop), as the module says.
+    ready_us: int | None = None
+    from_level: int | None = None
     state: str | None = None  # the deployment's state after it (None: not recorded)
 
     def to_json(self) -> dict[str, Any]:
@@ -147,14 +157,14 @@ class Events:
         outcome: EventOutcome,
         detail: str | None = None,
         connection: Connection | None = None,
-        ready: tuple[int, int] | None = None,
+        took: tuple[int, int] | None = None,
         state: str | None = None,
         at_us: int | None = None,
     ) -> Event:
         """Write an event (inside ``connection``'s transaction when one is given).
 
-        ``ready``: a start or wake done, its time to ready (microseconds) and the level it
-        came up from (0: a start). ``state``: the deployment's state after it, when it moved.
+        ``took``: how long the action took (microseconds) and the resting level at its far
+        end, as the module says. ``state``: the deployment's state after it, when it moved.
         ``at_us``: when it happened, now by default (the demo writes its synthetic weeks).
         """
         values = {
@@ -164,8 +174,8 @@ class Events:
             "actor": actor,
             "outcome": outcome.value,
             "detail": detail,
-            "ready_us": None if ready is None else ready[0],
-            "from_level": None if ready is None else ready[1],
+            "ready_us": None if took is None else took[0],
+            "from_level": None if took is None else took[1],
             "state": state,
         }
         if connection is None:
@@ -211,11 +221,26 @@ class Events:
 
         Oldest first, in microseconds: the measured wake lead's p95 is taken of them.
         """
+        ups = (EventAction.START, EventAction.WAKE)
+        return self._times(deployment_id, ups, level, last)
+
+    def down_times(self, deployment_id: int, level: int, last: int) -> builtins.list[int]:
+        """Return the times of its ``last`` stops (level 0) or sleeps at ``level``.
+
+        Oldest first, in microseconds, a timed-out sleep at its bound: the priced idle
+        policy takes their mean.
+        """
+        downs = (EventAction.STOP, EventAction.SLEEP)
+        return self._times(deployment_id, downs, level, last)
+
+    def _times(
+        self, deployment_id: int, actions: tuple[EventAction, ...], level: int, last: int
+    ) -> builtins.list[int]:
         c = deployment_events.c
         query = (
             select(c.ready_us)
             .where(c.deployment_id == deployment_id, c.from_level == level)
-            .where(c.ready_us.is_not(None))
+            .where(c.action.in_([a.value for a in actions]), c.ready_us.is_not(None))
             .order_by(c.id.desc())
             .limit(last)
         )
@@ -292,22 +317,21 @@ class Events:
         since_us: int | None = None,
         until_us: int | None = None,
         before: tuple[int, int] | None = None,
+        every_action: bool = False,
     ) -> builtins.list[Event]:
         """Return the actions that move a server, of every deployment, newest first.
 
         The Runs page's other half: start, stop, sleep, wake, failed and reattach (a
         definition's create or update is the audit's). ``since_us`` inclusive, ``until_us``
         exclusive; ``before``: only events after this (time, id) in the order.
+        ``every_action``: every event, create and update too (a deployment's page lists them).
         """
         if not 1 <= limit <= 10_000:
             raise InvalidInput("limit", f"{limit} is out of range 1-10000")
         c = deployment_events.c
-        query = (
-            select(deployment_events)
-            .where(c.action.in_([a.value for a in _STATE_CHANGES]))
-            .order_by(c.at_us.desc(), c.id.desc())
-            .limit(limit)
-        )
+        query = select(deployment_events).order_by(c.at_us.desc(), c.id.desc()).limit(limit)
+        if not every_action:
+            query = query.where(c.action.in_([a.value for a in _STATE_CHANGES]))
         if deployment_id is not None:
             query = query.where(c.deployment_id == deployment_id)
         if outcomes is not None:

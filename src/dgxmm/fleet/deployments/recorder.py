@@ -98,13 +98,13 @@ class ActionRecorder:
         error: str | Keep | None = KEEP,
         evictions: tuple[ActionResult, ...] = (),
         asleep_level: int | None = None,
-        ready: tuple[int, int] | None = None,
+        took: tuple[int, int] | None = None,
     ) -> ActionResult:
         """Write the state, the event and the audit row in one transaction.
 
         ``state`` moves the deployment; with it, ``error`` sets or clears its last error
         (``KEEP`` leaves it as it is) and ``asleep_level`` is the level a sleep left it at.
-        ``ready``: a start or wake done, its time to ready and the level it came up from.
+        ``took``: how long the action took and the resting level at its far end (``Events``).
         """
         with writing(self._engine) as connection:
             if state is not None:
@@ -120,7 +120,7 @@ class ActionRecorder:
                 outcome=outcome,
                 detail=detail,
                 connection=connection,
-                ready=ready,
+                took=took,
                 state=after.state.value,
             )
             self._audit.record(

@@ -32,7 +32,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, up
 
 from dgxmm.clock import Clock
 from dgxmm.errors import BackendError, Conflict, InvalidInput, ServerGone
-from dgxmm.fleet.backends.protocol import Health
+from dgxmm.fleet.backends.protocol import Backend, Health
 from dgxmm.fleet.backends.registry import Backends
 from dgxmm.fleet.deployments.deployment import Deployment, DeploymentState
 from dgxmm.fleet.deployments.insights import InsightKind, Insights, Severity
@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 
 _SAMPLED = (DeploymentState.RUNNING, DeploymentState.SLEEPING)
 
-OnGone = Callable[[Deployment, str], None]
+OnGone = Callable[[Deployment, str], object]  # what it returns is not read
 _Key = tuple[int, int]  # (deployment id, minute)
 _IN_CHUNK = 500  # ids per IN list: far below SQLite's and PostgreSQL's bound-parameter limits
 
@@ -104,6 +104,7 @@ class Metrics:
         insights: Insights,
         on_gone: OnGone,
         on_asleep: OnGone = lambda deployment, why: None,
+        on_awake: OnGone = lambda deployment, why: None,
         telemetry: Telemetry = NO_TELEMETRY,
         retention_days: Callable[[], object] = lambda: DEFAULT_RETENTION_DAYS,
     ) -> None:
@@ -114,6 +115,7 @@ class Metrics:
         self._insights = insights
         self._on_gone = on_gone
         self._on_asleep = on_asleep
+        self._on_awake = on_awake
         self._telemetry = telemetry
         self._retention_days = retention_days
         self._lock = threading.Lock()
@@ -345,7 +347,9 @@ class Metrics:
         server never delays the others, and one still unanswered at the deadline counts as
         unreadable; it is not scraped again until its request ends. A process found dead, or
         a server whose port refuses, marks its deployment failed; a running deployment whose
-        server reports itself asleep (``vllm:engine_sleep_state``) is marked sleeping.
+        server reports itself asleep (``vllm:engine_sleep_state``, or ``GET /is_sleeping``
+        when its page has no such gauge) is marked sleeping, and a sleeping one whose
+        ``GET /is_sleeping`` says awake is marked running.
         """
         if ctx is not None:
             ctx.check()
@@ -402,16 +406,24 @@ class Metrics:
             backend = self._backends.of(deployment)
             if deployment.state is DeploymentState.RUNNING:
                 try:
-                    return Scrape.SAMPLED, backend.sample(), None
+                    sample = backend.sample()
                 except ServerGone as error:
                     self._on_gone(deployment, str(error))
                     return Scrape.GONE, None, None
                 except BackendError as error:
                     return Scrape.UNREADABLE, None, error
+                # A server without the sleep-state gauge (older vLLM) is asked outright.
+                if sample.sleep_state is None and _asks_sleeping(backend):
+                    self._on_asleep(deployment, "GET /is_sleeping says it sleeps")
+                return Scrape.SAMPLED, sample, None
             check = backend.check_health()
             if check.health is Health.GONE:
                 self._on_gone(deployment, check.detail)
                 return Scrape.GONE, None, None
+            # The record says asleep: a wake that outlived dgxmm's wait (or a kill -9 of
+            # dgxmm during one) finished on the server, and only the server can say so.
+            if check.is_healthy and _asks_sleeping(backend) is False:
+                self._on_awake(deployment, "GET /is_sleeping says it is awake")
             return Scrape.CHECKED, None, None
         finally:
             with self._lock:
@@ -447,3 +459,11 @@ class Metrics:
                     key=f"metrics_unreadable:{deployment.id}",
                     connection=connection,
                 )
+
+
+def _asks_sleeping(backend: Backend) -> bool | None:
+    """Return what ``GET /is_sleeping`` says; None when it cannot be read (the next pass asks)."""
+    try:
+        return backend.is_sleeping()
+    except BackendError:
+        return None

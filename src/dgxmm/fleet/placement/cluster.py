@@ -63,7 +63,8 @@ def ray_missing() -> str | None:
 def check_ray_address(address: str) -> str:
     """Return a Ray address (``host:port`` of the cluster's GCS); refuse another form."""
     host, _, port = address.rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535 or "/" in address:
+    is_number = port.isascii() and port.isdigit()  # isdigit alone takes "³", int() does not
+    if not host or not is_number or not 1 <= int(port) <= 65535 or "/" in address:
         raise DefinitionError(
             "ray_address", f"{address!r} is not host:port of a Ray cluster's head node"
         )

@@ -387,7 +387,7 @@ def _parse_item(item: str, field: _Field) -> range:
     body, slash, step_text = item.partition("/")
     step = 1
     if slash:
-        if not step_text.isdigit():
+        if not _is_number(step_text):
             raise CronError(f"{field.label}: step {step_text!r} in {item!r} is not a number")
         step = int(step_text)
         if step == 0:
@@ -411,10 +411,15 @@ def _parse_item(item: str, field: _Field) -> range:
     return range(low, high + 1, step)
 
 
+def _is_number(text: str) -> bool:
+    """Whether ``text`` is ASCII digits (``isdigit`` alone takes "³", which ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def _value(text: str, field: _Field, item: str) -> int:
     if not text:
         raise CronError(f"{field.label}: missing number in {item!r}")
-    if text.isdigit():
+    if _is_number(text):
         value = int(text)
         if not field.low <= value <= field.high:
             raise CronError(f"{field.label}: {value} is out of range {field.low}-{field.high}")

@@ -8,7 +8,7 @@ into ``models``. Token counts are -1 where the source gave none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,6 +76,26 @@ class Trace:
             return np.empty(0, dtype=np.int64)
         chosen: Ints = self.at_us[self.model == self.models.index(model)]
         return chosen
+
+    def counts(self) -> dict[str, int]:
+        """Return each model's number of requests (a model with none is left out)."""
+        found = np.bincount(self.model, minlength=len(self.models))
+        return {name: int(n) for name, n in zip(self.models, found, strict=True) if n}
+
+    def only(self, models: Collection[str]) -> Trace:
+        """Return the requests for ``models`` alone (the other names leave ``models`` too)."""
+        kept = tuple(name for name in self.models if name in models)
+        renumbered = np.full(len(self.models), -1, dtype=np.int64)
+        for new, name in enumerate(kept):
+            renumbered[self.models.index(name)] = new
+        chosen = renumbered[self.model] >= 0
+        return Trace(
+            models=kept,
+            at_us=self.at_us[chosen],
+            model=renumbered[self.model][chosen],
+            input_tokens=self.input_tokens[chosen],
+            output_tokens=self.output_tokens[chosen],
+        )
 
     @property
     def span_us(self) -> tuple[int, int]:

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse, Response
 from pydantic import Field
+from starlette.concurrency import run_in_threadpool
 
 from dgxmm.decider.idle.budgets import budget_status, read_choice
 from dgxmm.errors import InvalidInput, NotFound
@@ -470,16 +471,25 @@ class CheckBody(Body):
 
 
 @router.post("/{deployment_id}/check", responses=answers(400, 404, 409, 502))
-def check_deployment(
+async def check_deployment(
     deployment_id: PathId, body: CheckBody, services: ServicesDep, _: Admin
 ) -> dict[str, Any]:
     """Send one chat or completion to a running deployment and answer its reply and speed.
 
     Through the proxy when one runs in this server, else straight to the server; never wakes
-    anything (409 with the state). A failing or silent server answers 502 saying which.
+    anything (409 with the state). A failing or silent server answers 502 saying which;
+    past the checks at once (``MAX_CHECKS``), 409. Async: a hung check holds no worker
+    thread, so the other routes keep answering.
     """
     fleet = services.fleet
     assert fleet is not None
     check = ModelCheck(kind=body.kind, prompt=body.prompt, max_tokens=body.max_tokens)
-    deployment = fleet.deployments.get(deployment_id)
-    return run_check(deployment, check, proxy_url=services.proxy_url).to_json()
+    deployment = await run_in_threadpool(fleet.deployments.get, deployment_id)
+    with services.model_checks.slot():
+        result = await run_check(
+            deployment,
+            check,
+            proxy_url=services.proxy_url,
+            check_key=services.proxy_check_key,
+        )
+    return result.to_json()

@@ -17,6 +17,7 @@ from dgxmm.server.edge.paging import (
     CursorQuery,
     LimitQuery,
     make_cursor,
+    read_bool,
     read_cursor,
     read_limit,
     read_span,
@@ -46,14 +47,18 @@ def runs(
     ] = None,
     since: TimeQuery = None,
     until: TimeQuery = None,
+    hide_system: Annotated[
+        str | None, Query(max_length=10, description="true: without the system jobs' runs")
+    ] = None,
     limit: LimitQuery = None,
     cursor: CursorQuery = None,
 ) -> dict[str, Any]:
     """Job runs and deployment actions, newest first, ``limit`` at a time (100).
 
     Filters: ``status``, ``job`` or ``deployment`` (not both), ``since`` (inclusive) and
-    ``until`` (exclusive) of the start. The next page: pass ``next_cursor`` as ``cursor``
-    (null after the last). A viewer reads errors' public form.
+    ``until`` (exclusive) of the start, ``hide_system`` (true: user jobs and deployments
+    only). The next page: pass ``next_cursor`` as ``cursor`` (null after the last). A viewer
+    reads errors' public form.
     """
     host = services.host
     chosen = read_filter(
@@ -63,6 +68,7 @@ def runs(
         deployment=deployment,
         since=since,
         until=until,
+        hide_system=hide_system,
     )
     size = read_limit(limit)
     assert size is not None
@@ -88,9 +94,15 @@ def read_filter(
     deployment: str | None,
     since: str | None,
     until: str | None,
+    hide_system: str | None = None,
 ) -> RunFilter:
     """Read the list's filters from text, every wrong one named in one refusal."""
     wrong: list[tuple[str, str]] = []
+    hidden = False
+    try:
+        hidden = read_bool(hide_system or None, "hide_system") or False
+    except InvalidInput as error:
+        wrong.append((error.field, error.message))
     deployment_id: int | None = None
     if deployment:
         if deployment.isascii() and deployment.isdigit() and 1 <= int(deployment) < 2**63:
@@ -108,4 +120,5 @@ def read_filter(
         deployment=deployment_id,
         since_us=since_us,
         until_us=until_us,
+        hide_system=hidden,
     )

@@ -7,6 +7,7 @@ Two sources, so that the document says every status a route gives:
   parameters answer 422 (a wrong type or range); a body 422 (malformed, or not JSON); every
   write (POST, PUT, PATCH, DELETE), one that takes no body too, 413: ``body_limit.py``
   refuses a body past ``MAX_BODY_BYTES`` before any route is chosen;
+  a query parameter that is an enum answers 400 to a text outside it;
 - what its domain code raises, which no signature shows, declared on the route with
   ``answers(400, 404, 409, ...)`` (``responses.py`` maps the errors to these statuses).
 
@@ -18,7 +19,8 @@ walks the routes and sends real requests, and fails on a status the document lea
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from enum import Enum
+from typing import Any, get_args
 
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
@@ -88,7 +90,16 @@ def implied_statuses(dependant: Dependant, *, takes_body: bool, method: str) -> 
     parameters = (dependant, *_dependencies(dependant))
     if any(d.path_params or d.query_params or d.header_params for d in parameters):
         implied.add(422)
+    if any(_is_enum(q.field_info.annotation) for d in parameters for q in d.query_params):
+        implied.add(400)  # a text outside a query's enum names the field (responses.py)
     return implied
+
+
+def _is_enum(annotation: Any) -> bool:
+    """Whether a parameter's type is an enum, or one inside a union or a list."""
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return True
+    return any(_is_enum(inner) for inner in get_args(annotation))
 
 
 def _response(status: int) -> dict[str, Any]:

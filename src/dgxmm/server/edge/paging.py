@@ -58,7 +58,8 @@ def read_limit(text: str | None, *, default: int | None = DEFAULT_LIMIT) -> int 
     """Return the limit asked for, or ``default`` (``InvalidInput`` naming ``limit``)."""
     if text is None:
         return default
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+    # isdigit alone takes "³", which int() refuses, and "٤٢", which it reads as 42.
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_LIMIT:
         raise InvalidInput("limit", f"{text!r} is not a whole number from 1 to {MAX_LIMIT}")
     return int(text)
 

@@ -483,6 +483,9 @@ class Host:
                     with self.lock:  # a time waited for a run, of its job or its group: now
                         if self.scheduler.has_released():
                             self.tick()
+            except Busy as error:  # another write held the lock past its wait: not a crash
+                log.warning("dgxmm host: a tick waited too long for the database (%s); "
+                            "ticking on, it is tried again at the next tick", error)  # fmt: skip
             except Exception:  # the ticker must outlive any one bad step
                 log.exception("dgxmm host: a tick failed; ticking on")
 

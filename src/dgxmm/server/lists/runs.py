@@ -19,7 +19,7 @@ from typing import Any
 
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import Event, EventOutcome, Fleet
-from dgxmm.jobs import Outcome
+from dgxmm.jobs import JobKind, Outcome
 from dgxmm.server.access.redaction import public_text
 from dgxmm.store import RunRecord, Store
 
@@ -54,6 +54,7 @@ class RunSource(Enum):
 
 # At one instant, a job's run is listed before a deployment's action (newest first).
 _RANK = {RunSource.DEPLOYMENT: 0, RunSource.JOB: 1}
+_USER_KINDS = frozenset({JobKind.USER})
 
 _JOB_OUTCOMES: dict[RunStatus, frozenset[Outcome | None]] = {
     RunStatus.RUNNING: frozenset({None}),
@@ -82,6 +83,9 @@ class RunFilter:
     deployment: int | None = None
     since_us: int | None = None  # inclusive
     until_us: int | None = None  # exclusive
+    # Without the system jobs' runs (three a minute would push every deployment action off
+    # the first page): user jobs' runs and deployment actions only.
+    hide_system: bool = False
 
     def __post_init__(self) -> None:
         if self.job is not None and self.deployment is not None:
@@ -108,6 +112,7 @@ class ListedRun:
     status: RunStatus
     error: str | None  # as the reader may read it
     href: str
+    deployment_id: int | None = None  # an action's deployment (its page is linked)
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -127,6 +132,7 @@ class ListedRun:
             "status": self.status.value,
             "error": self.error,
             "href": self.href,
+            "deployment_id": self.deployment_id,
         }
 
 
@@ -192,6 +198,7 @@ def _job_runs(
     return store.runs.newest(
         limit=limit + 1,
         job=chosen.job,
+        kinds=_USER_KINDS if chosen.hide_system else None,
         outcomes=outcomes,
         since_us=chosen.since_us,
         until_us=chosen.until_us,
@@ -255,4 +262,5 @@ def _event_row(event: Event, names: dict[int, str], full_errors: bool) -> Listed
         status=event_status(event),
         error=detail if event.outcome is EventOutcome.FAILED else None,
         href=f"/runs/actions/{event.id}",
+        deployment_id=event.deployment_id,
     )

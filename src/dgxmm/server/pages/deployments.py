@@ -25,6 +25,7 @@ from dgxmm.fleet import (
     BackendKind,
     Deployment,
     DeploymentState,
+    Event,
     Fleet,
     Gpu,
     GpuGauge,
@@ -67,6 +68,7 @@ def _row(deployment: Deployment, host: Host) -> dict[str, Any]:
 
 _MEASURED = WakeLead(kind=LeadKind.MEASURED)
 _COMES_UP = ((1, "level-1 wakes"), (2, "level-2 wakes"), (0, "starts"))  # 0: from stopped
+_GOES_DOWN = ((1, "level-1 sleeps"), (2, "level-2 sleeps"), (0, "stops"))  # 0: to stopped
 
 
 def _duration(seconds: float) -> str:
@@ -126,6 +128,22 @@ def _wake_times(fleet: Fleet, deployment_id: int) -> list[dict[str, Any]]:
             text = f"15 min or more (p95 of the last {len(times)})"
         else:
             text = f"{_duration(lead.us / SECOND_US)} (p95 of the last {len(times)})"
+        found.append({"level": level, "what": what, "count": len(times), "text": text})
+    return found
+
+
+def _down_times(fleet: Fleet, deployment_id: int) -> list[dict[str, Any]]:
+    """Return its measured time to go down to each sleep level and to stop.
+
+    The mean of the last ``MEASURED_WAKES``, a timed-out sleep at its bound, as the priced
+    idle policy prices it (``decider/idle/pricing.py``), with how many were measured.
+    """
+    found = []
+    for level, what in _GOES_DOWN:
+        times = fleet.events.down_times(deployment_id, level, MEASURED_WAKES)
+        mean_s = sum(times) / len(times) / SECOND_US if times else 0.0
+        shown = f"{mean_s * 1000:.0f} ms" if mean_s < 1 else _duration(mean_s)
+        text = f"{shown} (mean of the last {len(times)})" if times else "none measured yet"
         found.append({"level": level, "what": what, "count": len(times), "text": text})
     return found
 
@@ -211,6 +229,30 @@ def _gpu(gpu: Gpu, held: list[Holding], measured: GpuGauge | None = None) -> dic
     }
 
 
+EVENT_ROWS = 50  # a deployment's events a page, as the Runs page's 50 runs
+
+
+def _events_page(
+    fleet: Fleet, deployment_id: int, cursor: str | None
+) -> tuple[list[Event], str | None]:
+    """Return a page of its events, newest first, and the next (older) page's cursor."""
+    key = read_cursor(cursor or None, "deployment-events")
+    if key is not None and not (
+        isinstance(key, list) and len(key) == 2 and all(type(part) is int for part in key)
+    ):
+        raise InvalidInput("cursor", "is not a cursor of a deployment's events")
+    found = fleet.events.newest(
+        limit=EVENT_ROWS + 1,
+        deployment_id=deployment_id,
+        before=None if key is None else (key[0], key[1]),
+        every_action=True,
+    )
+    page = found[:EVENT_ROWS]
+    if len(found) <= EVENT_ROWS:
+        return page, None
+    return page, make_cursor("deployment-events", [page[-1].at_us, page[-1].id])
+
+
 @router.get("/deployments/{deployment_id}", response_class=HTMLResponse)
 def deployment_page(
     request: Request,
@@ -220,8 +262,10 @@ def deployment_page(
     fleet: FleetDep,
     sections: SectionsDep,
     range: Annotated[str, Query(max_length=10)] = "day",
+    cursor: CursorQuery = None,
 ) -> Response:
-    """One deployment: its facts, actions, traffic over the range picked, events."""
+    """One deployment: its facts, actions, traffic over the range picked, its events paged
+    as the Runs page pages runs (newest first, ``EVENT_ROWS`` a page, ``cursor`` older)."""
     host = services.host
     who = identify(request)
     deployment = deployment_shown_to(fleet.deployments.get(deployment_id), who)
@@ -235,6 +279,7 @@ def deployment_page(
         measure: traffic_chart(rollups, window=range, measure=measure, now_us=now, zone=zone)
         for measure in ("requests", "latency")
     }
+    events, older = _events_page(fleet, deployment_id, cursor)
     extras = [
         {
             "name": section.name,
@@ -260,10 +305,9 @@ def deployment_page(
         ranges=list(WINDOWS),
         per=per,
         requests_shown=sum(r.requests for r in rollups),
-        events=[
-            {"e": event_shown_to(e, who), "at": iso(e.at_us, host)}
-            for e in fleet.events.list(deployment_id)
-        ],
+        events=[{"e": event_shown_to(e, who), "at": iso(e.at_us, host)} for e in events],
+        events_older=older,
+        events_first=cursor is None,
         extras=extras,
         log=log,
         synthetic=synthetic_note(fleet, deployment_id),
@@ -271,5 +315,6 @@ def deployment_page(
         ladder=_idle_ladder(deployment),
         budget=_budget(fleet, deployment, host),
         wake_times=_wake_times(fleet, deployment_id),
+        down_times=_down_times(fleet, deployment_id),
         wake_lead_s=_duration(deployment.wake_lead.seconds),  # shown for a lead in seconds
     )

@@ -27,7 +27,7 @@ def home(request: Request) -> Response:
 
 
 @router.get("/login")
-def login_form(request: Request, next: str = "/jobs", error: str | None = None) -> Response:
+def login_form(request: Request, next: str = "/", error: str | None = None) -> Response:
     """Ask for a token."""
     return templates.TemplateResponse(
         request, "login.html", {"next": _local(next), "error": error, "who": None, "page": "login"}
@@ -45,7 +45,8 @@ async def login(request: Request, tokens: TokensDep) -> Response:
         raise Forbidden("login: a login from another site's page is refused (Origin)")
     form = parse_qs((await request.body()).decode(errors="replace"))
     token = (form.get("token") or [""])[0].strip()
-    target = _local((form.get("next") or ["/jobs"])[0])
+    # Without a page asked for: where ``/`` leads (Deployments where a fleet is served).
+    target = _local((form.get("next") or ["/"])[0])
     if tokens.identify(token) is None:
         return RedirectResponse(
             f"/login?next={quote(target)}&error=that+token+is+not+valid", status_code=303
@@ -71,4 +72,4 @@ def logout(request: Request) -> Response:
 
 def _local(target: str) -> str:
     """Only follow redirects to our own pages."""
-    return target if target.startswith("/") and not target.startswith("//") else "/jobs"
+    return target if target.startswith("/") and not target.startswith("//") else "/"

@@ -26,6 +26,7 @@ from dgxmm.decider.schedules.service import FORECAST_ONLY
 from dgxmm.errors import ZoneError
 from dgxmm.jobs import resolve_zone
 from dgxmm.server.edge.deps import identify, services_of
+from dgxmm.server.pages.glossary import GLOSSARY, glossed
 from dgxmm.words import counted
 
 __all__ = ["ZONE_COOKIE", "display_zone", "error_page", "render_page", "templates"]
@@ -57,6 +58,8 @@ def _when(context: Context, value: str | None) -> str | Markup:
 
 templates.env.filters["when"] = _when
 templates.env.filters["counted"] = counted
+templates.env.filters["glossed"] = glossed
+templates.env.globals["glossary"] = GLOSSARY
 
 
 def display_zone(request: Request) -> tuple[str, ZoneInfo]:
@@ -95,7 +98,8 @@ def _render(
     who = identify(request)
     if who is None:
         return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
-    host = services_of(request).host
+    services = services_of(request)
+    host = services.host
     choice, zone = display_zone(request)
     context.update(
         who=who,
@@ -104,8 +108,10 @@ def _render(
         zone_choice=choice,
         server_zone=host.time_zone.key,
         page=template.removesuffix(".html"),
-        has_alerts=services_of(request).alerts is not None,
-        has_fleet=services_of(request).fleet is not None,  # the fleet's pages in the nav
+        has_alerts=services.alerts is not None,
+        has_fleet=services.fleet is not None,  # the fleet's pages in the nav
+        # The proxy's OpenAI-compatible address (templates/proxy_address.html); None: no proxy.
+        proxy_base=None if services.proxy_url is None else f"{services.proxy_url}/v1",
         # Said on every page while on: the decider records what it would do, and does none.
         forecast_only=host.store.get_setting(FORECAST_ONLY, False) is True,
     )

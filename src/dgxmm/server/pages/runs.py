@@ -9,6 +9,7 @@ shows them: in full to admins, their public form to viewers.
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -47,6 +48,7 @@ def runs_page(
     deployment: Annotated[str | None, Query(max_length=20)] = None,
     since: _TEXT = None,
     until: _TEXT = None,
+    hide_system: Annotated[str | None, Query(max_length=10)] = None,
     cursor: Annotated[str | None, Query(max_length=1000)] = None,
 ) -> Response:
     """The list of runs, newest first; its filters are a form that GETs this page again."""
@@ -58,6 +60,7 @@ def runs_page(
         "deployment": deployment or "",
         "since": since or "",
         "until": until or "",
+        "hide_system": hide_system or "",
     }
     # A wall time in the form (datetime-local) is read in the zone the page shows times in.
     _, zone = display_zone(request)
@@ -72,6 +75,7 @@ def runs_page(
             deployment=deployment or None,
             since=since or None,
             until=until or None,
+            hide_system=hide_system or None,
         )
         after = read_run_key(read_cursor(cursor or None, "all-runs"))
         rows, next_key = list_runs(
@@ -104,6 +108,7 @@ def runs_page(
         jobs=sorted({j.name for j in host.definitions()} | system),
         deployments=[] if fleet is None else [(d.id, d.name) for d in fleet.deployments.list()],
         older=None if next_key is None else make_cursor("all-runs", list(next_key)),
+        kept=urlencode({k: v for k, v in filters.items() if v}),  # the pager keeps them
         first_page=cursor is None,
         wrong=wrong,
     )

@@ -84,6 +84,28 @@ function settle(text, kind) {
   return Promise.resolve();
 }
 
+// Copy an element's text: a button with data-copy="ID" copies the element of that id (the
+// proxy's address, an example request, a new token). Over plain http a browser may have no
+// clipboard: then the text is selected, so Ctrl+C copies it.
+async function copyText(id) {
+  const element = document.getElementById(id);
+  if (!element) return;
+  try {
+    await navigator.clipboard.writeText(element.textContent);
+    flash("copied");
+  } catch (_) {
+    const range = document.createRange();
+    range.selectNodeContents(element);
+    window.getSelection().removeAllRanges();
+    window.getSelection().addRange(range);
+    flash("selected: press Ctrl+C to copy");
+  }
+}
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-copy]");
+  if (button) copyText(button.dataset.copy);
+});
+
 function clearErrors(scope) {
   scope.querySelectorAll(".field-error").forEach((el) => { el.textContent = ""; });
   scope.querySelectorAll("[aria-invalid]").forEach((el) => el.removeAttribute("aria-invalid"));

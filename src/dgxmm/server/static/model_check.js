@@ -24,8 +24,9 @@
       });
       put("check-answer", answer.answer + (answer.cut ? " … (cut: the answer passed 64 KiB)" : ""));
       put("check-first", answer.first_token_ms === null ? "no token came" : `${answer.first_token_ms} ms`);
+      // null: too few tokens, or too short a span, to tell a speed (the server's rule).
       put("check-speed", answer.tokens_per_s === null
-        ? `${answer.tokens} token${answer.tokens === 1 ? "" : "s"}`
+        ? `- (${answer.tokens} token${answer.tokens === 1 ? "" : "s"}: too few or too fast to time)`
         : `${answer.tokens_per_s} tokens/s (${answer.tokens} tokens)`);
       put("check-total", `${answer.total_ms} ms`);
       put("check-route", answer.route === "proxy" ? "through the proxy" : "straight to the server (no proxy runs)");

@@ -12,8 +12,11 @@
       const body = {};
       for (const input of form.querySelectorAll("input[name]")) {
         const text = input.value.trim();
-        // A number where it reads as one; otherwise the text, so the API names the field.
-        body[input.name] = text !== "" && !Number.isNaN(Number(text)) ? Number(text) : text;
+        // A number where it reads as one (MiB fields back to the API's bytes, data-scale);
+        // otherwise the text, so the API names the field.
+        const scale = Number(input.dataset.scale || 1);
+        body[input.name] = text !== "" && !Number.isNaN(Number(text))
+          ? (scale === 1 ? Number(text) : Math.round(Number(text) * scale)) : text;
       }
       try {
         await api("PUT", "/api/proxy/settings", body);

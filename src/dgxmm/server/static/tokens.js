@@ -38,21 +38,6 @@
     }
   });
 
-  document.getElementById("token-copy").addEventListener("click", async () => {
-    const value = document.getElementById("token-value").textContent;
-    try {
-      await navigator.clipboard.writeText(value);
-      flash("copied");
-    } catch (_) {
-      // No clipboard (a page over plain http): select it, so Ctrl+C copies it.
-      const range = document.createRange();
-      range.selectNodeContents(document.getElementById("token-value"));
-      window.getSelection().removeAllRanges();
-      window.getSelection().addRange(range);
-      flash("selected: press Ctrl+C to copy");
-    }
-  });
-
   document.addEventListener("click", async (event) => {
     const button = event.target.closest("button[data-revoke]");
     if (!button) return;

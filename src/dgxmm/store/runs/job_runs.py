@@ -314,6 +314,7 @@ class JobRuns:
         *,
         limit: int,
         job: str | None = None,
+        kinds: frozenset[JobKind] | None = None,
         outcomes: frozenset[Outcome | None] | None = None,
         since_us: int | None = None,
         until_us: int | None = None,
@@ -321,6 +322,7 @@ class JobRuns:
     ) -> list[RunRecord]:
         """Return runs by start, newest first: the Runs page's half of its list.
 
+        ``kinds``: only the runs of these kinds of job (the page's "hide system jobs");
         ``outcomes``: only runs that ended so (None in it: those under way); ``since_us``
         inclusive, ``until_us`` exclusive, of the start; ``before``: only runs that come after
         this (start, id) in the order, the page's cursor.
@@ -331,6 +333,8 @@ class JobRuns:
         query = select(job_runs).order_by(c.started_at.desc(), c.id.desc()).limit(limit)
         if job is not None:
             query = query.where(c.job == job)
+        if kinds is not None:
+            query = query.where(c.kind.in_([k.value for k in kinds]))
         if outcomes is not None:
             ended = [o.value for o in outcomes if o is not None]
             under_way = c.finished_at.is_(None) if None in outcomes else None

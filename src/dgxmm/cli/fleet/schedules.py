@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from dgxmm.cli.common import Answer, Switch, SwitchArgument, Target, command, table
-from dgxmm.cli.deployments import DeploymentArgument, deployment_id
+from dgxmm.cli.fleet.deployments import DeploymentArgument, deployment_id
 from dgxmm.errors import InvalidInput
 
 __all__ = ["app", "days_mask"]

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from dgxmm.cli.common import Answer, PriceOption, Target, command, local_time, table
-from dgxmm.cli.deployments import DeploymentArgument, deployment_id
+from dgxmm.cli.fleet.deployments import DeploymentArgument, deployment_id
 from dgxmm.errors import InvalidInput
 from dgxmm.words import counted
 
