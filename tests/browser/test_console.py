@@ -270,6 +270,34 @@ def test_the_deployment_form_sets_an_idle_ladder_and_the_page_shows_it(
     assert page.evaluate(colour) == "rgb(227, 232, 238)"
 
 
+def test_the_deployment_form_sets_refuses_and_clears_a_wait_budget(
+    page: Any, console: Console
+) -> None:
+    fleet = console.fleet
+    created = fleet.deployments.create(actor="user:a", **standin_keys("budgeted"))
+    page.goto(f"/deployments/{created.id}/edit")
+    page.fill("[name=idle_wait_budget_mean_ms]", "-5")  # refused beside the field
+    page.click("#save")
+    error = page.locator("[data-error-for=idle_wait_budget]")
+    error.get_by_text("-5 is not from 0 to 600000 ms").wait_for()
+    assert fleet.deployments.get(created.id).idle_wait_budget is None  # nothing changed
+    page.fill("[name=idle_wait_budget_mean_ms]", "50")
+    page.fill("[name=idle_wait_budget_p99_s]", "5")
+    page.click("#save")
+    page.locator("#flash").get_by_text("budgeted saved").wait_for()
+    budget = fleet.deployments.get(created.id).idle_wait_budget
+    assert budget is not None
+    assert budget.to_json() == {"mean_ms": 50.0, "p99_s": 5.0}
+    assert page.locator("#wait-budget").get_attribute("data-state") == "pending"
+    page.click("#edit-deployment")  # both boxes emptied: no budget
+    page.fill("[name=idle_wait_budget_mean_ms]", "")
+    page.fill("[name=idle_wait_budget_p99_s]", "")
+    page.click("#save")
+    page.locator("#flash").get_by_text("budgeted saved").wait_for()
+    assert fleet.deployments.get(created.id).idle_wait_budget is None
+    assert page.locator("#wait-budget").get_attribute("data-state") == "none"
+
+
 def test_a_deployments_page_follows_its_server_log_and_its_state(
     page: Any, console: Console
 ) -> None:

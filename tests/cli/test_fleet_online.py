@@ -183,6 +183,27 @@ def test_it_sets_shows_and_clears_the_idle_settings(live: Live) -> None:
     assert (priced.code, priced.json()["idle_policy"]) == (0, "priced"), priced.err
 
 
+def test_it_sets_replaces_and_clears_a_wait_budget(live: Live) -> None:
+    made = live.cli("deployments", "create", "budgeted", *EXTERNAL, "--idle-policy", "priced",
+                    "--wait-budget", "mean_ms=50,p99_s=5", "--json")  # fmt: skip
+    assert made.code == 0, made.err
+    assert made.json()["idle_wait_budget"] == {"mean_ms": 50.0, "p99_s": 5.0}
+    shown = live.cli("deployments", "update", "budgeted", "--wait-budget", "p99_s=2", "--json")
+    assert shown.json()["idle_wait_budget"] == {"p99_s": 2.0}  # whole: the mean is gone
+    before = live.cli("deployments", "show", "budgeted", "--json").json()
+    for text, field in (
+        ("mean_ms=-1", "idle_wait_budget.mean_ms"),
+        ("mean_ms=soon", "idle_wait_budget.mean_ms"),
+        ("p50_s=1", "idle_wait_budget.p50_s"),
+        ("50", "idle_wait_budget"),
+    ):
+        refused = live.cli("deployments", "update", "budgeted", "--wait-budget", text)
+        assert (refused.code, refused.err.split(":")[:2]) == (2, ["error", f" {field}"]), text
+    assert live.cli("deployments", "show", "budgeted", "--json").json() == before
+    cleared = live.cli("deployments", "update", "budgeted", "--wait-budget", "off", "--json")
+    assert (cleared.code, cleared.json()["idle_wait_budget"]) == (0, None), cleared.err
+
+
 def test_it_lists_shows_and_accepts_a_proposal(live: Live) -> None:
     key = live.cli("deployments", "create", "llama", *EXTERNAL, "--zone", "UTC",
                    "--json").json()["id"]  # fmt: skip

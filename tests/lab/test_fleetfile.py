@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dgxmm.decider import ScheduleAction
 from dgxmm.decider.idle import IdleLadder
 from dgxmm.errors import DefinitionError, NotFound
-from dgxmm.fleet import IdlePolicy
+from dgxmm.fleet import IdlePolicy, WaitBudget
 from dgxmm.lab import (
     Fixed,
     Footprint,
@@ -111,6 +111,14 @@ def test_a_deployment_may_name_the_priced_idle_policy_and_it_reads_back() -> Non
     fleet = parse_fleet(_set("deployments.0.idle_policy", "priced"), "fleet.json")
     assert fleet.deployments[0].idle_policy is IdlePolicy.PRICED
     assert fleet.deployments[1].idle_policy is IdlePolicy.LADDER  # silent: the product's default
+    assert parse_fleet(fleet.to_json(), "again") == fleet
+
+
+def test_a_deployment_may_give_a_wait_budget_and_it_reads_back() -> None:
+    given = {"mean_ms": 50, "p99_s": 5}
+    fleet = parse_fleet(_set("deployments.0.idle_wait_budget", given), "fleet.json")
+    assert fleet.deployments[0].idle_wait_budget == WaitBudget(mean_ms=50, p99_s=5)
+    assert fleet.deployments[1].idle_wait_budget is None  # silent: none
     assert parse_fleet(fleet.to_json(), "again") == fleet
 
 
@@ -255,6 +263,13 @@ REFUSALS = [
         "deployments[0].idle_policy",
         '"idle_policy": "cheapest"',
         id="idle-policy",
+    ),
+    pytest.param(
+        "deployments.0.idle_wait_budget",
+        {"mean_ms": -1},
+        "deployments[0].idle_wait_budget.mean_ms",
+        '"mean_ms": -1',
+        id="wait-budget",
     ),
     pytest.param(
         "deployments.0.durations.wake_1",

@@ -12,7 +12,14 @@ from dgxmm.clock import to_us
 from dgxmm.fleet import Gpu
 from dgxmm.lab.fleetfile import LabDeployment, LabFleet
 from dgxmm.lab.ledger import Ledger, Timeline
-from dgxmm.lab.trade import LADDER_STEPS_S, SWEEPS, Sweep, TradeInput, trade_points
+from dgxmm.lab.trade import (
+    LADDER_STEPS_S,
+    PRICED_PRICES,
+    SWEEPS,
+    Sweep,
+    TradeInput,
+    trade_points,
+)
 from dgxmm.time_units import DAY_US, MINUTE_US
 
 START = to_us(datetime(2026, 6, 1, tzinfo=UTC))  # a Monday
@@ -31,7 +38,7 @@ def office_week(weeks: int = 1) -> np.ndarray:
     return np.asarray(found, dtype=np.int64)
 
 
-def given(price: float = 0.1) -> TradeInput:
+def given(price: float = 0.1, budget_price: float | None = None) -> TradeInput:
     deployment = LabDeployment(
         name="chat", model="m", gpus=(0,), memory_gib_awake=72.0, memory_gib_asleep=2.0,
         memory_gib_asleep_2=1.0, sleep_level=1, priority=50, time_zone="UTC",
@@ -39,15 +46,18 @@ def given(price: float = 0.1) -> TradeInput:
     fleet = LabFleet(gpus=(Gpu(index=0, name="GPU", memory_gib=80.0),), deployments=(deployment,))
     return TradeInput(
         deployment=deployment, fleet=fleet, arrivals_us=office_week(), start_us=START,
-        end_us=START + 7 * DAY_US, price=price,
+        end_us=START + 7 * DAY_US, price=price, budget_price=budget_price,
     )  # fmt: skip
 
 
 def test_every_series_is_replayed_on_the_deployments_own_requests() -> None:
     points = trade_points(given())
-    assert [p.series for p in points] == ["anchors"] * 3 + ["ladder"] * len(LADDER_STEPS_S) + [
-        "oracles"
-    ] * 2
+    assert [p.series for p in points] == (
+        ["anchors"] * 3
+        + ["ladder"] * len(LADDER_STEPS_S)
+        + ["priced"] * len(PRICED_PRICES)
+        + ["oracles"] * 2
+    )  # fmt: skip  (no budget: no budget's point)
     assert [p.label for p in points if p.series == "ladder"] == [
         f"first step {s} s" for s in LADDER_STEPS_S
     ]
@@ -67,6 +77,23 @@ def test_every_series_is_replayed_on_the_deployments_own_requests() -> None:
             72.0 * 7 * 24 - point.freed_gib_h + 0.1 * point.wait_mean_s * len(office_week()),
             rel=1e-6,
         )
+
+
+def test_priced_is_swept_over_prices_and_the_budgets_point_is_its_replay_at_that_price() -> None:
+    points = trade_points(given(budget_price=0.3))
+    priced = {p.label: p for p in points if p.series == "priced"}
+    assert list(priced) == [f"at {w:g}" for w in PRICED_PRICES]
+    # Waiting dear holds on: at 1 people wait less than at 0.01, and less is freed.
+    cheap, dear = priced["at 0.01"], priced["at 1"]
+    assert dear.wait_mean_s < cheap.wait_mean_s
+    assert dear.freed_gib_h < cheap.freed_gib_h
+    (budget,) = [p for p in points if p.series == "budget"]
+    assert budget.label == "budget at 0.3"
+    assert (budget.freed_gib_h, budget.wait_mean_s, budget.wait_p99_all_s) == (
+        priced["at 0.3"].freed_gib_h, priced["at 0.3"].wait_mean_s,
+        priced["at 0.3"].wait_p99_all_s,
+    )  # fmt: skip
+    assert [p.series for p in points][-3:] == ["budget", "oracles", "oracles"]
 
 
 def test_the_same_weeks_give_the_same_picture_and_a_price_moves_only_the_costs() -> None:

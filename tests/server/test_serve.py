@@ -70,7 +70,7 @@ def test_it_serves_stops_on_ctrl_c_and_keeps_everything_across_a_restart(
         # The fleet's, the schedules' and the proposals' system jobs are wired in too.
         assert names[3:] == [
             "metrics_rollup", "metrics_purge", "schedule_runner", "traffic_profiles",
-            "schedule_proposals", "alerts_purge",
+            "schedule_proposals", "wait_budgets", "alerts_purge",
         ]  # fmt: skip
         defined = httpx.post(
             f"{base}/api/jobs/define",

@@ -41,6 +41,7 @@ OWNERS = {
     "request_minutes": TableOwner.FLEET,
     "deployment_schedules": TableOwner.DECIDER,
     "traffic_profiles": TableOwner.DECIDER,
+    "wait_budget_prices": TableOwner.DECIDER,
     "schedule_proposals": TableOwner.DECIDER,
     "alert_channels": TableOwner.ALERTS,
     "alert_rules": TableOwner.ALERTS,

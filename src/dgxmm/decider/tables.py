@@ -1,4 +1,4 @@
-"""The decider's tables, on the store's ``metadata`` (migrations 0004 and 0011)."""
+"""The decider's tables, on the store's ``metadata`` (migrations 0004, 0011 and 0027)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,12 @@ from sqlalchemy import (
 
 from dgxmm.store import metadata
 
-__all__ = ["deployment_schedules", "schedule_proposals", "traffic_profiles"]
+__all__ = [
+    "deployment_schedules",
+    "schedule_proposals",
+    "traffic_profiles",
+    "wait_budget_prices",
+]
 
 _Id = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -103,4 +108,23 @@ schedule_proposals = Table(
     # JSON: the lab's backtest of it on held-out weeks (migration 0015); NULL: none could be.
     Column("backtest", Text),
     CheckConstraint("status in ('open', 'accepted', 'dismissed')", name="status"),
+)
+
+# What the daily ``wait_budgets`` job chose last per deployment (migration 0027, issue 42):
+# the price, the budget it was found for (JSON, as the definition's column), whether the
+# budget was met, and the replay's figures (JSON: ``idle/budget.py``'s ``BudgetChoice``).
+wait_budget_prices = Table(
+    "wait_budget_prices",
+    metadata,
+    Column(
+        "deployment_id",
+        _Id,
+        ForeignKey("deployments.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("computed_at", BigInteger, nullable=False),
+    Column("budget", Text, nullable=False),
+    Column("price", Float, nullable=False),
+    Column("met", Boolean, nullable=False),
+    Column("detail", Text, nullable=False),
 )

@@ -70,12 +70,16 @@ from dgxmm.fleet.deployments.events import Events as Events
 from dgxmm.fleet.deployments.events import is_policy as is_policy
 from dgxmm.fleet.deployments.events import is_schedule as is_schedule
 from dgxmm.fleet.deployments.idle import LEAD_OFF as LEAD_OFF
+from dgxmm.fleet.deployments.idle import MAX_BUDGET_MEAN_MS as MAX_BUDGET_MEAN_MS
+from dgxmm.fleet.deployments.idle import MAX_BUDGET_P99_S as MAX_BUDGET_P99_S
 from dgxmm.fleet.deployments.idle import MAX_LEAD_US as MAX_LEAD_US
 from dgxmm.fleet.deployments.idle import IdleLadder as IdleLadder
 from dgxmm.fleet.deployments.idle import IdlePolicy as IdlePolicy
 from dgxmm.fleet.deployments.idle import LeadKind as LeadKind
+from dgxmm.fleet.deployments.idle import WaitBudget as WaitBudget
 from dgxmm.fleet.deployments.idle import WakeLead as WakeLead
 from dgxmm.fleet.deployments.idle import parse_idle_policy as parse_idle_policy
+from dgxmm.fleet.deployments.idle import parse_wait_budget as parse_wait_budget
 from dgxmm.fleet.deployments.idle import parse_wake_lead as parse_wake_lead
 from dgxmm.fleet.deployments.insights import Insight as Insight
 from dgxmm.fleet.deployments.insights import InsightKind as InsightKind
@@ -143,6 +147,8 @@ __all__ = [
     "LEAD_OFF",
     "LOG_NAME",
     "LOG_TAIL_MARK",
+    "MAX_BUDGET_MEAN_MS",
+    "MAX_BUDGET_P99_S",
     "MAX_CHUNK",
     "MAX_CONTROL_BYTES",
     "MAX_LEAD_US",
@@ -219,6 +225,7 @@ __all__ = [
     "Severity",
     "SleepState",
     "StopOutcome",
+    "WaitBudget",
     "WakeLead",
     "check_definition",
     "check_fit",
@@ -231,6 +238,7 @@ __all__ = [
     "parse_exposition",
     "parse_gpu_config",
     "parse_idle_policy",
+    "parse_wait_budget",
     "parse_wake_lead",
     "prepare_demo_gpus",
     "ray_missing",

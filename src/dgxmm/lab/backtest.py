@@ -372,6 +372,7 @@ def deployment_alone(
         sleep_level=deployment.sleep_level,
         priority=deployment.priority,
         time_zone=deployment.time_zone,
+        idle_wait_budget=deployment.idle_wait_budget,
         schedules=tuple(
             LabSchedule(action=s.action, days=s.days, time=s.time, time_zone=s.time_zone)
             for s in schedules.list(deployment.id)

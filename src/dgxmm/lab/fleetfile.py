@@ -19,7 +19,8 @@ A JSON object with the machine's GPUs (as ``config.json`` lists them) and the de
 
 A deployment is held to the product's own rules, by the product's own checks: its name,
 model, GPUs (in the file's machine), memory, priority, zone, sleep level and idle policy
-(``idle_policy``: ``ladder``, ``histogram`` or ``priced``) by the fleet's
+(``idle_policy``: ``ladder``, ``histogram`` or ``priced``) and wait budget
+(``idle_wait_budget``: ``{"mean_ms": 50, "p99_s": 5}``) by the fleet's
 definition check (``check_definition``, as for an external deployment, which names no
 command); its GPUs by the configuration's reader (``parse_gpu_config``); each schedule by
 the decider's (``checked_changes``: the action, a days mask from 1 to 127, a strict
@@ -61,8 +62,10 @@ from dgxmm.fleet import (
     GpuInventory,
     IdlePolicy,
     InventorySource,
+    WaitBudget,
     check_definition,
     parse_gpu_config,
+    parse_wait_budget,
 )
 from dgxmm.jobs.keys import Refusals
 from dgxmm.lab.durations import ServerTimes
@@ -86,6 +89,7 @@ _DEPLOYMENT = (
     "schedules",
     "idle",
     "idle_policy",
+    "idle_wait_budget",
     "durations",
 )
 _REQUIRED = ("name", "model", "gpus", "memory_gib_awake", "memory_gib_asleep")
@@ -138,6 +142,8 @@ class LabDeployment:
     schedules: tuple[LabSchedule, ...] = ()
     idle: IdleLadder = field(default_factory=IdleLadder)
     idle_policy: IdlePolicy = IdlePolicy.LADDER  # the product's: under the idle rules, its own
+    # The product's wait budget: what ``decider.idle.budget`` spends by choosing the price.
+    idle_wait_budget: WaitBudget | None = None
     durations: ServerTimes = field(default_factory=ServerTimes)
 
     @property
@@ -165,6 +171,9 @@ class LabDeployment:
             "schedules": [schedule.to_json() for schedule in self.schedules],
             "idle": self.idle.to_json(),
             "idle_policy": self.idle_policy.value,
+            "idle_wait_budget": (
+                None if self.idle_wait_budget is None else self.idle_wait_budget.to_json()
+            ),
             "durations": self.durations.to_json(),
         }
 
@@ -305,7 +314,7 @@ def _deployment(
         refusals.found.append(DefinitionError(f"{where}.{key}", "a deployment needs it"))
     if missing:  # the definition check would only say so again
         return None
-    own = (*_PRODUCT, "time_zone", "sleep_level", "idle_policy")
+    own = (*_PRODUCT, "time_zone", "sleep_level", "idle_policy", "idle_wait_budget")
     keys = {key: entry[key] for key in own if key in entry}
     if inventory is None:  # the machine was refused: its GPUs cannot be checked against it
         keys.pop("gpus")
@@ -347,6 +356,11 @@ def _deployment(
         schedules=tuple(schedules),
         idle=idle,
         idle_policy=IdlePolicy(checked["idle_policy"]),
+        idle_wait_budget=(
+            parse_wait_budget(json.loads(checked["idle_wait_budget"]))
+            if checked["idle_wait_budget"]
+            else None
+        ),
         durations=durations,
     )
 

@@ -23,6 +23,7 @@ import uvicorn
 from dgxmm.alerts import KEY_FILE, Alerts, Destinations, KeyFile
 from dgxmm.clock import FastClock, from_us
 from dgxmm.decider.demo import propose_now, schedule_a_sleep_to_watch
+from dgxmm.decider.idle.budgets import WaitBudgets
 from dgxmm.decider.proposals.service import ProposalService
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.errors import Busy, InvalidInput
@@ -38,6 +39,7 @@ from dgxmm.fleet import (
 )
 from dgxmm.jobs import resolve_zone
 from dgxmm.lab.backtest import proposal_backtester
+from dgxmm.lab.trade import budget_traffic
 from dgxmm.places import ADMIN_TOKEN_FILE, DEFAULT_DATA_DIR, SERVER_FILE, machine_zone
 from dgxmm.proxy import API_LIMITS, ProxyApp, ProxyServer, limited_protocol
 from dgxmm.server.access.redaction import public_text
@@ -212,6 +214,10 @@ def _serve(
     proposals = ProposalService(
         store, fleet, schedules, backtest=proposal_backtester(fleet, schedules)
     )
+    # The wait budgets' daily price, found by the lab's replay of each one's own weeks.
+    budgets = WaitBudgets(
+        store, fleet, replay=lambda d, now: budget_traffic(fleet, schedules, d, now)
+    )
     # The key that seals the alert channels' URLs and secrets: outside the database, so a
     # backup holds only ciphertext (docs/alerts.md); instances on one PostgreSQL share it.
     alerts = Alerts(
@@ -230,6 +236,7 @@ def _serve(
             *fleet.system_jobs(),
             *schedules.system_jobs(),
             *proposals.system_jobs(),
+            *budgets.system_jobs(),
             *alerts.system_jobs(),
         ],
         telemetry=metrics,
@@ -258,6 +265,7 @@ def _serve(
             proxy_url=proxy_url,
             proxy_check_key=proxy.app.check_key if proxy is not None else None,
             alerts=alerts,
+            budgets=budgets,
         ),
         [FLEET_ROUTES, SCHEDULE_ROUTES, PROPOSAL_ROUTES, ALERT_ROUTES],
     )

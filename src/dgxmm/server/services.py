@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from dgxmm.alerts import Alerts
 from dgxmm.decider import ProposalService, ScheduleService
+from dgxmm.decider.idle import WaitBudgets
 from dgxmm.fleet import Fleet
 from dgxmm.lab.trade import TradePictures
 from dgxmm.proxy import ProxyStats
@@ -37,5 +38,7 @@ class Services:
     proxy_check_key: str | None = None  # the proxy's check key (``ProxyApp.check_key``)
     model_checks: CheckSlots = field(default_factory=CheckSlots)  # the checks at once
     alerts: Alerts | None = None  # channels, rules and the delivery log (admins)
+    # The wait budgets' daily prices (their job runs on the host; their choices are shown).
+    budgets: WaitBudgets | None = None
     # Each deployment's trade picture on the Savings page, replayed once a day and price.
     trades: TradePictures = field(default_factory=TradePictures)

@@ -162,6 +162,13 @@ WakeLeadOption = Annotated[
         "--wake-lead", help="How early scheduled wakes and starts begin: off, measured, seconds."
     ),
 ]
+WaitBudgetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--wait-budget",
+        help="The priced policy's wait budget: mean_ms=50,p99_s=5 (either or both), or off.",
+    ),
+]
 
 
 # Each option of ``create`` and ``update`` and the API field it fills, where the two differ
@@ -220,6 +227,9 @@ def _fields(options: Mapping[str, Any]) -> dict[str, Any]:
         # for the server to refuse naming wake_lead.
         keys["wake_lead"] = _number(wake_lead) if wake_lead not in (_OFF, "measured") else wake_lead
     given = {key: value for key, value in keys.items() if value is not None}
+    budget: str | None = options["wait_budget"]
+    if budget is not None:  # off: sent as null, no budget
+        given["idle_wait_budget"] = None if budget.strip() == _OFF else _budget(budget)
     limit: str | None = options["max_concurrent"]
     if limit is not None:  # a number, or off (sent as null: no limit)
         given["max_concurrent_requests"] = None if limit.strip() == _OFF else _whole(limit)
@@ -228,6 +238,20 @@ def _fields(options: Mapping[str, Any]) -> dict[str, Any]:
         if text is not None:
             given[field] = None if text.strip() == _OFF else _seconds(text, field)
     return given
+
+
+def _budget(text: str) -> dict[str, float | str]:
+    """Return ``mean_ms=50,p99_s=5`` as the API's object; the server checks the keys and
+    values (a value that is not a number goes as text, for it to refuse naming the key)."""
+    found: dict[str, float | str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(
+                "idle_wait_budget", f"{part!r} is not key=value, as in mean_ms=50,p99_s=5"
+            )
+        found[key.strip()] = _number(value.strip())
+    return found
 
 
 def _number(text: str) -> float | str:
@@ -286,6 +310,7 @@ def create(
     idle_stop_after: IdleStopOption = None,
     idle_policy: IdlePolicyOption = None,
     wake_lead: WakeLeadOption = None,
+    wait_budget: WaitBudgetOption = None,
 ) -> Answer:
     """Create a deployment (stopped): a process (--command, --port), --base-url, or ray."""
     keys = _fields(locals())
@@ -327,6 +352,7 @@ def update(
     idle_stop_after: IdleStopOption = None,
     idle_policy: IdlePolicyOption = None,
     wake_lead: WakeLeadOption = None,
+    wait_budget: WaitBudgetOption = None,
 ) -> Answer:
     """Change some fields; what it runs changes only while it is stopped or failed."""
     keys = _fields(locals())

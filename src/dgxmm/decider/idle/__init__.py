@@ -8,6 +8,8 @@
   waiting, over the deployment's measured durations, scaled by the hour's profile, and a
   wake ahead of a regular start.
 
+- ``budget``: the price that spends a deployment's wait budget (issue 42), a search over
+  prices of a replay the lab gives; ``budgets``: ``WaitBudgets``, its daily job and record.
 - ``runner``: ``IdleRunner``, the product's: a pulse every second that decides each
   deployment's step and hands it to a worker (the lock, the quiet check with the door shut);
 - ``watched``: what the pulse looks at (the deployments with an idle policy and their
@@ -17,6 +19,14 @@
 clock, lock or I/O: the product's runner and the savings lab (``dgxmm.lab``) call the same ones.
 """
 
+from dgxmm.decider.idle.budget import BudgetChoice as BudgetChoice
+from dgxmm.decider.idle.budget import BudgetOutcome as BudgetOutcome
+from dgxmm.decider.idle.budget import Replayer as Replayer
+from dgxmm.decider.idle.budget import Traffic as Traffic
+from dgxmm.decider.idle.budget import Trial as Trial
+from dgxmm.decider.idle.budget import find_price as find_price
+from dgxmm.decider.idle.budgets import WAIT_BUDGETS as WAIT_BUDGETS
+from dgxmm.decider.idle.budgets import WaitBudgets as WaitBudgets
 from dgxmm.decider.idle.histogram import GapHistogram as GapHistogram
 from dgxmm.decider.idle.histogram import HistogramWindows as HistogramWindows
 from dgxmm.decider.idle.histogram import ladder_in_effect as ladder_in_effect
@@ -42,6 +52,9 @@ __all__ = [
     "IDLE_TICK_US",
     "PRODUCT_PRICE",
     "PULSE_SECONDS",
+    "WAIT_BUDGETS",
+    "BudgetChoice",
+    "BudgetOutcome",
     "GapHistogram",
     "HistogramWindows",
     "HourExpectation",
@@ -51,8 +64,13 @@ __all__ = [
     "IdleStep",
     "Level",
     "PricedCosts",
+    "Replayer",
     "ScheduleSlots",
+    "Traffic",
+    "Trial",
+    "WaitBudgets",
     "awake_window",
+    "find_price",
     "idle_step",
     "ladder_in_effect",
     "pre_wake_at",

@@ -17,10 +17,11 @@ ahead (``priced.py``, pure) for a deployment now, from:
 - **its traffic profile** (``profiles.py``, rebuilt daily): per local hour of the week, the
   requests it expects (its active minutes, a request each) and the share of observed weeks
   that had any;
-- **the price**: ``PRODUCT_PRICE`` (issue 42: the wait budget's price, once it finds one).
+- **the price**: the one the daily ``wait_budgets`` job found for its wait budget while the
+  budget is still the one it was found for (``budgets.price_for``), else ``PRODUCT_PRICE``.
 
-What is read is kept a minute (the times) or ten (the profile), per deployment, on this
-object: the pulse asks every second.
+What is read is kept a minute (the times) or ten (the profile, the price), per deployment,
+on this object: the pulse asks every second.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import threading
 from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
+from dgxmm.decider.idle.budgets import price_for, read_choice
 from dgxmm.decider.idle.ladder import IdleStep
 from dgxmm.decider.idle.priced import (
     PRODUCT_PRICE,
@@ -83,6 +85,7 @@ class Pricing:
         self._guard = threading.Lock()
         self._costs: dict[int, tuple[int, PricedCosts]] = {}
         self._hours: dict[int, tuple[int, tuple[HourExpectation | None, ...]]] = {}
+        self._prices: dict[int, tuple[int, float]] = {}
 
     def ladder(
         self,
@@ -97,7 +100,7 @@ class Pricing:
         hour = hours[hour_of_week_at(now, ZoneInfo(deployment.time_zone))] if hours else None
         return priced_ladder(
             self.costs(deployment, now),
-            price=PRODUCT_PRICE,
+            price=self.price(deployment, now),
             hour=hour,
             recent_per_hour=recent_per_hour,
             in_awake_window=in_awake_window,
@@ -137,7 +140,7 @@ class Pricing:
         level = next(level for level in costs.levels if level.step is step)
         return pre_wake_at(
             now, ZoneInfo(deployment.time_zone), known, costs=costs, resting=level,
-            price=PRODUCT_PRICE,
+            price=self.price(deployment, now),
         )  # fmt: skip
 
     def forget(self, deployment_id: int) -> None:
@@ -145,6 +148,21 @@ class Pricing:
         with self._guard:
             self._costs.pop(deployment_id, None)
             self._hours.pop(deployment_id, None)
+            self._prices.pop(deployment_id, None)
+
+    def price(self, deployment: Deployment, now: int) -> float:
+        """Return the price it decides at: its wait budget's, else the standard one."""
+        with self._guard:
+            kept = self._prices.get(deployment.id)
+        if kept is not None and now - kept[0] < PROFILE_KEPT_US:
+            return kept[1]
+        found = PRODUCT_PRICE
+        if deployment.idle_wait_budget is not None:
+            with reading(self._store.engine) as connection:
+                found = price_for(deployment, read_choice(connection, deployment.id))
+        with self._guard:
+            self._prices[deployment.id] = (now, found)
+        return found
 
     def costs(self, deployment: Deployment, now: int) -> PricedCosts:
         """Return its memory and measured durations per level (read again after a minute)."""

@@ -26,7 +26,7 @@ from dgxmm.fleet.deployments.deployment import (
     Deployment,
     wake_lead_column,
 )
-from dgxmm.fleet.deployments.idle_columns import check_idle_columns, idle_keys
+from dgxmm.fleet.deployments.idle_columns import budget_column, check_idle_columns, idle_keys
 from dgxmm.fleet.placement.cluster import check_ray_address, ray_missing
 from dgxmm.fleet.placement.inventory import GpuInventory, as_finite
 from dgxmm.jobs import resolve_zone
@@ -81,9 +81,11 @@ FIELDS = (
     "idle_stop_after_s",
     "idle_policy",
     "wake_lead",
+    "idle_wait_budget",
 )
-# The idle settings (issue 25): an edit of any of them lifts a pause of the idle policy.
-IDLE_FIELDS = frozenset(FIELDS[-5:])
+# The idle settings (issue 25; the wait budget, issue 42): an edit of any of them lifts a
+# pause of the idle policy.
+IDLE_FIELDS = frozenset(FIELDS[-6:])
 # How dgxmm runs the server: changed only while nothing of it runs, so that the server that
 # runs is always the one the row describes (a pid file, a port probed, a URL, an actor).
 RUN_FIELDS = frozenset(
@@ -150,6 +152,7 @@ def columns_of(deployment: Deployment) -> dict[str, Any]:
         "environment": json.dumps(keys["environment"]) if keys["environment"] else None,
         "gpus": json.dumps(keys["gpus"]),
         "wake_lead": wake_lead_column(deployment.wake_lead),
+        "idle_wait_budget": budget_column(deployment.idle_wait_budget),
     }
 
 

@@ -22,7 +22,9 @@ from dgxmm.fleet.deployments.idle import (
     IdleLadder,
     IdlePolicy,
     LeadKind,
+    WaitBudget,
     WakeLead,
+    parse_wait_budget,
     parse_wake_lead,
 )
 from dgxmm.time_units import SECOND_US
@@ -127,6 +129,7 @@ class Deployment:
     idle: IdleLadder = NO_LADDER  # its idle ladder (all steps off by default)
     idle_policy: IdlePolicy = IdlePolicy.LADDER
     wake_lead: WakeLead = LEAD_OFF  # how early its scheduled wakes and starts begin
+    idle_wait_budget: WaitBudget | None = None  # what the priced policy may spend (issue 42)
     asleep_level: int | None = None  # while sleeping: the level it sleeps at (1 or 2)
     idle_paused: str | None = None  # why its idle policy is paused (a step failed), or None
     aliases: tuple[str, ...] = ()  # other names a request may give as its model
@@ -211,6 +214,9 @@ class Deployment:
             "idle_stop_after_s": _seconds(self.idle.stop_after_us),
             "idle_policy": self.idle_policy.value,
             "wake_lead": self.wake_lead.to_json(),
+            "idle_wait_budget": (
+                None if self.idle_wait_budget is None else self.idle_wait_budget.to_json()
+            ),
             "asleep_level": self.asleep_level,
             "idle_paused": self.idle_paused,
         }
@@ -257,6 +263,11 @@ class Deployment:
             ),
             idle_policy=IdlePolicy(row.idle_policy),
             wake_lead=wake_lead_of(row.wake_lead),
+            idle_wait_budget=(
+                parse_wait_budget(json.loads(row.idle_wait_budget))
+                if row.idle_wait_budget
+                else None
+            ),
             asleep_level=row.asleep_level,
             idle_paused=row.idle_paused,
         )

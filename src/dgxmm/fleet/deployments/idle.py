@@ -14,10 +14,14 @@ whole without reaching up into the decider (issue 25).
   while they are not representative) or ``priced`` (its own rungs from the break-even rule
   at a price of waiting, over its measured durations; the ladder's steps are not used).
 - ``WakeLead``: ``off`` (the spec's behaviour), a number of seconds, or ``measured``.
+- ``WaitBudget`` (``idle_wait_budget``, issue 42): the added wait per request the priced
+  policy may spend, as a mean in milliseconds and/or a p99 in seconds; the decider finds
+  the price that spends it (``dgxmm.decider.idle.budget``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -26,12 +30,16 @@ from dgxmm.time_units import MINUTE_US, SECOND_US
 
 __all__ = [
     "LEAD_OFF",
+    "MAX_BUDGET_MEAN_MS",
+    "MAX_BUDGET_P99_S",
     "MAX_LEAD_US",
     "IdleLadder",
     "IdlePolicy",
     "LeadKind",
+    "WaitBudget",
     "WakeLead",
     "parse_idle_policy",
+    "parse_wait_budget",
     "parse_wake_lead",
 ]
 
@@ -160,3 +168,73 @@ def parse_wake_lead(value: object, field: str = "wake_lead") -> WakeLead:
     if not 0 <= value <= most:  # NaN fails both
         raise DefinitionError(field, f"{value!r} is not from 0 to {most:g} seconds")
     return LEAD_OFF if value == 0 else WakeLead(kind=LeadKind.SECONDS, seconds=float(value))
+
+
+# A budget's bounds: the proxy holds a request at most 600 s (``max_hold_s``), so no wait
+# the policy could spend is longer; a mean of more than that is a typo, not a budget.
+MAX_BUDGET_MEAN_MS = 600_000.0
+MAX_BUDGET_P99_S = 600.0
+_BUDGET_KEYS = ("mean_ms", "p99_s")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitBudget:
+    """The added wait per request a deployment's priced policy may spend (issue 42).
+
+    One object, not two fields: a budget is set, changed and cleared whole, so that an edit
+    of its mean never leaves a p99 of another budget behind it, and the price found is for
+    one budget (the decider records which). At least one of the two is given.
+    """
+
+    mean_ms: float | None = None  # the mean added wait over every request, in milliseconds
+    p99_s: float | None = None  # the p99 added wait over every request, in seconds
+
+    def to_json(self) -> dict[str, float]:
+        """Return the limits given, by their keys (``{"mean_ms": 50, "p99_s": 5}``)."""
+        given = {"mean_ms": self.mean_ms, "p99_s": self.p99_s}
+        return {key: value for key, value in given.items() if value is not None}
+
+    def allows(self, wait_mean_s: float, wait_p99_s: float) -> bool:
+        """Tell whether a mean and a p99 added wait (in seconds) are within the budget."""
+        if self.mean_ms is not None and wait_mean_s * 1000 > self.mean_ms:
+            return False
+        return self.p99_s is None or wait_p99_s <= self.p99_s
+
+    def describe(self) -> str:
+        """Return the budget in words: "50 ms mean added wait, 5 s p99"."""
+        parts = []
+        if self.mean_ms is not None:
+            parts.append(f"{self.mean_ms:g} ms mean added wait")
+        if self.p99_s is not None:
+            parts.append(f"{self.p99_s:g} s p99")
+        return ", ".join(parts)
+
+
+def parse_wait_budget(value: object, field: str = "idle_wait_budget") -> WaitBudget | None:
+    """Read ``{"mean_ms": 50, "p99_s": 5}`` (either or both; null: none); refuse naming it."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise DefinitionError(
+            field, f'{value!r} is not an object such as {{"mean_ms": 50, "p99_s": 5}}'
+        )
+    for key in value:
+        if key not in _BUDGET_KEYS:
+            raise DefinitionError(f"{field}.{key}", "is not mean_ms or p99_s")
+    if not value:
+        raise DefinitionError(field, "give mean_ms, p99_s or both (null: no budget)")
+    limits: dict[str, float | None] = {}
+    for key, most, unit in (("mean_ms", MAX_BUDGET_MEAN_MS, "ms"),
+                            ("p99_s", MAX_BUDGET_P99_S, "s")):  # fmt: skip
+        given = value.get(key)
+        if given is None:
+            limits[key] = None
+            continue
+        if isinstance(given, bool) or not isinstance(given, int | float):
+            raise DefinitionError(f"{field}.{key}", f"{given!r} is not a number of {unit}")
+        if not 0 <= given <= most:  # NaN fails both
+            raise DefinitionError(f"{field}.{key}", f"{given!r} is not from 0 to {most:g} {unit}")
+        limits[key] = float(given)
+    if limits["mean_ms"] is None and limits["p99_s"] is None:
+        raise DefinitionError(field, "give mean_ms, p99_s or both (null: no budget)")
+    return WaitBudget(mean_ms=limits["mean_ms"], p99_s=limits["p99_s"])

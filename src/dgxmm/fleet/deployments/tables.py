@@ -76,6 +76,8 @@ deployments = Table(
     Column("idle_stop_after_s", Float),
     Column("idle_policy", String(20), nullable=False, server_default="ladder"),
     Column("wake_lead", String(20), nullable=False, server_default="off"),
+    # The wait budget (issue 42): JSON, {"mean_ms": 50, "p99_s": 5}; NULL: none (0027).
+    Column("idle_wait_budget", Text),
     Column("asleep_level", Integer),
     Column("idle_paused", Text),
     Column("state", String(20), nullable=False),

@@ -17,6 +17,7 @@ from fastapi.responses import FileResponse, Response
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
+from dgxmm.decider.idle.budgets import budget_status, read_choice
 from dgxmm.errors import InvalidInput, NotFound
 from dgxmm.fleet import (
     DEFAULT_TAIL,
@@ -55,6 +56,7 @@ from dgxmm.server.edge.paging import (
 from dgxmm.server.host import Host
 from dgxmm.server.lists.jobs import iso
 from dgxmm.server.model_check import MAX_PROMPT, CheckKind, ModelCheck, run_check
+from dgxmm.store import reading
 from dgxmm.time_units import DAY_US
 
 __all__ = ["by_name", "deployment_json", "on_node", "router"]
@@ -90,6 +92,15 @@ QueueBound = Annotated[
 Lead = Annotated[
     str | float | None,
     Field(description="how early scheduled wakes and starts begin: off, measured or seconds"),
+]
+# Any JSON, checked by the domain (400 naming idle_wait_budget or its key, never 422); set
+# and cleared whole.
+Budget = Annotated[
+    Any,
+    Field(
+        description="the priced policy's wait budget: a mean added wait per request in ms "
+        'and/or a p99 in s, e.g. {"mean_ms": 50, "p99_s": 5}; null: none'
+    ),
 ]
 
 
@@ -127,6 +138,7 @@ class CreateDeployment(Body):
     idle_stop_after_s: StopAfter = None
     idle_policy: Policy = None
     wake_lead: Lead = None
+    idle_wait_budget: Budget = None
 
 
 class UpdateDeployment(Body):
@@ -160,6 +172,7 @@ class UpdateDeployment(Body):
     idle_stop_after_s: StopAfter = None
     idle_policy: Policy = None
     wake_lead: Lead = None
+    idle_wait_budget: Budget = None
 
 
 class ActionBody(Body):
@@ -362,6 +375,24 @@ def sleep_deployment(deployment_id: PathId, fleet: FleetDep, who: Admin) -> dict
 def plan_deployment(deployment_id: PathId, fleet: FleetDep, _: Viewer) -> dict[str, Any]:
     """What a start or wake would evict to make room, before it runs."""
     return fleet.deployer.plan(deployment_id, DeploymentState.RUNNING).to_json()
+
+
+@router.get("/{deployment_id}/wait-budget", responses=answers(404))
+def wait_budget(deployment_id: PathId, fleet: FleetDep, host: HostDep, _: Viewer) -> dict[str, Any]:
+    """What its wait budget chose and why (the daily wait_budgets job's record), and the price
+    its priced policy decides at."""
+    deployment = fleet.deployments.get(deployment_id)
+    with reading(fleet.store.engine) as connection:
+        status = budget_status(deployment, read_choice(connection, deployment_id))
+    budget = deployment.idle_wait_budget
+    return {
+        "budget": None if budget is None else budget.to_json(),
+        "state": status.state.value,
+        "price": status.price,
+        "says": status.says,
+        "computed_at": None if status.choice is None else iso(status.choice.computed_at, host),
+        "choice": None if status.choice is None else status.choice.to_json(),
+    }
 
 
 @router.get("/{deployment_id}/events", responses=answers(404))

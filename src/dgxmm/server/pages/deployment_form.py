@@ -40,7 +40,9 @@ router = APIRouter(include_in_schema=False)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Known:
     label: str
-    kind: str  # text, int, float, bool, select, lines, env, gpus, json, lead (the wake lead)
+    # text, int, float, bool, select, lines, env, gpus, json, lead (the wake lead), budget
+    # (the wait budget: a mean in ms and a p99 in s)
+    kind: str
     hint: str = ""
     backends: tuple[str, ...] = ()  # empty: every backend
 
@@ -141,6 +143,12 @@ _KNOWN = {
         hint="ladder: the steps above; histogram: learned from the gaps between its requests, "
         "the ladder until they are enough; priced: its own steps from its measured sleep and "
         "wake times at a price of waiting (0.1 GiB-h a request-second), the steps above unused",
+    ),
+    "idle_wait_budget": _Known(
+        label="Wait budget (priced)",
+        kind="budget",
+        hint="the added wait per request the priced policy may spend: a mean in ms and/or a "
+        "p99 in s; a daily job finds the price that spends it on the last 28 days; empty: none",
     ),
     "wake_lead": _Known(
         label="Wake lead",

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from dgxmm.decider.idle import PRODUCT_PRICE
+from dgxmm.decider.idle.budgets import budget_price, budget_status, read_choice
 from dgxmm.decider.schedules.lead import MEASURED_WAKES, lead_for
 from dgxmm.errors import InvalidInput
 from dgxmm.fleet import (
@@ -50,6 +50,7 @@ from dgxmm.server.lists.jobs import iso
 from dgxmm.server.pages.render import display_zone, render_page
 from dgxmm.server.svg.gpu_bars import gpu_bar
 from dgxmm.server.svg.traffic_charts import WINDOWS, traffic_chart
+from dgxmm.store import reading
 from dgxmm.time_units import SECOND_US
 
 __all__ = ["router"]
@@ -93,6 +94,22 @@ def _idle_ladder(deployment: Deployment) -> list[dict[str, str]]:
         {"step": step, "what": what, "after": "off" if us is None else _duration(us / SECOND_US)}
         for step, what, us in steps
     ]
+
+
+def _budget(fleet: Fleet, deployment: Deployment, host: Host) -> dict[str, Any]:
+    """Return what its wait budget chose and why, from what the daily job recorded."""
+    choice = None
+    if deployment.idle_wait_budget is not None:
+        with reading(fleet.store.engine) as connection:
+            choice = read_choice(connection, deployment.id)
+    status = budget_status(deployment, choice)
+    return {
+        "state": status.state.value,
+        "price": f"{status.price:g}",
+        "text": status.says,
+        "at": None if status.choice is None else iso(status.choice.computed_at, host),
+        "budgeted": budget_price(deployment, status.choice) is not None,
+    }
 
 
 def _wake_times(fleet: Fleet, deployment_id: int) -> list[dict[str, Any]]:
@@ -296,7 +313,7 @@ def deployment_page(
         synthetic=synthetic_note(fleet, deployment_id),
         gpus={gpu.index: gpu for gpu in fleet.inventory.gpus},
         ladder=_idle_ladder(deployment),
-        priced_price=f"{PRODUCT_PRICE:g}",
+        budget=_budget(fleet, deployment, host),
         wake_times=_wake_times(fleet, deployment_id),
         down_times=_down_times(fleet, deployment_id),
         wake_lead_s=_duration(deployment.wake_lead.seconds),  # shown for a lead in seconds

@@ -96,13 +96,16 @@ def _trades(
     found: dict[int, dict[str, Any]] = {}
     for shown in report["deployments"]:
         deployment = fleet.deployments.get(shown["id"])
+        # The wait budget's point: the price its daily job found, when it found one.
+        budget = None if services.budgets is None else services.budgets.price_of(deployment)
         picture: TradePicture | None = services.trades.cached(
-            services.schedules, deployment, now_us=now, price=price
+            services.schedules, deployment, now_us=now, price=price, budget_price=budget
         )
         if picture is None and replayed < TRADES_REPLAYED:
             picture = services.trades.picture(
-                fleet, services.schedules, deployment, now_us=now, price=price
-            )
+                fleet, services.schedules, deployment, now_us=now, price=price,
+                budget_price=budget,
+            )  # fmt: skip
             replayed += 1
         found[deployment.id] = {
             "picture": picture,

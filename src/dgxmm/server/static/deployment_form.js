@@ -11,6 +11,17 @@
     if (kind === "gpus") {
       return [...form.querySelectorAll('input[name="gpus"]:checked')].map((b) => Number(b.value));
     }
+    if (kind === "budget") {
+      // The wait budget: a mean in ms and/or a p99 in s; both empty is no budget (null).
+      const found = {};
+      for (const key of ["mean_ms", "p99_s"]) {
+        const text = form.elements[`${name}_${key}`].value.trim();
+        if (!text) continue;
+        const number = Number(text);
+        found[key] = Number.isFinite(number) ? number : text; // text: the API names the key
+      }
+      return Object.keys(found).length ? found : null;
+    }
     const input = form.elements[name];
     if (kind === "bool") return input.checked;
     if (kind === "lead") {

@@ -1,7 +1,9 @@
 """A deployment's trade picture on the Savings page: freed GiB-hours against mean added wait.
 
 One dot per replay of its last four weeks (``lab/trade.py``), a colour and mark per series
-(anchors, the ladder's sweep joined in order, the oracles, and any series ``SWEEPS`` gains);
+(anchors, the ladder's and the priced policy's sweeps each joined in order, the wait
+budget's point, the oracles, and any series ``SWEEPS`` gains; a series keeps its colour and
+mark, by its place in ``SWEEPS``, whether or not the series before it has points);
 up and to the left is better. The wait axis is linear to 0.1 s, then a decade a step. Each
 dot names its policy, figures and cost on hover, and the page lists them in a table beside
 it. Drawn for a phone as ``freed_days.py`` is (320 units wide, never below 320 px), in the
@@ -14,7 +16,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from dgxmm.lab.trade import TradePoint
+from dgxmm.lab.trade import SWEEPS, TradePoint
 
 __all__ = ["trade_chart"]
 
@@ -24,11 +26,13 @@ _WIDTH, _HEIGHT, _LEFT, _RIGHT, _TOP, _BOTTOM = 320, 250, 48, 12, 24, 76
 _LINEAR_S = 0.1
 _TICKS_S = (0.1, 1.0, 10.0, 100.0, 1000.0)
 _MARKS = ("circle", "square", "diamond", "triangle")  # by series, in order
+_JOINED = ("ladder", "priced")  # sweeps of one policy's setting: drawn joined in order
+_PLACES = {sweep.name: place for place, sweep in enumerate(SWEEPS)}
 
 
 def trade_chart(points: Sequence[TradePoint], *, name: str) -> str:
     """Return an SVG of each point's freed GiB-hours (y) against its mean added wait (x)."""
-    series = list(dict.fromkeys(p.series for p in points))
+    series = sorted(dict.fromkeys(p.series for p in points), key=lambda n: _PLACES.get(n, 99))
     x_top = _stretched(max((p.wait_mean_s for p in points), default=0.0) * 1.08 or 1.0)
     y_top = max((p.freed_gib_h for p in points), default=0.0) * 1.08 or 1.0
     baseline, right = _HEIGHT - _BOTTOM, _WIDTH - _RIGHT
@@ -63,10 +67,11 @@ def trade_chart(points: Sequence[TradePoint], *, name: str) -> str:
                 f'<text x="{x:.1f}" y="{baseline + 14}" class="label" text-anchor="middle">'
                 f"{tick:g}</text>"
             )
-    for index, found in enumerate(series):
+    for shown, found in enumerate(series):
+        index = _PLACES.get(found, len(_PLACES) + shown)
         mine = [p for p in points if p.series == found]
         mark = _MARKS[index % len(_MARKS)]
-        if len(mine) > 1 and found == "ladder":  # a sweep: joined in its order
+        if len(mine) > 1 and found in _JOINED:  # a sweep: joined in its order
             joined = " ".join(f"{x_of(p.wait_mean_s):.1f},{y_of(p.freed_gib_h):.1f}" for p in mine)
             parts.append(f'<polyline class="sweep series-{index}" points="{joined}"/>')
         for point in mine:
@@ -82,8 +87,8 @@ def trade_chart(points: Sequence[TradePoint], *, name: str) -> str:
                 f"<title>{escape(tip)}</title>"
                 f"{_mark(mark, x_of(point.wait_mean_s), y_of(point.freed_gib_h))}</g>"
             )
-        x = _LEFT + (index % 3) * 90
-        y = baseline + 46 + (index // 3) * 16
+        x = _LEFT + (shown % 3) * 90
+        y = baseline + 46 + (shown // 3) * 16
         parts.append(
             f'<g class="legend series-{index}">{_mark(mark, x + 5, y - 4)}'
             f'<text x="{x + 14}" y="{y}" class="label">{escape(found)}</text></g>'
