@@ -97,7 +97,8 @@ PULSE_SECONDS = IDLE_TICK_US / SECOND_US  # the host calls the pulse this often
 DEFER_RETRY_US = MINUTE_US  # a step its quiet check deferred is tried again after this
 REFUSED_RETRY_US = 15 * MINUTE_US  # one the deployer refused (it does not fit, a state)
 # How long a level-1 sleep takes, for the histogram's "can a pre-wake follow the sleep":
-# dgxmm does not time sleeps; vLLM's take seconds (weights copied to CPU memory).
+# a typical figure (vLLM's take seconds: weights copied to CPU memory). The deployer's
+# measured sleeps (events' ``took``) are the priced policy's; the histogram keeps this one.
 TYPICAL_SLEEP_US = 10 * SECOND_US
 ACTION_WORKERS = 8
 _MEASURED = WakeLead(kind=LeadKind.MEASURED)
