@@ -10,14 +10,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pytest
 from browser.browserkit import log_in
-from decider.traffickit import Minute, add_deployment, add_minutes
+from decider.traffickit import add_deployment, add_minutes, working_hours_requests
 from support import at, serving
 
-from dgxmm.clock import ManualClock, from_us
+from dgxmm.clock import ManualClock
 from dgxmm.decider.idle import WaitBudgets
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import (
@@ -50,16 +49,6 @@ class Saved:
 POINTS = 3 + len(LADDER_STEPS_S) + len(PRICED_PRICES) + 1 + 2
 
 
-def office_minutes(since_us: int, until_us: int) -> list[Minute]:
-    """A request every 10 minutes on weekdays, 09:00 to 17:00 Berlin."""
-    found = []
-    for at_us in range(since_us, until_us, 10 * MINUTE_US):
-        local = from_us(at_us, ZoneInfo(ZONE))
-        if local.weekday() < 5 and 9 <= local.hour < 17:
-            found.append(Minute(at_us=at_us, requests=1, running=1.0, latency_s=1.0))
-    return found
-
-
 @pytest.fixture
 def saved(fresh_db: Path) -> Iterator[Saved]:
     clock = ManualClock(at(NOW))
@@ -78,7 +67,9 @@ def saved(fresh_db: Path) -> Iterator[Saved]:
     token = tokens.create(Role.ADMIN, "alice")
     now = clock.now_us()
     office = add_deployment(store, "office", zone=ZONE, awake=40.0, asleep=4.0)
-    add_minutes(store, office, office_minutes(now - 35 * DAY_US, now))
+    add_minutes(
+        store, office, working_hours_requests(ZONE, now - 35 * DAY_US, now, every_us=10 * MINUTE_US)
+    )
     # Three days of sleeps and stops by the idle ladder, a schedule and a person.
     first = at("2026-06-26T00:00:00+02:00")
     for day, (down, actor) in enumerate(

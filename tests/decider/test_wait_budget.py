@@ -9,15 +9,14 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
-from decider.traffickit import Minute, add_deployment, add_minutes
+from decider.traffickit import add_deployment, add_minutes, working_hours_requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import at
 
-from dgxmm.clock import ManualClock, from_us
+from dgxmm.clock import ManualClock
 from dgxmm.decider.idle import PRODUCT_PRICE, BudgetOutcome, Trial, WaitBudgets, find_price
 from dgxmm.decider.idle.budget import CHEAPEST_PRICE, DEAREST_PRICE, MAX_REPLAYS
 from dgxmm.decider.idle.pricing import Pricing
@@ -126,16 +125,6 @@ class Env:
     deployment: int
 
 
-def office(since_us: int, until_us: int) -> list[Minute]:
-    """A request every 4 minutes on weekdays, 09:00 to 17:00 Berlin."""
-    found = []
-    for at_us in range(since_us, until_us, 4 * MINUTE_US):
-        local = from_us(at_us, ZoneInfo(ZONE))
-        if local.weekday() < 5 and 9 <= local.hour < 17:
-            found.append(Minute(at_us=at_us, requests=1, running=1.0, latency_s=1.0))
-    return found
-
-
 @pytest.fixture
 def env(profile_target: str, tmp_path: Path) -> Iterator[Env]:
     """The services on SQLite and on PostgreSQL (``profile_target``: each test runs on both)."""
@@ -155,7 +144,11 @@ def env(profile_target: str, tmp_path: Path) -> Iterator[Env]:
     )
     deployment = add_deployment(store, "office", zone=ZONE, awake=72.0, asleep=2.0)
     now = clock.now_us()
-    add_minutes(store, deployment, office(now - 30 * 86_400_000_000, now))
+    add_minutes(
+        store,
+        deployment,
+        working_hours_requests(ZONE, now - 30 * 86_400_000_000, now, every_us=4 * MINUTE_US),
+    )
     yield Env(store, fleet, schedules, budgets, clock, deployment)
     fleet.close()
     store.close()

@@ -119,6 +119,19 @@ def weekly_traffic(
     ]
 
 
+def working_hours_requests(
+    zone: str, since_us: int, until_us: int, *, every_us: int
+) -> list[Minute]:
+    """One request every ``every_us`` (from ``since_us``) on weekdays, 09:00 to 17:00 local."""
+    info = ZoneInfo(zone)
+    found = []
+    for at_us in range(since_us, until_us, every_us):
+        local = from_us(at_us, info)
+        if local.weekday() < 5 and 9 <= local.hour < 17:
+            found.append(Minute(at_us=at_us, requests=1, running=1.0, latency_s=1.0))
+    return found
+
+
 def office_hours(local: datetime) -> bool:
     """Busy Monday to Friday, 07:00 to 21:59 local."""
     return local.weekday() < 5 and 7 <= local.hour < 22

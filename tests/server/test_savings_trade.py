@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
-from decider.traffickit import Minute, add_deployment, add_minutes
+from decider.traffickit import add_deployment, add_minutes, working_hours_requests
 from fastapi.testclient import TestClient
 from support import at
 
-from dgxmm.clock import ManualClock, from_us
+from dgxmm.clock import ManualClock
 from dgxmm.decider.idle import WaitBudgets
 from dgxmm.decider.schedules.service import ScheduleService
 from dgxmm.fleet import Fleet, Gpu, GpuInventory, InventorySource
@@ -32,16 +31,6 @@ class Env:
     client: TestClient
     services: Services
     deployment: int
-
-
-def sparse_office(since_us: int, until_us: int) -> list[Minute]:
-    """A request every 10 minutes on weekdays, 09:00 to 17:00 Berlin."""
-    found = []
-    for at_us in range(since_us, until_us, 10 * MINUTE_US):
-        local = from_us(at_us, ZoneInfo(ZONE))
-        if local.weekday() < 5 and 9 <= local.hour < 17:
-            found.append(Minute(at_us=at_us, requests=1, running=1.0, latency_s=1.0))
-    return found
 
 
 @pytest.fixture
@@ -63,7 +52,11 @@ def env(fresh_db: Path) -> Iterator[Env]:
     app = create_app(services, [FLEET_ROUTES, SCHEDULE_ROUTES])
     deployment = add_deployment(store, "office", zone=ZONE, awake=40.0, asleep=4.0)
     now = clock.now_us()
-    add_minutes(store, deployment, sparse_office(now - 35 * DAY_US, now))
+    add_minutes(
+        store,
+        deployment,
+        working_hours_requests(ZONE, now - 35 * DAY_US, now, every_us=10 * MINUTE_US),
+    )
     add_deployment(store, "quiet", zone=ZONE)  # nothing on record
     with TestClient(app) as client:
         client.headers["Authorization"] = f"Bearer {tokens.create(Role.VIEWER, 'victor')}"
