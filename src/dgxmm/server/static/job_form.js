@@ -17,13 +17,19 @@ function setupJobForm(form) {
 
   const zone = form.elements.time_zone;
   let timer = null;
+  // Each question is numbered, and only the newest one's answer is shown: an older answer
+  // that arrives last (a slow server) would put what the form said before in its place.
+  let asked = 0;
   const refresh = async () => {
+    clearTimeout(timer);
+    const mine = ++asked;
     const text = schedule.value.trim();
     if (!text) { preview.textContent = ""; return; }
     const place = zone.value.trim();
     const where = place ? `&zone=${encodeURIComponent(place)}` : "";
     try {
       const data = await api("GET", `/api/jobs/preview?n=5&schedule=${encodeURIComponent(text)}${where}`);
+      if (mine !== asked) return;
       preview.replaceChildren();
       const head = document.createElement("p");
       head.textContent = `${data.description} (${data.zone}); next:`;
@@ -36,6 +42,7 @@ function setupJobForm(form) {
       preview.append(head, list);
       preview.className = "preview";
     } catch (error) {
+      if (mine !== asked) return;
       preview.textContent = error.message;
       preview.className = "preview error";
     }
