@@ -90,19 +90,30 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
-def free_ports(count: int) -> list[int]:
-    """Return `count` distinct loopback ports nothing listens on now.
+_HANDED_OUT: set[int] = set()  # every port this process was given, bound by now or not
+_HANDED_LOCK = threading.Lock()
 
-    The probes are held together until the last is bound: two calls of `free_port` in a row
-    may be handed the same released port."""
-    probes = [socket.socket() for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [int(probe.getsockname()[1]) for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
+
+def free_ports(count: int) -> list[int]:
+    """Return `count` distinct loopback ports nothing listens on now, none handed out before.
+
+    A released port may be handed out again by the next bind to port 0: two deployments
+    defined before either started were given one port (a rollups test's "port 57041 is the
+    port of deployment 'slow'"). So this process never hands one port out twice."""
+    found: list[int] = []
+    with _HANDED_LOCK:
+        while len(found) < count:
+            probes = [socket.socket() for _ in range(count - len(found))]
+            try:
+                for probe in probes:
+                    probe.bind(("127.0.0.1", 0))
+                ports = [int(probe.getsockname()[1]) for probe in probes]
+            finally:
+                for probe in probes:
+                    probe.close()
+            found += [port for port in ports if port not in _HANDED_OUT and port not in found]
+        _HANDED_OUT.update(found)
+    return found
 
 
 def start_serve(
